@@ -1,0 +1,77 @@
+"""Value types of the accounting layer, shared by registry, fill and cost (no logic here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Tier(StrEnum):
+    """Quality tier of a model: how early quality degrades with absolute context length."""
+
+    FULL = "full"
+    COMPACT = "compact"
+    LOCAL = "local"
+
+
+class FillSource(StrEnum):
+    """Where a token count came from."""
+
+    REPORTED = "reported"
+    EXACT = "exact"
+    ESTIMATED = "estimated"
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What the registry knows about a model id.
+
+    ``reserved_output`` is kept free for the response; ``autocompact_buffer`` is the margin
+    at which the host compacts (Claude Code: 13K). ``usable_window`` subtracts both.
+    """
+
+    id: str
+    family: str
+    window: int
+    tier: Tier
+    reserved_output: int = 0
+    autocompact_buffer: int = 0
+    prices: Prices | None = None
+    encoding: str | None = None
+    known: bool = True
+
+    @property
+    def usable_window(self) -> int:
+        return max(1, self.window - self.reserved_output - self.autocompact_buffer)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFill:
+    """Context fill at one model response (turn ``turn``, 0-based, main thread)."""
+
+    turn: int
+    message_index: int
+    tokens: int
+    source: FillSource
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    """One compaction: fill before (last turn before) and after (first turn after)."""
+
+    index: int
+    message_index: int
+    pre_tokens: int | None
+    post_tokens: int | None
+    trigger: str | None

@@ -1,0 +1,1 @@
+"""The command-line interface: the only layer that parses arguments, reads the environment or prints."""

@@ -1,0 +1,41 @@
+"""Helpers every CLI command shares: error → exit code mapping and JSON output."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import click
+import orjson
+
+from ctxhealth.errors import CtxHealthError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+SCHEMA_VERSION = 1
+
+
+def guarded(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn a :class:`CtxHealthError` into one stderr line and its exit code (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except CtxHealthError as exc:
+            click.echo(f"ctxhealth: error: {exc.render()}", err=True)
+            sys.exit(int(exc.exit_code))
+
+    return wrapper
+
+
+def dump_json(obj: Any) -> str:
+    """Serialise to one compact JSON line (orjson; dataclasses and enums supported)."""
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def echo_json(obj: Any) -> None:
+    click.echo(dump_json(obj))

@@ -1,0 +1,199 @@
+"""The normalised transcript model every reader produces and every layer above consumes.
+
+A :class:`Session` is an ordered tuple of :class:`Message` objects (the main thread
+only), each holding content :data:`Block` values. Sub-agent / sidechain threads are
+kept apart in ``Session.sidechains`` (each one a Session of its own) so they never
+distort the main thread's context fill, yet can be counted for tools and cost.
+
+One :class:`Message` with role ``assistant`` is one model response ("turn"); readers
+merge the several log lines that carry the same response. ``Usage`` is what the
+provider reported for that response, when the log has it.
+
+All classes are frozen: layers above build new values instead of mutating.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Format(StrEnum):
+    """Transcript formats ctxhealth can read."""
+
+    CLAUDE_CODE = "claude-code"
+    CODEX = "codex"
+    MINI_SWE_AGENT = "mini-swe-agent"
+    OPENAI_CHAT = "openai-chat"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A model's request to run a tool. ``input`` is the decoded JSON input (or raw text)."""
+
+    id: str
+    name: str
+    input: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of a tool call. ``exit_code`` when the result text carries one."""
+
+    tool_call_id: str
+    text: str
+    is_error: bool = False
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSummary:
+    """The summary an agent injected when it compacted its context.
+
+    ``pre_tokens`` is the fill just before compaction when the log states it
+    (Claude Code ``compact_boundary.compactMetadata.preTokens``).
+    """
+
+    text: str
+    trigger: str | None = None
+    pre_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """Non-text content (image, document). Only its size hint is kept."""
+
+    media_type: str = ""
+    approx_bytes: int = 0
+
+
+Block = TextBlock | ThinkingBlock | ToolCall | ToolResult | CompactionSummary | ImageBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Provider-reported token usage for one model response.
+
+    ``context_tokens`` is the prompt size as the provider counted it: for Anthropic
+    input + cache creation + cache read; for OpenAI-style logs ``prompt_tokens``.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        return self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message in the context. For assistants, one model response.
+
+    ``response_id`` is the provider's response id (Claude Code ``message.id``), used to
+    deduplicate usage; ``id`` is the log's own id for the line (``uuid``); ``line`` is the
+    1-based line (or list index) in the source where the message starts.
+    """
+
+    role: Role
+    blocks: tuple[Block, ...]
+    id: str | None = None
+    response_id: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    timestamp: str | None = None
+    sidechain: bool = False
+    line: int | None = None
+
+    @property
+    def text(self) -> str:
+        """Concatenated visible text (text + compaction summaries), without tool payloads."""
+        parts = [b.text for b in self.blocks if isinstance(b, (TextBlock, CompactionSummary))]
+        return "\n".join(parts)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, ToolCall))
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, ToolResult))
+
+    @property
+    def compaction(self) -> CompactionSummary | None:
+        for b in self.blocks:
+            if isinstance(b, CompactionSummary):
+                return b
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadWarning:
+    """A problem a lenient reader stepped over: ``path:line: reason``."""
+
+    path: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One agent session in the normalised model.
+
+    ``context_window`` is set when the log itself states the window (Codex
+    ``model_context_window``); ``reported_fill`` maps message index -> the fill the log
+    reported outside any message usage (Codex ``token_count`` events).
+    """
+
+    path: str
+    format: Format
+    messages: tuple[Message, ...]
+    session_id: str | None = None
+    model: str | None = None
+    sidechains: tuple[Session, ...] = ()
+    warnings: tuple[ReadWarning, ...] = ()
+    context_window: int | None = None
+    reported_fill: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def instruction(self) -> str:
+        """The first real user request: the first user message with text (not a tool result)."""
+        for m in self.messages:
+            if m.role is Role.USER and m.compaction is None and m.text.strip():
+                return m.text
+        return ""
+
+    @property
+    def system_prompt(self) -> str:
+        return "\n".join(m.text for m in self.messages if m.role is Role.SYSTEM)
+
+    @property
+    def assistant_turns(self) -> int:
+        """Distinct model responses in the main thread."""
+        return sum(1 for m in self.messages if m.role is Role.ASSISTANT)

@@ -1,0 +1,37 @@
+"""Shared fixtures: isolation of the user directory and the location of the real-transcript corpus."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHARED_DATA = Path(os.environ.get("CTXHEALTH_TEST_DATA", REPO_ROOT.parent / "shared" / "data"))
+CLAUDE_CODE_DATA = SHARED_DATA / "claude-code"
+MINI_SWE_DATA = SHARED_DATA / "mini-swe-agent"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own ``CTXHEALTH_HOME`` so nothing touches the real user directory."""
+    home = tmp_path / "ctxhealth-home"
+    monkeypatch.setenv("CTXHEALTH_HOME", str(home))
+    monkeypatch.delenv("CTXHEALTH_ROOT", raising=False)
+    return home
+
+
+@pytest.fixture
+def claude_code_data() -> Path:
+    if not CLAUDE_CODE_DATA.is_dir():
+        pytest.skip(f"real Claude Code transcripts not found at {CLAUDE_CODE_DATA}")
+    return CLAUDE_CODE_DATA
+
+
+@pytest.fixture
+def mini_swe_data() -> Path:
+    if not MINI_SWE_DATA.is_dir():
+        pytest.skip(f"real mini-swe-agent trajectories not found at {MINI_SWE_DATA}")
+    return MINI_SWE_DATA
