@@ -8,15 +8,38 @@ Add a public name by adding it to ``_EXPORTS`` (name -> module); ``__all__`` fol
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+# typing costs a noticeable share of a hook's start-up; it is needed only by the type checker here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "CtxHealthError": "ctxhealth.errors",
+    "FillSource": "ctxhealth.accounting.types",
+    "ModelInfo": "ctxhealth.accounting.types",
+    "ModelRegistry": "ctxhealth.accounting.registry",
+    "SessionAccount": "ctxhealth.accounting.fill",
+    "Settings": "ctxhealth.config",
+    "Tier": "ctxhealth.accounting.types",
+    "account_session": "ctxhealth.accounting.fill",
+    "build_check_report": "ctxhealth.report.check_report",
+    "count_tokens": "ctxhealth.accounting.tokens",
+    "load_settings": "ctxhealth.config",
     "Message": "ctxhealth.model",
     "Role": "ctxhealth.model",
     "Session": "ctxhealth.model",
+    "Format": "ctxhealth.model",
+    "detect_format": "ctxhealth.sources.reader",
+    "read_session": "ctxhealth.sources.reader",
+    "read_sessions": "ctxhealth.sources.reader",
+    "Action": "ctxhealth.policy",
+    "Assessment": "ctxhealth.monitor",
+    "Monitor": "ctxhealth.monitor",
+    "Profile": "ctxhealth.signals.profile",
+    "Zone": "ctxhealth.signals.pressure",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -2,7 +2,9 @@
 
 Public entry points:
 
-* ``account_session(session, *, registry=None) -> SessionAccount`` (``accounting.fill``)
-* ``ModelRegistry`` / ``ModelInfo`` / ``Tier`` / ``Prices`` (``accounting.registry``)
-* ``count_tokens(text, model=None) -> TokenCount`` (``accounting.tokens``)
+* ``account_session(session, *, registry=None, model=None) -> SessionAccount`` (``accounting.fill``)
+* ``ModelRegistry`` (``accounting.registry``); ``ModelInfo`` / ``Tier`` / ``Prices`` /
+  ``FillSource`` / ``TurnFill`` / ``CompactionRecord`` (``accounting.types``)
+* ``count_tokens(text, encoding=None) -> TokenCount``, ``message_tokens`` (``accounting.tokens``)
+* ``session_cost(session, registry=None, *, model=None) -> float | None`` (``accounting.cost``)
 """

@@ -15,6 +15,19 @@ from ctxhealth import __version__
 
 COMMANDS: dict[str, str] = {
     "check": "ctxhealth.cli.check:check",
+    "checkpoint": "ctxhealth.cli.state:checkpoint",
+    "state": "ctxhealth.cli.state:state",
+    "config": "ctxhealth.cli.config_cmd:config",
+    "recover": "ctxhealth.cli.recover:recover",
+    "retention": "ctxhealth.cli.retention:retention",
+    "install": "ctxhealth.cli.install:install",
+    "uninstall": "ctxhealth.cli.install:uninstall",
+    "hook": "ctxhealth.cli.hook:hook",
+    "statusline": "ctxhealth.cli.statusline:statusline",
+    "calibrate": "ctxhealth.cli.calibrate:calibrate",
+    "validate": "ctxhealth.cli.validate:validate",
+    "doctor": "ctxhealth.cli.doctor:doctor",
+    "watch": "ctxhealth.cli.watch:watch",
 }
 
 

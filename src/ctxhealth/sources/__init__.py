@@ -8,3 +8,26 @@ Public entry points (implemented in ``ctxhealth.sources.reader``):
 * ``read_session(path, *, format=None, strict=False) -> Session`` — exactly one session.
 * ``detect_format(head: bytes, name: str) -> Format | None``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "detect_format": "ctxhealth.sources.reader",
+    "read_session": "ctxhealth.sources.reader",
+    "read_sessions": "ctxhealth.sources.reader",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so that hooks importing one reader (e.g. claude_code.ClaudeCodeTail) load only that.
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctxhealth.sources' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

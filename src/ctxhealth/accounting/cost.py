@@ -1,0 +1,85 @@
+"""Cost of a session from its provider-reported usage records, at each response's own model prices.
+
+Every model response is priced once (usage deduplicated by response id across the main
+thread and all sidechains): uncached input at the input price, cache writes at the cache-write
+price, cache reads at the cache-read price, output at the output price. ``output_tokens`` is
+taken as the provider reports it, which already includes reasoning tokens for OpenAI-style
+usage (``completion_tokens``). Sessions switch models, so each response is priced at the model
+that produced it. The cost is None when there is no usage at all or when a response with
+non-zero usage comes from a model whose prices are unknown (a partial sum would mislead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.types import Prices
+from ctxhealth.model import Message, Role, Session, Usage
+
+_PER_TOKEN = 1e-6
+_MISSING: Any = object()
+
+
+def usage_cost(usage: Usage, prices: Prices) -> float:
+    """USD for one response's usage at ``prices`` (USD per million tokens)."""
+    return _PER_TOKEN * (
+        usage.input_tokens * prices.input
+        + usage.cache_creation_tokens * prices.cache_write
+        + usage.cache_read_tokens * prices.cache_read
+        + usage.output_tokens * prices.output
+    )
+
+
+def iter_threads(session: Session) -> Iterator[Session]:
+    """The session itself, then every sidechain (depth first)."""
+    stack = [session]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.sidechains))
+
+
+def iter_responses(session: Session) -> Iterator[tuple[Session, Message]]:
+    """Each distinct model response with usage, main thread and sidechains, deduplicated by id."""
+    seen: set[str] = set()
+    for thread in iter_threads(session):
+        for message in thread.messages:
+            if message.role is not Role.ASSISTANT or message.usage is None:
+                continue
+            rid = message.response_id
+            if rid is not None:
+                if rid in seen:
+                    continue
+                seen.add(rid)
+            yield thread, message
+
+
+def _is_zero(usage: Usage) -> bool:
+    return not (
+        usage.input_tokens or usage.output_tokens or usage.cache_creation_tokens or usage.cache_read_tokens
+    )
+
+
+def session_cost(
+    session: Session, registry: ModelRegistry | None = None, *, model: str | None = None
+) -> float | None:
+    """Total USD of ``session`` from its usage records; ``model`` prices every response at one model."""
+    registry = registry or ModelRegistry.default()
+    prices_by_model: dict[str | None, Prices | None] = {}
+    total = 0.0
+    priced_any = False
+    for thread, message in iter_responses(session):
+        usage = message.usage
+        if usage is None or _is_zero(usage):
+            continue
+        model_id = model or message.model or thread.model or session.model
+        prices = prices_by_model.get(model_id, _MISSING)
+        if prices is _MISSING:
+            prices = prices_by_model[model_id] = registry.lookup(model_id).prices
+        if prices is None:
+            return None
+        total += usage_cost(usage, prices)
+        priced_any = True
+    return total if priced_any else None

@@ -1,0 +1,180 @@
+"""Token counting: exact offline BPE counts where an encoding exists, else a documented estimate.
+
+Owns how text and whole messages are turned into token counts:
+
+* :func:`count_tokens` — one text; exact (``toktok``, tiktoken-identical ids) when an
+  encoding such as ``o200k_base`` / ``cl100k_base`` is given and ``toktok`` can be
+  imported, otherwise an estimate of about 4 characters per token (the spec). Never
+  raises because a tokenizer is missing: the result says which source it used.
+* :func:`count_batch` — many texts in one call (the exact tokenizer runs them in parallel).
+* :func:`message_text_for_count` / :func:`message_tokens` — what of a message occupies the
+  context: visible text, thinking, the JSON of tool-call inputs (the spec), tool-result
+  text and compaction summaries, plus a small fixed framing overhead per message and per
+  tool block (see the constants below).
+
+``toktok`` is imported lazily, on the first exact count, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from ctxhealth.accounting.types import FillSource
+from ctxhealth.model import (
+    CompactionSummary,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+)
+
+DEFAULT_CHARS_PER_TOKEN = 4.0
+"""The spec's estimate: about 4 characters per token (within ~10% for English)."""
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Framing every message costs in a chat prompt (role marker, separators): OpenAI documents
+3-4 tokens per message for its chat format; Anthropic's framing is of the same order."""
+
+TOOL_BLOCK_OVERHEAD_TOKENS = 8
+"""Framing per tool call / tool result block (ids, names, wrapper keys) beyond its payload."""
+
+IMAGE_BLOCK_TOKENS = 1_500
+"""An image occupies roughly (width x height) / 750 tokens on Anthropic models, capped near
+1.6K for a full-size image; without the dimensions we charge a typical full-size image."""
+
+KNOWN_ENCODINGS = frozenset({"o200k_base", "cl100k_base", "o200k_harmony"})
+
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of one text (exact or estimated)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """A token count and where it came from (``EXACT`` tokenizer or ``ESTIMATED``)."""
+
+    tokens: int
+    source: FillSource
+
+
+_UNSET: Any = object()
+_toktok: ModuleType | None = _UNSET
+
+
+def _load_toktok() -> ModuleType | None:
+    """The ``toktok`` module, or None when it cannot be imported (cached either way)."""
+    global _toktok
+    if _toktok is _UNSET:
+        try:
+            import toktok  # type: ignore[import-untyped]
+        except ImportError:
+            _toktok = None
+        else:
+            _toktok = toktok
+    return _toktok
+
+
+def exact_available(encoding: str | None) -> bool:
+    """True when ``encoding`` can be counted exactly on this machine."""
+    return encoding in KNOWN_ENCODINGS and _load_toktok() is not None
+
+
+def estimate_tokens(text: str, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> int:
+    """Estimated tokens of ``text``: characters / ``chars_per_token``, rounded up (0 for "")."""
+    if not text:
+        return 0
+    if chars_per_token <= 0:
+        chars_per_token = DEFAULT_CHARS_PER_TOKEN
+    return math.ceil(len(text) / chars_per_token)
+
+
+def count_batch(
+    texts: Sequence[str],
+    encoding: str | None = None,
+    *,
+    chars_per_token: float = DEFAULT_CHARS_PER_TOKEN,
+) -> tuple[list[int], FillSource]:
+    """Token counts of ``texts`` in order, and their source.
+
+    Exact when ``encoding`` is a known BPE encoding and ``toktok`` imports; otherwise
+    estimated with ``chars_per_token``.
+    """
+    tk = _load_toktok() if encoding in KNOWN_ENCODINGS else None
+    if tk is not None:
+        counts: list[int] = tk.batch_count(list(texts), encoding)
+        return counts, FillSource.EXACT
+    return [estimate_tokens(t, chars_per_token) for t in texts], FillSource.ESTIMATED
+
+
+def count_tokens(text: str, encoding: str | None = None) -> TokenCount:
+    """Tokens of one text: exact for a known encoding when ``toktok`` is present, else estimated."""
+    counts, source = count_batch([text], encoding)
+    return TokenCount(counts[0], source)
+
+
+def make_counter(
+    encoding: str | None, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
+) -> tuple[TokenCounter, FillSource]:
+    """A one-text counter for ``encoding`` (exact when possible) and the source it yields."""
+    if exact_available(encoding):
+
+        def exact(text: str) -> int:
+            return count_batch([text], encoding)[0][0]
+
+        return exact, FillSource.EXACT
+
+    def estimate(text: str) -> int:
+        return estimate_tokens(text, chars_per_token)
+
+    return estimate, FillSource.ESTIMATED
+
+
+def _input_text(value: Any) -> str:
+    """The JSON of a tool-call input as the model saw it (raw text stays raw)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return str(value)
+
+
+def message_text_for_count(message: Message) -> str:
+    """Everything of ``message`` that occupies context, as one text.
+
+    Text, thinking, compaction summaries, tool-call name + JSON input, and tool-result
+    text, joined by newlines. Images contribute no text (see :func:`message_tokens`).
+    """
+    parts: list[str] = []
+    for block in message.blocks:
+        if isinstance(block, (TextBlock, ThinkingBlock, CompactionSummary)):
+            parts.append(block.text)
+        elif isinstance(block, ToolCall):
+            parts.append(block.name)
+            parts.append(_input_text(block.input))
+        elif isinstance(block, ToolResult):
+            parts.append(block.text)
+    return "\n".join(parts)
+
+
+def message_overhead(message: Message) -> int:
+    """Fixed tokens for framing: per message, per tool block, per image (documented constants)."""
+    extra = MESSAGE_OVERHEAD_TOKENS
+    for block in message.blocks:
+        if isinstance(block, (ToolCall, ToolResult)):
+            extra += TOOL_BLOCK_OVERHEAD_TOKENS
+        elif isinstance(block, ImageBlock):
+            extra += IMAGE_BLOCK_TOKENS
+    return extra
+
+
+def message_tokens(message: Message, counter: TokenCounter) -> int:
+    """Tokens ``message`` occupies: ``counter`` over its countable text plus the framing overhead."""
+    return counter(message_text_for_count(message)) + message_overhead(message)

@@ -1,0 +1,81 @@
+"""``ctxhealth hook EVENT``: run one Claude Code hook on the JSON payload from stdin. Always exits 0.
+
+Settings run it as ``python -m ctxhealth.cli.hook EVENT`` (no click import, faster start-up); the
+click command ``hook`` (for ``ctxhealth hook``) is built only when the group asks for it. The
+helpers here (home, bounded stdin, output) are shared with ``ctxhealth.cli.statusline``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_STDIN_BYTES = 8 * 1024 * 1024
+
+
+def home_dir() -> str:
+    """``$CTXHEALTH_HOME`` or ``~/.ctxhealth``."""
+    return os.environ.get("CTXHEALTH_HOME") or os.path.join(os.path.expanduser("~"), ".ctxhealth")
+
+
+def read_stdin() -> bytes:
+    """At most 8 MB of stdin; nothing when stdin is a terminal (run by hand without a pipe)."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        return b""
+    return stream.buffer.read(MAX_STDIN_BYTES)
+
+
+def write(stdout: str, stderr: str) -> None:
+    if stdout:
+        sys.stdout.write(stdout if stdout.endswith("\n") else stdout + "\n")
+        sys.stdout.flush()
+    if stderr:
+        sys.stderr.write(stderr.rstrip("\n") + "\n")
+        sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the hook named in ``argv[0]`` (or in the payload); print its output; return 0 (fail open)."""
+    args = sys.argv[1:] if argv is None else argv
+    event = args[0] if args else None
+    try:
+        from ctxhealth.integrations.claude_code.hooks import run_hook
+
+        result = run_hook(event, read_stdin(), home=home_dir())
+        write(result.stdout, result.stderr)
+    except Exception as exc:  # fail open even if ctxhealth itself cannot be imported
+        write("", f"ctxhealth: hook {event or '?'} skipped: {type(exc).__name__}: {exc}")
+    return 0
+
+
+def _command() -> Any:
+    import click
+
+    @click.command("hook", context_settings={"help_option_names": ["-h", "--help"]})
+    @click.argument("event", required=False)
+    def hook(event: str | None) -> None:
+        """Run the Claude Code hook EVENT on the JSON payload from stdin (fails open: always exit 0).
+
+        EVENT is one of: PreCompact, SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure,
+        Stop, SessionEnd (or taken from the payload's hook_event_name when omitted).
+        """
+        sys.exit(main([event] if event else []))
+
+    return hook
+
+
+def __getattr__(name: str) -> Any:
+    if name == "hook":
+        command = _command()
+        globals()["hook"] = command
+        return command
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

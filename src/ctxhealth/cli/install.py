@@ -1,0 +1,111 @@
+"""``ctxhealth install claude-code`` / ``ctxhealth uninstall claude-code``: edit Claude Code's settings.json.
+
+Dry run by default: prints the unified diff of settings.json and what would happen; ``--apply`` writes
+it (backup first, atomic write). Idempotent. The settings directory is ``~/.claude`` (``--scope user``,
+default), ``./.claude`` (``--scope project``) or ``--settings DIR``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.integrations.claude_code.install import (
+    InstallPlan,
+    Scope,
+    apply_plan,
+    default_settings_dir,
+    plan_install,
+    plan_uninstall,
+)
+
+_SCOPE = click.Choice([s.value for s in Scope])
+
+
+def _settings_dir(scope: str, settings: Path | None) -> Path:
+    if settings is not None:
+        return settings.parent if settings.name == "settings.json" else settings
+    return default_settings_dir(Scope(scope), home=Path(os.path.expanduser("~")), cwd=Path.cwd())
+
+
+def _report(plan: InstallPlan, *, apply: bool, as_json: bool, verb: str) -> None:
+    backup = apply_plan(plan) if apply and plan.changed else None
+    if as_json:
+        echo_json(
+            {
+                "schema_version": 1,
+                "action": verb,
+                "settings": str(plan.settings_path),
+                "changed": plan.changed,
+                "applied": bool(apply and plan.changed),
+                "statusline": plan.statusline.value,
+                "backup": str(backup) if backup else None,
+                "restored_backup": plan.restore_backup,
+                "notes": list(plan.notes),
+                "diff": plan.diff(),
+            }
+        )
+        return
+    if not plan.changed:
+        click.echo(f"{plan.settings_path}: nothing to change ({verb} is already done)")
+    else:
+        click.echo(plan.diff(), nl=False)
+    for note in plan.notes:
+        click.echo(f"note: {note}", err=True)
+    if plan.changed and not apply:
+        click.echo(f"dry run: re-run with --apply to {verb} (a backup is kept)", err=True)
+    elif plan.changed:
+        where = f"; backup: {backup}" if backup else ""
+        click.echo(f"{verb}ed: {plan.settings_path}{where}", err=True)
+
+
+@click.group("install", context_settings={"help_option_names": ["-h", "--help"]})
+def install() -> None:
+    """Install ctxhealth into an agent host (dry run unless --apply)."""
+
+
+@install.command("claude-code")
+@click.option(
+    "--scope", type=_SCOPE, default=Scope.USER.value, show_default=True, help="Which settings file."
+)
+@click.option(
+    "--settings", type=click.Path(path_type=Path), help="Settings directory (or settings.json) to edit."
+)
+@click.option("--apply", is_flag=True, help="Write the change (default: show the diff only).")
+@click.option("--force", is_flag=True, help="Replace an existing status line (uninstall restores it).")
+@click.option(
+    "--python", "python", default=sys.executable, show_default=False, help="Interpreter the hooks run."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@guarded
+def claude_code(
+    scope: str, settings: Path | None, apply: bool, force: bool, python: str, as_json: bool
+) -> None:
+    """Add ctxhealth's hooks and status line to Claude Code's settings.json."""
+    plan = plan_install(_settings_dir(scope, settings), python=python, force=force)
+    _report(plan, apply=apply, as_json=as_json, verb="install")
+
+
+@click.group("uninstall", context_settings={"help_option_names": ["-h", "--help"]})
+def uninstall() -> None:
+    """Remove ctxhealth from an agent host (dry run unless --apply)."""
+
+
+@uninstall.command("claude-code")
+@click.option(
+    "--scope", type=_SCOPE, default=Scope.USER.value, show_default=True, help="Which settings file."
+)
+@click.option(
+    "--settings", type=click.Path(path_type=Path), help="Settings directory (or settings.json) to edit."
+)
+@click.option("--apply", is_flag=True, help="Write the change (default: show the diff only).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@guarded
+def claude_code_uninstall(scope: str, settings: Path | None, apply: bool, as_json: bool) -> None:
+    """Take ctxhealth out of Claude Code's settings.json (byte-identical restore when untouched since)."""
+    plan = plan_uninstall(_settings_dir(scope, settings))
+    _report(plan, apply=apply, as_json=as_json, verb="uninstall")

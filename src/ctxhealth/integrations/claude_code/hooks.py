@@ -1,0 +1,442 @@
+"""The Claude Code hooks: one handler per event, and the fail-open entry point :func:`run_hook`.
+
+* PreCompact: write a checkpoint (JSON + markdown) and the pre-compaction snapshot for the session.
+* SessionStart (source ``compact`` / ``resume``): give the agent the checkpoint and its original request
+  back as ``additionalContext`` (re-anchoring it after compaction).
+* UserPromptSubmit: read the new tail, ask the policy; when it says warn / re-anchor / restart / halt,
+  add that context, once per episode (an episode ends at a compaction or a resume).
+* PostToolUse / PostToolUseFailure: count the call from the payload alone (no transcript read); on a
+  failure spiral or a doom loop (the same call three times) tell the agent, once per episode.
+* Stop / SessionEnd: read the new tail and record the final assessment and decision in the ledger.
+
+Each handler reads only the transcript bytes after the cached offset. The counters live in a fast
+cache file (:mod:`.tailstate`); the ledger is opened only when something worth keeping happened, and
+then receives the queued hook events and the tail state too. :func:`run_hook` never raises: any
+internal error becomes one stderr line, is logged to the ledger when possible, and the hook exits 0.
+Library code: handlers return text, the CLI prints it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ctxhealth.integrations.claude_code.payloads import (
+    HookEvent,
+    HookPayload,
+    SessionSource,
+    find_event,
+    hook_output,
+    parse_hook_payload,
+)
+from ctxhealth.integrations.claude_code.tailstate import (
+    DOOM_LOOP_REPEATS,
+    SessionCounters,
+    call_signature,
+    load_counters,
+    save_counters,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ctxhealth.state.ledger import Ledger
+
+__all__ = ["HookResult", "handle_hook", "run_hook", "session_root"]
+
+CHECKPOINT_BUDGET_TOKENS = 500
+# Hooks size checkpoints with the estimate (about 4 characters a token): loading an exact BPE
+# vocabulary takes seconds in a fresh process, too long for a hook that runs before compaction.
+CHECKPOINT_ENCODING: str | None = None
+
+
+class HookResult:
+    """What the CLI prints: ``stdout`` (JSON for Claude Code, or ""), ``stderr`` (one line, or "")."""
+
+    __slots__ = ("stderr", "stdout")
+
+    def __init__(self, stdout: str = "", stderr: str = "") -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def session_root(home: str, counters: SessionCounters) -> str:
+    """The state root of one Claude Code session: ``<home>/claude-code/sessions/<session id>``."""
+    label = counters.session_id or os.path.splitext(os.path.basename(counters.path))[0] or "session"
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label)[:80]
+    return os.path.join(home, "claude-code", "sessions", safe)
+
+
+# -- notices -------------------------------------------------------------------------------------
+
+
+def _notice_text(kind: str, counters: SessionCounters, detail: str) -> str:
+    from ctxhealth.recovery.reanchor import reanchor_text
+
+    if kind == "reanchor":
+        return reanchor_text(counters.instruction, counters.drift or 0.0, counters.fill)
+    head = {
+        "warn": "[ctxhealth] Context health warning.",
+        "restart": "[ctxhealth] Context is degraded: a fresh start from a checkpoint is advised.",
+        "halt": "[ctxhealth] Context is at a critical limit: stop and save your state.",
+        "spiral": "[ctxhealth] Failure spiral: tool calls keep failing.",
+        "doom": "[ctxhealth] Doom loop: the same tool call was made "
+        f"{DOOM_LOOP_REPEATS} times with the same input.",
+    }[kind]
+    advice = {
+        "warn": "Finish the current step, keep answers short, and avoid re-reading files you already have.",
+        "restart": "Finish or park the current step, summarise progress in a few lines, and tell the user "
+        "that a /compact or a fresh session from the ctxhealth checkpoint is advised.",
+        "halt": "Do not start new work. Write down the current state (goal, done, next step) and ask the "
+        "user how to continue.",
+        "spiral": "Stop retrying the same approach. Read the latest error in full, state its root cause, "
+        "then change approach (or ask the user).",
+        "doom": "Repeating it will not change the result. Use what you already have, or try something "
+        "different.",
+    }[kind]
+    lines = [head, f"Why: {detail}" if detail else "", advice]
+    if counters.instruction and kind in ("restart", "halt", "spiral", "doom"):
+        lines += ["", "ORIGINAL REQUEST (verbatim):", counters.instruction]
+    return "\n".join(line for line in lines if line is not None).strip()
+
+
+def _give(counters: SessionCounters, key: str, kind: str, detail: str) -> str:
+    """The notice text if ``key`` was not given in this episode yet (and mark it), else ""."""
+    if counters.noticed(key):
+        return ""
+    counters.mark_noticed(key)
+    return _notice_text(kind, counters, detail)
+
+
+# -- shared steps --------------------------------------------------------------------------------
+
+
+def _load(home: str, payload: HookPayload) -> SessionCounters:
+    transcript = payload.transcript_path
+    if not transcript:
+        from ctxhealth.errors import InputError
+
+        raise InputError("hook payload has no transcript_path", hint="run this from a Claude Code hook")
+    path = os.path.abspath(os.path.expanduser(transcript))
+    counters = load_counters(home, path)
+    if counters is None:
+        counters = _from_ledger(home, path) or SessionCounters(path)
+    if payload.session_id:
+        counters.session_id = payload.session_id
+    counters.hooks_seen = True
+    return counters
+
+
+def _from_ledger(home: str, path: str) -> SessionCounters | None:
+    """The durable copy of the counters when the fast cache is missing (first run, or cache removed)."""
+    if not os.path.exists(os.path.join(home, "ledger.db")):
+        return None
+    from ctxhealth.state.ledger import Ledger
+
+    with Ledger.open(_home_path(home)) as ledger:
+        tail = ledger.get_tail(path)
+    if tail is None or not tail.state:
+        return None
+    counters = SessionCounters.from_dict(tail.state, path)
+    counters.offset, counters.line = tail.offset, tail.line
+    return counters
+
+
+def _home_path(home: str) -> Path:
+    from pathlib import Path
+
+    return Path(home)
+
+
+def _read_tail(counters: SessionCounters) -> None:
+    try:
+        size = os.path.getsize(counters.path)
+    except OSError:
+        return  # no transcript (yet): nothing to read
+    if size == counters.offset and counters.thresholds is not None:
+        return  # nothing new: skip importing the reader
+    from ctxhealth.integrations.claude_code.tail import read_tail
+
+    read_tail(counters, counters.path)
+
+
+def _flush(home: str, counters: SessionCounters, ledger: Ledger | None = None) -> None:
+    """Write queued hook events and the tail state to the ledger (opening it if not given)."""
+    from ctxhealth.state.ledger import Ledger, TailState
+
+    own = ledger is None
+    ledger = ledger or Ledger.open(_home_path(home))
+    try:
+        for event, session_id, summary in counters.pending_events:
+            ledger.record_hook_event(str(event), session_id, str(summary))
+        counters.pending_events.clear()
+        state = counters.to_dict()
+        ledger.set_tail(
+            counters.path,
+            TailState(
+                offset=counters.offset, line=counters.line, state=state, session_id=counters.session_id
+            ),
+        )
+    finally:
+        if own:
+            ledger.close()
+
+
+def _summary(payload: HookPayload) -> str:
+    parts = [payload.event_name or (payload.event.value if payload.event else "?")]
+    if payload.tool_name:
+        parts.append(f"tool={payload.tool_name}")
+    if payload.failed:
+        parts.append("failed")
+    if payload.trigger is not None:
+        parts.append(f"trigger={payload.trigger.value}")
+    if payload.source is not None:
+        parts.append(f"source={payload.source.value}")
+    return " ".join(parts)
+
+
+# -- handlers ------------------------------------------------------------------------------------
+
+
+def _pre_compact(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+    from ctxhealth.sources import read_session
+    from ctxhealth.state.checkpoint import write_transcript_checkpoint
+    from ctxhealth.state.ledger import Ledger
+    from ctxhealth.state.memory import snapshot_from_session, write_snapshot
+    from ctxhealth.state.store import StateStore
+
+    _read_tail(counters)
+    session = read_session(counters.path)
+    store = StateStore(_home_path(session_root(home, counters)))
+    with Ledger.open(_home_path(home)) as ledger:
+        files = write_transcript_checkpoint(
+            store,
+            session,
+            budget_tokens=CHECKPOINT_BUDGET_TOKENS,
+            ledger=ledger,
+            encoding=CHECKPOINT_ENCODING,
+        )
+        write_snapshot(store, snapshot_from_session(session, created_at=store.now_iso()))
+        counters.checkpoint_json = str(files.json_path)
+        counters.checkpoint_text = _checkpoint_text(str(files.json_path))
+        if session.instruction and not counters.instruction:
+            from ctxhealth.redact import redact
+
+            counters.instruction = redact(session.instruction[:4000])
+        counters.queue_event(
+            HookEvent.PRE_COMPACT.value, _summary(payload) + f" checkpoint={files.json_path}"
+        )
+        _flush(home, counters, ledger)
+    save_counters(home, counters)
+    return hook_output(
+        HookEvent.PRE_COMPACT, user_message=f"ctxhealth: checkpoint saved ({files.tokens} tokens)"
+    )
+
+
+def _checkpoint_text(json_path: str) -> str | None:
+    import json
+
+    try:
+        with open(json_path, "rb") as handle:
+            document = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    text = document.get("text") if isinstance(document, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def reanchor_after_compaction(counters: SessionCounters) -> str:
+    """The context given back after a compaction: the checkpoint, then the original request verbatim."""
+    parts = ["[ctxhealth] Context was compacted. What you were doing, saved just before compaction:"]
+    if counters.checkpoint_text:
+        parts += ["", counters.checkpoint_text.strip()]
+    if counters.instruction:
+        parts += ["", "ORIGINAL REQUEST (verbatim):", counters.instruction]
+    parts += ["", "Continue from where you left off. Do not repeat completed work."]
+    return "\n".join(parts)
+
+
+def _session_start(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+    if payload.source not in (SessionSource.COMPACT, SessionSource.RESUME):
+        counters.queue_event(HookEvent.SESSION_START.value, _summary(payload))
+        save_counters(home, counters)
+        return ""
+    counters.episodes += 1
+    _read_tail(counters)
+    if counters.checkpoint_text is None and os.path.exists(counters.path):
+        # Resumed (or compacted without our PreCompact hook): checkpoint what the transcript holds now.
+        from ctxhealth.sources import read_session
+        from ctxhealth.state.checkpoint import write_transcript_checkpoint
+        from ctxhealth.state.store import StateStore
+
+        session = read_session(counters.path)
+        store = StateStore(_home_path(session_root(home, counters)))
+        files = write_transcript_checkpoint(
+            store, session, budget_tokens=CHECKPOINT_BUDGET_TOKENS, encoding=CHECKPOINT_ENCODING
+        )
+        counters.checkpoint_json = str(files.json_path)
+        counters.checkpoint_text = _checkpoint_text(str(files.json_path))
+    context = reanchor_after_compaction(counters)
+    counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + " reanchored")
+    _flush(home, counters)
+    save_counters(home, counters)
+    return hook_output(HookEvent.SESSION_START, context=context)
+
+
+_ACTION_NOTICE = {
+    "warn": "warn",
+    "reanchor": "reanchor",
+    "clear_tool_results": "warn",
+    "compress_history": "warn",
+    "truncate": "warn",
+    "restart": "restart",
+    "halt": "halt",
+}
+
+
+def _user_prompt(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+    from ctxhealth.integrations.claude_code.assess import decide_for_counters, read_counters
+
+    _read_tail(counters)
+    reading = read_counters(counters)
+    decision = decide_for_counters(counters, reading)
+    kind = _ACTION_NOTICE.get(decision.action)
+    context = _give(counters, kind, kind, "; ".join(decision.reasons)) if kind else ""
+    counters.zone, counters.pressure = reading.zone.value, reading.pressure
+    counters.queue_event(HookEvent.USER_PROMPT_SUBMIT.value, _summary(payload) + f" action={decision.action}")
+    if context:
+        from ctxhealth.state.ledger import Ledger
+
+        with Ledger.open(_home_path(home)) as ledger:
+            ledger.record_decision(
+                counters.session_id, counters.turns, decision.action, "; ".join(decision.reasons)
+            )
+            _flush(home, counters, ledger)
+    save_counters(home, counters)
+    return hook_output(HookEvent.USER_PROMPT_SUBMIT, context=context)
+
+
+def _post_tool(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+    from ctxhealth.integrations.claude_code.assess import read_counters
+
+    name = payload.tool_name or "?"
+    signature = call_signature(name, payload.tool_input)
+    counted = counters.record_tool(payload.tool_use_id, name, signature, payload.failed)
+    event = payload.event or HookEvent.POST_TOOL_USE
+    notices: list[str] = []
+    if counted:
+        reading = read_counters(counters)
+        if reading.spiral:
+            notices.append(_give(counters, "spiral", "spiral", reading.spiral_reason))
+        if counters.signatures.get(signature) == DOOM_LOOP_REPEATS and name != "?":
+            notices.append(_give(counters, f"doom:{signature}", "doom", f"{name} called with the same input"))
+    context = "\n\n".join(n for n in notices if n)
+    counters.queue_event(event.value, _summary(payload))
+    if context:
+        _flush(home, counters)
+    save_counters(home, counters)
+    return hook_output(event, context=context)
+
+
+def _stop(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+    from ctxhealth.integrations.claude_code.assess import decide_for_counters, read_counters
+
+    _read_tail(counters)
+    reading = read_counters(counters)
+    decision = decide_for_counters(counters, reading)
+    counters.zone, counters.pressure = reading.zone.value, reading.pressure
+    counters.queue_event(payload.event_name or HookEvent.STOP.value, _summary(payload))
+    verdict_key = counters.last_verdict[0] if counters.last_verdict else None
+    if verdict_key is not None and counters.last_final == verdict_key:
+        # Nothing happened since the last final assessment: keep the event for the next ledger write.
+        save_counters(home, counters)
+        return ""
+    from ctxhealth.state.ledger import Ledger
+
+    with Ledger.open(_home_path(home)) as ledger:
+        ledger.record_assessment(
+            counters.session_id,
+            counters.turns,
+            tokens=reading.fill,
+            pressure=reading.pressure,
+            zone=reading.zone.value,
+            details={
+                "final": True,
+                "action": decision.action,
+                "reasons": list(decision.reasons),
+                "peak": counters.peak,
+                "tool_calls": counters.tool_calls,
+                "tool_errors": counters.tool_errors,
+                "max_consecutive_failures": counters.max_consecutive_failures,
+                "doom_loops": counters.doom_loops,
+                "drift": counters.drift,
+                "compactions": counters.compactions,
+                "cost_usd": counters.cost_usd,
+            },
+        )
+        ledger.record_decision(
+            counters.session_id, counters.turns, decision.action, "; ".join(decision.reasons)
+        )
+        counters.last_final = verdict_key
+        _flush(home, counters, ledger)
+    save_counters(home, counters)
+    return ""
+
+
+_HANDLERS = {
+    HookEvent.PRE_COMPACT: _pre_compact,
+    HookEvent.SESSION_START: _session_start,
+    HookEvent.USER_PROMPT_SUBMIT: _user_prompt,
+    HookEvent.POST_TOOL_USE: _post_tool,
+    HookEvent.POST_TOOL_USE_FAILURE: _post_tool,
+    HookEvent.STOP: _stop,
+    HookEvent.SESSION_END: _stop,
+}
+
+
+def handle_hook(event: HookEvent | None, raw: bytes, *, home: str) -> str:
+    """Run the handler for ``event`` (else the payload's ``hook_event_name``); return stdout text.
+
+    Raises on bad input or an internal problem; :func:`run_hook` is the fail-open wrapper.
+    """
+    payload = parse_hook_payload(raw, event)
+    if payload.event is None:
+        from ctxhealth.errors import UsageError
+
+        raise UsageError(
+            f"unknown hook event {payload.event_name!r}",
+            hint="use one of " + ", ".join(e.value for e in _HANDLERS),
+        )
+    counters = _load(home, payload)
+    return _HANDLERS[payload.event](home, payload, counters)
+
+
+def run_hook(event_name: str | None, raw: bytes, *, home: str) -> HookResult:
+    """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise."""
+    try:
+        event = find_event(event_name) if event_name else None
+        if event_name and event is None:
+            from ctxhealth.errors import UsageError
+
+            raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
+        return HookResult(stdout=handle_hook(event, raw, home=home))
+    except Exception as exc:  # fail open: a hook must never break the agent
+        message = _one_line(exc)
+        _log_error(home, f"hook {event_name or '?'}", message)
+        return HookResult(stderr=f"ctxhealth: hook {event_name or '?'} skipped: {message}")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = getattr(exc, "render", None)
+    rendered = text() if callable(text) else f"{type(exc).__name__}: {exc}"
+    return " ".join(str(rendered).split())[:300]
+
+
+def _log_error(home: str, where: str, message: str) -> None:
+    try:
+        from ctxhealth.state.ledger import Ledger
+
+        with Ledger.open(_home_path(home)) as ledger:
+            ledger.record_error(where, message)
+    except Exception:  # the ledger itself may be what failed; the stderr line is enough then
+        return

@@ -1,0 +1,176 @@
+"""Reading only the new tail of a Claude Code transcript and folding it into :class:`SessionCounters`.
+
+The byte offset and line count cached in the counters say where the last call stopped; only the bytes
+after it are read and parsed (``ClaudeCodeTail``), so a hook costs O(new bytes), not O(transcript).
+A partial last line is left for the next call (the offset only moves past complete lines). If the file
+shrank (rewritten or rotated) the counters start over. A first read of a very large transcript keeps
+its head (the original request) and its last ``max_bytes``, so even a cold start is bounded.
+
+This is the slow path of a hook: it imports the reader, the model registry and the profile. The
+thresholds it resolves are cached in the counters so the fast path (status line) need not.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ctxhealth.accounting.cost import usage_cost
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters, call_signature
+from ctxhealth.model import Message, Role
+from ctxhealth.redact import redact
+from ctxhealth.signals.drift import INSTRUCTION_WORD_LIMIT
+from ctxhealth.signals.profile import Profile, default_profile
+from ctxhealth.signals.text import content_words
+from ctxhealth.sources.claude_code import ClaudeCodeTail
+
+__all__ = ["DEFAULT_MAX_BYTES", "HEAD_BYTES", "fold_messages", "read_tail", "resolve_thresholds"]
+
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+HEAD_BYTES = 256 * 1024
+MAX_PENDING_CALLS = 256
+
+
+def read_tail(
+    counters: SessionCounters,
+    transcript: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    registry: ModelRegistry | None = None,
+    profile: Profile | None = None,
+) -> list[Message]:
+    """Read the transcript's bytes after ``counters.offset``, fold them in, return the new messages."""
+    size = os.path.getsize(transcript)
+    if size < counters.offset:
+        counters.reset()  # rewritten or rotated: start over
+    if size == counters.offset:
+        counters.size = size
+        return []
+    messages: list[Message] = []
+    with open(transcript, "rb") as handle:
+        if counters.offset == 0 and size > max_bytes + HEAD_BYTES:
+            messages += _feed(counters, handle.read(HEAD_BYTES), transcript)
+            skip_to = size - max_bytes
+            handle.seek(skip_to)
+            handle.readline()  # to the next line start
+            counters.offset = handle.tell()
+            counters.line = 0  # line numbers are unknown past a skipped stretch
+        handle.seek(counters.offset)
+        data = handle.read(size - counters.offset)
+    messages += _feed(counters, data, transcript)
+    counters.size = size
+    fold_messages(counters, messages, registry=registry)
+    resolve_thresholds(counters, registry=registry, profile=profile)
+    return messages
+
+
+def _feed(counters: SessionCounters, data: bytes, transcript: str) -> list[Message]:
+    tail = ClaudeCodeTail(transcript)
+    messages = tail.feed(data, counters.line + 1 if counters.line else 1)
+    counters.offset += tail.consumed
+    counters.line = tail.next_line - 1
+    if tail.state.session_id and not counters.session_id:
+        counters.session_id = tail.state.session_id
+    if tail.state.model:
+        counters.model = tail.state.model
+    return messages
+
+
+def fold_messages(
+    counters: SessionCounters, messages: list[Message], *, registry: ModelRegistry | None = None
+) -> None:
+    """Update fill, turns, tool counters, output, instruction and compactions from new messages."""
+    registry = registry or ModelRegistry.default()
+    for message in messages:
+        if message.compaction is not None:
+            counters.compactions += 1
+            counters.episodes += 1
+            continue
+        if message.role is Role.USER:
+            for result in message.tool_results:
+                pending = counters.pending_calls.pop(result.tool_call_id, None)
+                name, signature = pending if pending else ("?", f"?:{result.tool_call_id}")
+                failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
+                counters.record_tool(result.tool_call_id, name, signature, failed)
+            text = message.text
+            if not counters.instruction and not message.tool_results and text.strip():
+                counters.instruction = redact(text[:INSTRUCTION_CHARS])
+            continue
+        if message.role is not Role.ASSISTANT:
+            continue
+        if message.model:
+            counters.model = message.model
+        rid = message.response_id
+        if rid is None or rid != counters.last_response_id:
+            counters.turns += 1
+            counters.last_response_id = rid
+            usage = message.usage
+            if usage is not None:
+                if usage.context_tokens:
+                    counters.fill = usage.context_tokens
+                    counters.fill_source = "reported"
+                    counters.peak = max(counters.peak, counters.fill)
+                counters.output_tokens += usage.output_tokens
+                prices = registry.lookup(message.model or counters.model).prices
+                if prices is not None:
+                    counters.cost_usd = (counters.cost_usd or 0.0) + usage_cost(usage, prices)
+        for call in message.tool_calls:
+            counters.pending_calls[call.id] = [call.name, call_signature(call.name, call.input)]
+        while len(counters.pending_calls) > MAX_PENDING_CALLS:
+            del counters.pending_calls[next(iter(counters.pending_calls))]
+        text = message.text
+        if text:
+            counters.add_output(redact(text))
+    counters.drift = drift_similarity(counters.instruction, counters.recent_output)
+
+
+def drift_similarity(instruction: str, output: str) -> float | None:
+    """The spec's asymmetric overlap (content words, stemmed); None when there is nothing to compare."""
+    words: dict[str, None] = {}
+    for w in content_words(instruction):
+        words.setdefault(w, None)
+        if len(words) >= INSTRUCTION_WORD_LIMIT:
+            break
+    if not words or not output.strip():
+        return None
+    seen = set(content_words(output))
+    return sum(1 for w in words if w in seen) / len(words)
+
+
+def resolve_thresholds(
+    counters: SessionCounters,
+    *,
+    registry: ModelRegistry | None = None,
+    profile: Profile | None = None,
+    window: int | None = None,
+) -> dict[str, Any]:
+    """Cache the model's window and the profile's thresholds in the counters (for the fast path)."""
+    registry = registry or ModelRegistry.default()
+    profile = profile or default_profile()
+    info = registry.lookup(counters.model)
+    entry = registry.find_entry(counters.model) if window and window != info.window else None
+    if entry is not None:
+        info = entry.info(counters.model or "", window=window)
+    th = profile.thresholds(info.tier)
+    counters.thresholds = {
+        "model": counters.model,
+        "window": info.window,
+        "usable": info.usable_window,
+        "tier": info.tier.value,
+        "sweet_spot": th.sweet_spot,
+        "compact_zone": th.compact_zone,
+        "hard_limit": th.hard_limit,
+        "window_yellow": profile.window_yellow,
+        "window_orange": profile.window_orange,
+        "window_critical": profile.window_critical,
+        "window_autocompact": profile.window_autocompact,
+        "pressure_warning": profile.pressure_warning,
+        "pressure_compress": profile.pressure_compress,
+        "pressure_critical": profile.pressure_critical,
+        "drift_threshold": profile.drift_threshold,
+        "failure_rate": profile.failure_rate,
+        "failure_min_calls": profile.failure_min_calls,
+        "consecutive_failures": profile.consecutive_failures,
+    }
+    return counters.thresholds

@@ -1,0 +1,265 @@
+"""The counters a Claude Code session's hooks keep between processes, and where they are kept.
+
+Each hook and status-line call is a new process, so what it learned from the transcript is kept as a
+:class:`SessionCounters`: how far the transcript was read (byte offset, line), the original request,
+the latest fill, tool-call and failure counters, recent call signatures (doom loops), the recent
+assistant output (drift), compactions, and which notices were already given in this episode.
+
+It is stored twice on purpose. The ledger's tail row (``Ledger.set_tail``) is the durable record; a
+small JSON file per transcript under ``<home>/claude-code/tails/`` is the fast copy the status line and
+the hooks read on every turn, because opening the ledger costs several times Python's own start-up.
+The file is written atomically; the ledger is brought up to date whenever a hook does something that
+matters (a checkpoint, a notice, a compaction, the end of a session), see :mod:`.hooks`.
+
+Bounded: call signatures, seen tool ids and pending ledger events are capped, the recent output is
+the last 2,000 characters, so the state stays a few kilobytes however long the session runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "DOOM_LOOP_REPEATS",
+    "STATE_VERSION",
+    "SessionCounters",
+    "call_signature",
+    "load_counters",
+    "save_counters",
+    "tail_cache_path",
+]
+
+STATE_VERSION = 1
+MAX_SIGNATURES = 256
+MAX_SEEN_IDS = 512
+MAX_PENDING_EVENTS = 200
+RECENT_OUTPUT_CHARS = 2_000
+DOOM_LOOP_REPEATS = 3
+RECENT_OUTCOMES = 20
+INSTRUCTION_CHARS = 4_000
+
+# name -> default. Lists and dicts are copied per instance.
+_FIELDS: dict[str, Any] = {
+    "path": "",
+    "offset": 0,
+    "line": 0,
+    "size": 0,
+    "session_id": None,
+    "model": None,
+    "instruction": "",
+    "fill": 0,
+    "fill_source": "",
+    "peak": 0,
+    "turns": 0,
+    "last_response_id": None,
+    "output_tokens": 0,
+    "tool_calls": 0,
+    "tool_errors": 0,
+    "consecutive_failures": 0,
+    "max_consecutive_failures": 0,
+    "failures_by_tool": {},
+    "signatures": {},
+    "pending_calls": {},
+    "seen_ids": [],
+    "recent_outcomes": "",
+    "episodes": 0,
+    "doom_loops": 0,
+    "last_doom_signature": "",
+    "recent_output": "",
+    "drift": None,
+    "compactions": 0,
+    "notices": {},
+    "pending_events": [],
+    "checkpoint_json": None,
+    "checkpoint_text": None,
+    "hooks_seen": False,
+    "cost_usd": None,
+    "zone": None,
+    "pressure": None,
+    "thresholds": None,
+    "last_verdict": None,
+    "last_final": None,
+}
+
+
+class SessionCounters:
+    """Mutable per-session counters (one process loads, updates and saves them).
+
+    Attributes are exactly the keys of ``_FIELDS``; ``to_dict`` / ``from_dict`` round-trip through
+    JSON. Unknown keys in stored data are ignored and missing ones take their defaults, so an older
+    or newer state never breaks a hook.
+    """
+
+    path: str
+    offset: int
+    line: int
+    size: int
+    session_id: str | None
+    model: str | None
+    instruction: str
+    fill: int
+    fill_source: str
+    peak: int
+    turns: int
+    last_response_id: str | None
+    output_tokens: int
+    tool_calls: int
+    tool_errors: int
+    consecutive_failures: int
+    max_consecutive_failures: int
+    failures_by_tool: dict[str, int]
+    signatures: dict[str, int]
+    pending_calls: dict[str, list[str]]
+    seen_ids: list[str]
+    recent_outcomes: str
+    episodes: int
+    doom_loops: int
+    last_doom_signature: str
+    recent_output: str
+    drift: float | None
+    compactions: int
+    notices: dict[str, int]
+    pending_events: list[list[Any]]
+    checkpoint_json: str | None
+    checkpoint_text: str | None
+    hooks_seen: bool
+    cost_usd: float | None
+    zone: str | None
+    pressure: float | None
+    thresholds: dict[str, Any] | None
+    last_verdict: list[Any] | None
+    last_final: list[Any] | None
+
+    def __init__(self, path: str = "") -> None:
+        for name, default in _FIELDS.items():
+            setattr(self, name, default.copy() if isinstance(default, dict | list) else default)
+        self.path = path
+
+    def reset(self) -> None:
+        """Forget what was read (the transcript was rewritten); keep notices and unflushed events."""
+        keep = (self.notices, self.pending_events, self.hooks_seen)
+        self.__init__(self.path)  # type: ignore[misc]
+        self.notices, self.pending_events, self.hooks_seen = keep
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": STATE_VERSION}
+        for name in _FIELDS:
+            out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, path: str = "") -> SessionCounters:
+        counters = cls(path)
+        if not isinstance(data, dict):
+            return counters
+        for name, default in _FIELDS.items():
+            value = data.get(name, default)
+            if default is None or isinstance(value, type(default)):
+                setattr(counters, name, value)
+        if isinstance(data.get("offset"), bool):
+            counters.offset = 0
+        counters.path = path or counters.path
+        return counters
+
+    # -- counting ------------------------------------------------------------------------------
+
+    @property
+    def episode(self) -> int:
+        """Notices are given once per episode; a compaction (or a resumed session) starts a new one."""
+        return self.episodes
+
+    def noticed(self, kind: str) -> bool:
+        """Whether notice ``kind`` was already given in this episode."""
+        return self.notices.get(kind) == self.episode
+
+    def mark_noticed(self, kind: str) -> None:
+        self.notices[kind] = self.episode
+
+    def record_tool(self, tool_id: str | None, name: str, signature: str, failed: bool) -> bool:
+        """Count one finished tool call (once per id); return False if it was already counted."""
+        if tool_id:
+            if tool_id in self.seen_ids:
+                return False
+            self.seen_ids.append(tool_id)
+            del self.seen_ids[:-MAX_SEEN_IDS]
+        self.tool_calls += 1
+        self.recent_outcomes = (self.recent_outcomes + ("x" if failed else "."))[-RECENT_OUTCOMES:]
+        if failed:
+            self.tool_errors += 1
+            self.consecutive_failures += 1
+            self.max_consecutive_failures = max(self.max_consecutive_failures, self.consecutive_failures)
+            self.failures_by_tool[name] = self.failures_by_tool.get(name, 0) + 1
+        else:
+            self.consecutive_failures = 0
+        count = self.signatures.pop(signature, 0) + 1
+        self.signatures[signature] = count  # re-inserted: most recent last, oldest evicted first
+        while len(self.signatures) > MAX_SIGNATURES:
+            del self.signatures[next(iter(self.signatures))]
+        if count == DOOM_LOOP_REPEATS and name != "?":
+            self.doom_loops += 1
+            self.last_doom_signature = signature
+        return True
+
+    def add_output(self, text: str) -> None:
+        if text:
+            self.recent_output = (self.recent_output + "\n" + text)[-RECENT_OUTPUT_CHARS:]
+
+    def queue_event(self, event: str, summary: str) -> None:
+        """Remember a hook event for the ledger (flushed with the next ledger write)."""
+        self.pending_events.append([event, self.session_id, summary[:200]])
+        del self.pending_events[:-MAX_PENDING_EVENTS]
+
+
+def _digest64(data: bytes) -> str:
+    # Two 32-bit checksums make a 64-bit key: plenty for a few hundred keys, and zlib loads in
+    # microseconds where hashlib pulls in OpenSSL (this runs in every hook process).
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
+def call_signature(name: str, tool_input: object) -> str:
+    """A short, stable key for a tool call (name + canonical JSON of its input)."""
+    try:
+        canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        canonical = repr(tool_input)
+    return f"{name}:{_digest64(canonical.encode('utf-8', errors='replace'))}"
+
+
+def tail_cache_path(home: str, transcript: str) -> str:
+    """Where the fast copy of the counters of ``transcript`` lives under ``home``.
+
+    The name keeps the transcript's own (session id) name plus a digest of its full path; the file
+    records the path too and a mismatch is treated as a miss.
+    """
+    path = os.path.abspath(transcript)
+    stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in os.path.basename(path))[:60]
+    return os.path.join(
+        home, "claude-code", "tails", f"{stem}-{_digest64(path.encode('utf-8', errors='replace'))}.json"
+    )
+
+
+def load_counters(home: str, transcript: str) -> SessionCounters | None:
+    """The cached counters of ``transcript``, or None when absent or unreadable (then start over)."""
+    try:
+        with open(tail_cache_path(home, transcript), "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    path = os.path.abspath(transcript)
+    if not isinstance(data, dict) or data.get("version") != STATE_VERSION or data.get("path") != path:
+        return None
+    return SessionCounters.from_dict(data, path)
+
+
+def save_counters(home: str, counters: SessionCounters) -> None:
+    """Write the fast copy atomically (owner-only: it holds redacted excerpts of the transcript)."""
+    from ctxhealth.atomic import write_atomic
+
+    data = json.dumps(counters.to_dict(), ensure_ascii=False, separators=(",", ":"))
+    write_atomic(tail_cache_path(home, counters.path), data, mode=0o600)

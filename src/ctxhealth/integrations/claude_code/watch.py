@@ -1,0 +1,118 @@
+"""``ctxhealth watch``: follow a Claude Code session live — fill over time, zone, signals, recent events.
+
+:class:`SessionWatch` keeps its own counters in memory (it never writes the hooks' cache) and reads
+only the bytes appended since its last :meth:`SessionWatch.poll`; :func:`render_frame` turns what it
+has into a plain-text frame. The CLI owns the loop, the clock and the screen.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+from ctxhealth.integrations.claude_code.assess import read_counters
+from ctxhealth.integrations.claude_code.tailstate import SessionCounters
+from ctxhealth.model import Message, Role
+
+__all__ = ["SessionWatch", "find_newest_session", "render_frame"]
+
+MAX_EVENTS = 10
+MAX_POINTS = 400
+_BARS = " ▁▂▃▄▅▆▇█"
+
+
+def find_newest_session(projects: Path) -> Path | None:
+    """The most recently modified ``*.jsonl`` transcript under ``projects`` (``~/.claude/projects``)."""
+    if not projects.is_dir():
+        return None
+    newest: tuple[float, Path] | None = None
+    for path in projects.rglob("*.jsonl"):
+        if "subagents" in path.parts:
+            continue
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        if newest is None or mtime > newest[0]:
+            newest = (mtime, path)
+    return newest[1] if newest else None
+
+
+class SessionWatch:
+    """The live state of one transcript: counters, fill per turn, recent events."""
+
+    def __init__(self, transcript: Path) -> None:
+        self.transcript = transcript
+        self.counters = SessionCounters(str(transcript.resolve()))
+        self.fills: deque[int] = deque(maxlen=MAX_POINTS)
+        self.events: deque[str] = deque(maxlen=MAX_EVENTS)
+
+    def poll(self) -> int:
+        """Read what was appended since the last poll; return the number of new messages."""
+        from ctxhealth.integrations.claude_code.tail import read_tail
+
+        if not self.transcript.exists():
+            return 0
+        before = (
+            self.counters.turns,
+            self.counters.tool_errors,
+            self.counters.compactions,
+            self.counters.doom_loops,
+        )
+        messages = read_tail(self.counters, str(self.transcript))
+        self._note(messages, before)
+        return len(messages)
+
+    def _note(self, messages: list[Message], before: tuple[int, int, int, int]) -> None:
+        turns, errors, compactions, dooms = before
+        c = self.counters
+        seen_ids: set[str] = set()
+        for m in messages:
+            usage = m.usage
+            fresh = m.response_id not in seen_ids
+            if m.role is Role.ASSISTANT and usage is not None and usage.context_tokens and fresh:
+                seen_ids.add(m.response_id or "")
+                self.fills.append(usage.context_tokens)
+            if m.compaction is not None:
+                pre = f" from {m.compaction.pre_tokens:,} tokens" if m.compaction.pre_tokens else ""
+                self.events.append(f"compaction{pre}")
+            for r in m.tool_results:
+                if r.is_error:
+                    self.events.append(f"tool failed: {' '.join(r.text.split())[:70]}")
+        if c.doom_loops > dooms:
+            self.events.append(f"doom loop: {c.last_doom_signature.split(':')[0]} repeated 3 times")
+        if c.turns > turns and c.tool_errors == errors and c.compactions == compactions and not self.events:
+            self.events.append(f"turn {c.turns}: fill {c.fill:,}")
+
+
+def _sparkline(values: list[int], width: int, top: int) -> str:
+    if not values:
+        return ""
+    step = max(1, -(-len(values) // width))
+    points = [max(values[i : i + step]) for i in range(0, len(values), step)]
+    return "".join(_BARS[min(len(_BARS) - 1, round(v / max(1, top) * (len(_BARS) - 1)))] for v in points)
+
+
+def render_frame(watch: SessionWatch, *, width: int = 80) -> str:
+    """One screenful: header, fill sparkline against the usable window, zone, signals, recent events."""
+    c = watch.counters
+    r = read_counters(c)
+    lines = [
+        f"ctxhealth watch — {watch.transcript.name}",
+        f"model {c.model or '?'} · turns {c.turns} · compactions {c.compactions} · read {c.offset:,} bytes",
+        "",
+        f"zone {r.zone.value.upper()}  fill {c.fill:,} / {r.usable:,} usable ({r.percent:.0f}%)  "
+        f"peak {c.peak:,}  pressure {r.pressure:.2f}",
+        f"fill │{_sparkline(list(watch.fills), max(10, width - 8), r.usable)}│",
+        "",
+        "signals:",
+        f"  drift        {'-' if r.drift is None else f'{r.drift:.2f}'}{'  DRIFTING' if r.drifting else ''}",
+        f"  tool calls   {c.tool_calls} ({c.tool_errors} failed, {c.consecutive_failures} in a row now, "
+        f"max {c.max_consecutive_failures})",
+        f"  spiral       {r.spiral_reason or 'no'}",
+        f"  doom loops   {c.doom_loops}",
+        "",
+        "recent events:",
+        *(f"  {e}" for e in list(watch.events)[-MAX_EVENTS:]),
+    ]
+    return "\n".join(line[:width] if len(line) > width else line for line in lines)

@@ -1,0 +1,412 @@
+"""The :class:`Monitor`: feed it messages one by one, get an :class:`Assessment` per message.
+
+This is what hooks, the proxy and SDK middleware call on every turn, so it is incremental and cheap:
+each ``observe`` parses the one new message once, updates every detector in O(1) amortised time
+with memory bounded by their windows, estimates the fill without re-reading history, then builds the
+snapshot, the risk score and the decision. Importing this module pulls in neither click nor orjson.
+
+Fill: the provider's reported prompt size when the message carries usage (``reported``); otherwise
+the last known fill plus an estimate of each message since (about 4 characters per token, the spec;
+``estimated``). A compaction summary resets the running estimate to system prompt + summary.
+
+``record_recovery(action)`` tells the monitor a recovery was carried out (restart, truncation,
+history compression, tool-result clearing), which drives the circuit breaker and the cooldown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.types import FillSource, ModelInfo
+from ctxhealth.model import (
+    CompactionSummary,
+    ImageBlock,
+    Message,
+    Role,
+    Session,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+)
+from ctxhealth.policy import Action, Counters, Decision, Rule, Snapshot, decide, record
+from ctxhealth.signals.base import Detector, LazySignals, Signal
+from ctxhealth.signals.drift import DriftDetector
+from ctxhealth.signals.events import EventBuilder
+from ctxhealth.signals.failures import FailureDetector
+from ctxhealth.signals.fidelity import FidelityDetector
+from ctxhealth.signals.indicators import IndicatorDetector
+from ctxhealth.signals.pressure import PressureTracker, Zone
+from ctxhealth.signals.profile import Profile, default_profile
+from ctxhealth.signals.repetition import RepetitionDetector
+
+CHARS_PER_TOKEN = 4.0
+MESSAGE_OVERHEAD = 4
+TOOL_BLOCK_OVERHEAD = 8
+IMAGE_TOKENS = 1_500
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """The health of a session after one message.
+
+    ``turn`` counts assistant responses so far; ``index`` is the message's position; ``zone``
+    includes the early-warning raise (``base_zone`` is before it); ``signals`` maps each signal's
+    name to its reading with evidence (message indices); ``features`` are the risk model's inputs.
+    """
+
+    turn: int
+    index: int
+    zone: Zone
+    base_zone: Zone
+    pressure: float
+    risk: float | None
+    action: Action
+    reasons: tuple[str, ...]
+    rule: Rule
+    fill: int
+    fill_source: FillSource
+    model: str
+    signals: Mapping[str, Signal] = field(default_factory=dict)
+    features: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "index": self.index,
+            "zone": self.zone.value,
+            "base_zone": self.base_zone.value,
+            "pressure": round(self.pressure, 4),
+            "risk": None if self.risk is None else round(self.risk, 4),
+            "action": self.action.value,
+            "rule": self.rule.value,
+            "reasons": list(self.reasons),
+            "fill": self.fill,
+            "fill_source": self.fill_source.value,
+            "model": self.model,
+            "signals": {name: s.to_dict() for name, s in self.signals.items()},
+        }
+
+    @property
+    def healthy(self) -> bool:
+        """True when the decision needs no intervention (continue, or a warning only)."""
+        return self.action in (Action.CONTINUE, Action.WARN)
+
+    def check_fields(self) -> dict[str, Any]:
+        """The keys ``ctxhealth check`` adds: zone, pressure, risk, action, reasons, signals.
+
+        ``healthy`` is left to the check's own fill rule: a finished transcript that only asks for
+        history compression or a warning is not a failed check.
+        """
+        d = self.to_dict()
+        return {
+            "zone": d["zone"],
+            "pressure": d["pressure"],
+            "risk": d["risk"],
+            "action": d["action"],
+            "reasons": d["reasons"],
+            "signals": d["signals"],
+        }
+
+
+def estimate_message_tokens(message: Message) -> int:
+    """Estimated context tokens of one message: ~4 characters per token plus framing overhead."""
+    chars = 0
+    extra = MESSAGE_OVERHEAD
+    for b in message.blocks:
+        if isinstance(b, (TextBlock, ThinkingBlock, CompactionSummary)):
+            chars += len(b.text)
+        elif isinstance(b, ToolCall):
+            chars += len(b.name) + (len(b.input) if isinstance(b.input, str) else len(str(b.input)))
+            extra += TOOL_BLOCK_OVERHEAD
+        elif isinstance(b, ToolResult):
+            chars += len(b.text)
+            extra += TOOL_BLOCK_OVERHEAD
+        elif isinstance(b, ImageBlock):
+            extra += IMAGE_TOKENS
+    return math.ceil(chars / CHARS_PER_TOKEN) + extra
+
+
+def _log(x: float) -> float:
+    return math.log1p(x) if x > 0 else 0.0
+
+
+class Monitor:
+    """Incremental health monitor for one session (one agent thread).
+
+    ``model`` picks the tier and window from the model registry; when None, the first message that
+    names a model sets it (unknown models get the compact tier, per the spec). ``profile`` defaults
+    to :func:`~ctxhealth.signals.profile.default_profile` (spec thresholds + the shipped risk weights).
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        profile: Profile | None = None,
+        *,
+        registry: ModelRegistry | None = None,
+        info: ModelInfo | None = None,
+    ) -> None:
+        self.profile = profile if profile is not None else default_profile()
+        self.registry = registry if registry is not None else ModelRegistry.default()
+        self._model_fixed = model is not None or info is not None
+        self.info = info if info is not None else self.registry.lookup(model)
+        self.counters = Counters()
+        self.index = -1
+        self.turn = 0
+        self.fill = 0
+        self.fill_source = FillSource.ESTIMATED
+        self.system_tokens = 0
+        self.output_tokens = 0
+        self.reasoning_tokens = 0
+        self._events = EventBuilder()
+        th = self.profile.thresholds(self.info.tier)
+        self.pressure = PressureTracker(self.info, self.profile)
+        self.drift = DriftDetector(self.profile, th.sweet_spot)
+        self.failures = FailureDetector(self.profile)
+        self.repetition = RepetitionDetector(self.profile)
+        self.indicators = IndicatorDetector(self.profile)
+        self.fidelity = FidelityDetector(self.profile)
+        self._detectors: tuple[Detector, ...] = (
+            self.pressure,
+            self.drift,
+            self.failures,
+            self.repetition,
+            self.indicators,
+            self.fidelity,
+        )
+        self.last: Assessment | None = None
+
+    # ------------------------------------------------------------------ model and instruction
+
+    def _set_model(self, model_id: str) -> None:
+        self.info = self.registry.lookup(model_id)
+        self.pressure.set_model(self.info)
+        self.drift.sweet_spot = self.profile.thresholds(self.info.tier).sweet_spot
+        self._model_fixed = True
+
+    def set_instruction(self, text: str, index: int | None = None) -> None:
+        """Pin the original instruction (otherwise the first user request is used)."""
+        self.drift.set_instruction(text, index)
+
+    # ------------------------------------------------------------------ observing
+
+    def _update_fill(self, message: Message, reported: int | None) -> None:
+        usage = message.usage
+        if reported is not None:
+            self.fill = reported
+            self.fill_source = FillSource.REPORTED
+        elif message.role is Role.ASSISTANT and usage is not None and usage.context_tokens > 0:
+            self.fill = usage.context_tokens
+            self.fill_source = FillSource.REPORTED
+        elif message.compaction is not None:
+            self.fill = self.system_tokens + estimate_message_tokens(message)
+            self.fill_source = FillSource.ESTIMATED
+        else:
+            tokens = estimate_message_tokens(message)
+            if message.role is Role.SYSTEM:
+                self.system_tokens += tokens
+            self.fill += tokens
+            self.fill_source = FillSource.ESTIMATED
+
+    def observe(self, message: Message, *, fill: int | None = None) -> Assessment:
+        """Assess the session after ``message``; ``fill`` overrides the fill when the caller knows it."""
+        self.index += 1
+        index = self.index
+        assistant = message.role is Role.ASSISTANT
+        if assistant:
+            self.turn += 1
+            self.counters = Counters(
+                self.counters.restarts,
+                self.counters.truncations,
+                self.counters.cooldown,
+                self.counters.steps + 1,
+            )
+            if not self._model_fixed and message.model:
+                self._set_model(message.model)
+        self._update_fill(message, fill)
+        assessed_fill = self.fill
+        usage = message.usage
+        if assistant:
+            out = usage.output_tokens if usage is not None else 0
+            self.output_tokens += out
+            self.reasoning_tokens += usage.reasoning_tokens if usage is not None else 0
+            if self.fill_source is FillSource.REPORTED and fill is None and usage is not None:
+                # what follows this response sits on top of the prompt plus the response itself
+                self.fill += max(out, estimate_message_tokens(message))
+        event = self._events.build(index, message, self.turn, assessed_fill)
+        for detector in self._detectors:
+            detector.update(event)
+        assessment = self._assess(index, assessed_fill)
+        if assistant and self.counters.cooldown > 0:
+            c = self.counters
+            self.counters = Counters(c.restarts, c.truncations, c.cooldown - 1, c.steps)
+        self.last = assessment
+        return assessment
+
+    def _indicators_fired(self) -> list[str]:
+        fired = self.indicators.fired()
+        if self.repetition.repeated_fired:
+            fired.insert(0, "repeated tool calls")
+        return fired
+
+    def _assess(self, index: int, fill: int) -> Assessment:
+        p = self.profile
+        tracker = self.pressure
+        names = self._indicators_fired()
+        base_zone = tracker.zone
+        zone = base_zone.raised() if len(names) >= p.indicators_to_raise_zone else base_zone
+        features = self.features()
+        risk = p.risk.score(features) if p.risk is not None else None
+        failures = self.failures
+        snapshot = Snapshot(
+            zone=zone,
+            pressure=tracker.pressure,
+            fill=fill,
+            utilisation=tracker.capacity,
+            failure_rate=failures.rate,
+            recent_calls=len(failures.window),
+            drift=self.drift.similarity,
+            above_sweet_spot=self.drift.above_sweet_spot,
+            same_mistake=failures.same_mistake_count,
+            consecutive_failures=failures.streak_len,
+            indicators=len(names),
+            risk=risk,
+        )
+        decision: Decision = decide(snapshot, self.counters, p)
+        reasons = decision.reasons
+        if zone is not base_zone:
+            reasons = (*reasons, f"zone raised {base_zone.value} → {zone.value}: {', '.join(names)}")
+        detectors = self._detectors
+        parts = tuple((d, d.snapshot()) for d in detectors)
+        return Assessment(
+            turn=self.turn,
+            index=index,
+            zone=zone,
+            base_zone=base_zone,
+            pressure=tracker.pressure,
+            risk=risk,
+            action=decision.action,
+            reasons=reasons,
+            rule=decision.rule,
+            fill=fill,
+            fill_source=self.fill_source,
+            model=self.info.id,
+            signals=LazySignals(parts),
+            features=features,
+        )
+
+    def features(self) -> dict[str, float]:
+        """The risk model's inputs, normalised per turn where a count would just measure length."""
+        turns = max(1, self.turn)
+        rep = self.repetition
+        fid = self.fidelity
+        fail = self.failures
+        ind = self.indicators
+        out_tokens = self.output_tokens
+        return {
+            "turns": float(self.turn),
+            "peak_fill": float(self.pressure.peak),
+            "fill": float(self.pressure.fill),
+            "fill_growth": (self.pressure.fill - self.pressure.first_fill) / turns / 1000.0,
+            "output_tokens": float(out_tokens),
+            "output_per_turn": out_tokens / turns,
+            "failure_rate": fail.total_failures / fail.total_calls if fail.total_calls else 0.0,
+            "max_consecutive_failures": float(fail.max_streak),
+            "repeated_calls": rep.repeats.total / turns,
+            "rereads": rep.rereads.total / turns,
+            "edits": float(rep.total_edits),
+            "files_edited": float(len(rep.files_edited)),
+            "edit_thrash": rep.thrash.total / turns,
+            "verify_share": fid.verifications / turns,
+            "since_verification": fid.turns_since_verification / turns,
+            "drift": 1.0 - self.drift.similarity,
+            "contradictions": ind.contradictions.total / turns,
+            "over_explanation": ind.repeated_sentences / turns,
+            "assistant_chars": ind.assistant_chars / turns,
+            "pressure": self.pressure.pressure,
+        }
+
+    # ------------------------------------------------------------------ recovery bookkeeping
+
+    def record_recovery(self, action: Action, *, fill: int | None = None) -> None:
+        """Tell the monitor ``action`` was carried out (drives circuit breaker and cooldown).
+
+        ``fill`` is the context size after the recovery, when known (else the next reported usage
+        corrects it).
+        """
+        self.counters = record(self.counters, action, self.profile)
+        if action is Action.RESTART:
+            self.failures.reset()
+        elif action is Action.CLEAR_TOOL_RESULTS:
+            self.failures.reset_mistakes()
+        if fill is not None:
+            self.fill = fill
+
+    # ------------------------------------------------------------------ whole sessions
+
+    def iter_session(self, session: Session, upto: float | None = None) -> Iterator[Assessment]:
+        """One assessment per message of ``session`` (only its first ``upto`` fraction of turns)."""
+        if not self._model_fixed and session.model:
+            self._set_model(session.model)
+        if self.drift.instruction_index is None and session.instruction:
+            index = next(
+                (
+                    i
+                    for i, m in enumerate(session.messages)
+                    if m.role is Role.USER and m.text == session.instruction
+                ),
+                None,
+            )
+            self.drift.set_instruction(session.instruction, index)
+        stop = cut_index(session, upto)
+        reported = session.reported_fill
+        for i, message in enumerate(session.messages[:stop]):
+            yield self.observe(message, fill=reported.get(i))
+
+    def observe_session(self, session: Session, upto: float | None = None) -> Assessment:
+        """Feed a whole session (or its first ``upto`` fraction of turns); the last assessment."""
+        last: Assessment | None = None
+        for assessment in self.iter_session(session, upto):
+            last = assessment
+        if last is None:
+            return self._assess(max(self.index, 0), self.fill)
+        return last
+
+
+def cut_index(session: Session, upto: float | None) -> int:
+    """Messages to keep for "the first ``upto`` of the turns": up to, not including, the first
+    assistant message after the ``ceil(upto * turns)``-th one (its tool results stay)."""
+    n = len(session.messages)
+    if upto is None or upto >= 1.0:
+        return n
+    turns = session.assistant_turns
+    keep = max(1, math.ceil(max(0.0, upto) * turns))
+    seen = 0
+    for i, m in enumerate(session.messages):
+        if m.role is Role.ASSISTANT:
+            seen += 1
+            if seen > keep:
+                return i
+    return n
+
+
+def session_prefix(session: Session, upto: float | None) -> Session:
+    """``session`` cut to its first ``upto`` fraction of turns (the same session when None or >= 1)."""
+    stop = cut_index(session, upto)
+    if stop >= len(session.messages):
+        return session
+    return replace(
+        session,
+        messages=session.messages[:stop],
+        reported_fill={i: f for i, f in session.reported_fill.items() if i < stop},
+    )
+
+
+def assess(session: Session, *, upto: float | None = None, profile: Profile | None = None) -> Assessment:
+    """Assess a whole session with a fresh :class:`Monitor` (the model taken from the session)."""
+    return Monitor(session.model, profile).observe_session(session, upto)

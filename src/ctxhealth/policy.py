@@ -1,0 +1,216 @@
+"""The decision: one total, deterministic function from a signal snapshot and the session's
+recovery counters to an :class:`Action` with its reasons.
+
+The decision tree, evaluated in order, first match wins (the spec's tree, with the pressure gate
+and the reset triggers placed where they do not shadow it):
+
+ 1. cooldown active (a restart happened < ``cooldown`` turns ago)      → CONTINUE
+ 2. failure rate > ``failure_rate`` with >= ``failure_min_calls`` calls → RESTART
+ 3. at or past the hard limit (zone RED or worse)                       → RESTART
+ 4. compact zone (ORANGE) and >= ``truncations_before_restart`` truncations → RESTART
+ 5. pressure >= ``pressure_critical`` (utilisation reset trigger)       → HALT (checkpoint, wait for an
+    explicit override; RESTART instead when ``halt_on_critical`` is false)
+ 6. compact zone (ORANGE)                                               → TRUNCATE
+ 7. above the sweet spot and drift similarity < ``drift_threshold``      → REANCHOR
+ 8. the same mistake ``same_mistake`` times                              → CLEAR_TOOL_RESULTS (purge error
+    output, re-include the specs)
+ 9. more than ``max_turns`` turns since the last reset                  → COMPRESS_HISTORY
+10. pressure >= ``pressure_warning``, 2+ early-warning indicators, a failure streak, or risk >=
+    ``risk_warning``                                                      → WARN
+11. otherwise                                                           → CONTINUE
+
+Circuit breaker: once ``max_restarts`` restarts have happened, every RESTART becomes TRUNCATE and the
+reasons tell the user so. :func:`record` says how the counters change when a recovery is carried out
+(restart: restarts + 1, cooldown, step counter reset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from ctxhealth.signals.pressure import Zone
+from ctxhealth.signals.profile import Profile
+
+
+class Action(StrEnum):
+    """What to do now, from mildest to most drastic (HALT stops and waits for a person)."""
+
+    CONTINUE = "continue"
+    WARN = "warn"
+    REANCHOR = "reanchor"
+    CLEAR_TOOL_RESULTS = "clear_tool_results"
+    COMPRESS_HISTORY = "compress_history"
+    TRUNCATE = "truncate"
+    RESTART = "restart"
+    HALT = "halt"
+
+
+class Rule(StrEnum):
+    """Which branch of the decision tree matched."""
+
+    COOLDOWN = "cooldown"
+    FAILURE_SPIRAL = "failure_spiral"
+    HARD_LIMIT = "hard_limit"
+    REPEATED_TRUNCATION = "repeated_truncation"
+    CRITICAL_PRESSURE = "critical_pressure"
+    COMPACT_ZONE = "compact_zone"
+    DRIFT = "drift"
+    SAME_MISTAKE = "same_mistake"
+    TOO_MANY_TURNS = "too_many_turns"
+    WARNING = "warning"
+    HEALTHY = "healthy"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The signal readings the decision needs (a monitor builds one per turn).
+
+    ``zone`` already includes the early-warning raise; ``utilisation`` is fill / usable window;
+    ``failure_rate`` is over ``recent_calls`` recent tool results; ``drift`` is the similarity
+    (1.0 on topic) and ``above_sweet_spot`` says whether drift counts; ``indicators`` is the number
+    of early-warning indicators firing.
+    """
+
+    zone: Zone = Zone.GREEN
+    pressure: float = 0.0
+    fill: int = 0
+    utilisation: float = 0.0
+    failure_rate: float = 0.0
+    recent_calls: int = 0
+    drift: float = 1.0
+    above_sweet_spot: bool = False
+    same_mistake: int = 0
+    consecutive_failures: int = 0
+    indicators: int = 0
+    risk: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """Per-session recovery state: restarts and truncations done, cooldown turns left, turns since
+    the last reset (restart, truncation or history compression)."""
+
+    restarts: int = 0
+    truncations: int = 0
+    cooldown: int = 0
+    steps: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    reasons: tuple[str, ...]
+    rule: Rule
+
+
+def _restart(reason: str, rule: Rule, counters: Counters, profile: Profile) -> Decision:
+    if counters.restarts >= profile.max_restarts:
+        return Decision(
+            Action.TRUNCATE,
+            (
+                reason,
+                f"circuit breaker: {counters.restarts} restarts already (max {profile.max_restarts}); "
+                "truncating instead — the user should look at this session",
+            ),
+            rule,
+        )
+    return Decision(Action.RESTART, (reason,), rule)
+
+
+def decide(snapshot: Snapshot, counters: Counters, profile: Profile) -> Decision:
+    """The action for this turn and why. Total (any input gives a decision) and deterministic."""
+    s, c, p = snapshot, counters, profile
+    if c.cooldown > 0:
+        return Decision(
+            Action.CONTINUE, (f"cooldown after a restart: {c.cooldown} turns left",), Rule.COOLDOWN
+        )
+    if s.recent_calls >= p.failure_min_calls and s.failure_rate > p.failure_rate:
+        return _restart(
+            f"failure spiral: {s.failure_rate:.0%} of the last {s.recent_calls} tool calls failed "
+            f"(> {p.failure_rate:.0%})",
+            Rule.FAILURE_SPIRAL,
+            c,
+            p,
+        )
+    if s.zone.level >= Zone.RED.level:
+        return _restart(
+            f"hard limit: zone {s.zone.value} at {s.fill} tokens (pressure {s.pressure:.2f})",
+            Rule.HARD_LIMIT,
+            c,
+            p,
+        )
+    if s.zone is Zone.ORANGE and c.truncations >= p.truncations_before_restart:
+        return _restart(
+            f"compact zone again after {c.truncations} truncations (>= {p.truncations_before_restart})",
+            Rule.REPEATED_TRUNCATION,
+            c,
+            p,
+        )
+    if s.pressure >= p.pressure_critical:
+        reason = (
+            f"critical pressure {s.pressure:.2f} >= {p.pressure_critical} "
+            f"(utilisation {s.utilisation:.0%}): checkpoint and reset"
+        )
+        if p.halt_on_critical:
+            return Decision(
+                Action.HALT, (reason, "halt and wait for an explicit override"), Rule.CRITICAL_PRESSURE
+            )
+        return _restart(reason, Rule.CRITICAL_PRESSURE, c, p)
+    if s.zone is Zone.ORANGE:
+        return Decision(
+            Action.TRUNCATE,
+            (f"compact zone at {s.fill} tokens (pressure {s.pressure:.2f})",),
+            Rule.COMPACT_ZONE,
+        )
+    if s.above_sweet_spot and s.drift < p.drift_threshold:
+        return Decision(
+            Action.REANCHOR,
+            (f"task drift: similarity {s.drift:.2f} < {p.drift_threshold} above the sweet spot",),
+            Rule.DRIFT,
+        )
+    if s.same_mistake >= p.same_mistake:
+        return Decision(
+            Action.CLEAR_TOOL_RESULTS,
+            (
+                f"the same mistake {s.same_mistake} times (>= {p.same_mistake}): "
+                "purge error output, re-include specs",
+            ),
+            Rule.SAME_MISTAKE,
+        )
+    if c.steps > p.max_turns:
+        return Decision(
+            Action.COMPRESS_HISTORY,
+            (f"{c.steps} turns since the last reset (> {p.max_turns}): compress history",),
+            Rule.TOO_MANY_TURNS,
+        )
+    warnings: list[str] = []
+    if s.pressure >= p.pressure_warning:
+        warnings.append(f"pressure {s.pressure:.2f} >= {p.pressure_warning}")
+    if s.indicators >= p.indicators_to_raise_zone:
+        warnings.append(f"{s.indicators} early-warning indicators")
+    if s.consecutive_failures >= p.consecutive_failures:
+        warnings.append(f"{s.consecutive_failures} consecutive tool failures")
+    if s.risk is not None and s.risk >= p.risk_warning:
+        warnings.append(f"risk {s.risk:.2f} >= {p.risk_warning}")
+    if warnings:
+        return Decision(Action.WARN, tuple(warnings), Rule.WARNING)
+    return Decision(Action.CONTINUE, ("healthy",), Rule.HEALTHY)
+
+
+def record(counters: Counters, action: Action, profile: Profile) -> Counters:
+    """The counters after ``action`` was carried out (restart: cooldown, restarts + 1, steps reset)."""
+    if action is Action.RESTART:
+        return Counters(counters.restarts + 1, counters.truncations, profile.cooldown, 0)
+    if action is Action.TRUNCATE:
+        return replace(counters, truncations=counters.truncations + 1, steps=0)
+    if action is Action.COMPRESS_HISTORY:
+        return replace(counters, steps=0)
+    return counters
+
+
+def tick(counters: Counters) -> Counters:
+    """The counters after one more assistant turn (cooldown runs down, the step counter runs up)."""
+    return Counters(
+        counters.restarts, counters.truncations, max(0, counters.cooldown - 1), counters.steps + 1
+    )

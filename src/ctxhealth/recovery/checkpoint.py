@@ -1,0 +1,307 @@
+"""The deterministic checkpoint: what an agent needs to continue, in 300–500 tokens.
+
+:func:`build_checkpoint` reads a session (see :mod:`ctxhealth.recovery.digest`) and fits the
+spec's fields — original task (first 300 chars, with the instruction kept verbatim beside
+it), tools used (≤ 10), key findings (last 5 tool results, ≤ 200 chars each), last progress
+(≤ 500 chars) — plus what the spec says never to compact away: current goal, user
+constraints, active decisions, blocking errors, files being worked on, the uncommitted
+change, ids and branch names, completed and remaining work.
+
+The budget is met by walking a fixed ladder of limits (shorter findings, fewer requests,
+...) until the rendered text fits. User constraints, blocking errors, ids and the current
+goal are never dropped; if they alone exceed the budget the checkpoint says so
+(``over_budget``) rather than lose them. Same session, same budget → same bytes.
+"""
+
+from __future__ import annotations
+
+import os.path
+from dataclasses import dataclass, replace
+
+from ctxhealth.model import Session
+from ctxhealth.recovery.budget import DEFAULT_ENCODING, text_tokens
+from ctxhealth.recovery.digest import Decision, Digest, digest, sentences
+
+DEFAULT_BUDGET_TOKENS = 500
+CHECKPOINT_HEADER = "[CONTEXT CHECKPOINT -- PREVIOUS PROGRESS]"
+CHECKPOINT_FOOTER = "[END CHECKPOINT]"
+CONTINUE_DIRECTIVE = "Continue from where you left off. Do not repeat completed work."
+MAX_BLOCKING_ERRORS = 3
+MAX_ERRORS = 5
+RESOLVED_MARK = " (resolved)"
+MAX_IDENTIFIERS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A structured checkpoint. ``tokens`` is the size of :func:`render_text` of it."""
+
+    task: str
+    instruction: str
+    tools_used: tuple[str, ...]
+    tool_call_count: int
+    key_findings: tuple[str, ...]
+    last_progress: str
+    current_goal: str
+    requests: tuple[str, ...]
+    constraints: tuple[str, ...]
+    decisions: tuple[Decision, ...]
+    errors: tuple[str, ...]  # latest distinct errors; resolved ones end with RESOLVED_MARK
+    files: tuple[str, ...]
+    uncommitted: str
+    identifiers: tuple[str, ...]
+    completed: tuple[str, ...]
+    remaining: tuple[str, ...]
+    budget_tokens: int
+    tokens: int = 0
+
+    @property
+    def blocking_errors(self) -> tuple[str, ...]:
+        """Errors no later retry resolved: never dropped from a checkpoint."""
+        return tuple(e for e in self.errors if not e.endswith(RESOLVED_MARK))
+
+    @property
+    def over_budget(self) -> bool:
+        return self.tokens > self.budget_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    task_chars: int = 300
+    findings: int = 5
+    finding_chars: int = 200
+    progress_chars: int = 500
+    tools: int = 10
+    requests: int = 10
+    request_chars: int = 160
+    decisions: int = 5
+    decision_chars: int = 160
+    files: int = 12
+    errors: int = MAX_ERRORS
+    completed: int = 5
+    remaining: int = 6
+    item_chars: int = 160
+
+
+# One field at a time, in the order they give way when the budget is tight: the spec's verbose
+# fields (findings, last progress) first, then what can be re-read from disk; must-keep fields
+# (constraints, blocking errors, ids, current goal) are not in the list.
+_REDUCTIONS: tuple[tuple[str, int], ...] = (
+    ("finding_chars", 120), ("findings", 3), ("progress_chars", 300), ("findings", 2),
+    ("finding_chars", 80), ("progress_chars", 200), ("completed", 3), ("findings", 1),
+    ("progress_chars", 150), ("tools", 6), ("completed", 2), ("findings", 0), ("progress_chars", 100),
+    ("decision_chars", 120), ("decisions", 4), ("completed", 0), ("progress_chars", 0), ("tools", 3),
+    ("decisions", 3), ("request_chars", 120), ("decisions", 2), ("item_chars", 120),
+    ("task_chars", 200), ("requests", 8), ("remaining", 5), ("decisions", 1), ("requests", 6),
+    ("files", 10), ("remaining", 4), ("requests", 4), ("task_chars", 150), ("files", 8),
+    ("errors", MAX_BLOCKING_ERRORS), ("request_chars", 80), ("remaining", 3), ("requests", 3),
+    ("files", 6), ("item_chars", 100), ("requests", 2), ("remaining", 2), ("requests", 1),
+    ("files", 4), ("requests", 0), ("decisions", 0), ("remaining", 1), ("files", 3), ("task_chars", 100),
+)  # fmt: skip
+
+
+def _ladder() -> tuple[_Limits, ...]:
+    steps = [_Limits()]
+    for name, value in _REDUCTIONS:
+        steps.append(replace(steps[-1], **{name: value}))
+    return tuple(steps)
+
+
+_LADDER = _ladder()
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 3)].rstrip() + "..."
+
+
+def _first_sentence(text: str) -> str:
+    found = sentences(text)
+    return found[0] if found else " ".join(text.split())
+
+
+def _uncommitted(d: Digest) -> str:
+    if not d.edits_since_commit:
+        return ""
+    n = len(d.files_since_commit)
+    since = "since the last commit" if d.commit_seen else "none committed in this session"
+    return f"{d.edits_since_commit} edits to {n} file{'s' if n != 1 else ''}, {since}"
+
+
+def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
+    later_requests = [_first_sentence(r) for r in d.requests if r != d.instruction.strip()]
+    current = d.current_goal
+    # A request already quoted as a constraint is not repeated.
+    later_requests = [r for r in later_requests if r != current and r not in d.constraints]
+    requests = tuple(
+        _clip(r, limits.request_chars)
+        for r in (later_requests[-limits.requests :] if limits.requests else [])
+    )
+    # The latest distinct errors; blocking ones always stay, resolved ones while there is room.
+    latest: dict[str, bool] = {}
+    for e in d.errors:
+        latest.pop(e.signature, None)
+        latest[e.signature] = e.resolved
+    blocking_sigs = [sig for sig, resolved in latest.items() if not resolved][-MAX_BLOCKING_ERRORS:]
+    recent = list(latest)[-limits.errors :] if limits.errors else []
+    errors = tuple(
+        _clip(sig, limits.item_chars) + ("" if sig in blocking_sigs else RESOLVED_MARK)
+        for sig in latest
+        if sig in blocking_sigs or sig in recent
+    )
+    return Checkpoint(
+        task=_clip(d.instruction, limits.task_chars),
+        instruction=d.instruction,
+        tools_used=d.tools_used[: limits.tools],
+        tool_call_count=d.tool_call_count,
+        key_findings=tuple(
+            _clip(f"{name}: {text}", limits.finding_chars)
+            for name, text in (d.findings[-limits.findings :] if limits.findings else ())
+        ),
+        last_progress=_clip(d.last_progress, limits.progress_chars) if limits.progress_chars else "",
+        current_goal=_clip(current, 300),
+        requests=requests,
+        constraints=d.constraints,
+        decisions=tuple(
+            Decision(_clip(x.text, limits.decision_chars), _clip(x.why, limits.decision_chars))
+            for x in (d.decisions[-limits.decisions :] if limits.decisions else ())
+        ),
+        errors=errors,
+        files=d.files_edited[-limits.files :],
+        uncommitted=_uncommitted(d),
+        identifiers=d.identifiers[-MAX_IDENTIFIERS:],
+        completed=tuple(
+            _clip(s, limits.item_chars)
+            for s in (d.completed[-limits.completed :] if limits.completed else ())
+        ),
+        remaining=tuple(
+            _clip(s, limits.item_chars) for s in [r for r in d.remaining if r != current][: limits.remaining]
+        ),
+        budget_tokens=budget,
+    )
+
+
+def build_checkpoint(
+    session: Session, *, budget_tokens: int = DEFAULT_BUDGET_TOKENS, encoding: str | None = DEFAULT_ENCODING
+) -> Checkpoint:
+    """The checkpoint of ``session`` whose :func:`render_text` fits ``budget_tokens`` when it can."""
+    return checkpoint_from_digest(digest(session), budget_tokens=budget_tokens, encoding=encoding)
+
+
+def checkpoint_from_digest(
+    d: Digest, *, budget_tokens: int = DEFAULT_BUDGET_TOKENS, encoding: str | None = DEFAULT_ENCODING
+) -> Checkpoint:
+    """As :func:`build_checkpoint`, from an already computed digest.
+
+    Binary search over the ladder of limits (each step only removes content, so sizes fall
+    along it) for the richest checkpoint that fits; the last step when none does.
+    """
+
+    cache: dict[int, Checkpoint] = {}
+
+    def sized(step: int) -> Checkpoint:
+        if step not in cache:
+            cp = _assemble(d, _LADDER[step], budget_tokens)
+            cache[step] = replace(cp, tokens=text_tokens(render_text(cp), encoding))
+        return cache[step]
+
+    lo, hi = 0, len(_LADDER) - 1
+    if sized(hi).tokens > budget_tokens:
+        return sized(hi)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sized(mid).tokens <= budget_tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return sized(lo)
+
+
+def render_paths(paths: tuple[str, ...]) -> str:
+    """Paths joined, absolute ones sharing a directory written once: ``under /a/b/: x.c, y/z.py``."""
+    absolute = [p for p in paths if p.startswith("/")]
+    relative = [p for p in paths if not p.startswith("/")]
+    common = os.path.commonpath(absolute) if len(absolute) >= 2 else ""
+    if len(common) < 2:
+        return ", ".join(paths)
+    grouped = f"under {common}/: " + ", ".join(p[len(common) + 1 :] or p for p in absolute)
+    return "; ".join([grouped, ", ".join(relative)]) if relative else grouped
+
+
+def _bullets(title: str, items: tuple[str, ...] | list[str]) -> list[str]:
+    return [f"{title}:", *(f"  - {item}" for item in items)] if items else []
+
+
+def render_block(cp: Checkpoint) -> str:
+    """The ``[CONTEXT CHECKPOINT ...] ... [END CHECKPOINT]`` block alone (no directive)."""
+    lines = [CHECKPOINT_HEADER, f"Original task: {cp.task}"]
+    if cp.tools_used:
+        lines.append(f"Tools used: {', '.join(cp.tools_used)} ({cp.tool_call_count} calls)")
+    lines += _bullets("Key findings", cp.key_findings)
+    if cp.last_progress:
+        lines.append(f"Last progress: {cp.last_progress}")
+    if cp.current_goal and cp.current_goal != cp.task:
+        lines.append(f"Current goal: {cp.current_goal}")
+    lines += _bullets("Later user requests", cp.requests)
+    lines += _bullets("User constraints (verbatim)", cp.constraints)
+    lines += _bullets("Decisions", [x.text for x in cp.decisions])
+    lines += _bullets("Latest errors", cp.errors)
+    if cp.files:
+        lines.append(f"Files being worked on: {render_paths(cp.files)}")
+    if cp.uncommitted:
+        lines.append(f"Uncommitted changes: {cp.uncommitted}")
+    if cp.identifiers:
+        lines.append(f"Ids and branches: {', '.join(cp.identifiers)}")
+    lines += _bullets("Completed", cp.completed)
+    lines += _bullets("Remaining", cp.remaining)
+    lines.append(CHECKPOINT_FOOTER)
+    return "\n".join(lines)
+
+
+def render_text(cp: Checkpoint) -> str:
+    """The spec's text format: the checkpoint block, a blank line, the continuation directive."""
+    return f"{render_block(cp)}\n\n{CONTINUE_DIRECTIVE}"
+
+
+def render_markdown(cp: Checkpoint) -> str:
+    """The spec's markdown checkpoint: ``## Checkpoint: {task}`` with Status, Completed,
+    Key decisions, Remaining work and Blockers."""
+    title = _clip(cp.task.splitlines()[0] if cp.task else "(no instruction)", 100)
+    status = [f"- Current goal: {cp.current_goal or cp.task}"]
+    if cp.last_progress:
+        status.append(f"- Last progress: {cp.last_progress}")
+    if cp.files:
+        status.append(f"- Files being worked on: {', '.join(f'`{f}`' for f in cp.files)}")
+    if cp.uncommitted:
+        status.append(f"- Uncommitted changes: {cp.uncommitted}")
+    if cp.identifiers:
+        status.append(f"- Ids and branches: {', '.join(f'`{i}`' for i in cp.identifiers)}")
+    if cp.tools_used:
+        status.append(f"- Tools used: {', '.join(cp.tools_used)} ({cp.tool_call_count} calls)")
+    if cp.constraints:
+        status.append("- User constraints (verbatim):")
+        status += [f"  - {c}" for c in cp.constraints]
+    if cp.requests:
+        status.append("- Later user requests:")
+        status += [f"  - {r}" for r in cp.requests]
+    if cp.key_findings:
+        status.append("- Key findings:")
+        status += [f"  - {f}" for f in cp.key_findings]
+
+    def section(name: str, items: list[str]) -> list[str]:
+        return ["", f"### {name}", *([f"- {i}" for i in items] or ["- none recorded"])]
+
+    decisions = [f"{x.text}" for x in cp.decisions]
+    lines = [
+        f"## Checkpoint: {title}",
+        "",
+        "### Status",
+        *status,
+        *section("Completed", list(cp.completed)),
+        *section("Key decisions", decisions),
+        *section("Remaining work", list(cp.remaining)),
+        *section("Blockers", list(cp.blocking_errors)),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,454 @@
+"""A deterministic digest of a session: what an agent needs to carry across a recovery.
+
+Owns the extraction rules shared by the checkpoint builder and the retention audit:
+user requests and constraints, files edited or created, latest and blocking errors,
+decisions (and why), open and completed steps (from todo / plan tools), identifiers
+(branches, commits, versions, tickets, UUIDs, URLs), tools used, key findings and
+last progress. Pure functions of the session; no model calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxhealth.model import Message, Role, Session, ToolCall, ToolResult
+
+# --- user text -------------------------------------------------------------------------
+
+_NOISE_PREFIXES = (
+    "<command-",
+    "<local-command",
+    "caveat: the messages below",
+    "[request interrupted",
+    "<user-prompt-submit-hook>",
+)
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
+_CONSTRAINT = re.compile(
+    r"\b(must|never|always|only|don'?t|do not|doesn'?t|does not|shouldn'?t|should not|can'?t|cannot|"
+    r"aren'?t to|are not to|make sure|ensure|need to|needs to|have to|has to|i want|without|instead|"
+    r"avoid|no longer|required?|prefer|keep)\b",
+    re.I,
+)
+MAX_SENTENCE_CHARS = 240
+
+
+def is_user_request(message: Message) -> bool:
+    """A message a person typed: user role, visible text, not a tool result, compaction or UI noise."""
+    if message.role is not Role.USER or message.compaction is not None or message.tool_results:
+        return False
+    text = clean_user_text(message.text)
+    return bool(text) and not text.lower().startswith(_NOISE_PREFIXES)
+
+
+def clean_user_text(text: str) -> str:
+    return _REMINDER.sub("", text).strip()
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences / lines of ``text``, whitespace collapsed, each at most ``MAX_SENTENCE_CHARS``."""
+    out = []
+    for piece in _SENTENCE_SPLIT.split(text):
+        s = " ".join(piece.split())
+        if len(s.split()) >= 3:
+            out.append(s[:MAX_SENTENCE_CHARS])
+    return out
+
+
+def constraint_sentences(text: str) -> list[str]:
+    """Sentences of a user message that state a constraint (must, never, only, instead, ...)."""
+    return [s for s in sentences(text) if len(s.split()) >= 4 and _CONSTRAINT.search(s)]
+
+
+# --- tools -----------------------------------------------------------------------------
+
+_EDIT_TOOLS = {"edit", "multiedit", "write", "notebookedit", "create_file", "str_replace_editor"}
+_EDIT_COMMANDS = {"create", "str_replace", "insert", "undo_edit", "write"}
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filename")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+_SHELL_WRITE = re.compile(r"(?:sed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+|>>?\s*)([\w./~-]+\.[\w]+)")
+_COMMAND_KEYS = ("command", "cmd", "script")
+_EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool"}
+
+
+def tool_command(call: ToolCall) -> str:
+    """The shell command of a call, when it has one (edit tools' ``command`` is a sub-command, not shell)."""
+    name = call.name.lower()
+    if name in _EDIT_TOOLS or name in _EDITOR_TOOLS:
+        return ""
+    inp = call.input
+    if isinstance(inp, dict):
+        for key in _COMMAND_KEYS:
+            value = inp.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return " ".join(value)
+    elif isinstance(inp, str) and name in {"bash", "shell", "exec_command", "run"}:
+        return inp
+    return ""
+
+
+def edited_paths(call: ToolCall) -> list[str]:
+    """Files a call edits or creates (edit tools, apply_patch, ``sed -i`` and shell redirects)."""
+    name = call.name.lower()
+    inp = call.input if isinstance(call.input, dict) else {}
+    if name in _EDIT_TOOLS or name in _EDITOR_TOOLS:
+        command = inp.get("command")
+        if isinstance(command, str) and command not in _EDIT_COMMANDS:
+            return []
+        for key in _PATH_KEYS:
+            value = inp.get(key)
+            if isinstance(value, str) and value:
+                return [value]
+        return []
+    if name == "apply_patch":
+        raw = call.input if isinstance(call.input, str) else str(inp.get("input", inp.get("patch", "")))
+        return [p.strip() for p in _PATCH_FILE.findall(raw)]
+    command = tool_command(call)
+    if command:
+        return [p for p in _SHELL_WRITE.findall(command) if not _scratch(p)]
+    return []
+
+
+_SCRATCH_SUFFIXES = (".log", ".out", ".tmp")
+
+
+def _scratch(path: str) -> bool:
+    """Redirect targets that are scratch output, not files being worked on."""
+    return path.startswith(("/dev/", "/tmp/")) or path.endswith(_SCRATCH_SUFFIXES)
+
+
+def call_target(call: ToolCall) -> str:
+    """What a call acts on, for telling a retry from a new attempt: a path or the command's head."""
+    inp = call.input if isinstance(call.input, dict) else {}
+    for key in _PATH_KEYS:
+        value = inp.get(key)
+        if isinstance(value, str) and value:
+            return value
+    command = tool_command(call)
+    return " ".join(command.split()[:2]) if command else ""
+
+
+# --- errors ----------------------------------------------------------------------------
+
+_ERROR_LINE = re.compile(
+    r"(error|exception|traceback|failed|failure|fatal|undefined|not found|denied|no such|cannot|"
+    r"can't|segmentation|abort|panic|invalid)",
+    re.I,
+)
+ERROR_TAIL_LINES = 50
+_STACK_START = re.compile(r"^(Traceback \(most recent call last\)|\s+at \S+\(|\s*File \".+\", line \d+)")
+
+
+def error_signature(text: str) -> str:
+    """The line that names an error (first matching line), whitespace collapsed, ≤ 160 chars."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if _ERROR_LINE.search(line) and not line.lower().startswith("<tool_use_error>"):
+            return line[:160]
+    for line in lines:
+        stripped = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
+        if stripped:
+            return stripped[:160]
+    return ""
+
+
+def trim_error_output(text: str, max_lines: int = ERROR_TAIL_LINES) -> str:
+    """Error output trimmed to its last ``max_lines`` lines plus any stack trace before them."""
+    lines = text.splitlines()
+    if len(lines) <= max_lines:
+        return text
+    tail = lines[-max_lines:]
+    head = lines[:-max_lines]
+    stack: list[str] = []
+    for i, line in enumerate(head):
+        if _STACK_START.match(line):
+            stack = head[i : i + 20]
+            break
+    dropped = len(head) - len(stack)
+    marker = f"[... {dropped} earlier lines of error output trimmed ...]"
+    return "\n".join([*stack, marker, *tail]) if stack else "\n".join([marker, *tail])
+
+
+_REJECTION = re.compile(r"^\s*(\[request interrupted|the user doesn't want to proceed)", re.I)
+
+
+def is_failure(result: ToolResult) -> bool:
+    """A tool call that failed (error flag or non-zero exit), not one the user declined to run."""
+    if _REJECTION.search(result.text):
+        return False
+    return result.is_error or (result.exit_code is not None and result.exit_code != 0)
+
+
+# --- identifiers -----------------------------------------------------------------------
+
+_BRANCH_CMD = re.compile(
+    r"git\s+(?:checkout\s+(?:-[bB]\s+)?|switch\s+(?:-[cC]\s+)?|branch\s+(?:-[mM]\s+\S+\s+)?|"
+    r"push\s+(?:-u\s+)?\S+\s+|merge\s+|rebase\s+)([A-Za-z][\w./-]*)"
+)
+_BRANCH_TEXT = re.compile(r"\b(?:on branch|branch)\s+[`'\"]?([A-Za-z][\w./-]*[\w])[`'\"]?", re.I)
+_BRANCH_STOP = {"the", "a", "an", "is", "to", "and", "of", "name", "main?", "with", "that", "this"}
+_IDENTIFIER_PATTERNS = (
+    re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"),
+    re.compile(r"https?://[^\s)>\]'\"`]+"),
+    re.compile(r"(?<![\w.])v\d+(?:\.\d+)+\b"),
+    re.compile(r"(?<![\w/])[A-Z][A-Z0-9]{1,9}-\d+\b"),
+    re.compile(r"(?<![\w&])#\d{1,6}\b"),
+)
+_SHA = re.compile(r"(?<![\w/.-])[0-9a-f]{7,40}(?![\w/-])")
+_COMMIT_OUT = re.compile(r"^\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,40})\]", re.M)
+
+
+def identifiers_in(text: str, *, commands: bool = False) -> list[str]:
+    """Ids and branch names in ``text``, in order of appearance."""
+    found: list[tuple[int, str]] = []
+    for pattern in _IDENTIFIER_PATTERNS:
+        found.extend((m.start(), m.group(0).rstrip(".,;:")) for m in pattern.finditer(text))
+    for m in _SHA.finditer(text):
+        token = m.group(0)
+        if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+            found.append((m.start(), token))
+    branch = _BRANCH_CMD if commands else _BRANCH_TEXT
+    for m in branch.finditer(text):
+        name = m.group(1)
+        if name.lower() not in _BRANCH_STOP and not name.startswith("-"):
+            found.append((m.start(1), name))
+    found.sort()
+    return [t for _, t in found]
+
+
+# --- decisions and steps -----------------------------------------------------------------
+
+_DECISION = re.compile(
+    r"\b(instead|because|decid\w*|chose|choose|going with|i'?ll use|i will use|we'?ll use|switch(?:ing)? to|"
+    r"root cause|the (?:issue|problem|bug) (?:is|was)|the fix is|approach|rather than)\b",
+    re.I,
+)
+_WHY = re.compile(r"\b(because|since|so that|as)\b\s+(.*)$", re.I)
+_NEXT = re.compile(r"^(next[,:]?\s|next step|then i|now i need to|todo[:\s]|remaining[:\s]|still need)", re.I)
+_TODO_TOOLS = {"todowrite", "update_plan", "todo_write"}
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decision the agent stated, with its reason when the sentence gives one."""
+
+    text: str
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    text: str
+    status: str  # pending | in_progress | completed
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """A failing tool result: where, which tool, its signature line, and whether a later retry succeeded."""
+
+    index: int
+    tool: str
+    target: str
+    signature: str
+    text: str
+    resolved: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """Everything the checkpoint builder and the retention audit read from a session."""
+
+    instruction: str
+    requests: tuple[str, ...]  # every user request, cleaned, in order
+    constraints: tuple[str, ...]  # user constraint sentences, deduplicated, in order
+    tools_used: tuple[str, ...]  # by number of calls, then name
+    tool_call_count: int
+    findings: tuple[tuple[str, str], ...]  # (tool name, result text) of the last results, oldest first
+    last_progress: str
+    files_edited: tuple[str, ...]  # most recent last
+    files_read: tuple[str, ...]  # most recent last
+    edits_since_commit: int
+    files_since_commit: tuple[str, ...]
+    commit_seen: bool
+    errors: tuple[ErrorEvent, ...]  # every failing result, in order
+    decisions: tuple[Decision, ...]
+    steps: tuple[Step, ...]  # from the latest todo / plan call
+    next_steps: tuple[str, ...]  # from assistant text, when no todo list exists
+    identifiers: tuple[str, ...]  # most recent last
+
+    @property
+    def blocking_errors(self) -> tuple[ErrorEvent, ...]:
+        return tuple(e for e in self.errors if not e.resolved)
+
+    @property
+    def completed(self) -> tuple[str, ...]:
+        return tuple(s.text for s in self.steps if s.status == "completed")
+
+    @property
+    def remaining(self) -> tuple[str, ...]:
+        if self.steps:
+            return tuple(s.text for s in self.steps if s.status != "completed")
+        return self.next_steps
+
+    @property
+    def current_goal(self) -> str:
+        for s in self.steps:
+            if s.status == "in_progress":
+                return s.text
+        return self.requests[-1] if self.requests else self.instruction
+
+
+def _dedupe_last(items: Iterable[str]) -> tuple[str, ...]:
+    """Unique items ordered by their last occurrence."""
+    order: dict[str, None] = {}
+    for item in items:
+        order.pop(item, None)
+        order[item] = None
+    return tuple(order)
+
+
+def _unify_paths(paths: Sequence[str]) -> list[str]:
+    """Relative paths replaced by the absolute path they abbreviate, when one is in the list."""
+    absolute = [p for p in paths if p.startswith("/")]
+    out = []
+    for p in paths:
+        if not p.startswith("/"):
+            tail = "/" + p.removeprefix("./")
+            match = next((a for a in absolute if a.endswith(tail)), None)
+            p = match or p
+        out.append(p)
+    return out
+
+
+def _dedupe_first(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def _steps_from(call: ToolCall) -> tuple[Step, ...] | None:
+    inp = call.input if isinstance(call.input, dict) else {}
+    raw: Any = inp.get("todos", inp.get("plan"))
+    if not isinstance(raw, list):
+        return None
+    steps = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        text = item.get("content", item.get("step", ""))
+        status = item.get("status", "pending")
+        if isinstance(text, str) and text.strip():
+            steps.append(Step(" ".join(text.split()), status if isinstance(status, str) else "pending"))
+    return tuple(steps)
+
+
+def _iter_calls(messages: Sequence[Message]) -> Iterator[tuple[int, ToolCall]]:
+    for i, m in enumerate(messages):
+        for c in m.tool_calls:
+            yield i, c
+
+
+def digest(session: Session) -> Digest:
+    """Read everything recovery needs from ``session`` (deterministic, one pass per concern)."""
+    messages = session.messages
+    requests = [clean_user_text(m.text) for m in messages if is_user_request(m)]
+    constraints = _dedupe_first(s for r in requests for s in constraint_sentences(r))
+
+    calls_by_id: dict[str, ToolCall] = {}
+    tool_counts: Counter[str] = Counter()
+    files_edited: list[str] = []
+    files_read: list[str] = []
+    edits_since_commit = 0
+    files_since_commit: list[str] = []
+    commit_seen = False
+    steps: tuple[Step, ...] = ()
+    ids: list[str] = []
+    for _, call in _iter_calls(messages):
+        calls_by_id[call.id] = call
+        tool_counts[call.name] += 1
+        paths = edited_paths(call)
+        files_edited.extend(paths)
+        if paths:
+            edits_since_commit += 1
+            files_since_commit.extend(paths)
+        elif call.name.lower() in {"read", "view", "read_file", "cat"}:
+            target = call_target(call)
+            if target:
+                files_read.append(target)
+        command = tool_command(call)
+        if "git commit" in command:
+            commit_seen = True
+            edits_since_commit = 0
+            files_since_commit = []
+        if command:
+            ids.extend(identifiers_in(command, commands=True))
+        found = _steps_from(call) if call.name.lower() in _TODO_TOOLS else None
+        if found is not None:
+            steps = found
+
+    results: list[tuple[int, ToolResult]] = [(i, r) for i, m in enumerate(messages) for r in m.tool_results]
+    errors: list[ErrorEvent] = []
+    for pos, (i, r) in enumerate(results):
+        origin = calls_by_id.get(r.tool_call_id)
+        name = origin.name if origin else "tool"
+        target = call_target(origin) if origin else ""
+        if "git commit" in (tool_command(origin) if origin else "") and not is_failure(r):
+            ids.extend(_COMMIT_OUT.findall(r.text))
+        if not is_failure(r):
+            continue
+        resolved = False
+        for _, later in results[pos + 1 :]:
+            retry = calls_by_id.get(later.tool_call_id)
+            if (
+                retry is not None
+                and retry.name == name
+                and call_target(retry) == target
+                and not is_failure(later)
+            ):
+                resolved = True
+                break
+        errors.append(ErrorEvent(i, name, target, error_signature(r.text), r.text, resolved))
+
+    findings = tuple(
+        (calls_by_id[r.tool_call_id].name if r.tool_call_id in calls_by_id else "tool", r.text)
+        for _, r in results[-5:]
+    )
+    assistant_texts = [m.text for m in messages if m.role is Role.ASSISTANT and m.text.strip()]
+    last_progress = " ".join(assistant_texts[-1].split()) if assistant_texts else ""
+
+    decisions: list[Decision] = []
+    next_steps: list[str] = []
+    for text in assistant_texts:
+        for s in sentences(text):
+            if _DECISION.search(s):
+                why = _WHY.search(s)
+                decisions.append(Decision(s, why.group(2) if why else ""))
+            if _NEXT.search(s):
+                next_steps.append(s)
+        ids.extend(identifiers_in(text))
+    for request in requests:
+        ids.extend(identifiers_in(request))
+
+    return Digest(
+        instruction=session.instruction,
+        requests=tuple(requests),
+        constraints=constraints,
+        tools_used=tuple(name for name, _ in sorted(tool_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        tool_call_count=sum(tool_counts.values()),
+        findings=findings,
+        last_progress=last_progress,
+        files_edited=_dedupe_last(_unify_paths(files_edited)),
+        files_read=_dedupe_last(files_read),
+        edits_since_commit=edits_since_commit,
+        files_since_commit=_dedupe_last(_unify_paths(files_since_commit)),
+        commit_seen=commit_seen,
+        errors=tuple(errors),
+        decisions=tuple({d.text: d for d in decisions}.values()),
+        steps=steps,
+        next_steps=_dedupe_last(next_steps),
+        identifiers=_dedupe_last(ids),
+    )

@@ -1,0 +1,220 @@
+"""Secret redaction: the one place that scrubs API keys, tokens and passwords from text.
+
+Everything ctxhealth writes that may carry transcript text (checkpoints, task state,
+ledger rows, hook payload summaries) passes through :func:`redact` first. Each rule
+is a named pattern; a match is replaced by ``[REDACTED:<kind>]`` so a reader can see
+that something was removed and what sort of thing it was.
+
+The rules aim at well-known key formats and at ``name = value`` assignments whose
+name says "secret". They deliberately leave ordinary identifiers alone: hex digests,
+UUIDs, paths and counters such as ``max_tokens=4096`` pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["SecretKind", "find_secrets", "redact", "redact_value"]
+
+
+class SecretKind(StrEnum):
+    PRIVATE_KEY = "private-key"
+    ANTHROPIC = "anthropic-key"
+    OPENAI = "openai-key"
+    AWS = "aws-key"
+    GITHUB = "github-token"
+    SLACK = "slack-token"
+    GOOGLE = "google-key"
+    JWT = "jwt"
+    BEARER = "bearer"
+    URL_CREDENTIALS = "url-credentials"
+    ASSIGNMENT = "secret"
+
+
+def _marker(kind: SecretKind) -> str:
+    return f"[REDACTED:{kind.value}]"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    kind: SecretKind
+    # Lower-case literals one of which any match contains: a fast test that skips the regex.
+    hints: tuple[str, ...]
+    pattern: re.Pattern[str]
+    # Group kept in front of the redaction (a key name, ``Bearer ``, ``scheme://``); 0 = none.
+    keep_prefix_group: int = 0
+
+
+# A value that is already a marker or an obvious placeholder is not a secret.
+_PLACEHOLDER = re.compile(r"^(?:\[REDACTED|\$\{|\$[A-Z_]|<[^>]*>?$|\*{3,}|x{6,}$|\.\.\.|None$|null$)", re.I)
+
+# Names that say "the value is a secret". ``pwd`` and ``credentials`` are left out on purpose:
+# their values are usually paths. ``tokens`` (plural) is a count, hence the right boundary.
+_SECRET_NAME = (
+    r"(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key(?:[_-]?id)?|private[_-]?key|secret|token|"
+    r"password|passwd|passphrase)"
+)
+# Cheap test before the assignment rule: most text names no secret at all.
+_NAME_HINTS = ("key", "secret", "token", "passw", "passphrase")
+
+_RULES: tuple[_Rule, ...] = (
+    _Rule(
+        SecretKind.PRIVATE_KEY,
+        ("private key",),
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)"
+        ),
+    ),
+    _Rule(SecretKind.ANTHROPIC, ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
+    _Rule(
+        SecretKind.OPENAI,
+        ("sk-",),
+        re.compile(r"\bsk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
+    ),
+    _Rule(
+        SecretKind.AWS,
+        ("akia", "asia", "agpa", "aida", "aroa", "anpa"),
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
+    ),
+    _Rule(
+        SecretKind.GITHUB,
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ),
+    _Rule(SecretKind.SLACK, ("xox",), re.compile(r"\bxox[abposrce]-[A-Za-z0-9-]{10,}")),
+    _Rule(SecretKind.GOOGLE, ("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
+    _Rule(
+        SecretKind.JWT,
+        ("eyj",),
+        re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}"),
+    ),
+    _Rule(
+        SecretKind.URL_CREDENTIALS,
+        ("://",),
+        re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@\"'\[\]]+:)(?!\[REDACTED)[^\s/@\"']+(?=@)", re.I),
+        keep_prefix_group=1,
+    ),
+    _Rule(
+        SecretKind.BEARER,
+        ("bearer", "authorization"),
+        re.compile(
+            r"((?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|token|basic)?|\bbearer)\s+)"
+            r"(?!\[REDACTED)[A-Za-z0-9._~+/=-]{8,}",
+            re.I,
+        ),
+        keep_prefix_group=1,
+    ),
+)
+
+# ``NAME = value``, ``"name": "value"``, ``NAME: value``; only the value is replaced. The name is
+# matched by its secret-saying end (``OPENAI_API_KEY`` ends in ``api_key``), which keeps this fast.
+_ASSIGNMENT = re.compile(
+    r"(?P<head>" + _SECRET_NAME + r"(?![A-Za-z0-9])[\"']?\s*(?::=|=>|:|=)\s*[\"']?)"
+    r"(?P<value>[^\s\"',;&)}\]\\]+)",
+    re.I,
+)
+
+
+def _is_secret_value(value: str) -> bool:
+    if len(value) < 4 or _PLACEHOLDER.match(value):
+        return False
+    # Numbers and booleans are settings, not secrets (``token: 3``, ``password_required=true``).
+    return not (value.isdigit() or value.lower() in {"true", "false", "none", "null", "yes", "no"})
+
+
+# An unquoted value that reads as code (``self.secret``, ``conn.get(``, ``data[``) is not a literal.
+# So does a bare lower-case name without digits (``password = raw_password``); a real secret
+# written unquoted nearly always carries digits or capitals.
+_CODE_VALUE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[a-z_]+$|[(\[]")
+_NAME_WORDS = frozenset({"password", "passwd", "passphrase", "secret", "token", "key", "api_key"})
+
+
+def _is_code(value: str) -> bool:
+    return bool(_CODE_VALUE.search(value)) or value.lower() in _NAME_WORDS
+
+
+def _replace_assignment(match: re.Match[str]) -> str:
+    value = match.group("value")
+    quoted = match.group("head")[-1:] in ("'", '"')
+    if not _is_secret_value(value) or (not quoted and _is_code(value)):
+        return match.group(0)
+    return f"{match.group('head')}{_marker(SecretKind.ASSIGNMENT)}"
+
+
+def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match[str]], str]:
+    def replace(match: re.Match[str]) -> str:
+        if found is not None:
+            found.append(rule.kind)
+        prefix = match.group(rule.keep_prefix_group) if rule.keep_prefix_group else ""
+        return f"{prefix}{_marker(rule.kind)}"
+
+    return replace
+
+
+def _run(text: str, found: list[SecretKind] | None) -> str:
+    lowered = text.lower()
+    for rule in _RULES:
+        if any(hint in lowered for hint in rule.hints):
+            text = rule.pattern.sub(_replacer(rule, found), text)
+
+    def assignment(match: re.Match[str]) -> str:
+        out = _replace_assignment(match)
+        if found is not None and out != match.group(0):
+            found.append(SecretKind.ASSIGNMENT)
+        return out
+
+    if not any(hint in lowered for hint in _NAME_HINTS):
+        return text
+    return _ASSIGNMENT.sub(assignment, text)
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``."""
+    if not text:
+        return text
+    return _run(text, None)
+
+
+def find_secrets(text: str) -> list[SecretKind]:
+    """The kinds of secret :func:`redact` would remove from ``text``, in rule order."""
+    found: list[SecretKind] = []
+    _run(text, found)
+    return found
+
+
+def redact_value(value: Any) -> Any:
+    """Redact every string inside a JSON-like value (dicts, lists, tuples); keys are kept.
+
+    A dict entry whose key itself names a secret (``{"api_key": "..."}``) has its string
+    value replaced whole, whatever it looks like.
+    """
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if (
+                isinstance(key, str)
+                and isinstance(item, str)
+                and _is_secret_key(key)
+                and _is_secret_value(item)
+            ):
+                out[key] = _marker(SecretKind.ASSIGNMENT)
+            else:
+                out[key] = redact_value(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact_value(item) for item in value]
+    return value
+
+
+_SECRET_KEY = re.compile(r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$", re.I)
+
+
+def _is_secret_key(key: str) -> bool:
+    return bool(_SECRET_KEY.match(key))

@@ -1,0 +1,1 @@
+"""Reports: the verdict dictionaries commands print (``check``) and their terminal rendering."""

@@ -1,0 +1,146 @@
+"""The ``check`` verdict of one session: the one place its dictionary is built, and its text rendering.
+
+:func:`build_check_report` turns a session and its accounting into the JSON object that
+``ctxhealth check --json`` prints (one per session, JSON Lines). Layers above accounting
+(signals, policy) add their own keys by passing an ``assessment`` mapping, which is merged
+last; when it holds ``healthy`` that verdict replaces the fill-only rule used otherwise
+(current fill at or above :data:`UNHEALTHY_FILL_FRACTION` of the usable window).
+
+:func:`render_check_text` renders the same dictionary as a short human block; it returns a
+string (printing is the CLI's job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxhealth.accounting.fill import SessionAccount
+from ctxhealth.model import Session
+
+SCHEMA_VERSION = 1
+"""Version of the ``check`` JSON object; bumped when a key changes meaning or disappears."""
+
+UNHEALTHY_FILL_FRACTION = 0.90
+"""Without a policy assessment, a session is unhealthy when its current fill reaches this
+fraction of the usable window (window - reserved output - auto-compact buffer): the spec's
+critical window zone."""
+
+WARNINGS_SHOWN = 3
+"""Reader warnings listed in the text output (all are in the JSON)."""
+
+
+def fill_is_unhealthy(current: int, usable_window: int, fraction: float = UNHEALTHY_FILL_FRACTION) -> bool:
+    """The fill-only verdict: ``current`` at or above ``fraction`` of the usable window."""
+    return current >= fraction * usable_window
+
+
+def build_check_report(
+    session: Session, account: SessionAccount, assessment: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``check`` object for one session; ``assessment`` keys are merged in last.
+
+    Keys: ``schema_version, path, format, session_id, model, model_known, tier, turns,
+    window, usable_window, fill {current, peak, source, current_pct, peak_pct},
+    compactions [{index, message_index, pre_tokens, post_tokens, trigger}], tool_calls,
+    tool_errors, cost_usd, sidechains, warnings, healthy`` (+ whatever ``assessment`` adds,
+    e.g. ``zone, pressure, risk, action, reasons, signals``). Percentages are of ``window``.
+    """
+    window = account.window
+    report: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "path": session.path,
+        "format": session.format.value,
+        "session_id": session.session_id,
+        "model": account.model.id,
+        "model_known": account.model.known,
+        "tier": account.model.tier.value,
+        "turns": len(account.turns),
+        "window": window,
+        "usable_window": account.usable_window,
+        "fill": {
+            "current": account.current,
+            "peak": account.peak,
+            "source": account.source.value,
+            "current_pct": _pct(account.current, window),
+            "peak_pct": _pct(account.peak, window),
+        },
+        "compactions": [
+            {
+                "index": c.index,
+                "message_index": c.message_index,
+                "pre_tokens": c.pre_tokens,
+                "post_tokens": c.post_tokens,
+                "trigger": c.trigger,
+            }
+            for c in account.compactions
+        ],
+        "tool_calls": account.tool_calls,
+        "tool_errors": account.tool_errors,
+        "cost_usd": round(account.cost_usd, 6) if account.cost_usd is not None else None,
+        "sidechains": len(session.sidechains),
+        "warnings": [str(w) for w in session.warnings],
+        "healthy": not fill_is_unhealthy(account.current, account.usable_window),
+    }
+    if assessment:
+        report.update(assessment)
+    return report
+
+
+def _pct(tokens: int, window: int) -> float:
+    return round(100.0 * tokens / window, 1) if window > 0 else 0.0
+
+
+def _n(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _money(cost: float | None) -> str:
+    if cost is None:
+        return "unknown (no usage, or no prices for the model)"
+    return f"${cost:,.4f}" if cost < 0.01 else f"${cost:,.2f}"
+
+
+def render_check_text(report: Mapping[str, Any]) -> str:
+    """A human block for one ``check`` object (no trailing newline)."""
+    fill = report["fill"]
+    usable = report.get("usable_window", report["window"])
+    model = report["model"]
+    if not report.get("model_known", True) and model != "unknown":
+        model += " (not in the model registry)"
+    lines = [
+        report["path"],
+        f"  format       {report['format']}",
+        f"  model        {model}, {report.get('tier', '?')} tier",
+        f"  turns        {report['turns']:,}",
+        f"  window       {report['window']:,} tokens ({usable:,} usable)",
+        f"  fill         current {fill['current']:,} ({fill.get('current_pct', 0.0)}%), "
+        f"peak {fill['peak']:,} ({fill.get('peak_pct', 0.0)}%) [{fill['source']}]",
+    ]
+    compactions = report["compactions"]
+    if compactions:
+        parts = []
+        for c in compactions:
+            trigger = f" ({c['trigger']})" if c.get("trigger") else ""
+            parts.append(f"{_n(c['pre_tokens'])} → {_n(c['post_tokens'])}{trigger}")
+        lines.append(f"  compactions  {len(compactions)}: " + "; ".join(parts))
+    else:
+        lines.append("  compactions  none")
+    lines.append(
+        f"  tools        {_plural(report['tool_calls'], 'call')}, {_plural(report['tool_errors'], 'error')}"
+    )
+    lines.append(f"  cost         {_money(report.get('cost_usd'))}")
+    for key in ("zone", "pressure", "risk", "action"):
+        if key in report:
+            lines.append(f"  {key:<12} {report[key]}")
+    warnings = report["warnings"]
+    lines.append(f"  warnings     {len(warnings)}")
+    lines.extend(f"    {w}" for w in warnings[:WARNINGS_SHOWN])
+    if len(warnings) > WARNINGS_SHOWN:
+        lines.append(f"    ... and {len(warnings) - WARNINGS_SHOWN} more (see --json)")
+    lines.append(f"  verdict      {'healthy' if report.get('healthy', True) else 'UNHEALTHY'}")
+    return "\n".join(lines)

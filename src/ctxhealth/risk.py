@@ -1,0 +1,764 @@
+"""The risk score: a small logistic model over normalised signal features, its fitting and its scoring.
+
+Pure Python, no numerical dependency. ``fit_logistic`` is L2-regularised logistic regression solved
+by Newton's method (a handful of features, a few hundred runs: exact and fast). ``roc_auc`` is the
+Mann-Whitney statistic with ties counted as one half; ``bootstrap_auc_ci`` resamples runs with a seeded
+generator so every figure is reproducible. ``cross_validate`` chooses the regularisation strength and
+the feature set *inside* each training fold (nested), so the held-out AUC it reports is honest.
+
+A :class:`RiskModel` maps a feature mapping to a probability of failure in 0..1: each feature is
+transformed (``log1p`` for counts), standardised with the training mean / deviation, then weighted.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxhealth.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class RiskModel:
+    """Weights of the logistic risk model and the normalisation they expect.
+
+    ``features`` names the inputs in order; ``log_features`` are passed through ``log1p`` first;
+    ``mean`` / ``scale`` standardise; ``weights`` and ``bias`` are the fitted coefficients.
+    """
+
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    log_features: frozenset[str] = frozenset()
+    l2: float = 1.0
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.features)
+        if not (len(self.weights) == len(self.mean) == len(self.scale) == n):
+            raise ConfigError(
+                "risk model has mismatched lengths of features, weights, mean and scale",
+                hint="refit the profile with `ctxhealth calibrate`",
+            )
+
+    def linear(self, values: Mapping[str, float]) -> float:
+        """The log-odds of failure for one feature mapping (missing features count as the mean)."""
+        z = self.bias
+        for name, w, mu, sd in zip(self.features, self.weights, self.mean, self.scale, strict=True):
+            raw = values.get(name)
+            if raw is None:
+                continue
+            x = math.log1p(max(raw, 0.0)) if name in self.log_features else raw
+            z += w * (x - mu) / sd
+        return z
+
+    def score(self, values: Mapping[str, float]) -> float:
+        """Probability of failure, 0..1."""
+        return sigmoid(self.linear(values))
+
+    def contributions(self, values: Mapping[str, float]) -> dict[str, float]:
+        """Each feature's share of the log-odds (for explaining a score)."""
+        out: dict[str, float] = {}
+        for name, w, mu, sd in zip(self.features, self.weights, self.mean, self.scale, strict=True):
+            raw = values.get(name)
+            if raw is None:
+                continue
+            x = math.log1p(max(raw, 0.0)) if name in self.log_features else raw
+            out[name] = w * (x - mu) / sd
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "log_features": sorted(self.log_features),
+            "l2": self.l2,
+            "meta": dict(self.meta),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RiskModel:
+        try:
+            return cls(
+                features=tuple(str(f) for f in data["features"]),
+                weights=tuple(float(w) for w in data["weights"]),
+                bias=float(data["bias"]),
+                mean=tuple(float(m) for m in data["mean"]),
+                scale=tuple(float(s) for s in data["scale"]),
+                log_features=frozenset(str(f) for f in data.get("log_features", ())),
+                l2=float(data.get("l2", 1.0)),
+                meta=dict(data.get("meta", {})),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"invalid risk model in profile: {exc}",
+                hint="refit the profile with `ctxhealth calibrate` or remove its `risk` entry",
+            ) from exc
+
+
+def sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+# --------------------------------------------------------------------------------------------- fitting
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Solve ``a x = b`` by Gaussian elimination with partial pivoting (a is small and SPD here)."""
+    n = len(b)
+    m = [[*row, b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
+        if abs(m[pivot][col]) < 1e-12:
+            m[pivot][col] = 1e-12
+        m[col], m[pivot] = m[pivot], m[col]
+        p = m[col][col]
+        for r in range(col + 1, n):
+            f = m[r][col] / p
+            if f:
+                row_r, row_c = m[r], m[col]
+                for c in range(col, n + 1):
+                    row_r[c] -= f * row_c[c]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        s = m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))
+        x[r] = s / m[r][r]
+    return x
+
+
+def fit_weights(
+    x: Sequence[Sequence[float]], y: Sequence[int], *, l2: float = 1.0, iterations: int = 50
+) -> tuple[list[float], float]:
+    """L2-regularised logistic regression by Newton's method; the bias is not penalised.
+
+    ``x`` rows are already standardised. Returns ``(weights, bias)``.
+    """
+    n = len(x)
+    if n == 0 or n != len(y):
+        raise ConfigError("cannot fit a risk model on no runs", hint="pass labelled runs")
+    d = len(x[0])
+    beta = [0.0] * (d + 1)  # last entry is the bias
+    rows = [[*row, 1.0] for row in x]
+    for _ in range(iterations):
+        grad = [0.0] * (d + 1)
+        hess = [[0.0] * (d + 1) for _ in range(d + 1)]
+        for row, label in zip(rows, y, strict=True):
+            p = sigmoid(sum(b * v for b, v in zip(beta, row, strict=True)))
+            err = p - label
+            w = max(p * (1.0 - p), 1e-9)
+            for i in range(d + 1):
+                ri = row[i]
+                grad[i] += err * ri
+                wri = w * ri
+                hrow = hess[i]
+                for j in range(i, d + 1):
+                    hrow[j] += wri * row[j]
+        for i in range(d):
+            grad[i] += l2 * beta[i]
+            hess[i][i] += l2
+        for i in range(d + 1):
+            for j in range(i):
+                hess[i][j] = hess[j][i]
+        step = _solve(hess, grad)
+        beta = [b - s for b, s in zip(beta, step, strict=True)]
+        if max(abs(s) for s in step) < 1e-8:
+            break
+    return beta[:d], beta[d]
+
+
+def _transform(
+    rows: Sequence[Mapping[str, float]], features: Sequence[str], logs: frozenset[str]
+) -> list[list[float]]:
+    out = []
+    for r in rows:
+        out.append([math.log1p(max(r.get(f, 0.0), 0.0)) if f in logs else r.get(f, 0.0) for f in features])
+    return out
+
+
+def fit_model(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    features: Sequence[str],
+    *,
+    log_features: frozenset[str] = frozenset(),
+    l2: float = 1.0,
+    meta: Mapping[str, Any] | None = None,
+) -> RiskModel:
+    """Fit a :class:`RiskModel` (standardisation + logistic weights) on feature rows and failure labels."""
+    raw = _transform(rows, features, log_features)
+    d = len(features)
+    n = len(raw)
+    mean = [sum(r[i] for r in raw) / n for i in range(d)]
+    scale = []
+    for i in range(d):
+        var = sum((r[i] - mean[i]) ** 2 for r in raw) / n
+        scale.append(math.sqrt(var) if var > 1e-12 else 1.0)
+    std = [[(r[i] - mean[i]) / scale[i] for i in range(d)] for r in raw]
+    weights, bias = fit_weights(std, y, l2=l2)
+    return RiskModel(
+        features=tuple(features),
+        weights=tuple(weights),
+        bias=bias,
+        mean=tuple(mean),
+        scale=tuple(scale),
+        log_features=frozenset(f for f in log_features if f in features),
+        l2=l2,
+        meta=dict(meta or {}),
+    )
+
+
+# ------------------------------------------------------------------------------------------ evaluation
+
+
+def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float:
+    """Area under the ROC curve: P(score of a positive > score of a negative), ties count 1/2.
+
+    Computed from ranks (average ranks for ties) in O(n log n). NaN when one class is absent.
+    """
+    n = len(scores)
+    if n != len(labels):
+        raise ValueError("scores and labels differ in length")
+    pos = sum(1 for v in labels if v)
+    neg = n - pos
+    if pos == 0 or neg == 0:
+        return float("nan")
+    order = sorted(range(n), key=lambda i: scores[i])
+    ranks = [0.0] * n
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and scores[order[j + 1]] == scores[order[i]]:
+            j += 1
+        avg = (i + j) / 2.0 + 1.0
+        for k in range(i, j + 1):
+            ranks[order[k]] = avg
+        i = j + 1
+    rank_sum = sum(r for r, v in zip(ranks, labels, strict=True) if v)
+    return (rank_sum - pos * (pos + 1) / 2.0) / (pos * neg)
+
+
+def bootstrap_auc_ci(
+    scores: Sequence[float], labels: Sequence[int], *, rounds: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of :func:`roc_auc` (runs resampled with replacement)."""
+    rng = random.Random(seed)
+    n = len(scores)
+    values = []
+    for _ in range(rounds):
+        idx = [rng.randrange(n) for _ in range(n)]
+        a = roc_auc([scores[i] for i in idx], [labels[i] for i in idx])
+        if not math.isnan(a):
+            values.append(a)
+    if not values:
+        return (float("nan"), float("nan"))
+    values.sort()
+    lo = values[int((1.0 - level) / 2.0 * (len(values) - 1))]
+    hi = values[int((1.0 + level) / 2.0 * (len(values) - 1))]
+    return (lo, hi)
+
+
+def group_folds(labels: Sequence[int], groups: Sequence[int] | None, k: int, *, seed: int = 0) -> list[int]:
+    """Stratified folds where rows of the same group (run) always share a fold."""
+    if groups is None:
+        return stratified_folds(labels, k, seed=seed)
+    first: dict[int, int] = {}
+    for i, g in enumerate(groups):
+        first.setdefault(g, i)
+    keys = sorted(first)
+    per_group = stratified_folds([labels[first[g]] for g in keys], k, seed=seed)
+    fold_of = dict(zip(keys, per_group, strict=True))
+    return [fold_of[g] for g in groups]
+
+
+def stratified_folds(labels: Sequence[int], k: int, *, seed: int = 0) -> list[int]:
+    """Fold number (0..k-1) for each run, stratified by label, seeded."""
+    rng = random.Random(seed)
+    fold = [0] * len(labels)
+    for cls in (0, 1):
+        idx = [i for i, v in enumerate(labels) if v == cls]
+        rng.shuffle(idx)
+        for pos, i in enumerate(idx):
+            fold[i] = pos % k
+    return fold
+
+
+# ----------------------------------------------------------------------------- selection and nested CV
+
+DEFAULT_L2_GRID: tuple[float, ...] = (1.0, 10.0, 100.0)
+
+
+@dataclass(frozen=True, slots=True)
+class CVResult:
+    """Held-out scores of a (nested) cross-validation: every run scored by a model that never saw it.
+
+    ``scores`` / ``auc`` are keyed by the evaluation point (e.g. 0.25 for the first quarter of the
+    turns, 1.0 for the whole run); ``fold_features`` lists the features chosen inside each training
+    fold (they may differ from fold to fold).
+    """
+
+    scores: Mapping[float, tuple[float, ...]]
+    labels: tuple[int, ...]
+    auc: Mapping[float, float]
+    folds: int
+    fold_features: tuple[tuple[str, ...], ...]
+    fold_l2: tuple[float, ...]
+
+
+def _cv_scores(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    features: Sequence[str],
+    log_features: frozenset[str],
+    l2: float,
+    fold: Sequence[int],
+    k: int,
+) -> list[float]:
+    scores = [0.0] * len(y)
+    for f in range(k):
+        train = [i for i in range(len(y)) if fold[i] != f]
+        model = fit_model(
+            [rows[i] for i in train], [y[i] for i in train], features, log_features=log_features, l2=l2
+        )
+        for i in range(len(y)):
+            if fold[i] == f:
+                scores[i] = model.linear(rows[i])
+    return scores
+
+
+def select_features(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    *,
+    log_features: frozenset[str] = frozenset(),
+    l2_grid: Sequence[float] = DEFAULT_L2_GRID,
+    inner_folds: int = 5,
+    max_features: int = 4,
+    min_gain: float = 0.005,
+    seed: int = 0,
+    groups: Sequence[int] | None = None,
+) -> tuple[tuple[str, ...], float]:
+    """Greedy forward selection by inner cross-validated AUC, then the L2 strength; uses only ``rows``.
+
+    ``groups`` names the run each row comes from when a run gives several rows (prefixes of one run):
+    inner folds then keep a run's rows together. Returns ``(features, l2)``; deterministic per ``seed``.
+    """
+    fold = group_folds(y, groups, inner_folds, seed=seed)
+    mid = sorted(l2_grid)[len(l2_grid) // 2]
+    chosen: list[str] = []
+    best = 0.5
+    while len(chosen) < max_features:
+        trial: list[tuple[float, str]] = []
+        for name in candidates:
+            if name in chosen:
+                continue
+            feats = [*chosen, name]
+            trial.append((roc_auc(_cv_scores(rows, y, feats, log_features, mid, fold, inner_folds), y), name))
+        if not trial:
+            break
+        auc, name = max(trial, key=lambda t: (t[0], -candidates.index(t[1])))
+        if auc < best + min_gain:
+            break
+        chosen.append(name)
+        best = auc
+    if not chosen:
+        chosen = [candidates[0]]
+    by_l2 = [
+        (roc_auc(_cv_scores(rows, y, chosen, log_features, l2, fold, inner_folds), y), -l2) for l2 in l2_grid
+    ]
+    l2 = -max(by_l2)[1]
+    return tuple(chosen), l2
+
+
+def training_rows(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    runs: Sequence[int],
+    points: Mapping[float, Sequence[Mapping[str, float]]] | None,
+) -> tuple[list[Mapping[str, float]], list[int], list[int] | None]:
+    """The rows to fit on: each run's end-of-run row, or (``points`` given) its row at every
+    evaluation point, so the model learns what a prefix of a run looks like. Returns rows, labels
+    and the run of each row (None when one row per run)."""
+    if points is None:
+        return [rows[i] for i in runs], [y[i] for i in runs], None
+    out_rows: list[Mapping[str, float]] = []
+    out_y: list[int] = []
+    groups: list[int] = []
+    for i in runs:
+        for prow in points.values():
+            out_rows.append(prow[i])
+            out_y.append(y[i])
+            groups.append(i)
+    return out_rows, out_y, groups
+
+
+def cross_validate(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    *,
+    eval_rows: Mapping[float, Sequence[Mapping[str, float]]] | None = None,
+    log_features: frozenset[str] = frozenset(),
+    folds: int = 5,
+    seed: int = 0,
+    select: bool = True,
+    l2: float = 3.0,
+    pool: bool = False,
+    **selection: Any,
+) -> CVResult:
+    """Nested k-fold CV: inside each training fold choose features and L2 (when ``select``), fit on
+    ``rows``, then score the held-out runs, at every evaluation point of ``eval_rows`` (default: the
+    training rows themselves, under key 1.0). The AUC of the pooled held-out scores is the honest figure.
+    """
+    if folds < 2 or folds > len(y):
+        raise ConfigError(
+            f"cannot run {folds}-fold cross-validation on {len(y)} runs", hint="use 2 <= folds <= runs"
+        )
+    points = dict(eval_rows) if eval_rows is not None else {1.0: rows}
+    fold = stratified_folds(y, folds, seed=seed)
+    scores = {point: [0.0] * len(y) for point in points}
+    chosen_all: list[tuple[str, ...]] = []
+    l2_all: list[float] = []
+    for f in range(folds):
+        train = [i for i in range(len(y)) if fold[i] != f]
+        tr_rows, tr_y, tr_groups = training_rows(rows, y, train, points if pool else None)
+        if select:
+            feats, reg = select_features(
+                tr_rows,
+                tr_y,
+                candidates,
+                log_features=log_features,
+                seed=seed + 1,
+                groups=tr_groups,
+                **selection,
+            )
+        else:
+            feats, reg = tuple(candidates), l2
+        model = fit_model(tr_rows, tr_y, feats, log_features=log_features, l2=reg)
+        for point, prow in points.items():
+            for i in range(len(y)):
+                if fold[i] == f:
+                    scores[point][i] = model.score(prow[i])
+        chosen_all.append(feats)
+        l2_all.append(reg)
+    return CVResult(
+        scores={p: tuple(v) for p, v in scores.items()},
+        labels=tuple(y),
+        auc={p: roc_auc(v, y) for p, v in scores.items()},
+        folds=folds,
+        fold_features=tuple(chosen_all),
+        fold_l2=tuple(l2_all),
+    )
+
+
+# ------------------------------------------------------------------ labelled runs, calibration, validation
+
+EVAL_POINTS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
+"""Where a run is scored: after the first 25 / 50 / 75 % of its turns and at its end."""
+
+CANDIDATE_FEATURES: tuple[str, ...] = (
+    "peak_fill",
+    "fill",
+    "pressure",
+    "turns",
+    "fill_growth",
+    "output_tokens",
+    "output_per_turn",
+    "assistant_chars",
+    "failure_rate",
+    "max_consecutive_failures",
+    "repeated_calls",
+    "rereads",
+    "edits",
+    "files_edited",
+    "edit_thrash",
+    "verify_share",
+    "since_verification",
+    "drift",
+    "contradictions",
+    "over_explanation",
+)
+"""Features the calibration may choose from (all computed by ``Monitor.features``)."""
+
+LOG_FEATURES = frozenset(
+    {
+        "peak_fill",
+        "fill",
+        "turns",
+        "output_tokens",
+        "output_per_turn",
+        "assistant_chars",
+        "max_consecutive_failures",
+        "edits",
+        "files_edited",
+    }
+)
+"""Counts and sizes: their logarithm is what relates linearly to risk."""
+
+BASELINES: tuple[tuple[str, str], ...] = (
+    ("peak fill", "peak_fill"),
+    ("number of turns", "turns"),
+    ("tool error rate", "failure_rate"),
+)
+"""Single-feature baselines every validation reports next to the risk score (label, feature)."""
+
+SELECTION: dict[str, Any] = {"max_features": 3, "min_gain": 0.01}
+"""The selection procedure's fixed settings (chosen before the final cross-validation was run)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledRun:
+    """One labelled run: where it came from, whether it failed, its features at each evaluation point."""
+
+    path: str
+    failed: int
+    features: Mapping[float, Mapping[str, float]]
+
+
+def run_key(path: str) -> str:
+    """The name a run is matched and fingerprinted by: the file name without directories."""
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def read_labels(path: str) -> dict[str, int]:
+    """``file,resolved`` CSV → ``{file name: failed}`` (failed = 1 - resolved). Also accepts ``failed``."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            fields = set(reader.fieldnames or ())
+            if "file" not in fields or not ({"resolved", "failed"} & fields):
+                raise ConfigError(
+                    f"labels file {path} needs a 'file' column and a 'resolved' (or 'failed') column",
+                    hint="write a CSV header: file,resolved",
+                )
+            out: dict[str, int] = {}
+            for line, row in enumerate(reader, start=2):
+                try:
+                    if "resolved" in row and row["resolved"] not in (None, ""):
+                        failed = 1 - int(row["resolved"])
+                    else:
+                        failed = int(row["failed"])
+                except ValueError as exc:
+                    raise ConfigError(
+                        f"{path}:{line}: label must be 0 or 1", hint="use 1 for resolved runs, 0 otherwise"
+                    ) from exc
+                if failed not in (0, 1):
+                    raise ConfigError(f"{path}:{line}: label must be 0 or 1", hint="use 0 or 1")
+                out[run_key(row["file"])] = failed
+            return out
+    except OSError as exc:
+        raise ConfigError(f"cannot read labels {path}: {exc}", hint="check the --labels path") from exc
+
+
+def run_features(
+    session: Any, points: Sequence[float] = EVAL_POINTS, profile: Any = None
+) -> dict[float, dict[str, float]]:
+    """Features of one session after the first ``p`` of its turns, for each ``p``, in one pass."""
+    from dataclasses import replace
+
+    from ctxhealth.monitor import Monitor, cut_index
+    from ctxhealth.signals.profile import Profile
+
+    base = profile if profile is not None else Profile()
+    monitor = Monitor(session.model, replace(base, risk=None))
+    cuts = {p: cut_index(session, p) for p in points}
+    out: dict[float, dict[str, float]] = {}
+    pending = sorted(points, key=lambda p: cuts[p])
+    for n, assessment in enumerate(monitor.iter_session(session), start=1):
+        while pending and cuts[pending[0]] <= n:
+            out[pending.pop(0)] = dict(assessment.features)
+    for p in pending:
+        out[p] = monitor.features()
+    return out
+
+
+def collect_runs(
+    paths: Sequence[str],
+    labels: Mapping[str, int],
+    *,
+    points: Sequence[float] = EVAL_POINTS,
+    profile: Any = None,
+) -> list[LabelledRun]:
+    """Read every session under ``paths`` that has a label and compute its features."""
+    from ctxhealth.sources import read_sessions
+
+    runs: list[LabelledRun] = []
+    for session in read_sessions(list(paths)):
+        key = run_key(session.path)
+        if key not in labels:
+            continue
+        runs.append(LabelledRun(session.path, labels[key], run_features(session, points, profile)))
+    runs.sort(key=lambda r: run_key(r.path))
+    if not runs:
+        raise ConfigError(
+            "no transcript matched a label",
+            hint="the labels' 'file' column must name the transcript files (their file names are matched)",
+        )
+    if len({r.failed for r in runs}) < 2:
+        raise ConfigError(
+            "the labelled runs are all of one class", hint="label both resolved and failed runs"
+        )
+    return runs
+
+
+def fingerprint(keys: Sequence[str]) -> list[str]:
+    """Short stable hashes of run names, stored with a fitted model to recognise its training data."""
+    import hashlib
+
+    return sorted(hashlib.sha256(k.encode()).hexdigest()[:10] for k in keys)
+
+
+def fit_risk(runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0) -> tuple[RiskModel, CVResult]:
+    """Fit the risk model on all runs (features chosen by inner CV) and report its nested CV."""
+    points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
+    y = [r.failed for r in runs]
+    cv = cross_validate(
+        points[1.0],
+        y,
+        CANDIDATE_FEATURES,
+        eval_rows=points,
+        log_features=LOG_FEATURES,
+        folds=folds,
+        seed=seed,
+        pool=True,
+        **SELECTION,
+    )
+    rows, labels, groups = training_rows(points[1.0], y, range(len(y)), points)
+    feats, l2 = select_features(
+        rows, labels, CANDIDATE_FEATURES, log_features=LOG_FEATURES, seed=seed + 1, groups=groups, **SELECTION
+    )
+    meta: dict[str, Any] = {
+        "runs": len(runs),
+        "failed": sum(y),
+        "folds": folds,
+        "seed": seed,
+        "cv_auc": {str(p): round(a, 4) for p, a in cv.auc.items()},
+        "fold_features": [list(f) for f in cv.fold_features],
+        "training_runs": fingerprint([run_key(r.path) for r in runs]),
+        "target": "failure (1 - resolved)",
+    }
+    model = fit_model(rows, labels, feats, log_features=LOG_FEATURES, l2=l2, meta=meta)
+    return model, cv
+
+
+@dataclass(frozen=True, slots=True)
+class AucFigure:
+    """An ROC AUC with its bootstrap 95% confidence interval."""
+
+    auc: float
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"auc": round(self.auc, 4), "ci95": [round(self.low, 4), round(self.high, 4)]}
+
+
+def auc_figure(
+    scores: Sequence[float], labels: Sequence[int], *, rounds: int = 1000, seed: int = 0
+) -> AucFigure:
+    lo, hi = bootstrap_auc_ci(scores, labels, rounds=rounds, seed=seed)
+    return AucFigure(roc_auc(scores, labels), lo, hi)
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """What ``ctxhealth validate`` reports: AUC (95% bootstrap CI) per evaluation point for the
+    profile's risk, for each baseline, and (when computed) the nested cross-validated risk."""
+
+    runs: int
+    failed: int
+    risk: Mapping[float, AucFigure]
+    baselines: Mapping[str, Mapping[float, AucFigure]]
+    cross_validated: Mapping[float, AucFigure] | None
+    trained_on_these_runs: float
+    features: tuple[str, ...]
+    fold_features: tuple[tuple[str, ...], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        def table(m: Mapping[float, AucFigure]) -> dict[str, Any]:
+            return {f"{p:g}": f.to_dict() for p, f in m.items()}
+
+        return {
+            "runs": self.runs,
+            "failed": self.failed,
+            "target": "failure (1 - resolved)",
+            "risk_features": list(self.features),
+            "trained_on_these_runs": round(self.trained_on_these_runs, 4),
+            "risk": table(self.risk),
+            "cross_validated_risk": None if self.cross_validated is None else table(self.cross_validated),
+            "cv_fold_features": [list(f) for f in self.fold_features],
+            "baselines": {name: table(m) for name, m in self.baselines.items()},
+        }
+
+
+def validate_runs(
+    runs: Sequence[LabelledRun],
+    model: RiskModel,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    cross_validate_risk: bool | None = None,
+    rounds: int = 1000,
+) -> Validation:
+    """Score ``runs`` with ``model`` and the baselines at every evaluation point.
+
+    When the model was fitted on (mostly) these runs its own AUC is optimistic: the nested
+    cross-validated AUC is then computed as the honest figure (``cross_validate_risk=None`` decides
+    by the stored training fingerprint; True/False force it).
+    """
+    y = [r.failed for r in runs]
+    trained = set(model.meta.get("training_runs", ()))
+    mine = fingerprint([run_key(r.path) for r in runs])
+    overlap = sum(1 for h in mine if h in trained) / len(mine) if mine else 0.0
+    risk = {
+        p: auc_figure([model.score(r.features[p]) for r in runs], y, rounds=rounds, seed=seed)
+        for p in EVAL_POINTS
+    }
+    baselines = {
+        label: {
+            p: auc_figure([r.features[p].get(feat, 0.0) for r in runs], y, rounds=rounds, seed=seed)
+            for p in EVAL_POINTS
+        }
+        for label, feat in BASELINES
+    }
+    do_cv = overlap >= 0.5 if cross_validate_risk is None else cross_validate_risk
+    cv_table: dict[float, AucFigure] | None = None
+    fold_features: tuple[tuple[str, ...], ...] = ()
+    if do_cv:
+        points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
+        cv = cross_validate(
+            points[1.0],
+            y,
+            CANDIDATE_FEATURES,
+            eval_rows=points,
+            log_features=LOG_FEATURES,
+            folds=folds,
+            seed=seed,
+            pool=True,
+            **SELECTION,
+        )
+        cv_table = {p: auc_figure(cv.scores[p], y, rounds=rounds, seed=seed) for p in EVAL_POINTS}
+        fold_features = cv.fold_features
+    return Validation(
+        runs=len(runs),
+        failed=sum(y),
+        risk=risk,
+        baselines=baselines,
+        cross_validated=cv_table,
+        trained_on_these_runs=overlap,
+        features=model.features,
+        fold_features=fold_features,
+    )

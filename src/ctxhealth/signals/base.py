@@ -1,0 +1,181 @@
+"""What every detector shares: the :class:`Signal` it reports, the protocol, small bounded helpers.
+
+A detector (``signals.events.Event`` is what it is fed) is a small object with ``update(event)``
+(O(1) amortised, memory bounded by a window, never by the history), ``snapshot()`` (a cheap copy
+of its state, cached until the next change) and ``render(snapshot)`` (its readings).
+Each :class:`Signal` carries its value, whether it fired, and its evidence: the message indices
+that explain it, so every verdict can be traced back to the transcript.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+EVIDENCE_LIMIT = 8
+"""At most this many message indices are kept as evidence per signal (the most recent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One reading: ``value`` (its unit depends on the signal), ``fired`` when its threshold is
+    crossed, ``evidence`` the message indices behind it, ``detail`` a short human explanation."""
+
+    name: str
+    value: float
+    fired: bool = False
+    evidence: tuple[int, ...] = ()
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": round(self.value, 4),
+            "fired": self.fired,
+            "evidence": list(self.evidence),
+            "detail": self.detail,
+        }
+
+
+class Detector(Protocol):
+    """The contract every detector family implements (built-ins register the same way).
+
+    ``snapshot()`` is a cheap immutable copy of the state (cached until the next change) and
+    ``render(snapshot)`` turns one into signals using nothing else, so a monitor can keep a
+    snapshot per turn and build the explanations only when someone reads them.
+    """
+
+    def update(self, event: Any) -> None: ...
+
+    def snapshot(self) -> Any: ...
+
+    def render(self, snap: Any) -> tuple[Signal, ...]: ...
+
+
+class CachedDetector:
+    """Base of the built-in detectors: a snapshot cached until :meth:`changed` is called."""
+
+    _snap: Any = None
+
+    def changed(self) -> None:
+        self._snap = None
+
+    def snapshot(self) -> Any:
+        snap = self._snap
+        if snap is None:
+            snap = self._snap = self._take()
+        return snap
+
+    def _take(self) -> Any:
+        raise NotImplementedError
+
+    def render(self, snap: Any) -> tuple[Signal, ...]:
+        raise NotImplementedError
+
+    def signals(self) -> tuple[Signal, ...]:
+        return self.render(self.snapshot())
+
+
+class LazySignals(Mapping[str, Signal]):
+    """A read-only ``name -> Signal`` mapping built from detector snapshots on first access."""
+
+    __slots__ = ("_built", "_parts")
+
+    def __init__(self, parts: tuple[tuple[Detector, Any], ...]) -> None:
+        self._parts = parts
+        self._built: dict[str, Signal] | None = None
+
+    def _items(self) -> dict[str, Signal]:
+        built = self._built
+        if built is None:
+            built = {}
+            for detector, snap in self._parts:
+                for sig in detector.render(snap):
+                    built[sig.name] = sig
+            self._built = built
+        return built
+
+    def __getitem__(self, name: str) -> Signal:
+        return self._items()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __repr__(self) -> str:
+        return f"LazySignals({self._items()!r})"
+
+
+class BoundedDict(OrderedDict[K, V], Generic[K, V]):
+    """A dict that forgets its least recently written keys beyond ``limit`` entries."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: K, value: V) -> None:
+        if key in self:
+            self.move_to_end(key)
+        self[key] = value
+        if len(self) > self.limit:
+            self.popitem(last=False)
+
+
+def recent(evidence: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """The last :data:`EVIDENCE_LIMIT` indices, sorted and without duplicates."""
+    return tuple(sorted(set(evidence)))[-EVIDENCE_LIMIT:]
+
+
+def normalise_text(value: Any) -> str:
+    """A canonical one-line form of a tool input, for "the same call" comparisons."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}={normalise_text(v)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(normalise_text(v) for v in value) + "]"
+    return str(value)
+
+
+class TurnWindow:
+    """Occurrences (turn, message index) within the last ``size`` assistant turns.
+
+    ``add`` and ``prune`` are amortised O(1); memory is bounded by ``limit`` entries.
+    """
+
+    __slots__ = ("_items", "limit", "size", "total")
+
+    def __init__(self, size: int, limit: int = 256) -> None:
+        self.size = size
+        self.limit = limit
+        self._items: deque[tuple[int, int]] = deque()
+        self.total = 0
+
+    def add(self, turn: int, index: int) -> None:
+        self._items.append((turn, index))
+        self.total += 1
+        if len(self._items) > self.limit:
+            self._items.popleft()
+
+    def prune(self, turn: int) -> None:
+        items = self._items
+        oldest = turn - self.size
+        while items and items[0][0] <= oldest:
+            items.popleft()
+
+    def clear(self) -> None:
+        self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def evidence(self) -> tuple[int, ...]:
+        items = self._items
+        n = len(items)
+        return tuple(dict.fromkeys(items[i][1] for i in range(max(0, n - EVIDENCE_LIMIT), n)))

@@ -1,0 +1,215 @@
+"""What a tool call does, read from its name and input: reads, edits, deletions, searches, checks.
+
+One parser shared by the repetition, indicator and fidelity detectors, so they agree on what a
+"read" or an "edit" is. It understands structured tools (Read / Edit / Write / MultiEdit / Grep /
+Glob / apply_patch ...) and shell commands (``bash`` / ``shell`` tools, mini-swe-agent actions):
+``cat``/``nl``/``head``/``sed -n`` read, ``sed -i``/redirections/``tee``/heredocs edit, ``rm``
+deletes, ``grep``/``find``/``ls`` search, test runners / builds / linters verify. It is a heuristic
+on purpose: cheap, deterministic, and wrong only in the direction of "other".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from ctxhealth.model import ToolCall, ToolResult
+from ctxhealth.signals.base import normalise_text
+
+
+class CallKind(StrEnum):
+    READ = "read"
+    EDIT = "edit"
+    DELETE = "delete"
+    SEARCH = "search"
+    VERIFY = "verify"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """A parsed tool call: its canonical key (tool + normalised input), kinds and the paths involved."""
+
+    key: str
+    tool: str
+    kinds: frozenset[CallKind]
+    reads: tuple[str, ...] = ()
+    edits: tuple[str, ...] = ()
+    deletes: tuple[str, ...] = ()
+    mentions: tuple[str, ...] = ()
+    change: tuple[str, str] | None = None
+
+
+SHELL_PARSE_LIMIT = 4000
+"""Only the first characters of a shell command are parsed (heredoc bodies are data anyway)."""
+
+_READ_TOOLS = {"read", "view", "read_file", "open_file", "view_file", "notebookread"}
+_EDIT_TOOLS = {
+    "edit",
+    "multiedit",
+    "write",
+    "notebookedit",
+    "str_replace_editor",
+    "create_file",
+    "write_file",
+}
+_SEARCH_TOOLS = {"grep", "glob", "ls", "search", "find", "list_dir", "websearch", "webfetch"}
+_SHELL_TOOLS = {"bash", "shell", "exec_command", "run_command", "terminal", "execute_command", "local_shell"}
+
+_SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\|(?!\|)|\n)\s*")
+_PATH = re.compile(r"(?<![\w$])(?:\.{0,2}/)?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-z][\w]{0,7}\b")
+_REDIRECT = re.compile(r"(?<![0-9&<])>{1,2}\s*([^\s;&|<>]+)")
+_VERIFY = re.compile(
+    r"\b(pytest|py\.test|runtests(?:\.py)?|unittest|tox|nox|cargo (?:test|check|build|clippy)|"
+    r"go (?:test|vet|build)|"
+    r"(?:npm|yarn|pnpm) (?:run )?(?:test|build|lint)|jest|vitest|mvn|gradle|ctest|make(?: \w+)?|mypy|ruff|"
+    r"flake8|pylint|tsc|eslint|python[\d.]* -m (?:pytest|unittest|compileall|py_compile)|"
+    r"python[\d.]* \S*(?:test|repro|reproduce|verify|check)\w*\.py)\b"
+)
+_SED_SUB = re.compile(r"s([/|#,])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+_READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
+_SEARCH_VERBS = {"grep", "rg", "ag", "find", "ls", "tree", "git", "fd", "locate", "which"}
+
+
+def _command_text(value: Any) -> str:
+    if isinstance(value, dict):
+        for key in ("command", "cmd", "script", "input"):
+            if key in value:
+                return _command_text(value[key])
+        return ""
+    if isinstance(value, (list, tuple)):
+        parts = [str(v) for v in value]
+        if len(parts) >= 3 and parts[0] in {"bash", "sh", "zsh"} and parts[1] in {"-lc", "-c"}:
+            return parts[2]
+        return " ".join(parts)
+    return value if isinstance(value, str) else ""
+
+
+def _parse_shell(
+    command: str,
+) -> tuple[set[CallKind], list[str], list[str], list[str], tuple[str, str] | None]:
+    kinds: set[CallKind] = set()
+    reads: list[str] = []
+    edits: list[str] = []
+    deletes: list[str] = []
+    change: tuple[str, str] | None = None
+    # A heredoc's body is data, not commands: keep only the line that opens it.
+    head = command.split("\n", 1)[0] if "<<" in command else command
+    for target in _REDIRECT.findall(head):
+        if target not in {"/dev/null", "&1", "&2"} and not target.startswith("/dev/"):
+            edits.append(target)
+    for segment in _SEGMENT.split(head):
+        words = segment.split()
+        while words and ("=" in words[0] and not words[0].startswith("-")):
+            words = words[1:]
+        if not words:
+            continue
+        verb = words[0].rsplit("/", 1)[-1]
+        args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
+        paths = [a for a in args if _PATH.fullmatch(a)]
+        if verb == "sed" and any(w.startswith("-i") for w in words[1:]):
+            edits.extend(paths)
+            m = _SED_SUB.search(segment)
+            if m:
+                change = (m.group(2), m.group(3))
+        elif verb in {"perl"} and any(w.startswith("-pi") or w.startswith("-i") for w in words[1:]):
+            edits.extend(paths)
+        elif verb == "sed" or (verb in _READ_VERBS and ">" not in segment):
+            reads.extend(paths)
+        elif verb == "tee":
+            edits.extend(paths)
+        elif verb == "rm":
+            deletes.extend(args)
+        elif verb in {"patch"} or (verb == "git" and len(words) > 1 and words[1] in {"apply", "checkout"}):
+            kinds.add(CallKind.EDIT)
+        elif verb in _SEARCH_VERBS:
+            kinds.add(CallKind.SEARCH)
+    if _VERIFY.search(command):
+        kinds.add(CallKind.VERIFY)
+    return kinds, reads, edits, deletes, change
+
+
+def parse_call(call: ToolCall) -> CallInfo:
+    """Classify one tool call. Never raises: unknown shapes become :attr:`CallKind.OTHER`."""
+    name = call.name
+    lname = name.lower()
+    value = call.input
+    shell = lname in _SHELL_TOOLS
+    command = _command_text(value) if shell else ""
+    key = f"{name}:{' '.join(command.split())}" if shell else f"{name}:{normalise_text(value)}"
+    kinds: set[CallKind] = set()
+    reads: list[str] = []
+    edits: list[str] = []
+    deletes: list[str] = []
+    change: tuple[str, str] | None = None
+    path = ""
+    if isinstance(value, dict):
+        raw = value.get("file_path") or value.get("path") or value.get("notebook_path") or ""
+        path = raw if isinstance(raw, str) else ""
+    if shell:
+        k, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT])
+        kinds |= k
+    elif lname in _READ_TOOLS and path:
+        reads.append(path)
+    elif lname in _EDIT_TOOLS and path:
+        edits.append(path)
+        if isinstance(value, dict) and isinstance(value.get("old_string"), str):
+            change = (value["old_string"], str(value.get("new_string", "")))
+    elif lname == "apply_patch":
+        text = _command_text(value) if not isinstance(value, str) else value
+        edits.extend(_PATCH_FILE.findall(text))
+    elif lname in _SEARCH_TOOLS:
+        kinds.add(CallKind.SEARCH)
+    if reads:
+        kinds.add(CallKind.READ)
+    if edits:
+        kinds.add(CallKind.EDIT)
+    if deletes:
+        kinds.add(CallKind.DELETE)
+    if not kinds:
+        kinds.add(CallKind.OTHER)
+    mentions = tuple(dict.fromkeys(reads + edits))
+    return CallInfo(
+        key=key,
+        tool=name,
+        kinds=frozenset(kinds),
+        reads=tuple(dict.fromkeys(reads)),
+        edits=tuple(dict.fromkeys(edits)),
+        deletes=tuple(dict.fromkeys(deletes)),
+        mentions=mentions,
+        change=change,
+    )
+
+
+_ERROR_TEXT = re.compile(
+    r"Traceback \(most recent call last\)|<tool_use_error>|command not found|No such file or directory|"
+    r"^(?:Error|ERROR|error)[:\s]|^\w*(?:Error|Exception): ",
+    re.M,
+)
+_SIGNATURE = re.compile(
+    r"^\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$", re.M
+)
+_NUMBERS = re.compile(r"\d+")
+
+
+def is_failure(result: ToolResult) -> bool:
+    """Failure = error flag, a non-zero exit code, or (no exit code known) a recognised error text."""
+    if result.is_error:
+        return True
+    if result.exit_code is not None:
+        return result.exit_code != 0
+    text = result.text
+    probe = text if len(text) <= 4000 else text[:2000] + "\n" + text[-2000:]
+    return _ERROR_TEXT.search(probe) is not None
+
+
+def error_signature(result: ToolResult) -> str:
+    """A short, number-free form of the error, so "the same mistake" can be recognised."""
+    text = result.text
+    probe = text if len(text) <= 4000 else text[:1000] + "\n" + text[-3000:]
+    found = _SIGNATURE.findall(probe)
+    line = found[-1] if found else (probe.strip().splitlines() or [""])[-1]
+    return _NUMBERS.sub("N", line.strip())[:160]

@@ -1,0 +1,136 @@
+"""Task drift: how much of the original instruction the agent's recent output still talks about.
+
+similarity = |instruction words ∩ words of the last ``drift_window_chars`` characters of assistant
+output| / |instruction words| (asymmetric on purpose: the output may say much more than the
+request). Words are stop-word filtered and lightly stemmed. The signal fires when similarity is
+below ``drift_threshold`` and the fill is above the sweet spot.
+
+The original instruction is the first real user request; a compaction summary never replaces it.
+The recent-output window is kept incrementally: a deque of (stem, chars) whose character total is
+trimmed to the window, and a count of how many window stems are instruction words, so an update
+costs O(new text), never O(history).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from typing import Any
+
+from ctxhealth.model import Role, TextBlock
+from ctxhealth.signals.base import CachedDetector, Signal
+from ctxhealth.signals.events import Event
+from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.text import content_words, weighted_words
+
+INSTRUCTION_WORD_LIMIT = 400
+
+
+class DriftDetector(CachedDetector):
+    def __init__(self, profile: Profile, sweet_spot: int) -> None:
+        self.profile = profile
+        self.sweet_spot = sweet_spot
+        self.instruction = ""
+        self.instruction_index: int | None = None
+        self.instruction_words: frozenset[str] = frozenset()
+        self._words: deque[tuple[str, int, int]] = deque()
+        self._chars = 0
+        self._counts: Counter[str] = Counter()
+        self._hits = 0
+        self.similarity = 1.0
+        self.fill = 0
+        self._last_output = 0
+
+    def set_instruction(self, text: str, index: int | None = None) -> None:
+        self.instruction = text
+        self.instruction_index = index
+        words: dict[str, None] = {}
+        for w in content_words(text):
+            words.setdefault(w, None)
+            if len(words) >= INSTRUCTION_WORD_LIMIT:
+                break
+        self.instruction_words = frozenset(words)
+        self._hits = sum(1 for w in self._counts if w in self.instruction_words)
+        self._recompute()
+
+    def update(self, event: Event) -> None:
+        msg = event.message
+        if self.fill != event.fill:
+            self.fill = event.fill
+            self._snap = None
+        if msg.role is Role.USER:
+            if self.instruction_index is None and msg.compaction is None and not event.results:
+                text = msg.text
+                if text.strip():
+                    self.set_instruction(text, event.index)
+            return
+        if msg.role is not Role.ASSISTANT:
+            return
+        text = "\n".join(b.text for b in msg.blocks if isinstance(b, TextBlock))
+        if not text:
+            return
+        limit = self.profile.drift_window_chars
+        if len(text) > limit:
+            text = text[-limit:]
+        self._push(weighted_words(text), event.index)
+        self._last_output = event.index
+        self._recompute()
+
+    def _push(self, words: list[tuple[str, int]], index: int) -> None:
+        instr = self.instruction_words
+        counts = self._counts
+        for w, chars in words:
+            self._words.append((w, chars, index))
+            self._chars += chars
+            counts[w] += 1
+            if counts[w] == 1 and w in instr:
+                self._hits += 1
+        limit = self.profile.drift_window_chars
+        while self._chars > limit and self._words:
+            w, c, _ = self._words.popleft()
+            self._chars -= c
+            counts[w] -= 1
+            if counts[w] == 0:
+                del counts[w]
+                if w in instr:
+                    self._hits -= 1
+
+    def _recompute(self) -> None:
+        n = len(self.instruction_words)
+        self.similarity = self._hits / n if n and self._words else 1.0
+        self._snap = None
+
+    @property
+    def above_sweet_spot(self) -> bool:
+        return self.fill >= self.sweet_spot
+
+    @property
+    def drifting(self) -> bool:
+        return self.above_sweet_spot and self.similarity < self.profile.drift_threshold
+
+    def _take(self) -> tuple[Any, ...]:
+        first = self._words[0][2] if self._words else self._last_output
+        evidence = tuple(
+            sorted({i for i in (self.instruction_index, first, self._last_output) if i is not None})
+        )
+        return (
+            self.similarity,
+            self.drifting,
+            evidence,
+            self._hits,
+            len(self.instruction_words),
+            self.sweet_spot,
+        )
+
+    def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
+        similarity, drifting, evidence, hits, n, sweet_spot = snap
+        p = self.profile
+        return (
+            Signal(
+                "drift",
+                similarity,
+                drifting,
+                evidence,
+                f"{hits}/{n} instruction words in the last {p.drift_window_chars} chars of output "
+                f"(fires below {p.drift_threshold} above {sweet_spot} tokens)",
+            ),
+        )

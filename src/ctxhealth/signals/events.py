@@ -1,0 +1,80 @@
+"""The :class:`Event` every detector is fed: one message, parsed once (tool calls classified, tool
+results paired with the call they answer and judged failed or not).
+
+:class:`EventBuilder` keeps the only cross-message state this needs, the calls still waiting for
+their result, in a bounded map, so building an event is O(size of the message).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxhealth.model import Message, Role, ToolCall, ToolResult
+from ctxhealth.signals.base import BoundedDict
+from ctxhealth.signals.calls import CallInfo, error_signature, is_failure, parse_call
+
+PENDING_LIMIT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ResultInfo:
+    """A tool result with the call it answers (when known), where that call was, and its verdict."""
+
+    result: ToolResult
+    call: CallInfo | None
+    call_index: int | None
+    failed: bool
+
+    @property
+    def tool(self) -> str:
+        return self.call.tool if self.call is not None else "?"
+
+    def signature(self) -> str:
+        return error_signature(self.result)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One message as the detectors see it.
+
+    ``index`` is its position in the session, ``turn`` counts assistant responses so far (this one
+    included), ``fill`` is the context fill after it, ``calls`` / ``results`` its parsed tool blocks.
+    """
+
+    index: int
+    message: Message
+    turn: int
+    fill: int
+    calls: tuple[CallInfo, ...] = ()
+    results: tuple[ResultInfo, ...] = ()
+
+    @property
+    def is_assistant(self) -> bool:
+        return self.message.role is Role.ASSISTANT
+
+
+class EventBuilder:
+    """Turns messages into events, pairing results with calls through a bounded pending map."""
+
+    def __init__(self) -> None:
+        self._pending: BoundedDict[str, tuple[CallInfo, int]] = BoundedDict(PENDING_LIMIT)
+
+    def build(self, index: int, message: Message, turn: int, fill: int) -> Event:
+        calls: list[CallInfo] = []
+        results: list[ResultInfo] = []
+        for block in message.blocks:
+            if isinstance(block, ToolCall):
+                info = parse_call(block)
+                calls.append(info)
+                self._pending.put(block.id, (info, index))
+            elif isinstance(block, ToolResult):
+                found = self._pending.pop(block.tool_call_id, None)
+                results.append(
+                    ResultInfo(
+                        result=block,
+                        call=found[0] if found else None,
+                        call_index=found[1] if found else None,
+                        failed=is_failure(block),
+                    )
+                )
+        return Event(index, message, turn, fill, tuple(calls), tuple(results))

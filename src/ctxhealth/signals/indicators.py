@@ -1,0 +1,164 @@
+"""Early-warning indicators (the spec's list), each counted over the last ``indicator_window`` turns.
+
+* repeated tool calls — taken from :class:`~ctxhealth.signals.repetition.RepetitionDetector`
+  (identical calls, re-reads without an edit) and combined by the monitor;
+* contradictory reasoning — assistant text that reverses an earlier step ("actually, ...",
+  "I was wrong", "let me revert ...");
+* missing prior context — the assistant asks for, or says it lacks, what it was given;
+* over-explanation — assistant text repeating sentences it already wrote;
+* stale references — a call that reads a path deleted earlier (and not re-created).
+
+Two or more fired indicators raise the zone one step (the monitor applies it).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ctxhealth.model import Role, TextBlock
+from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow
+from ctxhealth.signals.events import Event
+from ctxhealth.signals.profile import Profile
+
+_CONTRADICTION = re.compile(
+    r"\b(?:actually,? (?:that|this|it|I|the)\b|wait[,.!]|on second thought|I was wrong|"
+    r"(?:that|this) (?:was|is) (?:wrong|incorrect|not right)|my (?:previous|earlier) (?:approach|assumption|"
+    r"fix|change|edit|analysis) (?:was|is)|let me (?:revert|undo)|"
+    r"revert(?:ing)? (?:my|the|this) (?:change|edit|fix)|"
+    r"scratch that|I made a mistake|I misread|that didn't work|that broke)",
+    re.I,
+)
+_MISSING = re.compile(
+    r"(?:could you (?:please )?(?:provide|share|tell|clarify|paste)|please (?:provide|share|clarify|paste)|"
+    r"I (?:don't|do not) (?:have|see) (?:access|the original|any information)|"
+    r"what (?:is|was) the (?:original )?(?:task|request|goal)|remind me|"
+    r"I (?:need|would need) (?:more|the) (?:context|information|details)|can you (?:provide|share|paste))",
+    re.I,
+)
+_SENTENCE = re.compile(r"[^.!?\n]{40,}")
+SENTENCE_LIMIT = 2048
+TEXT_LIMIT = 4000
+
+
+class IndicatorDetector(CachedDetector):
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        w = profile.indicator_window
+        self.contradictions = TurnWindow(w)
+        self.missing = TurnWindow(w)
+        self.over_explained = TurnWindow(w)
+        self.stale = TurnWindow(w)
+        self.sentences: BoundedDict[int, int] = BoundedDict(SENTENCE_LIMIT)
+        self.deleted: BoundedDict[str, int] = BoundedDict(512)
+        self.repeated_sentences = 0
+        self.assistant_chars = 0
+
+    def update(self, event: Event) -> None:
+        turn = event.turn
+        msg = event.message
+        changed = False
+        if msg.role is Role.ASSISTANT:
+            text = "\n".join(b.text for b in msg.blocks if isinstance(b, TextBlock))
+            if text:
+                changed = self._text(text, turn, event.index)
+        for call in event.calls:
+            for path in call.reads:
+                if path in self.deleted:
+                    self.stale.add(turn, event.index)
+                    changed = True
+            for path in call.edits:
+                self.deleted.pop(path, None)
+            for path in call.deletes:
+                self.deleted.put(path, event.index)
+        for window in (self.contradictions, self.missing, self.over_explained, self.stale):
+            before = len(window)
+            window.prune(turn)
+            changed = changed or len(window) != before
+        if changed:
+            self._snap = None
+
+    def _text(self, text: str, turn: int, index: int) -> bool:
+        changed = False
+        self.assistant_chars += len(text)
+        probe = text[:TEXT_LIMIT]
+        # the visible reasoning only: a code block is an action, not an explanation
+        prose = probe.split("```", 1)[0]
+        if _CONTRADICTION.search(prose):
+            self.contradictions.add(turn, index)
+            changed = True
+        if _MISSING.search(prose):
+            self.missing.add(turn, index)
+            changed = True
+        repeated = 0
+        total = 0
+        for s in _SENTENCE.findall(prose):
+            total += 1
+            h = hash(" ".join(s.lower().split()))
+            if h in self.sentences:
+                repeated += 1
+            self.sentences.put(h, index)
+        self.repeated_sentences += repeated
+        if total and (repeated >= 2 or (repeated and repeated * 2 >= total)):
+            self.over_explained.add(turn, index)
+            changed = True
+        return changed
+
+    def _take(self) -> tuple[Any, ...]:
+        return (
+            len(self.contradictions),
+            self.contradictions.evidence(),
+            len(self.missing),
+            self.missing.evidence(),
+            len(self.over_explained),
+            self.over_explained.evidence(),
+            len(self.stale),
+            self.stale.evidence(),
+        )
+
+    def fired(self) -> list[str]:
+        """Names of the indicators firing now (thresholds as in :meth:`render`)."""
+        out = []
+        if len(self.contradictions) >= 2:
+            out.append("contradictions")
+        if len(self.missing) >= 1:
+            out.append("missing context")
+        if len(self.over_explained) >= 2:
+            out.append("over-explanation")
+        if len(self.stale) >= 1:
+            out.append("stale references")
+        return out
+
+    def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
+        contra, contra_idx, missing, missing_idx, over, over_idx, stale, stale_idx = snap
+        w = self.profile.indicator_window
+        return (
+            Signal(
+                "contradictions",
+                float(contra),
+                contra >= 2,
+                contra_idx,
+                f"{contra} reversals of an earlier step in the last {w} turns (fires at 2)",
+            ),
+            Signal(
+                "missing_context",
+                float(missing),
+                missing >= 1,
+                missing_idx,
+                f"{missing} requests for context already given in the last {w} turns (fires at 1)",
+            ),
+            Signal(
+                "over_explanation",
+                float(over),
+                over >= 2,
+                over_idx,
+                f"{over} replies repeating earlier text in the last {w} turns (fires at 2)",
+            ),
+            Signal(
+                "stale_references",
+                float(stale),
+                stale >= 1,
+                stale_idx,
+                f"{stale} reads of paths deleted earlier in the last {w} turns (fires at 1)",
+            ),
+        )

@@ -1,0 +1,166 @@
+"""Fill, pressure and zones on the one pressure scale (DESIGN.md "One pressure scale").
+
+quality pressure = fill / the tier's hard limit; capacity pressure = fill / usable window;
+pressure = the larger. The zone is the worse of the tier zone (absolute tokens) and the window
+zone (percent of the usable window); :func:`raise_zone` moves it one step up when two or more
+early-warning indicators fire.
+
+Tier zones map onto :class:`Zone` as sweet spot → GREEN, approaching → YELLOW, compact zone →
+ORANGE, hard limit → RED. Window zones: green → GREEN, yellow → YELLOW, orange → ORANGE,
+critical → RED, auto-compact → CRITICAL.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from ctxhealth.accounting.types import ModelInfo
+from ctxhealth.signals.base import CachedDetector, Signal
+from ctxhealth.signals.events import Event
+from ctxhealth.signals.profile import Profile, TierThresholds
+
+
+class Zone(StrEnum):
+    """Health zone, from best to worst. Compare with :attr:`level`."""
+
+    GREEN = "green"
+    YELLOW = "yellow"
+    ORANGE = "orange"
+    RED = "red"
+    CRITICAL = "critical"
+
+    @property
+    def level(self) -> int:
+        return _LEVEL[self]
+
+    def raised(self, steps: int = 1) -> Zone:
+        return _ORDER[min(len(_ORDER) - 1, self.level + steps)]
+
+
+_ORDER = (Zone.GREEN, Zone.YELLOW, Zone.ORANGE, Zone.RED, Zone.CRITICAL)
+_LEVEL = {z: i for i, z in enumerate(_ORDER)}
+
+
+def worse(a: Zone, b: Zone) -> Zone:
+    return a if a.level >= b.level else b
+
+
+def tier_zone(fill: int, th: TierThresholds) -> Zone:
+    if fill >= th.hard_limit:
+        return Zone.RED
+    if fill >= th.compact_zone:
+        return Zone.ORANGE
+    if fill >= th.sweet_spot:
+        return Zone.YELLOW
+    return Zone.GREEN
+
+
+def window_zone(fraction: float, profile: Profile) -> Zone:
+    if fraction > profile.window_autocompact:
+        return Zone.CRITICAL
+    if fraction >= profile.window_critical:
+        return Zone.RED
+    if fraction >= profile.window_orange:
+        return Zone.ORANGE
+    if fraction >= profile.window_yellow:
+        return Zone.YELLOW
+    return Zone.GREEN
+
+
+class PressureTracker(CachedDetector):
+    """Fill → quality / capacity pressure and zones; remembers the peak and where the zone began."""
+
+    def __init__(self, info: ModelInfo, profile: Profile) -> None:
+        self.info = info
+        self.profile = profile
+        self.thresholds = profile.thresholds(info.tier)
+        self.usable = max(1, info.usable_window)
+        self.fill = 0
+        self.peak = 0
+        self.first_fill = 0
+        self.quality = 0.0
+        self.capacity = 0.0
+        self.tier_zone = Zone.GREEN
+        self.window_zone = Zone.GREEN
+        self.zone = Zone.GREEN
+        self.zone_since = 0
+        self._peak_index = 0
+
+    @property
+    def pressure(self) -> float:
+        return self.quality if self.quality >= self.capacity else self.capacity
+
+    def set_model(self, info: ModelInfo) -> None:
+        self.info = info
+        self.thresholds = self.profile.thresholds(info.tier)
+        self.usable = max(1, info.usable_window)
+        self.changed()
+
+    def update(self, event: Event) -> None:
+        fill = event.fill
+        if fill == self.fill and self._snap is not None:
+            return
+        self.fill = fill
+        if not self.first_fill and fill:
+            self.first_fill = fill
+        if fill > self.peak:
+            self.peak = fill
+            self._peak_index = event.index
+        th = self.thresholds
+        self.quality = fill / th.hard_limit
+        self.capacity = fill / self.usable
+        self.tier_zone = tier_zone(fill, th)
+        self.window_zone = window_zone(self.capacity, self.profile)
+        zone = self.tier_zone if self.tier_zone.level >= self.window_zone.level else self.window_zone
+        if zone is not self.zone:
+            self.zone = zone
+            self.zone_since = event.index
+        self._snap = None
+
+    def _take(self) -> tuple[Any, ...]:
+        return (
+            self.fill,
+            self.quality,
+            self.capacity,
+            self.tier_zone,
+            self.window_zone,
+            self.zone_since,
+            self.peak,
+            self._peak_index,
+            self.thresholds,
+            self.usable,
+            self.info.tier,
+        )
+
+    def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
+        fill, quality, capacity, tz, wz, since, peak, peak_index, th, usable, tier = snap
+        p = self.profile
+        pressure = max(quality, capacity)
+        return (
+            Signal(
+                "pressure",
+                pressure,
+                pressure >= p.pressure_warning,
+                (since,),
+                f"max(quality {quality:.2f} = {fill}/{th.hard_limit}, capacity {capacity:.2f} = "
+                f"{fill}/{usable}); gates {p.pressure_warning}/{p.pressure_compress}/{p.pressure_critical}",
+            ),
+            Signal(
+                "tier_zone",
+                float(tz.level),
+                tz is not Zone.GREEN,
+                (since,),
+                f"{tz.value}: {tier.value} tier {th.sweet_spot}/{th.compact_zone}/{th.hard_limit} tokens",
+            ),
+            Signal(
+                "window_zone",
+                float(wz.level),
+                wz is not Zone.GREEN,
+                (since,),
+                f"{wz.value}: {capacity:.0%} of usable {usable} (yellow {p.window_yellow:.0%}, "
+                f"orange {p.window_orange:.0%}, critical {p.window_critical:.0%}, "
+                f"auto-compact > {p.window_autocompact:.0%})",
+            ),
+            Signal("peak_fill", float(peak), False, (peak_index,), "largest fill so far"),
+        )

@@ -1,0 +1,223 @@
+"""The :class:`Profile`: every threshold the signals and the policy use, per model tier, plus the
+risk model's weights. One place, overridable by config, shown in output.
+
+Defaults are the spec's numbers. ``Profile.with_overrides(mapping)`` returns a new profile from a
+config table (unknown keys are an error, so a typo never silently does nothing);
+``default_profile()`` is the defaults plus the risk weights fitted on labelled runs and shipped as
+package data (``ctxhealth/data/default_profile.json``); ``load_profile(path)`` reads a profile
+written by ``ctxhealth calibrate``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ctxhealth.accounting.types import Tier
+from ctxhealth.errors import ConfigError
+from ctxhealth.risk import RiskModel
+
+PROFILE_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TierThresholds:
+    """Absolute-token zones of a model tier: quality degrades with absolute length.
+
+    ``sweet_spot`` ends the sweet spot, ``compact_zone`` starts the compact zone, ``hard_limit``
+    is where quality collapses (full tier: 80K / 120K / 180K).
+    """
+
+    sweet_spot: int
+    compact_zone: int
+    hard_limit: int
+
+    def __post_init__(self) -> None:
+        if not (0 < self.sweet_spot <= self.compact_zone <= self.hard_limit):
+            raise ConfigError(
+                f"tier thresholds must rise: {self.sweet_spot} <= {self.compact_zone} <= {self.hard_limit}",
+                hint="set sweet_spot < compact_zone < hard_limit",
+            )
+
+
+DEFAULT_TIERS: dict[Tier, TierThresholds] = {
+    Tier.FULL: TierThresholds(80_000, 120_000, 180_000),
+    Tier.COMPACT: TierThresholds(20_000, 30_000, 50_000),
+    Tier.LOCAL: TierThresholds(8_000, 16_000, 32_000),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """Thresholds and weights. Window zones are fractions of the usable window; pressure gates 0..1.
+
+    Counts (``failure_min_calls`` ...) are numbers of tool calls, turns or occurrences; windows
+    (``indicator_window``) are numbers of assistant turns.
+    """
+
+    name: str = "default"
+    tiers: Mapping[Tier, TierThresholds] = field(default_factory=lambda: dict(DEFAULT_TIERS))
+    # window zones (fraction of the usable window): yellow, orange, critical, auto-compact
+    window_yellow: float = 0.65
+    window_orange: float = 0.80
+    window_critical: float = 0.90
+    window_autocompact: float = 0.93
+    # pressure gates
+    pressure_warning: float = 0.55
+    pressure_compress: float = 0.70
+    pressure_critical: float = 0.85
+    halt_on_critical: bool = True
+    # drift
+    drift_threshold: float = 0.15
+    drift_window_chars: int = 2_000
+    # tool failures
+    failure_rate: float = 0.40
+    failure_min_calls: int = 4
+    consecutive_failures: int = 3
+    same_tool_failures: int = 2
+    same_mistake: int = 3
+    # repetition and indicators
+    repeated_calls: int = 2
+    rereads: int = 3
+    edit_thrash: int = 3
+    indicator_window: int = 20
+    indicators_to_raise_zone: int = 2
+    # fidelity
+    fidelity_window: int = 10
+    # policy
+    max_restarts: int = 3
+    cooldown: int = 3
+    truncations_before_restart: int = 2
+    max_turns: int = 30
+    # risk
+    risk_warning: float = 0.5
+    risk: RiskModel | None = None
+
+    def thresholds(self, tier: Tier) -> TierThresholds:
+        return self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
+
+    def with_overrides(self, table: Mapping[str, Any]) -> Profile:
+        """A copy with values from a config table (``tiers`` is ``{tier: {sweet_spot: ...}}``)."""
+        known = {f.name: f for f in dataclasses.fields(self)}
+        changes: dict[str, Any] = {}
+        for key, value in table.items():
+            if key not in known:
+                raise ConfigError(
+                    f"unknown profile key {key!r}",
+                    hint=f"use one of: {', '.join(sorted(k for k in known if k != 'risk'))}",
+                )
+            if key == "tiers":
+                changes["tiers"] = _merge_tiers(self.tiers, value)
+            elif key == "risk":
+                changes["risk"] = None if value is None else RiskModel.from_dict(value)
+            else:
+                current = getattr(self, key)
+                changes[key] = _coerce(key, current, value)
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema_version": PROFILE_SCHEMA_VERSION}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "tiers":
+                out["tiers"] = {
+                    str(t): {
+                        "sweet_spot": th.sweet_spot,
+                        "compact_zone": th.compact_zone,
+                        "hard_limit": th.hard_limit,
+                    }
+                    for t, th in sorted(value.items())
+                }
+            elif f.name == "risk":
+                out["risk"] = None if value is None else value.to_dict()
+            else:
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Profile:
+        table = {k: v for k, v in data.items() if k != "schema_version"}
+        return cls().with_overrides(table)
+
+
+def _coerce(key: str, current: Any, value: Any) -> Any:
+    try:
+        if isinstance(current, bool):
+            if not isinstance(value, bool):
+                raise TypeError("expected true or false")
+            return value
+        if isinstance(current, int):
+            if isinstance(value, bool) or int(value) != value:
+                raise TypeError("expected an integer")
+            return int(value)
+        if isinstance(current, float):
+            if isinstance(value, bool):
+                raise TypeError("expected a number")
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"invalid value for profile key {key!r}: {value!r} ({exc})", hint="fix the value"
+        ) from exc
+
+
+def _merge_tiers(current: Mapping[Tier, TierThresholds], table: Any) -> dict[Tier, TierThresholds]:
+    if not isinstance(table, Mapping):
+        raise ConfigError("profile key 'tiers' must be a table", hint="write tiers.full.sweet_spot = 80000")
+    merged = dict(current)
+    for name, values in table.items():
+        try:
+            tier = Tier(str(name))
+        except ValueError as exc:
+            raise ConfigError(f"unknown tier {name!r}", hint="use full, compact or local") from exc
+        base = merged.get(tier, DEFAULT_TIERS[tier])
+        if not isinstance(values, Mapping) or set(values) - {"sweet_spot", "compact_zone", "hard_limit"}:
+            raise ConfigError(
+                f"invalid thresholds for tier {name!r}", hint="use sweet_spot, compact_zone, hard_limit"
+            )
+        merged[tier] = TierThresholds(
+            sweet_spot=int(values.get("sweet_spot", base.sweet_spot)),
+            compact_zone=int(values.get("compact_zone", base.compact_zone)),
+            hard_limit=int(values.get("hard_limit", base.hard_limit)),
+        )
+    return merged
+
+
+@lru_cache(maxsize=1)
+def default_profile() -> Profile:
+    """The built-in thresholds plus the shipped, fitted risk model (when the package data is present)."""
+    try:
+        text = resources.files("ctxhealth").joinpath("data/default_profile.json").read_text("utf-8")
+    except (FileNotFoundError, OSError):
+        return Profile()
+    return Profile.from_dict(json.loads(text))
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile JSON file written by ``ctxhealth calibrate`` (or by hand)."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text("utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"profile not found: {p}", hint="check the path or run `ctxhealth calibrate`"
+        ) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(
+            f"cannot read profile {p}: {exc}", hint="rewrite it with `ctxhealth calibrate`"
+        ) from exc
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"profile {p} is not a JSON object", hint="rewrite it with `ctxhealth calibrate`")
+    return Profile.from_dict(data)
+
+
+def resolve_profile(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> Profile:
+    """The profile to use: ``path`` (a calibrated profile file) or the default, then ``overrides``."""
+    profile = load_profile(path) if path else default_profile()
+    return profile.with_overrides(overrides) if overrides else profile

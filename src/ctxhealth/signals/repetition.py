@@ -1,0 +1,117 @@
+"""Repetition detectors: the same call repeated, the same file re-read without an edit in between,
+edit thrash (a change undone, or one file edited again and again within a few turns).
+
+State is bounded: recent call keys and per-file state live in :class:`BoundedDict` maps, events in
+turn windows of ``indicator_window`` turns.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow
+from ctxhealth.signals.events import Event
+from ctxhealth.signals.profile import Profile
+
+KEY_LIMIT = 512
+
+
+class RepetitionDetector(CachedDetector):
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        w = profile.indicator_window
+        self.seen_calls: BoundedDict[int, int] = BoundedDict(KEY_LIMIT)
+        self.read_since_edit: BoundedDict[str, int] = BoundedDict(KEY_LIMIT)
+        self.changes: BoundedDict[tuple[str, int], int] = BoundedDict(KEY_LIMIT)
+        self.edit_turns: BoundedDict[str, deque[int]] = BoundedDict(KEY_LIMIT)
+        self.repeats = TurnWindow(w)
+        self.rereads = TurnWindow(w)
+        self.thrash = TurnWindow(w)
+        self.total_edits = 0
+        self.files_edited: BoundedDict[str, None] = BoundedDict(KEY_LIMIT)
+
+    def update(self, event: Event) -> None:
+        turn = event.turn
+        if event.calls:
+            for call in event.calls:
+                key = hash(call.key)
+                if key in self.seen_calls:
+                    self.repeats.add(turn, event.index)
+                self.seen_calls.put(key, event.index)
+                for path in call.reads:
+                    if path in self.read_since_edit:
+                        self.rereads.add(turn, event.index)
+                    self.read_since_edit.put(path, event.index)
+                for path in call.edits:
+                    self._edit(path, call.change, turn, event.index)
+            self._snap = None
+        for window in (self.repeats, self.rereads, self.thrash):
+            before = len(window)
+            window.prune(turn)
+            if len(window) != before:
+                self._snap = None
+
+    def _edit(self, path: str, change: tuple[str, str] | None, turn: int, index: int) -> None:
+        self.total_edits += 1
+        self.files_edited.put(path, None)
+        self.read_since_edit.pop(path, None)
+        thrash = False
+        if change is not None:
+            old, new = change
+            if (path, hash((new, old))) in self.changes:
+                thrash = True  # this edit undoes an earlier one
+            self.changes.put((path, hash((old, new))), index)
+        turns = self.edit_turns.get(path)
+        if turns is None:
+            turns = deque(maxlen=self.profile.edit_thrash)
+        turns.append(turn)
+        self.edit_turns.put(path, turns)
+        if len(turns) == turns.maxlen and turn - turns[0] < self.profile.fidelity_window:
+            thrash = True  # the same file edited edit_thrash times within a few turns
+        if thrash:
+            self.thrash.add(turn, index)
+
+    def _take(self) -> tuple[Any, ...]:
+        return (
+            len(self.repeats),
+            self.repeats.evidence(),
+            len(self.rereads),
+            self.rereads.evidence(),
+            len(self.thrash),
+            self.thrash.evidence(),
+        )
+
+    def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
+        repeats, repeats_idx, rereads, rereads_idx, thrash, thrash_idx = snap
+        p = self.profile
+        w = p.indicator_window
+        return (
+            Signal(
+                "repeated_calls",
+                float(repeats),
+                repeats >= p.repeated_calls,
+                repeats_idx,
+                f"{repeats} identical calls repeated in the last {w} turns (fires at {p.repeated_calls})",
+            ),
+            Signal(
+                "rereads",
+                float(rereads),
+                rereads >= p.rereads,
+                rereads_idx,
+                f"{rereads} files re-read without an edit in the last {w} turns (fires at {p.rereads})",
+            ),
+            Signal(
+                "edit_thrash",
+                float(thrash),
+                thrash >= 1,
+                thrash_idx,
+                f"{thrash} edits undoing a change or hitting one file {p.edit_thrash}x within "
+                f"{p.fidelity_window} turns",
+            ),
+        )
+
+    @property
+    def repeated_fired(self) -> bool:
+        p = self.profile
+        return len(self.repeats) >= p.repeated_calls or len(self.rereads) >= p.rereads

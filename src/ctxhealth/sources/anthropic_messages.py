@@ -1,0 +1,218 @@
+"""Reader for Anthropic Messages API transcripts, and the Anthropic content-block parser.
+
+Accepted shapes: ``{"system": str | [blocks], "messages": [...], "model"?: str}`` or a bare
+list of ``{"role", "content"}`` messages whose content blocks use ``tool_use`` / ``tool_result``.
+Each message becomes one :class:`Message` (``line`` = 1-based index in ``messages``; the system
+prompt, when present, is a SYSTEM message with ``line`` 0). Assistant messages may carry
+``usage`` (API response style) and ``id``/``model``.
+
+:func:`parse_blocks` turns an Anthropic ``content`` value (a string or a list of blocks) into
+model blocks; the Claude Code reader uses it too, since Claude Code logs API messages verbatim.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxhealth.model import (
+    Block,
+    Format,
+    ImageBlock,
+    Message,
+    Role,
+    Session,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from ctxhealth.sources.lines import (
+    BadJSON,
+    WarningSink,
+    as_int,
+    dumps,
+    get_bool,
+    get_dict,
+    get_list,
+    get_str,
+    loads,
+    type_name,
+)
+
+_ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
+
+
+def detect(head: bytes) -> bool:
+    """True when a JSON document's head looks like Anthropic Messages content."""
+    stripped = head.lstrip()
+    if not stripped.startswith((b"{", b"[")):
+        return False
+    if b'"role"' not in head and b'"messages"' not in head:
+        return False
+    anthropic = b'"tool_use"' in head or b'"tool_result"' in head or b'"tool_use_id"' in head
+    openai = b'"tool_calls"' in head or b'"tool_call_id"' in head or b'"role": "tool"' in head
+    openai = openai or b'"role":"tool"' in head
+    if anthropic and not openai:
+        return True
+    # A top-level "system" key (string or blocks) is Anthropic's request shape.
+    if stripped.startswith(b"{") and (b'"system":' in head or b'"system" :' in head) and not openai:
+        return b'"role": "system"' not in head and b'"role":"system"' not in head
+    return False
+
+
+def _image(block: dict[str, Any]) -> ImageBlock:
+    source = get_dict(block, "source") or {}
+    data = get_str(source, "data") or ""
+    media = get_str(source, "media_type") or str(block.get("type", ""))
+    return ImageBlock(media_type=media, approx_bytes=len(data) * 3 // 4)
+
+
+def _result_text(content: Any, extra: list[Block]) -> str:
+    """Text of a ``tool_result`` content (string or list of text/image blocks)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for item in content:
+            if isinstance(item, str):
+                parts.append(item)
+            elif isinstance(item, dict):
+                kind = item.get("type")
+                if kind == "text":
+                    parts.append(get_str(item, "text") or "")
+                elif kind in ("image", "document"):
+                    extra.append(_image(item))
+                else:
+                    parts.append(dumps(item))
+        return "\n".join(parts)
+    return dumps(content)
+
+
+def parse_blocks(content: Any, sink: WarningSink, line: int | None) -> list[Block]:
+    """Anthropic ``content`` (string or list of blocks) -> model blocks; oddities become warnings."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextBlock(content)]
+    if not isinstance(content, list):
+        sink.add(line, f"message content is {type_name(content)}, expected string or array")
+        return []
+    blocks: list[Block] = []
+    for item in content:
+        if isinstance(item, str):
+            blocks.append(TextBlock(item))
+            continue
+        if not isinstance(item, dict):
+            sink.add(line, f"content block is {type_name(item)}, expected object")
+            continue
+        kind = item.get("type")
+        if kind == "text":
+            text = item.get("text")
+            if isinstance(text, str):
+                blocks.append(TextBlock(text))
+            else:
+                sink.add(line, f"text block has {type_name(text)} text")
+        elif kind == "thinking":
+            blocks.append(ThinkingBlock(get_str(item, "thinking") or ""))
+        elif kind == "redacted_thinking":
+            blocks.append(ThinkingBlock(""))
+        elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+            call_id = get_str(item, "id")
+            name = get_str(item, "name")
+            if call_id is None or name is None:
+                sink.add(line, f"{kind} block without a string id and name")
+            blocks.append(ToolCall(call_id or "", name or "", item.get("input")))
+        elif kind == "tool_result" or (isinstance(kind, str) and kind.endswith("_tool_result")):
+            extra: list[Block] = []
+            call_id = get_str(item, "tool_use_id")
+            if call_id is None:
+                sink.add(line, f"{kind} block without a string tool_use_id")
+            text = _result_text(item.get("content"), extra)
+            blocks.append(ToolResult(call_id or "", text, is_error=get_bool(item, "is_error")))
+            blocks.extend(extra)
+        elif kind in ("image", "document"):
+            blocks.append(_image(item))
+        else:
+            sink.add(line, f"unknown content block type {dumps(kind)[:40]} skipped")
+    return blocks
+
+
+def count_tokens(raw: dict[str, Any], key: str) -> int:
+    """A non-negative token count field (0 when absent or not a number)."""
+    value = raw.get(key)
+    if type(value) is int:  # the common case, checked first (bool is not int here)
+        return value if value > 0 else 0
+    number = as_int(value)
+    return number if number is not None and number > 0 else 0
+
+
+def parse_usage(raw: Any) -> Usage | None:
+    """Anthropic ``usage`` -> :class:`Usage` (``None`` when absent or not an object)."""
+    if not isinstance(raw, dict):
+        return None
+    return Usage(
+        input_tokens=count_tokens(raw, "input_tokens"),
+        output_tokens=count_tokens(raw, "output_tokens"),
+        cache_creation_tokens=count_tokens(raw, "cache_creation_input_tokens"),
+        cache_read_tokens=count_tokens(raw, "cache_read_input_tokens"),
+    )
+
+
+def parse(data: bytes, path: str) -> Session:
+    """Read one Anthropic Messages transcript (a JSON document) into a :class:`Session`."""
+    sink = WarningSink(path)
+    try:
+        doc = loads(data)
+    except BadJSON as exc:
+        sink.add(None, f"invalid JSON: {exc}")
+        return Session(path=path, format=Format.ANTHROPIC_MESSAGES, messages=(), warnings=sink.result())
+    messages: list[Message] = []
+    model: str | None = None
+    raw_messages: list[Any]
+    if isinstance(doc, list):
+        raw_messages = doc
+    elif isinstance(doc, dict):
+        model = get_str(doc, "model")
+        system = doc.get("system")
+        if system is not None:
+            blocks = parse_blocks(system, sink, 0)
+            messages.append(Message(role=Role.SYSTEM, blocks=tuple(blocks), line=0))
+        found = get_list(doc, "messages")
+        if found is None:
+            sink.add(None, "no 'messages' array in the document")
+        raw_messages = found or []
+    else:
+        sink.add(None, f"document is {type_name(doc)}, expected an object or array")
+        raw_messages = []
+    for index, raw in enumerate(raw_messages, start=1):
+        if not isinstance(raw, dict):
+            sink.add(index, f"message is {type_name(raw)}, expected object")
+            continue
+        role = _ROLES.get(str(raw.get("role")))
+        if role is None:
+            sink.add(index, f"unknown role {dumps(raw.get('role'))[:40]}")
+            continue
+        blocks = parse_blocks(raw.get("content"), sink, index)
+        msg_model = get_str(raw, "model")
+        if role is Role.ASSISTANT and msg_model:
+            model = msg_model
+        messages.append(
+            Message(
+                role=role,
+                blocks=tuple(blocks),
+                response_id=get_str(raw, "id") if role is Role.ASSISTANT else None,
+                model=msg_model,
+                usage=parse_usage(raw.get("usage")) if role is Role.ASSISTANT else None,
+                line=index,
+            )
+        )
+    return Session(
+        path=path,
+        format=Format.ANTHROPIC_MESSAGES,
+        messages=tuple(messages),
+        model=model,
+        warnings=sink.result(),
+    )

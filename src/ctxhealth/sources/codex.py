@@ -1,0 +1,328 @@
+"""Reader for Codex CLI rollout files (``~/.codex/sessions/.../rollout-*.jsonl``).
+
+Each line is ``{timestamp, type, payload}``. How lines become messages:
+
+* ``response_item`` items the model produced (``reasoning``, assistant ``message``,
+  ``function_call``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``) are
+  gathered into one assistant :class:`Message` per model response. A response ends at the next
+  ``event_msg``/``token_count`` whose ``info`` is not null; its ``last_token_usage`` becomes the
+  message's :class:`Usage` (``input_tokens`` minus cached -> uncached input, cached ->
+  ``cache_read_tokens``) and its ``input_tokens`` goes to ``Session.reported_fill``.
+  A repeated ``token_count`` (same ``total_token_usage``) is ignored.
+* ``function_call_output`` / ``custom_tool_call_output`` become TOOL messages with a
+  :class:`ToolResult`. The exit code is read from the output text (``Exit code: N`` or
+  ``Process exited with code N``) or from the JSON form ``{"output", "metadata": {"exit_code"}}``;
+  ``is_error = exit_code != 0`` (or ``success: false`` when the output is an object).
+* ``message`` items with role ``user`` are USER messages, ``developer``/``system`` SYSTEM; the
+  user-role text Codex itself injects (``<environment_context>``, ``<user_instructions>``,
+  AGENTS.md) is SYSTEM too, so ``Session.instruction`` is the person's request.
+* ``compacted`` lines become a USER message holding a :class:`CompactionSummary`.
+* ``session_meta.id`` is the session id, ``turn_context.model`` the model,
+  ``token_count.info.model_context_window`` the window. Other ``event_msg`` types repeat what
+  ``response_item`` lines already hold and are skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxhealth.model import (
+    Block,
+    CompactionSummary,
+    Format,
+    ImageBlock,
+    Message,
+    Role,
+    Session,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from ctxhealth.sources.lines import (
+    BadJSON,
+    WarningSink,
+    dumps,
+    get_dict,
+    get_int,
+    get_list,
+    get_str,
+    loads,
+    split_lines,
+    type_name,
+)
+
+_LINE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+_EXIT_CODE = re.compile(r"(?m)^(?:Exit code:|Process exited with code)\s*(-?\d{1,9})\b")
+_CUT_LINE = re.compile(
+    rb'"type"\s*:\s*"(?:session_meta|turn_context|response_item|event_msg)"\s*,\s*"payload"'
+)
+_CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
+_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+_HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+_ROLES = {"user": Role.USER, "developer": Role.SYSTEM, "system": Role.SYSTEM}
+
+
+def detect(head: bytes) -> bool:
+    """True when the first complete lines are ``{timestamp, type, payload}`` rollout records."""
+    checked = 0
+    for tried, (_, raw) in enumerate(split_lines(head)):
+        if checked >= 5 or tried >= 8:
+            break
+        if not raw.lstrip().startswith(b"{"):
+            continue
+        try:
+            obj = loads(raw)
+        except BadJSON:
+            continue
+        checked += 1
+        if isinstance(obj, dict) and get_str(obj, "type") in _LINE_TYPES and "payload" in obj:
+            return True
+    if checked == 0:
+        first = head.lstrip()[:1024]
+        return first.startswith(b"{") and _CUT_LINE.search(first) is not None
+    return False
+
+
+def _parts(content: Any) -> list[Block]:
+    if isinstance(content, str):
+        return [TextBlock(content)]
+    blocks: list[Block] = []
+    if isinstance(content, list):
+        for part in content:
+            text = get_str(part, "text")
+            if text is not None:
+                blocks.append(TextBlock(text))
+            elif isinstance(part, dict) and "image_url" in part:
+                url = part.get("image_url")
+                size = len(url) * 3 // 4 if isinstance(url, str) else 0
+                blocks.append(ImageBlock(media_type="image", approx_bytes=size))
+    return blocks
+
+
+def _is_harness_context(blocks: list[Block]) -> bool:
+    """Codex injects environment and AGENTS.md text as user messages; they are not the task."""
+    first = next((b.text for b in blocks if isinstance(b, TextBlock)), "").lstrip()
+    return first.startswith(_HARNESS_PREFIXES)
+
+
+def tool_result(call_id: str, output: Any) -> ToolResult:
+    """A Codex tool output (string, JSON string, or object) -> :class:`ToolResult` with exit code."""
+    text: str
+    exit_code: int | None = None
+    failed = False
+    if isinstance(output, str) and output.lstrip().startswith("{"):
+        try:
+            decoded = loads(output)
+        except BadJSON:
+            decoded = None
+        if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
+            output = decoded
+    if isinstance(output, dict):
+        text = get_str(output, "output") or get_str(output, "content") or ""
+        exit_code = get_int(get_dict(output, "metadata"), "exit_code")
+        failed = output.get("success") is False
+    elif isinstance(output, str):
+        text = output
+    else:
+        text = dumps(output) if output is not None else ""
+    if exit_code is None:
+        match = _EXIT_CODE.search(text[:4096])
+        if match is not None:
+            exit_code = int(match.group(1))
+    is_error = failed or (exit_code is not None and exit_code != 0)
+    return ToolResult(call_id, text, is_error=is_error, exit_code=exit_code)
+
+
+def _call(item: dict[str, Any], kind: str, line: int) -> ToolCall:
+    call_id = get_str(item, "call_id") or get_str(item, "id") or f"call-{line}"
+    if kind == "function_call":
+        arguments: Any = item.get("arguments")
+        if isinstance(arguments, str):
+            with contextlib.suppress(BadJSON):
+                arguments = loads(arguments) if arguments.strip() else {}
+        return ToolCall(call_id, get_str(item, "name") or "", arguments)
+    if kind == "custom_tool_call":
+        return ToolCall(call_id, get_str(item, "name") or "", item.get("input"))
+    if kind == "local_shell_call":
+        return ToolCall(call_id, "local_shell", item.get("action"))
+    return ToolCall(call_id, "web_search", item.get("action"))
+
+
+@dataclass(slots=True)
+class _Response:
+    blocks: list[Block]
+    line: int
+    timestamp: str | None
+    model: str | None
+    usage: Usage | None = None
+
+
+@dataclass(slots=True)
+class _State:
+    sink: WarningSink
+    out: list[Message | _Response] = field(default_factory=list)
+    open: _Response | None = None
+    model: str | None = None
+    window: int | None = None
+    session_id: str | None = None
+    last_total: Any = None
+    last_usage: dict[str, Any] | None = None
+
+    def response(self, line: int, timestamp: str | None) -> _Response:
+        if self.open is None:
+            self.open = _Response([], line, timestamp, self.model)
+            self.out.append(self.open)
+        return self.open
+
+    def emit(self, message: Message) -> None:
+        self.out.append(message)
+
+
+def _usage(last: dict[str, Any]) -> Usage:
+    def field_(key: str) -> int:
+        value = get_int(last, key)
+        return value if value is not None and value > 0 else 0
+
+    total_input = field_("input_tokens")
+    cached = min(field_("cached_input_tokens"), total_input)
+    return Usage(
+        input_tokens=total_input - cached,
+        cache_read_tokens=cached,
+        output_tokens=field_("output_tokens"),
+        reasoning_tokens=field_("reasoning_output_tokens"),
+    )
+
+
+def _token_count(state: _State, payload: dict[str, Any], line: int) -> None:
+    info = get_dict(payload, "info")
+    if info is None:
+        return
+    window = get_int(info, "model_context_window")
+    if window is not None and window > 0:
+        state.window = window
+    total = info.get("total_token_usage")
+    last = get_dict(info, "last_token_usage")
+    if total is not None and total == state.last_total:
+        return
+    if state.open is None and last is not None and last == state.last_usage:
+        return
+    state.last_total = total
+    state.last_usage = last
+    if last is None:
+        state.sink.add(line, "token_count without last_token_usage")
+        return
+    # Usage for a response with no recorded items (e.g. aborted) still makes an (empty) turn.
+    response = state.open or state.response(line, None)
+    response.usage = _usage(last)
+    state.open = None
+
+
+def _response_item(state: _State, item: dict[str, Any], line: int, timestamp: str | None) -> None:
+    kind = get_str(item, "type")
+    if kind == "message":
+        role = get_str(item, "role")
+        blocks = _parts(item.get("content"))
+        if role == "assistant":
+            state.response(line, timestamp).blocks.extend(blocks)
+            return
+        mapped = _ROLES.get(role or "")
+        if mapped is Role.USER and _is_harness_context(blocks):
+            mapped = Role.SYSTEM
+        if mapped is None:
+            state.sink.add(line, f"message with unknown role {str(role)[:40]!r}")
+            return
+        state.emit(Message(role=mapped, blocks=tuple(blocks), timestamp=timestamp, line=line))
+    elif kind == "reasoning":
+        summary = get_list(item, "summary") or []
+        text = "\n".join(t for t in (get_str(s, "text") for s in summary) if t)
+        content = get_list(item, "content") or []
+        text = text or "\n".join(t for t in (get_str(c, "text") for c in content) if t)
+        state.response(line, timestamp).blocks.append(ThinkingBlock(text))
+    elif kind in _CALL_TYPES:
+        state.response(line, timestamp).blocks.append(_call(item, str(kind), line))
+    elif kind in _OUTPUT_TYPES:
+        call_id = get_str(item, "call_id") or ""
+        if not call_id:
+            state.sink.add(line, f"{kind} without a call_id")
+        result = tool_result(call_id, item.get("output"))
+        state.emit(Message(role=Role.TOOL, blocks=(result,), timestamp=timestamp, line=line))
+    elif kind is None:
+        state.sink.add(line, "response_item without a string payload type")
+
+
+def _line(state: _State, obj: dict[str, Any], line: int) -> None:
+    kind = get_str(obj, "type")
+    payload = obj.get("payload")
+    timestamp = get_str(obj, "timestamp")
+    if kind not in _LINE_TYPES:
+        state.sink.add(line, f"unknown record type {dumps(obj.get('type'))[:40]}")
+        return
+    if not isinstance(payload, dict):
+        state.sink.add(line, f"{kind} payload is {type_name(payload)}, expected object")
+        return
+    if kind == "response_item":
+        _response_item(state, payload, line, timestamp)
+    elif kind == "event_msg":
+        if payload.get("type") == "token_count":
+            _token_count(state, payload, line)
+    elif kind == "turn_context":
+        model = get_str(payload, "model")
+        if model:
+            state.model = model
+    elif kind == "session_meta":
+        meta = get_dict(payload, "meta") or payload
+        state.session_id = state.session_id or get_str(meta, "id")
+    elif kind == "compacted":
+        text = get_str(payload, "message") or ""
+        state.open = None
+        summary = CompactionSummary(text, trigger=None, pre_tokens=None)
+        state.emit(Message(role=Role.USER, blocks=(summary,), timestamp=timestamp, line=line))
+
+
+def parse(data: bytes, path: str) -> Session:
+    """Read one Codex rollout file into a :class:`Session`."""
+    sink = WarningSink(path)
+    state = _State(sink)
+    for line, raw in split_lines(data):
+        try:
+            obj = loads(raw)
+        except BadJSON as exc:
+            sink.add(line, f"invalid JSON: {exc}")
+            continue
+        if not isinstance(obj, dict):
+            sink.add(line, f"line is a JSON {type_name(obj)}, expected an object")
+            continue
+        _line(state, obj, line)
+    messages: list[Message] = []
+    reported: dict[int, int] = {}
+    for item in state.out:
+        if isinstance(item, Message):
+            messages.append(item)
+            continue
+        if item.usage is not None:
+            reported[len(messages)] = item.usage.context_tokens
+        messages.append(
+            Message(
+                role=Role.ASSISTANT,
+                blocks=tuple(item.blocks),
+                model=item.model,
+                usage=item.usage,
+                timestamp=item.timestamp,
+                line=item.line,
+            )
+        )
+    return Session(
+        path=path,
+        format=Format.CODEX,
+        messages=tuple(messages),
+        session_id=state.session_id,
+        model=state.model,
+        context_window=state.window,
+        reported_fill=reported,
+        warnings=sink.result(),
+    )

@@ -1,0 +1,192 @@
+"""Reader for OpenAI Chat Completions message lists.
+
+Accepted shapes: a JSON array of messages, or ``{"messages": [...], "model"?: str}``. Roles
+``system`` / ``developer`` (-> SYSTEM), ``user``, ``assistant``, ``tool``. ``content`` is a
+string, null, or a list of parts (``text`` / ``input_text`` / ``output_text``, ``image_url``,
+``refusal``). Assistant ``tool_calls[].function.arguments`` is a JSON string: decoded when
+valid, kept as the raw string (with a warning) when not. A ``tool`` message becomes a TOOL
+message holding a :class:`ToolResult` for its ``tool_call_id``. Assistant messages may carry
+``usage`` (``prompt_tokens`` = fill; cached tokens split out) and ``id``/``model``.
+``line`` is the 1-based index in the message list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxhealth.model import (
+    Block,
+    Format,
+    ImageBlock,
+    Message,
+    Role,
+    Session,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from ctxhealth.sources.lines import (
+    BadJSON,
+    WarningSink,
+    dumps,
+    get_dict,
+    get_int,
+    get_list,
+    get_str,
+    loads,
+    type_name,
+)
+
+_ROLES = {
+    "system": Role.SYSTEM,
+    "developer": Role.SYSTEM,
+    "user": Role.USER,
+    "assistant": Role.ASSISTANT,
+    "tool": Role.TOOL,
+    "function": Role.TOOL,
+}
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text", "refusal"})
+
+
+def detect(head: bytes) -> bool:
+    """True for a JSON array / ``{"messages": ...}`` document of role/content messages."""
+    stripped = head.lstrip()
+    if stripped.startswith(b"{") and b'"messages"' not in head:
+        return False
+    if not stripped.startswith((b"[", b"{")):
+        return False
+    return b'"role"' in head and (b'"content"' in head or b'"tool_calls"' in head)
+
+
+def _content(content: Any, sink: WarningSink, index: int) -> list[Block]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextBlock(content)]
+    if not isinstance(content, list):
+        sink.add(index, f"message content is {type_name(content)}, expected string or array")
+        return []
+    blocks: list[Block] = []
+    for part in content:
+        if isinstance(part, str):
+            blocks.append(TextBlock(part))
+        elif isinstance(part, dict):
+            kind = get_str(part, "type")
+            if kind in _TEXT_PARTS:
+                blocks.append(TextBlock(get_str(part, "text") or get_str(part, "refusal") or ""))
+            elif kind in ("image_url", "input_image", "file", "input_audio"):
+                url = get_str(get_dict(part, "image_url"), "url") or ""
+                blocks.append(ImageBlock(media_type=str(kind), approx_bytes=len(url) * 3 // 4))
+            else:
+                sink.add(index, f"unknown content part type {dumps(part.get('type'))[:40]} skipped")
+        else:
+            sink.add(index, f"content part is {type_name(part)}, expected object")
+    return blocks
+
+
+def _tool_calls(raw: Any, sink: WarningSink, index: int) -> list[Block]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        sink.add(index, f"tool_calls is {type_name(raw)}, expected array")
+        return []
+    calls: list[Block] = []
+    for position, call in enumerate(raw):
+        function = get_dict(call, "function")
+        if function is None:
+            sink.add(index, f"tool call {position} has no 'function' object")
+            continue
+        call_id = get_str(call, "id") or f"call-{index}-{position}"
+        name = get_str(function, "name") or ""
+        arguments: Any = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = loads(arguments) if arguments.strip() else {}
+            except BadJSON:
+                sink.add(index, f"tool call {call_id[:40]} arguments are not valid JSON; kept as text")
+        calls.append(ToolCall(call_id, name, arguments))
+    return calls
+
+
+def parse_usage(raw: Any) -> Usage | None:
+    """OpenAI ``usage`` -> :class:`Usage`: ``prompt_tokens`` split into uncached + cached."""
+    if not isinstance(raw, dict):
+        return None
+    prompt = max(get_int(raw, "prompt_tokens") or 0, 0)
+    cached = max(get_int(get_dict(raw, "prompt_tokens_details"), "cached_tokens") or 0, 0)
+    cached = min(cached, prompt)
+    reasoning = get_int(get_dict(raw, "completion_tokens_details"), "reasoning_tokens") or 0
+    return Usage(
+        input_tokens=prompt - cached,
+        cache_read_tokens=cached,
+        output_tokens=max(get_int(raw, "completion_tokens") or 0, 0),
+        reasoning_tokens=max(reasoning, 0),
+    )
+
+
+def parse(data: bytes, path: str) -> Session:
+    """Read one Chat Completions message list into a :class:`Session`."""
+    sink = WarningSink(path)
+    try:
+        doc = loads(data)
+    except BadJSON as exc:
+        sink.add(None, f"invalid JSON: {exc}")
+        doc = None
+    model: str | None = None
+    raw_messages: list[Any] = []
+    if isinstance(doc, list):
+        raw_messages = doc
+    elif isinstance(doc, dict):
+        model = get_str(doc, "model")
+        found = get_list(doc, "messages")
+        if found is None:
+            sink.add(None, "no 'messages' array in the document")
+        raw_messages = found or []
+    elif doc is not None:
+        sink.add(None, f"document is {type_name(doc)}, expected an object or array")
+    messages: list[Message] = []
+    for index, raw in enumerate(raw_messages, start=1):
+        if not isinstance(raw, dict):
+            sink.add(index, f"message is {type_name(raw)}, expected object")
+            continue
+        role = _ROLES.get(str(raw.get("role")))
+        if role is None:
+            sink.add(index, f"unknown role {dumps(raw.get('role'))[:40]}")
+            continue
+        blocks = _content(raw.get("content"), sink, index)
+        msg_model = get_str(raw, "model")
+        usage = None
+        response_id = None
+        if role is Role.ASSISTANT:
+            reasoning = get_str(raw, "reasoning_content") or get_str(raw, "reasoning")
+            if reasoning:
+                blocks.insert(0, ThinkingBlock(reasoning))
+            blocks.extend(_tool_calls(raw.get("tool_calls"), sink, index))
+            usage = parse_usage(raw.get("usage"))
+            response_id = get_str(raw, "id")
+            model = msg_model or model
+        elif role is Role.TOOL:
+            call_id = get_str(raw, "tool_call_id") or get_str(raw, "name") or ""
+            if not call_id:
+                sink.add(index, "tool message without a tool_call_id")
+            text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+            blocks = [ToolResult(call_id, text)]
+        messages.append(
+            Message(
+                role=role,
+                blocks=tuple(blocks),
+                response_id=response_id,
+                model=msg_model,
+                usage=usage,
+                line=index,
+            )
+        )
+    return Session(
+        path=path,
+        format=Format.OPENAI_CHAT,
+        messages=tuple(messages),
+        model=model,
+        warnings=sink.result(),
+    )

@@ -1,0 +1,158 @@
+"""Checkpoints of a transcript, written to disk (JSON + markdown) and recorded in the ledger.
+
+The content comes from the recovery layer's deterministic builder
+(:func:`ctxhealth.recovery.checkpoint.build_checkpoint`); this module owns where it
+goes: ``<root>/checkpoints/<session>-<ts>.{json,md}`` plus the stable aliases
+``latest-checkpoint.{json,md}``, every file written atomically and redacted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxhealth.atomic import write_atomic
+from ctxhealth.model import (
+    Block,
+    CompactionSummary,
+    Session,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+)
+from ctxhealth.recovery.budget import DEFAULT_ENCODING
+from ctxhealth.recovery.checkpoint import (
+    DEFAULT_BUDGET_TOKENS,
+    build_checkpoint,
+    render_markdown,
+    render_text,
+)
+from ctxhealth.redact import redact, redact_value
+from ctxhealth.state.ledger import Ledger
+from ctxhealth.state.store import StateStore
+
+__all__ = [
+    "DEFAULT_BUDGET_TOKENS",
+    "CheckpointFiles",
+    "checkpoint_document",
+    "redact_session",
+    "write_transcript_checkpoint",
+]
+
+CHECKPOINT_SCHEMA = "ctxhealth/checkpoint"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointFiles:
+    json_path: Path
+    markdown_path: Path
+    session_id: str | None
+    tokens: int
+    budget_tokens: int
+    over_budget: bool
+    ledger_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "json_path": str(self.json_path),
+            "markdown_path": str(self.markdown_path),
+            "session_id": self.session_id,
+            "tokens": self.tokens,
+            "budget_tokens": self.budget_tokens,
+            "over_budget": self.over_budget,
+            "ledger_id": self.ledger_id,
+        }
+
+
+def _redact_block(block: Block) -> Block:
+    if isinstance(block, TextBlock | ThinkingBlock | ToolResult | CompactionSummary):
+        return dataclasses.replace(block, text=redact(block.text))
+    if isinstance(block, ToolCall):
+        return dataclasses.replace(block, input=redact_value(block.input))
+    return block
+
+
+def redact_session(session: Session) -> Session:
+    """The session with every text, tool input and tool output redacted.
+
+    Redacting the input (not only the output) matters: the builder extracts fragments
+    (identifiers, findings) that, once cut from their ``TOKEN=...`` context, no longer
+    look like secrets.
+    """
+    messages = tuple(
+        dataclasses.replace(m, blocks=tuple(_redact_block(b) for b in m.blocks)) for m in session.messages
+    )
+    sidechains = tuple(redact_session(s) for s in session.sidechains)
+    return dataclasses.replace(session, messages=messages, sidechains=sidechains)
+
+
+def checkpoint_document(
+    session: Session, *, budget_tokens: int, created_at: str, encoding: str | None = DEFAULT_ENCODING
+) -> tuple[dict[str, Any], str]:
+    """The redacted JSON document and markdown text of the checkpoint of ``session``.
+
+    ``encoding`` is the tokenizer that sizes it (None: the estimate, no tokenizer load).
+    """
+    cp = build_checkpoint(redact_session(session), budget_tokens=budget_tokens, encoding=encoding)
+    document = {
+        "schema": CHECKPOINT_SCHEMA,
+        "schema_version": 1,
+        "created_at": created_at,
+        "source_path": session.path,
+        "session_id": session.session_id,
+        "format": session.format.value,
+        "budget_tokens": cp.budget_tokens,
+        "tokens": cp.tokens,
+        "over_budget": cp.over_budget,
+        "checkpoint": dataclasses.asdict(cp),
+        "text": render_text(cp),
+    }
+    return redact_value(document), redact(render_markdown(cp))
+
+
+def write_transcript_checkpoint(
+    store: StateStore,
+    session: Session,
+    *,
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    ledger: Ledger | None = None,
+    encoding: str | None = DEFAULT_ENCODING,
+) -> CheckpointFiles:
+    """Build, redact and write the checkpoint of ``session``; record it in ``ledger`` if given."""
+    store.check_writable()
+    document, markdown = checkpoint_document(
+        session, budget_tokens=budget_tokens, created_at=store.now_iso(), encoding=encoding
+    )
+    label = _UNSAFE.sub("-", session.session_id or Path(session.path).stem or "session")[:80] or "session"
+    json_path = store.unique_path(store.checkpoints_dir, label, ".json")
+    markdown_path = json_path.with_suffix(".md")
+    data = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    write_atomic(json_path, data)
+    write_atomic(markdown_path, markdown)
+    write_atomic(store.checkpoints_dir / "latest-checkpoint.json", data)
+    write_atomic(store.checkpoints_dir / "latest-checkpoint.md", markdown)
+    ledger_id = None
+    if ledger is not None:
+        ledger_id = ledger.record_checkpoint(
+            session.session_id,
+            json_path,
+            markdown_path,
+            tokens=int(document["tokens"]),
+            source_path=session.path,
+        )
+    return CheckpointFiles(
+        json_path=json_path,
+        markdown_path=markdown_path,
+        session_id=session.session_id,
+        tokens=int(document["tokens"]),
+        budget_tokens=budget_tokens,
+        over_budget=bool(document["over_budget"]),
+        ledger_id=ledger_id,
+    )

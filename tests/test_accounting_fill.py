@@ -1,0 +1,278 @@
+"""Fill per turn on constructed sessions: reported, exact and calibrated-estimate paths, compactions."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxhealth.accounting.fill import account_session
+from ctxhealth.accounting.tokens import (
+    MESSAGE_OVERHEAD_TOKENS,
+    TOOL_BLOCK_OVERHEAD_TOKENS,
+    count_tokens,
+    message_tokens,
+)
+from ctxhealth.accounting.types import FillSource
+from ctxhealth.model import (
+    CompactionSummary,
+    Format,
+    Message,
+    Role,
+    Session,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+
+def user(text: str) -> Message:
+    return Message(Role.USER, (TextBlock(text),))
+
+
+def assistant(text: str, *, context: int | None = None, rid: str | None = None, model: str = "m") -> Message:
+    usage = Usage(input_tokens=context, output_tokens=7) if context is not None else None
+    return Message(Role.ASSISTANT, (TextBlock(text),), response_id=rid, model=model, usage=usage)
+
+
+def session(*messages: Message, model: str | None = "claude-sonnet-4-20250514", **kw: object) -> Session:
+    return Session(path="t.jsonl", format=Format.ANTHROPIC_MESSAGES, messages=messages, model=model, **kw)  # type: ignore[arg-type]
+
+
+def test_reported_fill_per_turn_and_dedupe_by_response_id() -> None:
+    s = session(
+        user("hi"),
+        assistant("a", context=1_000, rid="r1"),
+        assistant("a again", context=1_000, rid="r1"),  # the same response written twice
+        user("more"),
+        assistant("b", context=2_500, rid="r2"),
+    )
+    acc = account_session(s)
+    assert [t.tokens for t in acc.turns] == [1_000, 2_500]
+    assert [t.message_index for t in acc.turns] == [1, 4]
+    assert acc.source is FillSource.REPORTED
+    assert (acc.peak, acc.current, acc.window) == (2_500, 2_500, 200_000)
+    assert acc.turns[0].output_tokens == 7
+
+
+def test_exact_running_context_for_openai_models() -> None:
+    texts = ["You are terse.", "hello world", "tiktoken is great!", "2 + 2 = 4"]
+    s = session(
+        Message(Role.SYSTEM, (TextBlock(texts[0]),)),
+        user(texts[1]),
+        assistant(texts[2]),
+        user(texts[3]),
+        assistant("ok"),
+        model="gpt-4o",
+    )
+    acc = account_session(s)
+    assert acc.source is FillSource.EXACT
+    per = [count_tokens(t, "o200k_base").tokens + MESSAGE_OVERHEAD_TOKENS for t in texts]
+    assert [t.tokens for t in acc.turns] == [per[0] + per[1], sum(per)]
+
+
+def test_tool_payloads_count_in_the_running_context() -> None:
+    call = ToolCall(id="c1", name="Bash", input={"command": "ls -la"})
+    result = ToolResult(tool_call_id="c1", text="a.py\nb.py")
+    s = session(
+        user("list"),
+        Message(Role.ASSISTANT, (call,), model="gpt-4o"),
+        Message(Role.TOOL, (result,)),
+        assistant("done"),
+        model="gpt-4o",
+    )
+    acc = account_session(s)
+    enc = "o200k_base"
+    first = count_tokens("list", enc).tokens + MESSAGE_OVERHEAD_TOKENS
+    call_tokens = (
+        count_tokens('Bash\n{"command":"ls -la"}', enc).tokens
+        + MESSAGE_OVERHEAD_TOKENS
+        + TOOL_BLOCK_OVERHEAD_TOKENS
+    )
+    result_tokens = (
+        count_tokens("a.py\nb.py", enc).tokens + MESSAGE_OVERHEAD_TOKENS + TOOL_BLOCK_OVERHEAD_TOKENS
+    )
+    assert [t.tokens for t in acc.turns] == [first, first + call_tokens + result_tokens]
+    assert (acc.tool_calls, acc.tool_errors) == (1, 0)
+
+
+def test_estimate_without_usage_or_encoding_uses_four_chars_per_token() -> None:
+    s = session(user("x" * 400), assistant("y" * 400), user("z" * 400), assistant("w"), model="acme-9")
+    acc = account_session(s)
+    assert acc.source is FillSource.ESTIMATED
+    assert not acc.model.known
+    overhead_chars = MESSAGE_OVERHEAD_TOKENS * 4
+    assert acc.turns[0].tokens == (400 + overhead_chars) // 4
+    assert acc.turns[1].tokens == 3 * (400 + overhead_chars) // 4
+
+
+def test_estimate_is_calibrated_on_reported_turns() -> None:
+    # Reported fills follow tokens = 5,000 hidden + chars / 2; the unreported turn must follow too.
+    chunk = "x" * 996  # 996 chars + 16 chars of overhead per message = 1,012
+    msgs: list[Message] = []
+    chars = 0
+    for n in range(6):
+        msgs.append(user(chunk))
+        chars += 1_012
+        reported = 5_000 + chars // 2 if n != 4 else None
+        msgs.append(assistant(chunk, context=reported, model="acme"))
+        chars += 1_012
+    acc = account_session(session(*msgs, model="acme"))
+    assert acc.chars_per_token == 2.0
+    unreported = acc.turns[4]
+    assert unreported.source is FillSource.ESTIMATED
+    chars_before = 9 * 1_012  # nine messages precede the fifth response
+    assert unreported.tokens == 5_000 + chars_before // 2
+    assert acc.source is FillSource.ESTIMATED
+    assert [t.source for t in acc.turns].count(FillSource.REPORTED) == 5
+
+
+def test_compaction_resets_running_context_and_is_recorded() -> None:
+    s = session(
+        Message(Role.SYSTEM, (TextBlock("sys"),)),
+        user("x" * 4_000),
+        assistant("y" * 4_000),
+        Message(Role.USER, (CompactionSummary("summary " * 10, trigger="auto"),)),
+        user("go on"),
+        assistant("ok"),
+        model="acme",
+    )
+    acc = account_session(s)
+    before, after = acc.turns[0].tokens, acc.turns[1].tokens
+    assert after < before
+    assert len(acc.compactions) == 1
+    rec = acc.compactions[0]
+    assert (rec.index, rec.message_index, rec.trigger) == (0, 3, "auto")
+    assert rec.pre_tokens == acc.turns[0].tokens  # the log states no pre_tokens: last fill before
+    assert rec.post_tokens == after
+
+
+def test_compaction_pre_tokens_from_log_and_double_markers_merge() -> None:
+    s = session(
+        user("a"),
+        assistant("b", context=150_000, rid="r1"),
+        Message(Role.USER, (CompactionSummary("", trigger="manual", pre_tokens=151_000),)),
+        Message(Role.USER, (CompactionSummary("This session is being continued"),)),
+        assistant("c", context=40_000, rid="r2"),
+        user("d"),
+        Message(Role.USER, (CompactionSummary("again"),)),
+    )
+    acc = account_session(s)
+    assert [(c.index, c.pre_tokens, c.post_tokens, c.trigger) for c in acc.compactions] == [
+        (0, 151_000, 40_000, "manual"),
+        (1, 40_000, None, None),
+    ]
+
+
+def test_log_window_and_reported_fill_map_to_turns() -> None:
+    s = session(
+        user("a"),
+        assistant("b"),
+        user("c"),
+        assistant("d"),
+        user("e"),
+        model="gpt-5-codex",
+        context_window=272_000,
+        reported_fill={2: 9_000, 4: 12_000},
+    )
+    acc = account_session(s)
+    assert acc.window == acc.usable_window == 272_000  # the log's window is the prompt's budget
+    assert [(t.tokens, t.source) for t in acc.turns] == [
+        (9_000, FillSource.REPORTED),
+        (12_000, FillSource.REPORTED),
+    ]
+    assert account_session(s, model="gpt-4o").window == 128_000  # an override beats the log
+
+
+def test_tool_errors_count_flags_and_exit_codes_across_sidechains() -> None:
+    side = session(
+        Message(Role.ASSISTANT, (ToolCall("s1", "Read", {}),), model="m"),
+        Message(Role.USER, (ToolResult("s1", "boom", is_error=True),)),
+    )
+    s = session(
+        Message(Role.ASSISTANT, (ToolCall("c1", "Bash", {}), ToolCall("c2", "Bash", {})), model="m"),
+        Message(Role.USER, (ToolResult("c1", "ok", exit_code=0), ToolResult("c2", "no", exit_code=2))),
+        Message(Role.USER, (ToolResult("c2", "no", exit_code=2),)),  # duplicated line
+        sidechains=(side,),
+    )
+    acc = account_session(s)
+    assert (acc.tool_calls, acc.tool_errors) == (3, 2)
+
+
+def test_claude_code_stand_in_responses_are_not_turns() -> None:
+    s = Session(
+        path="x",
+        format=Format.CLAUDE_CODE,
+        messages=(
+            user("a"),
+            assistant("b", context=100, rid="r1", model="claude-opus-4"),
+            Message(Role.ASSISTANT, (TextBlock("API Error"),)),
+        ),
+    )
+    acc = account_session(s)
+    assert len(acc.turns) == 1
+    assert acc.source is FillSource.REPORTED
+
+
+def test_empty_session() -> None:
+    acc = account_session(session())
+    assert (acc.turns, acc.compactions, acc.peak, acc.current, acc.cost_usd) == ((), (), 0, 0, None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text(max_size=60), st.one_of(st.none(), st.integers(0, 300_000)), st.booleans()),
+        max_size=25,
+    )
+)
+def test_fill_is_total_and_one_turn_per_assistant(rows: list[tuple[str, int | None, bool]]) -> None:
+    msgs: list[Message] = []
+    for text, context, compact in rows:
+        msgs.append(Message(Role.USER, (CompactionSummary(text),)) if compact else user(text))
+        msgs.append(assistant(text, context=context))
+    acc = account_session(session(*msgs, model="acme"))
+    assert len(acc.turns) == len(rows)
+    assert all(t.tokens >= 0 for t in acc.turns)
+    assert acc.peak == max((t.tokens for t in acc.turns), default=0)
+    assert len(acc.compactions) == sum(1 for r in rows if r[2])
+
+
+def _recount(messages: list[Message], upto: int) -> int:
+    """Quadratic reference: recount the context before message ``upto`` from scratch."""
+    start = 0
+    for i in range(upto):
+        if messages[i].compaction is not None:
+            start = i
+    context = [m for m in messages[:start] if m.role is Role.SYSTEM] + messages[start:upto]
+    return sum(message_tokens(m, lambda t: count_tokens(t, "o200k_base").tokens) for m in context)
+
+
+_ROWS = st.lists(
+    st.tuples(
+        st.sampled_from(["system", "user", "assistant", "tool", "compaction"]),
+        st.text(max_size=40),
+    ),
+    max_size=20,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ROWS)
+def test_exact_running_sums_equal_a_full_recount(rows: list[tuple[str, str]]) -> None:
+    msgs: list[Message] = []
+    for kind, text in rows:
+        if kind == "system":
+            msgs.append(Message(Role.SYSTEM, (TextBlock(text),)))
+        elif kind == "user":
+            msgs.append(user(text))
+        elif kind == "assistant":
+            msgs.append(Message(Role.ASSISTANT, (TextBlock(text), ToolCall("c", "Bash", {"cmd": text}))))
+        elif kind == "tool":
+            msgs.append(Message(Role.TOOL, (ToolResult("c", text, exit_code=1),)))
+        else:
+            msgs.append(Message(Role.USER, (CompactionSummary(text),)))
+    acc = account_session(session(*msgs, model="gpt-4o"))
+    expected = [_recount(msgs, i) for i, m in enumerate(msgs) if m.role is Role.ASSISTANT]
+    assert [t.tokens for t in acc.turns] == expected
+    assert all(t.source is FillSource.EXACT for t in acc.turns)

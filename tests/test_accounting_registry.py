@@ -1,0 +1,139 @@
+"""Model registry: longest-prefix matching, id normalisation, tiers, windows, overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxhealth.accounting.registry import ModelRegistry, normalise_model_id
+from ctxhealth.accounting.types import Prices, Tier
+from ctxhealth.errors import ConfigError
+
+REG = ModelRegistry.default()
+
+
+@pytest.mark.parametrize(
+    ("model_id", "family"),
+    [
+        ("claude-opus-4-20250514", "claude-opus-4"),
+        ("claude-opus-4-1-20250805", "claude-opus-4-1"),
+        ("claude-opus-4-5-20251101", "claude-opus-4-5"),
+        ("claude-sonnet-4-20250514", "claude-sonnet-4"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("claude-haiku-4-5-20251001", "claude-haiku-4"),
+        ("claude-3-5-sonnet-20241022", "claude-3-5-sonnet"),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+        ("claude-sonnet-4@20250514", "claude-sonnet-4"),
+        ("gpt-5", "gpt-5"),
+        ("gpt-5-mini-2025-08-07", "gpt-5-mini"),
+        ("gpt-5-codex", "gpt-5"),
+        ("gpt-4.1-2025-04-14", "gpt-4.1"),
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("gpt-4o-mini", "gpt-4o-mini"),
+        ("gpt-4-0613", "gpt-4"),
+        ("o1", "o1"),
+        ("o3-2025-04-16", "o3"),
+        ("o4-mini", "o4-mini"),
+        ("google/gemini-3-pro-preview", "gemini-3-pro"),
+        ("gemini-2.5-pro", "gemini-2.5-pro"),
+        ("gemini-2.5-flash", "gemini-2.5-flash"),
+        ("deepseek-chat", "deepseek"),
+        ("meta-llama/Llama-3.1-70B-Instruct", "llama"),
+        ("Qwen/Qwen2.5-Coder-32B", "qwen"),
+        ("mistral-7b-instruct", "mistral-7b"),
+    ],
+)
+def test_lookup_by_longest_prefix(model_id: str, family: str) -> None:
+    info = REG.lookup(model_id)
+    assert info.known
+    assert info.family == family
+    assert info.id == model_id
+
+
+def test_tiers_follow_the_spec() -> None:
+    assert REG.lookup("claude-opus-4-20250514").tier is Tier.FULL
+    assert REG.lookup("gpt-4o").tier is Tier.FULL
+    assert REG.lookup("google/gemini-3-pro-preview").tier is Tier.FULL
+    assert REG.lookup("claude-haiku-4-5").tier is Tier.COMPACT
+    assert REG.lookup("gpt-4o-mini").tier is Tier.COMPACT
+    assert REG.lookup("gemini-2.5-flash").tier is Tier.COMPACT
+    assert REG.lookup("deepseek-coder").tier is Tier.COMPACT
+    assert REG.lookup("llama-3.1-8b").tier is Tier.LOCAL
+    assert REG.lookup("qwen2.5-coder").tier is Tier.LOCAL
+
+
+def test_unknown_model_is_compact_and_marked_unknown() -> None:
+    for model_id in ("totally-new-model", None, ""):
+        info = REG.lookup(model_id)
+        assert not info.known
+        assert info.tier is Tier.COMPACT
+        assert info.prices is None
+
+
+def test_claude_code_window_and_buffer() -> None:
+    info = REG.lookup("claude-sonnet-4-20250514")
+    assert info.window == 200_000
+    assert info.autocompact_buffer == 13_000
+    assert info.usable_window == 187_000  # the spec: auto-compact at 187K of 200K
+
+
+def test_one_m_suffix_gives_a_million_tokens() -> None:
+    info = REG.lookup("claude-sonnet-4-5[1m]")
+    assert info.window == 1_000_000
+    assert info.family == "claude-sonnet-4-5"
+    assert normalise_model_id("Claude-Sonnet-4[1M]") == ("claude-sonnet-4", True)
+
+
+def test_encodings() -> None:
+    assert REG.lookup("gpt-4o").encoding == "o200k_base"
+    assert REG.lookup("gpt-5").encoding == "o200k_base"
+    assert REG.lookup("o3").encoding == "o200k_base"
+    assert REG.lookup("gpt-4-0613").encoding == "cl100k_base"
+    assert REG.lookup("gpt-3.5-turbo").encoding == "cl100k_base"
+    assert REG.lookup("claude-opus-4").encoding is None
+
+
+def test_anthropic_cache_prices_are_multiples_of_input() -> None:
+    prices = REG.lookup("claude-sonnet-4-20250514").prices
+    assert prices == Prices(input=3, output=15, cache_write=3.75, cache_read=0.3)
+
+
+def test_every_builtin_is_sane() -> None:
+    for entry in REG.entries():
+        assert entry.window > entry.reserved_output + entry.autocompact_buffer, entry
+        if entry.prices is not None:
+            assert entry.prices.cache_read <= entry.prices.input <= entry.prices.output, entry
+
+
+def test_overrides_replace_fields_and_add_models() -> None:
+    reg = REG.with_overrides(
+        {
+            "claude-sonnet-4": {"window": 500_000, "input": 2.0},
+            "acme-coder": {"window": 64_000, "tier": "local", "input": 1, "output": 2},
+        }
+    )
+    sonnet = reg.lookup("claude-sonnet-4-20250514")
+    assert sonnet.window == 500_000
+    assert sonnet.prices is not None and sonnet.prices.input == 2.0 and sonnet.prices.output == 15
+    assert sonnet.autocompact_buffer == 13_000  # untouched fields keep the built-in value
+    acme = reg.lookup("acme-coder-v2")
+    assert acme.known and acme.tier is Tier.LOCAL and acme.window == 64_000
+    assert acme.prices == Prices(1.0, 2.0, 1.0, 1.0)
+    assert REG.lookup("claude-sonnet-4").window == 200_000  # the default registry is unchanged
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        {"window": "big"},
+        {"window": -1},
+        {"tier": "huge"},
+        {"input": "cheap"},
+        {"colour": "red"},
+        {"input": 1},
+    ],
+)
+def test_bad_overrides_raise_config_error(table: dict[str, object]) -> None:
+    with pytest.raises(ConfigError) as info:
+        REG.with_overrides({"acme": table}, origin="/x/config.toml")
+    assert info.value.hint
+    assert info.value.path == "/x/config.toml"

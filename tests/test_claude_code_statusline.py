@@ -1,0 +1,155 @@
+"""The status line: payload parsing, fill from the payload or the transcript, zones, colour, fail-open."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxhealth.accounting.types import Tier
+from ctxhealth.integrations.claude_code.assess import ZoneName, tier_zone_name, window_zone_name
+from ctxhealth.integrations.claude_code.payloads import parse_status_payload
+from ctxhealth.integrations.claude_code.statusline import render_status
+from ctxhealth.integrations.claude_code.tail import resolve_thresholds
+from ctxhealth.integrations.claude_code.tailstate import SessionCounters
+from ctxhealth.signals.pressure import Zone, tier_zone, window_zone
+from ctxhealth.signals.profile import default_profile
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _line(kind: str, n: int, **extra: object) -> str:
+    base = {
+        "type": kind,
+        "uuid": f"u{n}",
+        "parentUuid": f"u{n - 1}" if n else None,
+        "sessionId": "s1",
+        "isSidechain": False,
+    }
+    return json.dumps({**base, **extra})
+
+
+def _transcript(path: Path, fills: list[int]) -> Path:
+    lines = [_line("user", 0, message={"role": "user", "content": "Fix the parser bug in src/parse.py"})]
+    for i, fill in enumerate(fills, start=1):
+        usage = {
+            "input_tokens": 10,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": fill - 10,
+            "output_tokens": 5,
+        }
+        message = {
+            "id": f"msg_{i}",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": "Looking at the parser in src/parse.py now."}],
+            "usage": usage,
+        }
+        lines.append(_line("assistant", i, message=message))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _payload(name: str, transcript: Path) -> str:
+    return (FIXTURES / name).read_text().replace("TRANSCRIPT", str(transcript))
+
+
+def test_parse_status_payloads() -> None:
+    current = parse_status_payload(_payload("claude-statusline-current.json", Path("/t.jsonl")))
+    assert current.model_id == "claude-sonnet-4-5-20250929" and current.cost_usd == 1.2345
+    assert current.context_window is not None
+    assert current.context_window.size == 200_000 and current.context_window.used_tokens == 125_000
+    legacy = parse_status_payload(_payload("claude-statusline-legacy.json", Path("/t.jsonl")))
+    assert legacy.context_window is None and legacy.transcript_path == "/t.jsonl" and not legacy.warnings
+    odd = parse_status_payload('{"model": "x", "cost": {"total_cost_usd": "free"}, "context_window": 3}')
+    assert odd.model_id == "x" and odd.cost_usd is None and len(odd.warnings) == 2
+
+
+def test_fill_from_payload_context_window(tmp_path: Path) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    line = render_status(
+        _payload("claude-statusline-current.json", transcript), home=str(tmp_path / "h"), color=False
+    )
+    assert line.startswith("● orange")  # 125K tokens: past the full tier's 120K compact zone
+    assert "125.0K/" in line and "$1.23" in line and "\x1b[" not in line
+
+
+def test_fill_from_transcript_for_legacy_payload(tmp_path: Path) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 50_000])
+    home = str(tmp_path / "h")
+    line = render_status(_payload("claude-statusline-legacy.json", transcript), home=home, color=False)
+    assert line.startswith("● green") and "50.0K/" in line and "$0.42" in line
+    # The transcript grows: the next refresh reads only the new tail and sees the new fill.
+    with transcript.open("a") as handle:
+        usage = {"input_tokens": 10, "cache_read_input_tokens": 149_990, "output_tokens": 5}
+        message = {
+            "id": "msg_9",
+            "role": "assistant",
+            "model": "claude-opus-4-20250514",
+            "content": [],
+            "usage": usage,
+        }
+        handle.write(_line("assistant", 9, message=message) + "\n")
+    line = render_status(_payload("claude-statusline-legacy.json", transcript), home=home, color=True)
+    assert "150.0K/" in line and "\x1b[" in line and "orange" in line
+
+
+def test_statusline_process_respects_no_color_and_fails_open(tmp_path: Path) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl", [10_000])
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "h"), "NO_COLOR": "1"}
+    cmd = [sys.executable, "-m", "ctxhealth.cli.statusline"]
+    ok = subprocess.run(
+        cmd,
+        input=_payload("claude-statusline-legacy.json", transcript).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert (
+        ok.returncode == 0
+        and ok.stderr == b""
+        and b"\x1b[" not in ok.stdout
+        and ok.stdout.startswith("● green".encode())
+    )
+    bad = subprocess.run(cmd, input=b"garbage", capture_output=True, env=env, timeout=60, check=False)
+    assert bad.returncode == 0 and bad.stdout.strip() == b"ctxhealth: n/a"
+    assert len(bad.stderr.decode().strip().splitlines()) == 1
+
+
+def test_then_chains_the_users_own_status_line(tmp_path: Path) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl", [10_000])
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "h")}
+    cmd = [sys.executable, "-m", "ctxhealth.cli.statusline", "--no-color", "--then", "echo mine"]
+    done = subprocess.run(
+        cmd,
+        input=_payload("claude-statusline-legacy.json", transcript).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.decode().startswith("mine │ ● green")
+
+
+@settings(max_examples=300, deadline=None)
+@given(fill=st.integers(min_value=0, max_value=2_000_000), tier=st.sampled_from(list(Tier)))
+def test_fast_zones_mirror_the_signal_layer(fill: int, tier: Tier) -> None:
+    profile = default_profile()
+    counters = SessionCounters("/t.jsonl")
+    counters.model = {
+        "full": "claude-opus-4-20250514",
+        "compact": "claude-3-5-haiku-20241022",
+        "local": "llama-3-8b",
+    }[tier.value]
+    th = resolve_thresholds(counters)
+    real_th = profile.thresholds(Tier(th["tier"]))
+    assert tier_zone_name(fill, th).value == tier_zone(fill, real_th).value
+    fraction = fill / th["usable"]
+    assert window_zone_name(fraction, th).value == window_zone(fraction, profile).value
+    assert [z.value for z in ZoneName] == [z.value for z in Zone]

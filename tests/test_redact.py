@@ -1,0 +1,135 @@
+"""Redaction: a canary set of common key formats never survives; ordinary text is left alone.
+
+Canaries are assembled at run time (prefix + body) so no key-shaped literal sits in the repository.
+"""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxhealth.redact import SecretKind, find_secrets, redact, redact_value
+
+BODY = "Zq7X" + "r2Lm9Tb4Kw8Np3Vd6Hs1Jc5Fg0"  # 28 mixed chars
+
+
+def _canaries() -> dict[str, tuple[str, str]]:
+    """name -> (text containing the secret, the secret itself)."""
+    anthropic = "sk-" + "ant-api03-" + BODY + "_-" + BODY
+    openai_proj = "sk-" + "proj-" + BODY + BODY
+    openai_legacy = "sk-" + BODY + "T3Blbk" + "FJ" + BODY[:12]
+    aws = "AKIA" + "Q3EXAMPLE7Z2WX4Y"
+    github_classic = "ghp" + "_" + BODY + "abcdEFGH"
+    github_fine = "github" + "_pat_" + "11ABCDEFG0" + BODY + "_" + BODY
+    slack = "xox" + "b-" + "1234567890-0987654321-" + BODY
+    google = "AI" + "za" + "Sy" + BODY + "12345"
+    jwt = "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0." + BODY
+    bearer = "Bearer9" + BODY
+    pem_body = "MIIEpAIBAAKCAQEA" + BODY + "\n" + BODY + "==\n"
+    pem = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + pem_body + "-----END RSA PRIVATE KEY-----"
+    return {
+        "anthropic": (f"export ANTHROPIC_KEY_VALUE {anthropic} now", anthropic),
+        "openai-proj": (f"client = OpenAI(key='{openai_proj}')", openai_proj),
+        "openai-legacy": (f"using {openai_legacy} for the call", openai_legacy),
+        "aws": (f"AWS id {aws} in config", aws),
+        "github-classic": (f"git clone https://{github_classic}@github.com/x/y", github_classic),
+        "github-fine": (f"token is {github_fine}.", github_fine),
+        "slack": (f"slack: {slack}", slack),
+        "google": (f"maps?key={google}&q=1", google),
+        "jwt": (f"cookie session={jwt}; path=/", jwt),
+        "bearer-header": (f"Authorization: Bearer {bearer}", bearer),
+        "bearer-curl": (f'curl -H "authorization: bearer {bearer}" https://api', bearer),
+        "pem": (f"key file:\n{pem}\nend", pem_body.strip()),
+        "api_key": ("api_key=" + "q8w7e6r5t4y3", "q8w7e6r5t4y3"),
+        "password": ("db password = " + "hunter2!x", "hunter2!x"),
+        "json-secret": ('{"client_secret": "' + "zzSecretValue99" + '"}', "zzSecretValue99"),
+        "env-token": ("export GITHUB_TOKEN=" + "abc123def456", "abc123def456"),
+        "url-credentials": ("postgres://admin:" + "Pa55word9" + "@db:5432/app", "Pa55word9"),
+    }
+
+
+CANARIES = _canaries()
+
+
+@pytest.mark.parametrize("name", sorted(CANARIES))
+def test_canary_is_redacted(name: str) -> None:
+    text, secret = CANARIES[name]
+    out = redact(text)
+    assert secret not in out
+    assert "[REDACTED:" in out
+    assert find_secrets(text), name
+
+
+def test_all_canaries_in_one_document() -> None:
+    doc = "\n".join(text for text, _ in CANARIES.values())
+    out = redact(doc)
+    for name, (_, secret) in CANARIES.items():
+        assert secret not in out, name
+
+
+def test_kinds_are_reported() -> None:
+    kinds = find_secrets(CANARIES["anthropic"][0] + " " + CANARIES["aws"][0])
+    assert SecretKind.ANTHROPIC in kinds and SecretKind.AWS in kinds
+
+
+ORDINARY = [
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+    "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "session 123e4567-e89b-12d3-a456-426614174000 resumed",
+    "/home/user/projects/sk-learn-experiments/model_tokenizer.py:42",
+    "max_tokens=4096 input_tokens: 1200 token_count=55 password_required=true",
+    "the token budget is 500 and the key insight is caching",
+    "password: ${DB_PASSWORD} api_key=<your-key> token=***",
+    "Authorization header missing; set a bearer token",
+    "import os; x = dict(a=1, b=2)",
+    "ghp is a prefix and AKIA is too, but these are words",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_untouched(text: str) -> None:
+    assert redact(text) == text
+    assert find_secrets(text) == []
+
+
+def test_redact_value_walks_structures_and_secret_keys() -> None:
+    value = {
+        "messages": [{"text": CANARIES["slack"][0]}, ("x", CANARIES["aws"][0])],
+        "api_key": "plainlooking",
+        "tokens": 12,
+        "path": "/a/b.py",
+    }
+    out = redact_value(value)
+    flat = repr(out)
+    assert CANARIES["slack"][1] not in flat and CANARIES["aws"][1] not in flat
+    assert out["api_key"] == "[REDACTED:secret]"
+    assert out["tokens"] == 12 and out["path"] == "/a/b.py"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=string.printable, max_size=300))
+def test_redact_is_idempotent(text: str) -> None:
+    once = redact(text)
+    assert redact(once) == once
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    prefix=st.text(alphabet=string.ascii_letters + " \n.,:;()", max_size=80),
+    suffix=st.text(alphabet=string.ascii_letters + " \n.,:;()", max_size=80),
+    name=st.sampled_from(sorted(CANARIES)),
+)
+def test_canary_never_survives_any_surrounding_text(prefix: str, suffix: str, name: str) -> None:
+    text, secret = CANARIES[name]
+    assert secret not in redact(f"{prefix} {text} {suffix}")
+
+
+def test_markers_are_never_nested() -> None:
+    token = "ghp" + "_" + BODY + "abcdEFGH"
+    assert redact(f"https://{token}@github.com/x") == "https://[REDACTED:github-token]@github.com/x"
+    assert redact(f"https://user:{token}@github.com/x") == "https://user:[REDACTED:github-token]@github.com/x"
+    for text, _ in CANARIES.values():
+        assert "[REDACTED:[REDACTED" not in redact(text)

@@ -1,0 +1,204 @@
+"""Each detector on tiny constructed sessions: values, firing and the evidence (message indices)."""
+
+from __future__ import annotations
+
+from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
+from ctxhealth.monitor import Monitor
+from ctxhealth.signals.calls import CallKind, error_signature, is_failure, parse_call
+from ctxhealth.signals.profile import Profile
+
+P = Profile(risk=None)
+
+
+def sys_(text: str = "You are an agent.") -> Message:
+    return Message(Role.SYSTEM, (TextBlock(text),))
+
+
+def user(text: str) -> Message:
+    return Message(Role.USER, (TextBlock(text),))
+
+
+def act(n: int, command: str, text: str = "", fill: int | None = None) -> Message:
+    blocks = ((TextBlock(text),) if text else ()) + (ToolCall(f"c{n}", "bash", {"command": command}),)
+    usage = Usage(input_tokens=fill, output_tokens=10) if fill is not None else None
+    return Message(Role.ASSISTANT, blocks, usage=usage)
+
+
+def res(n: int, text: str = "ok", code: int | None = 0) -> Message:
+    return Message(Role.USER, (ToolResult(f"c{n}", text, is_error=bool(code), exit_code=code),))
+
+
+def run(messages: list[Message], model: str = "claude-sonnet-4") -> Monitor:
+    m = Monitor(model, P)
+    for msg in messages:
+        m.observe(msg)
+    return m
+
+
+def test_parse_call_kinds() -> None:
+    def kinds(cmd: str) -> frozenset[CallKind]:
+        return parse_call(ToolCall("x", "bash", {"command": cmd})).kinds
+
+    assert kinds("cat src/a.py") == {CallKind.READ}
+    assert kinds("nl -ba src/a.py | sed -n '1,20p'") == {CallKind.READ}
+    assert kinds("sed -i 's/a/b/' src/a.py") == {CallKind.EDIT}
+    assert kinds("cat <<'EOF' > t.py\nprint(1)\nEOF") == {CallKind.EDIT}
+    assert kinds("rm t.py") == {CallKind.DELETE}
+    assert CallKind.VERIFY in kinds("cd /repo && python -m pytest tests/test_a.py")
+    assert kinds("grep -rn foo src") == {CallKind.SEARCH}
+    edit = parse_call(ToolCall("x", "Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}))
+    assert edit.edits == ("a.py",) and edit.change == ("x", "y")
+    assert parse_call(ToolCall("x", "Read", {"file_path": "a.py"})).reads == ("a.py",)
+
+
+def test_failure_judgement() -> None:
+    assert is_failure(ToolResult("x", "fine", exit_code=1))
+    assert not is_failure(ToolResult("x", "Traceback (most recent call last)", exit_code=0))
+    assert is_failure(ToolResult("x", "Traceback (most recent call last):\n  ...\nValueError: bad 12"))
+    assert is_failure(ToolResult("x", "whatever", is_error=True))
+    assert not is_failure(ToolResult("x", "all good"))
+    a = error_signature(ToolResult("x", "Traceback\nValueError: bad value 12"))
+    b = error_signature(ToolResult("x", "Traceback\nValueError: bad value 99"))
+    assert a == b == "ValueError: bad value N"
+
+
+def test_failure_rate_consecutive_and_same_tool_with_evidence() -> None:
+    msgs = [sys_(), user("fix the parser")]
+    for n, code in enumerate([0, 1, 1, 1]):
+        msgs += [act(n, f"python run{n}.py"), res(n, f"Error: boom {n}", code)]
+    m = run(msgs)
+    sig = {s.name: s for s in m.failures.signals()}
+    # results sit at indices 3, 5, 7, 9; failures at 5, 7, 9
+    assert sig["failure_rate"].value == 0.75 and sig["failure_rate"].fired
+    assert sig["failure_rate"].evidence == (5, 7, 9)
+    assert sig["consecutive_failures"].value == 3 and sig["consecutive_failures"].fired
+    assert sig["consecutive_failures"].evidence == (5, 7, 9)
+    assert sig["same_tool_failures"].fired and sig["same_tool_failures"].evidence == (5, 7, 9)
+    assert sig["same_mistake"].value == 3 and sig["same_mistake"].evidence == (5, 7, 9)
+
+
+def test_failure_rate_needs_min_calls() -> None:
+    m = run([sys_(), user("go"), act(0, "ls"), res(0, "x", 1), act(1, "ls"), res(1, "x", 1)])
+    assert not m.failures.signals()[0].fired
+
+
+def test_repeated_calls_rereads_and_thrash() -> None:
+    msgs = [
+        sys_(),
+        user("fix a.py"),
+        act(0, "cat a.py"),  # 2
+        res(0),
+        act(1, "cat a.py"),  # 4: repeated call + re-read
+        res(1),
+        act(2, "sed -i 's/foo/bar/' a.py"),  # 6
+        res(2),
+        act(3, "sed -i 's/bar/foo/' a.py"),  # 8: undoes the change
+        res(3),
+        act(4, "cat a.py"),  # 10: read after an edit: not a re-read, but a repeated call
+        res(4),
+    ]
+    m = run(msgs)
+    sig = {s.name: s for s in m.repetition.signals()}
+    assert sig["repeated_calls"].value == 2 and sig["repeated_calls"].evidence == (4, 10)
+    assert sig["rereads"].value == 1 and sig["rereads"].evidence == (4,)
+    assert sig["edit_thrash"].fired and sig["edit_thrash"].evidence == (8,)
+
+
+def test_drift_similarity_and_evidence() -> None:
+    instruction = "Fix the timezone parser so ISO dates with offsets round-trip correctly"
+    on_topic = "The timezone parser drops offsets; I will fix ISO dates so they round-trip."
+    m = run([sys_(), user(instruction), Message(Role.ASSISTANT, (TextBlock(on_topic),))])
+    s = m.drift.signals()[0]
+    assert s.value > 0.5 and not s.fired
+    assert s.evidence == (1, 2)
+    off = "Let me refactor the logging configuration and rename every helper in the utilities module."
+    m.observe(Message(Role.ASSISTANT, (TextBlock(off * 30),)))
+    assert m.drift.similarity < 0.15
+    assert not m.drift.drifting  # only counts above the sweet spot
+
+
+def test_drift_keeps_original_instruction_across_compaction() -> None:
+    from ctxhealth.model import CompactionSummary
+
+    m = run(
+        [
+            sys_(),
+            user("Make the cache eviction deterministic"),
+            Message(Role.USER, (CompactionSummary("This session is being continued: refactor docs"),)),
+            user("continue please"),
+        ]
+    )
+    assert m.drift.instruction == "Make the cache eviction deterministic"
+    assert m.drift.instruction_index == 1
+
+
+def test_drift_window_is_bounded_by_characters() -> None:
+    m = run([sys_(), user("alpha beta gamma")])
+    for i in range(200):
+        m.observe(Message(Role.ASSISTANT, (TextBlock(f"word{i} " * 50),)))
+    assert m.drift._chars <= P.drift_window_chars
+    assert len(m.drift._words) < 400
+
+
+def test_indicators_contradiction_missing_context_over_explanation_stale() -> None:
+    long = "I will now carefully explain again the exact same plan for the parser module in detail."
+    msgs = [
+        sys_(),
+        user("fix it"),
+        Message(Role.ASSISTANT, (TextBlock("Actually, that was wrong. Let me revert my change."),)),  # 2
+        Message(Role.ASSISTANT, (TextBlock("Wait, I made a mistake."),)),  # 3
+        Message(Role.ASSISTANT, (TextBlock("Could you please provide the original file?"),)),  # 4
+        Message(Role.ASSISTANT, (TextBlock(f"{long} {long}"),)),  # 5: repeats itself once
+        Message(Role.ASSISTANT, (TextBlock(f"{long}. {long}"),)),  # 6
+        act(7, "rm old.py"),  # 7
+        res(7),
+        act(9, "cat old.py"),  # 9: reads a deleted path
+        res(9, "cat: old.py: No such file or directory", 1),
+    ]
+    m = run(msgs)
+    sig = {s.name: s for s in m.indicators.signals()}
+    assert sig["contradictions"].fired and sig["contradictions"].evidence == (2, 3)
+    assert sig["missing_context"].fired and sig["missing_context"].evidence == (4,)
+    assert sig["over_explanation"].fired and sig["over_explanation"].evidence == (5, 6)
+    assert sig["stale_references"].fired and sig["stale_references"].evidence == (9,)
+    a = m.last
+    assert a is not None and a.zone.level == a.base_zone.level + 1
+    assert any("zone raised" in r for r in a.reasons)
+
+
+def test_indicator_windows_forget_old_events() -> None:
+    msgs = [sys_(), user("x"), Message(Role.ASSISTANT, (TextBlock("Wait, no."),))]
+    msgs += [Message(Role.ASSISTANT, (TextBlock(f"step {i}"),)) for i in range(P.indicator_window + 1)]
+    m = run(msgs)
+    assert m.indicators.signals()[0].value == 0
+
+
+def test_fidelity_verification_gap() -> None:
+    msgs = [sys_(), user("fix"), act(0, "python -m pytest"), res(0)]
+    for n in range(1, 12):
+        msgs += [act(n, f"cat f{n}.py"), res(n)]
+    m = run(msgs)
+    gap = m.fidelity.signals()[0]
+    assert gap.name == "verification_gap" and gap.fired
+    assert gap.value == 11 and gap.evidence == (2,)
+
+
+def test_pressure_zones_on_one_scale() -> None:
+    # full tier (sonnet): 80K / 120K / 180K; usable window 200K - 13K = 187K
+    m = run([sys_(), user("go"), act(0, "ls", fill=100_000)])
+    assert m.pressure.tier_zone.value == "yellow"
+    assert m.pressure.window_zone.value == "green"
+    assert abs(m.pressure.pressure - 100_000 / 180_000) < 1e-9
+    m.observe(act(1, "ls", fill=170_000))
+    # 170K / 187K = 91% of the usable window: window critical (RED) beats the tier's compact zone
+    assert m.pressure.window_zone.value == "red" and m.pressure.tier_zone.value == "orange"
+    assert m.pressure.zone.value == "red"
+    sig = {s.name: s for s in m.pressure.signals()}
+    assert sig["pressure"].evidence == (3,)
+    assert "180000" in sig["pressure"].detail
+
+
+def test_compact_tier_for_unknown_models() -> None:
+    m = run([sys_(), user("go"), act(0, "ls", fill=35_000)], model="some-unknown-model")
+    assert m.info.tier.value == "compact"
+    assert m.pressure.tier_zone.value == "orange"
