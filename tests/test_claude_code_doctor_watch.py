@@ -124,6 +124,8 @@ def test_watch_follows_a_growing_transcript(tmp_path: Path) -> None:
     assert watch.poll() == 1 and watch.counters.fill == 9005
     frame = render_frame(watch, width=100)
     assert "fill 9,005" in frame and "tool calls   4 (2 failed" in frame and "tool failed: boom" in frame
+    assert watch.assessment is not None and watch.assessment.fill == 9005
+    assert f"assessment: zone {watch.assessment.zone.value}" in frame
 
 
 def test_find_newest_and_watch_cli_once(tmp_path: Path) -> None:

@@ -214,3 +214,34 @@ def test_click_command_is_registered() -> None:
 
     result = CliRunner().invoke(cli, ["hook", "--help"])
     assert result.exit_code == 0 and "PreCompact" in result.output
+
+
+def test_parallel_tool_hooks_lose_no_count(tmp_path: Path) -> None:
+    home, transcript = tmp_path / "home", tmp_path / "t.jsonl"
+    transcript.write_text("")
+    env = {**os.environ, "CTXHEALTH_HOME": str(home)}
+    procs = []
+    for i in range(6):
+        payload = {
+            "hook_event_name": "PostToolUse",
+            "transcript_path": str(transcript),
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"/f{i}.py"},
+            "tool_use_id": f"t{i}",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ctxhealth.cli.hook", "PostToolUse"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(payload).encode())
+        proc.stdin.close()
+        procs.append(proc)
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+        assert proc.stderr is not None and proc.stderr.read() == b""
+    counters = load_counters(str(home), str(transcript))
+    assert counters is not None and counters.tool_calls == 6

@@ -232,3 +232,11 @@ def test_unwritable_home_is_a_ledger_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(LedgerError):
         Ledger.open(blocker / "home")
+
+
+def test_failed_write_leaves_no_open_transaction(tmp_path: Path) -> None:
+    with Ledger.open(tmp_path) as ledger:
+        with pytest.raises(LedgerError):
+            ledger._insert("INSERT INTO decisions (action, recorded_at) VALUES (NULL, 'x')", ())
+        assert ledger.record_error("after", "still writable") >= 1
+        assert ledger.counts()["decisions"] == 0

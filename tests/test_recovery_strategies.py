@@ -195,7 +195,17 @@ def test_resolved_error_is_not_blocking() -> None:
     )
     cp = build_checkpoint(s)
     assert cp.blocking_errors == ()
-    assert cp.errors == ("make: *** [all] Error 2 (resolved)",)
+    assert cp.errors == ("make: *** [all] Error 2 (not blocking)",)
+
+
+def test_old_unresolved_error_is_stale_and_vague_errors_name_their_call() -> None:
+    msgs = [user("Build it"), assistant("", bash("a", "make docs")), results(("a", "Error", True))]
+    for i in range(25):
+        msgs += [assistant("", bash(f"k{i}", f"echo {i}")), results((f"k{i}", "fine", False))]
+    msgs += [assistant("", bash("z", "pytest -q")), results(("z", "Error", True))]
+    cp = build_checkpoint(session(*msgs))
+    assert cp.blocking_errors == ("Bash pytest -q: Error",)
+    assert cp.errors == ("Bash make docs: Error (not blocking)", "Bash pytest -q: Error")
 
 
 # --- truncate ---------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ Canaries are assembled at run time (prefix + body) so no key-shaped literal sits
 
 from __future__ import annotations
 
+import re
 import string
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -133,3 +135,46 @@ def test_markers_are_never_nested() -> None:
     assert redact(f"https://user:{token}@github.com/x") == "https://user:[REDACTED:github-token]@github.com/x"
     for text, _ in CANARIES.values():
         assert "[REDACTED:[REDACTED" not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "password = password",
+        "secret = self.secret",
+        "token = generator.make_token(user)",
+        "passwd = conn_params.get('passwd')",
+        "password = self.cleaned_data['password']",
+        "password = raw_password",
+        'print("password = None\\n")',
+        "password = models.CharField(max_length=100)",
+    ],
+)
+def test_code_that_names_secrets_is_not_redacted(code: str) -> None:
+    assert redact(code) == code
+
+
+def test_quoted_literal_assigned_to_a_secret_name_is_redacted() -> None:
+    assert redact("SECRET_KEY = 'django-insecure-abc'") == "SECRET_KEY = '[REDACTED:secret]'"
+    assert redact('"password": "Tr0ub4dor"') == '"password": "[REDACTED:secret]"'
+
+
+_IDS = re.compile(
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{40}\b|\b[0-9a-f]{64}\b"
+)
+
+
+def test_real_transcripts_keep_their_ids_and_hashes(claude_code_data: Path) -> None:
+    files = sorted(claude_code_data.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    budget, seen = 3_000_000, 0
+    checked = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if seen + len(text) > budget:
+            break
+        seen += len(text)
+        out = redact(text)
+        ids = set(_IDS.findall(text))
+        assert ids <= set(_IDS.findall(out)), path.name
+        checked += len(ids)
+    assert checked > 100  # the sample really holds session ids, message uuids and hashes

@@ -405,3 +405,17 @@ def test_sidechain_rooted_on_a_main_line_is_not_a_broken_link() -> None:
     assert session.warnings == ()
     assert session.assistant_turns == 1
     assert [m.text for m in session.sidechains[0].messages] == ["sub task", "sub done"]
+
+
+def test_late_progress_line_does_not_choose_the_thread() -> None:
+    session = _read(
+        [
+            _user("u1", None, "go"),
+            _assistant("a1", "u1", "m1", [{"type": "text", "text": "one"}]),
+            _user("u2", "a1", "more"),
+            _assistant("a2", "u2", "m2", [{"type": "text", "text": "two"}]),
+            _line("p1", "a1", "progress", data={"type": "hook_progress"}),
+        ]
+    )
+    assert session.warnings == ()
+    assert [m.text for m in session.messages] == ["go", "one", "more", "two"]

@@ -158,3 +158,11 @@ def test_cli_format_override_stdin_and_bad_input() -> None:
     assert strict.exit_code == 3 and "Traceback" not in strict.output
     junk = runner.invoke(cli, ["check", "-"], input=b"\x00\xff garbage \x1f\x8b")
     assert junk.exit_code == 3 and "Traceback" not in junk.output
+
+
+def test_bom_and_crlf_are_tolerated(tmp_path: Path) -> None:
+    odd = tmp_path / "windows.jsonl"
+    odd.write_bytes(b"\xef\xbb\xbf" + EXAMPLE.read_bytes().replace(b"\n", b"\r\n"))
+    session = read_session(odd)
+    assert session.warnings == ()
+    assert session.messages == read_session(EXAMPLE).messages

@@ -249,3 +249,10 @@ def test_snapshot_and_remember(root: Path, tmp_path: Path) -> None:
 def test_checkpoint_of_missing_transcript_is_input_error(root: Path, tmp_path: Path) -> None:
     r = run("checkpoint", str(tmp_path / "nope.jsonl"), "--root", str(root))
     assert r.exit_code == 3 and "Traceback" not in r.output
+
+
+def test_root_that_is_a_file_is_a_clear_environment_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    r = run("state", "ensure", "--root", str(blocker / "root"))
+    assert r.exit_code == 4 and "writable directory" in r.stderr and "Traceback" not in r.output

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxhealth.errors import ConfigError, StateError
 from ctxhealth.model import Format, Message, Role, Session, TextBlock, ToolCall
 from ctxhealth.state.bundle import working_bundle
-from ctxhealth.state.gate import GateRequest, Thresholds, Zone, override, run_gate, zone_for
+from ctxhealth.state.gate import GateRequest, GateZone, Thresholds, override, run_gate, zone_for
 from ctxhealth.state.ledger import Ledger
 from ctxhealth.state.memory import (
     MemoryKind,
@@ -27,7 +29,7 @@ from ctxhealth.state.schema import Artifact, LastAction, Outcome, TaskState
 from ctxhealth.state.startup import ensure, inspect
 from ctxhealth.state.status import Status
 from ctxhealth.state.store import StateStore
-from ctxhealth.state.summary import render_summary
+from ctxhealth.state.summary import render_summary, summary_matches
 
 
 def ticking_clock() -> Callable[[], datetime]:
@@ -139,14 +141,14 @@ def test_legacy_or_foreign_state_needs_archive(store: StateStore, name: str, con
 def test_zones_and_threshold_validation() -> None:
     t = Thresholds()
     assert [zone_for(p, t) for p in (None, 0.1, 0.55, 0.7, 0.85, 1.2)] == [
-        Zone.UNKNOWN,
-        Zone.NORMAL,
-        Zone.WARNING,
-        Zone.COMPRESS,
-        Zone.CRITICAL,
-        Zone.CRITICAL,
+        GateZone.UNKNOWN,
+        GateZone.NORMAL,
+        GateZone.WARNING,
+        GateZone.COMPRESS,
+        GateZone.CRITICAL,
+        GateZone.CRITICAL,
     ]
-    assert zone_for(0.6, Thresholds(0.3, 0.5, 0.6)) is Zone.CRITICAL
+    assert zone_for(0.6, Thresholds(0.3, 0.5, 0.6)) is GateZone.CRITICAL
     with pytest.raises(ConfigError):
         Thresholds(0.7, 0.6, 0.9)
     with pytest.raises(ConfigError):
@@ -156,7 +158,7 @@ def test_zones_and_threshold_validation() -> None:
 def test_low_pressure_continues_without_writes(store: StateStore) -> None:
     ensure(store)
     result = run_gate(store, GateRequest(pressure=0.2, turn=2))
-    assert result.status is Status.OK and result.zone is Zone.NORMAL
+    assert result.status is Status.OK and result.zone is GateZone.NORMAL
     assert result.checkpoint is None and result.summary is None
 
 
@@ -297,3 +299,68 @@ def test_pre_compaction_snapshot(store: StateStore) -> None:
     path = write_snapshot(store, snap)
     assert orjson.loads(path.read_bytes())["edit_count"] == 2
     assert (store.snapshots_dir / "latest-pre-compaction.json").read_bytes() == path.read_bytes()
+
+
+def test_thresholds_from_a_signals_profile() -> None:
+    from ctxhealth.signals.profile import Profile
+
+    assert Thresholds.from_profile(Profile()) == Thresholds()
+    custom = Profile(pressure_warning=0.5, pressure_compress=0.6, pressure_critical=0.7)
+    assert zone_for(0.72, Thresholds.from_profile(custom)) is GateZone.CRITICAL
+
+
+_op = st.one_of(
+    st.tuples(
+        st.just("gate"),
+        st.one_of(st.none(), st.floats(min_value=0.0, max_value=1.2, allow_nan=False)),
+        st.booleans(),
+        st.booleans(),
+        st.sampled_from([None, "work", "DONE"]),
+    ),
+    st.tuples(st.just("override"), st.integers(1, 3)),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=st.lists(_op, min_size=1, max_size=12))
+def test_gate_invariants(tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[object, ...]]) -> None:
+    store = StateStore(tmp_path_factory.mktemp("gate") / "root", clock=ticking_clock())
+    ensure(store)
+    halted, allowance, done = False, 0, False
+    for op in ops:
+        if op[0] == "override":
+            allowance = int(op[1])  # type: ignore[call-overload]
+            override(store, allow=allowance)
+            halted = False
+            continue
+        _, pressure, changed, phase, next_action = op
+        update = None if next_action is None else {"next_action": next_action}
+        request = GateRequest(
+            pressure=pressure,  # type: ignore[arg-type]
+            action_changed_state=bool(changed),
+            phase_or_goal_changed=bool(phase),
+            update=update,
+        )
+        result = run_gate(store, request)
+        if halted:
+            assert result.status is Status.HALT_CONTEXT_LIMIT  # refused until an override
+        elif done or next_action == "DONE":
+            assert result.status is Status.COMPLETE
+            done = next_action != "work"
+        else:
+            critical = pressure is None and result.turn is not None and result.turn > 1
+            critical = critical or (pressure is not None and float(pressure) >= 0.85)  # type: ignore[arg-type]
+            if critical and allowance == 0:
+                assert result.status is Status.HALT_CONTEXT_LIMIT
+                assert result.checkpoint is not None and result.summary is not None
+                halted = True
+            else:
+                assert result.status is Status.OK
+                if critical:
+                    assert result.override_used
+                    allowance -= 1
+        state = store.read_state()  # always loadable
+        assert state is not None
+        if result.summary is not None:
+            assert summary_matches(store.read_summary() or "", state)
+        assert inspect(store).status in (Status.OK, Status.HALT_CONTEXT_LIMIT, Status.COMPLETE)

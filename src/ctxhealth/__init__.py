@@ -40,6 +40,21 @@ _EXPORTS: dict[str, str] = {
     "Monitor": "ctxhealth.monitor",
     "Profile": "ctxhealth.signals.profile",
     "Zone": "ctxhealth.signals.pressure",
+    "Checkpoint": "ctxhealth.recovery.checkpoint",
+    "RecoveryReport": "ctxhealth.recovery.report",
+    "build_checkpoint": "ctxhealth.recovery.checkpoint",
+    "clear_tool_results": "ctxhealth.recovery.clear",
+    "compress_history": "ctxhealth.recovery.compress",
+    "reanchor": "ctxhealth.recovery.reanchor",
+    "restart": "ctxhealth.recovery.restart",
+    "to_anthropic_request": "ctxhealth.sources.writers",
+    "to_openai_messages": "ctxhealth.sources.writers",
+    "truncate": "ctxhealth.recovery.truncate",
+    "Ledger": "ctxhealth.state.ledger",
+    "StateStore": "ctxhealth.state.store",
+    "TaskState": "ctxhealth.state.schema",
+    "redact": "ctxhealth.redact",
+    "run_gate": "ctxhealth.state.gate",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -16,7 +16,7 @@ history compression, tool-result clearing), which drives the circuit breaker and
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,7 +56,8 @@ class Assessment:
 
     ``turn`` counts assistant responses so far; ``index`` is the message's position; ``zone``
     includes the early-warning raise (``base_zone`` is before it); ``signals`` maps each signal's
-    name to its reading with evidence (message indices); ``features`` are the risk model's inputs.
+    name to its reading with evidence (message indices), built on first access; ``features`` are the
+    risk model's inputs (only those the model uses; ``Monitor.features()`` gives them all).
     """
 
     turn: int
@@ -260,8 +261,11 @@ class Monitor:
         names = self._indicators_fired()
         base_zone = tracker.zone
         zone = base_zone.raised() if len(names) >= p.indicators_to_raise_zone else base_zone
-        features = self.features()
-        risk = p.risk.score(features) if p.risk is not None else None
+        if p.risk is not None:
+            features = self.features(p.risk.features)
+            risk: float | None = p.risk.score(features)
+        else:
+            features, risk = {}, None
         failures = self.failures
         snapshot = Snapshot(
             zone=zone,
@@ -300,36 +304,13 @@ class Monitor:
             features=features,
         )
 
-    def features(self) -> dict[str, float]:
-        """The risk model's inputs, normalised per turn where a count would just measure length."""
-        turns = max(1, self.turn)
-        rep = self.repetition
-        fid = self.fidelity
-        fail = self.failures
-        ind = self.indicators
-        out_tokens = self.output_tokens
-        return {
-            "turns": float(self.turn),
-            "peak_fill": float(self.pressure.peak),
-            "fill": float(self.pressure.fill),
-            "fill_growth": (self.pressure.fill - self.pressure.first_fill) / turns / 1000.0,
-            "output_tokens": float(out_tokens),
-            "output_per_turn": out_tokens / turns,
-            "failure_rate": fail.total_failures / fail.total_calls if fail.total_calls else 0.0,
-            "max_consecutive_failures": float(fail.max_streak),
-            "repeated_calls": rep.repeats.total / turns,
-            "rereads": rep.rereads.total / turns,
-            "edits": float(rep.total_edits),
-            "files_edited": float(len(rep.files_edited)),
-            "edit_thrash": rep.thrash.total / turns,
-            "verify_share": fid.verifications / turns,
-            "since_verification": fid.turns_since_verification / turns,
-            "drift": 1.0 - self.drift.similarity,
-            "contradictions": ind.contradictions.total / turns,
-            "over_explanation": ind.repeated_sentences / turns,
-            "assistant_chars": ind.assistant_chars / turns,
-            "pressure": self.pressure.pressure,
-        }
+    def features(self, names: Iterable[str] | None = None) -> dict[str, float]:
+        """The risk model's inputs (``names`` only, when given), normalised per turn where a count
+        would just measure length."""
+        if names is not None:
+            table = _FEATURES
+            return {n: table[n](self) for n in names if n in table}
+        return {n: f(self) for n, f in _FEATURES.items()}
 
     # ------------------------------------------------------------------ recovery bookkeeping
 
@@ -376,6 +357,37 @@ class Monitor:
         if last is None:
             return self._assess(max(self.index, 0), self.fill)
         return last
+
+
+def _turns(m: Monitor) -> int:
+    return m.turn if m.turn > 0 else 1
+
+
+_FEATURES: dict[str, Callable[[Monitor], float]] = {
+    "turns": lambda m: float(m.turn),
+    "peak_fill": lambda m: float(m.pressure.peak),
+    "fill": lambda m: float(m.pressure.fill),
+    "fill_growth": lambda m: (m.pressure.fill - m.pressure.first_fill) / _turns(m) / 1000.0,
+    "output_tokens": lambda m: float(m.output_tokens),
+    "output_per_turn": lambda m: m.output_tokens / _turns(m),
+    "failure_rate": lambda m: (
+        m.failures.total_failures / m.failures.total_calls if m.failures.total_calls else 0.0
+    ),
+    "max_consecutive_failures": lambda m: float(m.failures.max_streak),
+    "repeated_calls": lambda m: m.repetition.repeats.total / _turns(m),
+    "rereads": lambda m: m.repetition.rereads.total / _turns(m),
+    "edits": lambda m: float(m.repetition.total_edits),
+    "files_edited": lambda m: float(len(m.repetition.files_edited)),
+    "edit_thrash": lambda m: m.repetition.thrash.total / _turns(m),
+    "verify_share": lambda m: m.fidelity.verifications / _turns(m),
+    "since_verification": lambda m: m.fidelity.turns_since_verification / _turns(m),
+    "drift": lambda m: 1.0 - m.drift.similarity,
+    "contradictions": lambda m: m.indicators.contradictions.total / _turns(m),
+    "over_explanation": lambda m: m.indicators.repeated_sentences / _turns(m),
+    "assistant_chars": lambda m: m.indicators.assistant_chars / _turns(m),
+    "pressure": lambda m: m.pressure.pressure,
+}
+"""Every risk feature by name, each a function of the monitor's current state (O(1))."""
 
 
 def cut_index(session: Session, upto: float | None) -> int:

@@ -577,9 +577,9 @@ def run_features(
     cuts = {p: cut_index(session, p) for p in points}
     out: dict[float, dict[str, float]] = {}
     pending = sorted(points, key=lambda p: cuts[p])
-    for n, assessment in enumerate(monitor.iter_session(session), start=1):
+    for n, _ in enumerate(monitor.iter_session(session), start=1):
         while pending and cuts[pending[0]] <= n:
-            out[pending.pop(0)] = dict(assessment.features)
+            out[pending.pop(0)] = monitor.features()
     for p in pending:
         out[p] = monitor.features()
     return out

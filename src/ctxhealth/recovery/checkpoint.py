@@ -28,7 +28,7 @@ CHECKPOINT_FOOTER = "[END CHECKPOINT]"
 CONTINUE_DIRECTIVE = "Continue from where you left off. Do not repeat completed work."
 MAX_BLOCKING_ERRORS = 3
 MAX_ERRORS = 5
-RESOLVED_MARK = " (resolved)"
+RESOLVED_MARK = " (not blocking)"
 MAX_IDENTIFIERS = 12
 
 
@@ -46,7 +46,7 @@ class Checkpoint:
     requests: tuple[str, ...]
     constraints: tuple[str, ...]
     decisions: tuple[Decision, ...]
-    errors: tuple[str, ...]  # latest distinct errors; resolved ones end with RESOLVED_MARK
+    errors: tuple[str, ...]  # latest distinct errors; all but the blocking ones end with RESOLVED_MARK
     files: tuple[str, ...]
     uncommitted: str
     identifiers: tuple[str, ...]
@@ -84,18 +84,20 @@ class _Limits:
 
 
 # One field at a time, in the order they give way when the budget is tight: the spec's verbose
-# fields (findings, last progress) first, then what can be re-read from disk; must-keep fields
-# (constraints, blocking errors, ids, current goal) are not in the list.
+# fields (findings, last progress) first, then resolved errors and older decisions, then what can
+# be re-read from disk; must-keep fields (constraints, blocking errors, ids, current goal) are not
+# in the list ("errors" limits the latest distinct errors, never below the latest one, as the
+# design asks; blocking errors always stay on top of that).
 _REDUCTIONS: tuple[tuple[str, int], ...] = (
     ("finding_chars", 120), ("findings", 3), ("progress_chars", 300), ("findings", 2),
     ("finding_chars", 80), ("progress_chars", 200), ("completed", 3), ("findings", 1),
     ("progress_chars", 150), ("tools", 6), ("completed", 2), ("findings", 0), ("progress_chars", 100),
     ("decision_chars", 120), ("decisions", 4), ("completed", 0), ("progress_chars", 0), ("tools", 3),
-    ("decisions", 3), ("request_chars", 120), ("decisions", 2), ("item_chars", 120),
-    ("task_chars", 200), ("requests", 8), ("remaining", 5), ("decisions", 1), ("requests", 6),
-    ("files", 10), ("remaining", 4), ("requests", 4), ("task_chars", 150), ("files", 8),
-    ("errors", MAX_BLOCKING_ERRORS), ("request_chars", 80), ("remaining", 3), ("requests", 3),
-    ("files", 6), ("item_chars", 100), ("requests", 2), ("remaining", 2), ("requests", 1),
+    ("errors", 4), ("decisions", 3), ("request_chars", 120), ("errors", 3), ("decisions", 2),
+    ("item_chars", 120), ("task_chars", 200), ("requests", 8), ("remaining", 5), ("errors", 2),
+    ("decisions", 1), ("requests", 6), ("files", 10), ("remaining", 4), ("errors", 1), ("requests", 4),
+    ("task_chars", 150), ("files", 8), ("request_chars", 80), ("remaining", 3),
+    ("requests", 3), ("files", 6), ("item_chars", 100), ("requests", 2), ("remaining", 2), ("requests", 1),
     ("files", 4), ("requests", 0), ("decisions", 0), ("remaining", 1), ("files", 3), ("task_chars", 100),
 )  # fmt: skip
 
@@ -140,16 +142,16 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
         for r in (later_requests[-limits.requests :] if limits.requests else [])
     )
     # The latest distinct errors; blocking ones always stay, resolved ones while there is room.
-    latest: dict[str, bool] = {}
+    latest: dict[str, None] = {}
     for e in d.errors:
-        latest.pop(e.signature, None)
-        latest[e.signature] = e.resolved
-    blocking_sigs = [sig for sig, resolved in latest.items() if not resolved][-MAX_BLOCKING_ERRORS:]
-    recent = list(latest)[-limits.errors :] if limits.errors else []
+        latest.pop(e.label, None)
+        latest[e.label] = None
+    blocking = {e.label for e in d.blocking_errors[-MAX_BLOCKING_ERRORS:]}
+    recent = set(list(latest)[-max(1, limits.errors) :]) if latest else set()
     errors = tuple(
-        _clip(sig, limits.item_chars) + ("" if sig in blocking_sigs else RESOLVED_MARK)
-        for sig in latest
-        if sig in blocking_sigs or sig in recent
+        _clip(label, limits.item_chars) + ("" if label in blocking else RESOLVED_MARK)
+        for label in latest
+        if label in blocking or label in recent
     )
     return Checkpoint(
         task=_clip(d.instruction, limits.task_chars),

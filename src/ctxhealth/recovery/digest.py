@@ -142,12 +142,21 @@ _ERROR_LINE = re.compile(
     re.I,
 )
 ERROR_TAIL_LINES = 50
+BLOCKING_WINDOW = 20
 _STACK_START = re.compile(r"^(Traceback \(most recent call last\)|\s+at \S+\(|\s*File \".+\", line \d+)")
 
 
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
 def error_signature(text: str) -> str:
-    """The line that names an error (first matching line), whitespace collapsed, ≤ 160 chars."""
+    """The line that names an error, whitespace collapsed, ≤ 160 chars: for a Python traceback
+    its final exception line, otherwise the first line that looks like an error."""
     lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    if "Traceback (most recent call last)" in text:
+        for line in reversed(lines):
+            if _EXCEPTION_LINE.match(line):
+                return line[:160]
     for line in lines:
         if _ERROR_LINE.search(line) and not line.lower().startswith("<tool_use_error>"):
             return line[:160]
@@ -258,6 +267,14 @@ class ErrorEvent:
     signature: str
     text: str
     resolved: bool
+    position: int = 0  # among all tool results of the session
+
+    @property
+    def label(self) -> str:
+        """The signature, prefixed by the tool and its target when the signature alone is vague."""
+        if len(self.signature.split()) >= 4 or not (self.tool or self.target):
+            return self.signature
+        return f"{self.tool} {self.target}".strip() + f": {self.signature}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +294,7 @@ class Digest:
     files_since_commit: tuple[str, ...]
     commit_seen: bool
     errors: tuple[ErrorEvent, ...]  # every failing result, in order
+    tool_result_count: int
     decisions: tuple[Decision, ...]
     steps: tuple[Step, ...]  # from the latest todo / plan call
     next_steps: tuple[str, ...]  # from assistant text, when no todo list exists
@@ -284,7 +302,10 @@ class Digest:
 
     @property
     def blocking_errors(self) -> tuple[ErrorEvent, ...]:
-        return tuple(e for e in self.errors if not e.resolved)
+        """Errors no later retry of the same tool and target fixed, among the last
+        ``BLOCKING_WINDOW`` tool results (older failures are stale, not blocking)."""
+        first = self.tool_result_count - BLOCKING_WINDOW
+        return tuple(e for e in self.errors if not e.resolved and e.position >= first)
 
     @property
     def completed(self) -> tuple[str, ...]:
@@ -411,7 +432,7 @@ def digest(session: Session) -> Digest:
             ):
                 resolved = True
                 break
-        errors.append(ErrorEvent(i, name, target, error_signature(r.text), r.text, resolved))
+        errors.append(ErrorEvent(i, name, target, error_signature(r.text), r.text, resolved, pos))
 
     findings = tuple(
         (calls_by_id[r.tool_call_id].name if r.tool_call_id in calls_by_id else "tool", r.text)
@@ -447,6 +468,7 @@ def digest(session: Session) -> Digest:
         files_since_commit=_dedupe_last(_unify_paths(files_since_commit)),
         commit_seen=commit_seen,
         errors=tuple(errors),
+        tool_result_count=len(results),
         decisions=tuple({d.text: d for d in decisions}.values()),
         steps=steps,
         next_steps=_dedupe_last(next_steps),

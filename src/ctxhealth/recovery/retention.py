@@ -8,7 +8,8 @@ kind       what                                                         matched 
 instruction first sentence of every user request                        sentence rule
 constraint  user sentences with must / never / only / instead / ...     sentence rule
 file        files edited or created (edit tools, patches, ``sed -i``)   identifier rule
-error       signature lines of the latest 5 distinct failing results    sentence rule
+error       the latest 5 distinct error labels (signature line, with    sentence rule
+            tool and target when it is shorter than 4 words)
 decision    the latest 5 agent sentences stating a decision / reason    sentence rule
 next_step   open todo / plan items (else "next ..." sentences)          sentence rule
 identifier  branches, commits, versions, tickets, UUIDs, URLs           identifier rule
@@ -224,8 +225,13 @@ def facts_from_digest(d: Digest) -> tuple[Fact, ...]:
         facts.append(Fact(FactKind.INSTRUCTION, first[0] if first else " ".join(r.split())[:240]))
     facts += [Fact(FactKind.CONSTRAINT, c) for c in d.constraints]
     facts += [Fact(FactKind.FILE, f) for f in d.files_edited]
-    signatures = list(dict.fromkeys(e.signature for e in d.errors if e.signature))
-    facts += [Fact(FactKind.ERROR, s) for s in signatures[-LATEST_ERRORS:]]
+    labels: dict[str, None] = {}
+    for e in d.errors:
+        labels.pop(e.label, None)
+        labels[e.label] = None
+    # A one-word label ("Error") says nothing an audit could check.
+    recent = [label for label in labels if len(label.split()) >= 2][-LATEST_ERRORS:]
+    facts += [Fact(FactKind.ERROR, label) for label in recent]
     facts += [Fact(FactKind.DECISION, x.text) for x in d.decisions[-LATEST_DECISIONS:]]
     facts += [Fact(FactKind.NEXT_STEP, s) for s in d.remaining]
     facts += [Fact(FactKind.IDENTIFIER, i) for i in d.identifiers]

@@ -163,11 +163,15 @@ class TurnWindow:
         if len(self._items) > self.limit:
             self._items.popleft()
 
-    def prune(self, turn: int) -> None:
+    def prune(self, turn: int) -> bool:
+        """Drop occurrences older than the window; True when something was dropped."""
         items = self._items
         oldest = turn - self.size
+        if not items or items[0][0] > oldest:
+            return False
         while items and items[0][0] <= oldest:
             items.popleft()
+        return True
 
     def clear(self) -> None:
         self._items.clear()

@@ -14,6 +14,8 @@ from ctxhealth.signals.base import BoundedDict
 from ctxhealth.signals.calls import CallInfo, error_signature, is_failure, parse_call
 
 PENDING_LIMIT = 256
+PARSE_CACHE_LIMIT = 64
+"""Agents repeat commands: the last few parsed shell commands are remembered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +60,26 @@ class EventBuilder:
 
     def __init__(self) -> None:
         self._pending: BoundedDict[str, tuple[CallInfo, int]] = BoundedDict(PENDING_LIMIT)
+        self._parsed: BoundedDict[tuple[str, str], CallInfo] = BoundedDict(PARSE_CACHE_LIMIT)
+
+    def _parse(self, block: ToolCall) -> CallInfo:
+        value = block.input
+        raw = value.get("command") if isinstance(value, dict) else None
+        if not isinstance(raw, str):
+            return parse_call(block)
+        key = (block.name, raw)
+        info = self._parsed.get(key)
+        if info is None:
+            info = parse_call(block)
+            self._parsed.put(key, info)
+        return info
 
     def build(self, index: int, message: Message, turn: int, fill: int) -> Event:
         calls: list[CallInfo] = []
         results: list[ResultInfo] = []
         for block in message.blocks:
             if isinstance(block, ToolCall):
-                info = parse_call(block)
+                info = self._parse(block)
                 calls.append(info)
                 self._pending.put(block.id, (info, index))
             elif isinstance(block, ToolResult):

@@ -17,7 +17,7 @@ from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, recent
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
-SIGNATURE_LIMIT = 256
+SIGNATURE_LIMIT = 64
 
 
 class FailureDetector(CachedDetector):
@@ -113,45 +113,24 @@ class FailureDetector(CachedDetector):
         return len(self.worst_mistake[1])
 
     def _take(self) -> tuple[Any, ...]:
-        failed_idx = recent([i for _, f, i in self.window if f])
-        tool, count = ("", 0)
-        if self.tool_failures:
-            tool, count = max(self.tool_failures.items(), key=lambda kv: (kv[1], kv[0]))
-        tool_idx = recent([i for t, f, i in self.window if f and t == tool])
         sig, seen = self.worst_mistake
-        mistake_idx = [i for _, i in seen]
-        return (
-            self.rate,
-            self.spiral,
-            self.window_failures,
-            len(self.window),
-            failed_idx,
-            self.streak_len,
-            recent(list(self.streak)),
-            tool,
-            count,
-            tool_idx,
-            sig,
-            recent(mistake_idx),
-            len(mistake_idx),
-        )
+        return (self.spiral, tuple(self.window), self.streak_len, tuple(self.streak), sig, tuple(seen))
 
     def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
-        (
-            rate,
-            spiral,
-            failures,
-            calls,
-            failed_idx,
-            streak,
-            streak_idx,
-            tool,
-            count,
-            tool_idx,
-            sig,
-            m_idx,
-            m_n,
-        ) = snap
+        spiral, window, streak, streak_list, sig, seen = snap
+        calls = len(window)
+        failed_idx = recent([i for _, f, i in window if f])
+        failures = sum(1 for _, f, _ in window if f)
+        rate = failures / calls if calls else 0.0
+        per_tool: dict[str, int] = {}
+        for t, f, _ in window:
+            if f:
+                per_tool[t] = per_tool.get(t, 0) + 1
+        tool, count = max(per_tool.items(), key=lambda kv: (kv[1], kv[0])) if per_tool else ("", 0)
+        tool_idx = recent([i for t, f, i in window if f and t == tool])
+        streak_idx = recent(list(streak_list))
+        m_idx = recent([i for _, i in seen])
+        m_n = len(seen)
         p = self.profile
         return (
             Signal(

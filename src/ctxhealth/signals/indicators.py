@@ -37,7 +37,7 @@ _MISSING = re.compile(
     re.I,
 )
 _SENTENCE = re.compile(r"[^.!?\n]{40,}")
-SENTENCE_LIMIT = 2048
+SENTENCE_LIMIT = 512
 TEXT_LIMIT = 4000
 
 
@@ -50,9 +50,10 @@ class IndicatorDetector(CachedDetector):
         self.over_explained = TurnWindow(w)
         self.stale = TurnWindow(w)
         self.sentences: BoundedDict[int, int] = BoundedDict(SENTENCE_LIMIT)
-        self.deleted: BoundedDict[str, int] = BoundedDict(512)
+        self.deleted: BoundedDict[str, int] = BoundedDict(128)
         self.repeated_sentences = 0
         self.assistant_chars = 0
+        self._turn = 0
 
     def update(self, event: Event) -> None:
         turn = event.turn
@@ -71,10 +72,10 @@ class IndicatorDetector(CachedDetector):
                 self.deleted.pop(path, None)
             for path in call.deletes:
                 self.deleted.put(path, event.index)
-        for window in (self.contradictions, self.missing, self.over_explained, self.stale):
-            before = len(window)
-            window.prune(turn)
-            changed = changed or len(window) != before
+        if turn != self._turn:
+            self._turn = turn
+            for window in (self.contradictions, self.missing, self.over_explained, self.stale):
+                changed = window.prune(turn) or changed
         if changed:
             self._snap = None
 

@@ -14,7 +14,7 @@ from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWind
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
-KEY_LIMIT = 512
+KEY_LIMIT = 128
 
 
 class RepetitionDetector(CachedDetector):
@@ -29,10 +29,14 @@ class RepetitionDetector(CachedDetector):
         self.rereads = TurnWindow(w)
         self.thrash = TurnWindow(w)
         self.total_edits = 0
+        self._turn = 0
         self.files_edited: BoundedDict[str, None] = BoundedDict(KEY_LIMIT)
 
     def update(self, event: Event) -> None:
         turn = event.turn
+        if not event.calls and turn == self._turn:
+            return
+        self._turn = turn
         if event.calls:
             for call in event.calls:
                 key = hash(call.key)
@@ -46,11 +50,8 @@ class RepetitionDetector(CachedDetector):
                 for path in call.edits:
                     self._edit(path, call.change, turn, event.index)
             self._snap = None
-        for window in (self.repeats, self.rereads, self.thrash):
-            before = len(window)
-            window.prune(turn)
-            if len(window) != before:
-                self._snap = None
+        if self.repeats.prune(turn) | self.rereads.prune(turn) | self.thrash.prune(turn):
+            self._snap = None
 
     def _edit(self, path: str, change: tuple[str, str] | None, turn: int, index: int) -> None:
         self.total_edits += 1

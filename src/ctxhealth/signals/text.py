@@ -153,7 +153,7 @@ _SUFFIXES = (
 )
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def stem(word: str) -> str:
     """A light suffix stripper: enough to match "tests"/"testing"/"tested" with "test"."""
     w = word.lower()

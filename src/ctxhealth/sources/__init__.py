@@ -7,6 +7,15 @@ Public entry points (implemented in ``ctxhealth.sources.reader``):
   from content unless ``format`` is given. Lenient: problems become ``Session.warnings``.
 * ``read_session(path, *, format=None, strict=False) -> Session`` — exactly one session.
 * ``detect_format(head: bytes, name: str) -> Format | None``.
+
+An explicit file that is empty raises ``TranscriptError``; an unrecognised one
+``UnknownFormatError`` (both exit 3, with a hint). Inside a directory such files are skipped.
+
+One module per format (``claude_code``, ``codex``, ``mini_swe_agent``, ``openai_chat``,
+``anthropic_messages``), each with ``detect(head) -> bool`` and ``parse(data, path) -> Session``;
+``reader`` registers them; ``lines`` holds the shared JSON / line / warning helpers;
+``claude_code.ClaudeCodeTail`` parses a growing Claude Code transcript incrementally (hooks);
+``writers`` turns sessions back into provider message lists.
 """
 
 from __future__ import annotations

@@ -103,7 +103,6 @@ class _Node:
     uuid: str | None
     parent: str | None
     sidechain: bool
-    order: int = 0
 
 
 @dataclass(slots=True)
@@ -171,6 +170,11 @@ def _is_boundary(node: _Node) -> bool:
     return node.kind == "system" and node.obj.get("subtype") == "compact_boundary"
 
 
+def _is_thread_node(node: _Node) -> bool:
+    """A line that can end or bridge the conversation thread (not progress / attachments)."""
+    return node.uuid is not None and node.kind in ("user", "assistant", "system")
+
+
 def _is_message(node: _Node) -> bool:
     return node.kind in ("user", "assistant") and get_dict(node.obj, "message") is not None
 
@@ -193,18 +197,19 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
         i = position[id(n)] - 1
         while i >= 0:
             candidate = nodes[i]
-            if candidate.uuid is not None:
+            if _is_thread_node(candidate):
                 return candidate
             i -= 1
         return None
 
     chain: list[_Node] = []
     seen: set[int] = set()
-    cur: _Node | None = None
-    for n in reversed(nodes):
-        if n.uuid is not None:
-            cur = n
-            break
+    cur: _Node | None
+    # The leaf is the last conversation line: progress / attachment lines can hang off older
+    # lines and are written late, so they must not choose the thread.
+    cur = next((n for n in reversed(nodes) if _is_thread_node(n)), None)
+    if cur is None:
+        cur = next((n for n in reversed(nodes) if n.uuid is not None), None)
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
         chain.append(cur)
@@ -229,12 +234,15 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
     chain.reverse()
     on_chain = {id(n) for n in chain}
     dropped = [n for n in nodes if id(n) not in on_chain and _is_message(n)]
-    if dropped:
+    unlinked = [n for n in dropped if n.uuid is None]
+    branched = [n for n in dropped if n.uuid is not None]
+    if branched:
         sink.add(
-            dropped[0].line,
-            f"{len(dropped)} lines not on the {label} (abandoned branches after a rewind) were dropped",
+            branched[0].line,
+            f"{len(branched)} lines not on the {label} (abandoned branches after a rewind) were dropped",
         )
-    # Nodes without a uuid cannot be linked; keep message lines among them in file order.
+    if unlinked:
+        sink.add(unlinked[0].line, f"{len(unlinked)} message lines without a uuid cannot be placed; dropped")
     return chain
 
 
@@ -389,7 +397,6 @@ def _read_nodes(data: bytes, sink: WarningSink) -> list[_Node]:
     for line, raw in split_lines(data):
         node = _node(line, raw, sink)
         if node is not None:
-            node.order = len(nodes)
             nodes.append(node)
     return nodes
 

@@ -37,6 +37,7 @@ from ctxhealth.sources import (
 HEAD_BYTES = 64 * 1024
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
 _TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
 _FORMAT_NAMES = ", ".join(f.value for f in Format)
 
@@ -70,7 +71,7 @@ def detect_format(head: bytes, name: str = "") -> Format | None:
     ``head`` should be the first few KB of the (decompressed) content; a cut-off last line
     is fine. ``name`` is accepted for error messages and future tie-breaking only.
     """
-    head = head.lstrip(b"\xef\xbb\xbf")
+    head = head.removeprefix(_BOM)
     if not head.strip():
         return None
     for spec in READERS:
@@ -132,6 +133,7 @@ def _read_bytes(path: Path) -> bytes:
 def read_data(data: bytes, name: str, *, format: Format | None = None, strict: bool = False) -> Session:
     """Read one transcript held in memory (already read from disk, a pipe or a socket)."""
     content, warning = _decompress(data, name)
+    content = content.removeprefix(_BOM)
     if not content.strip():
         raise TranscriptError("transcript is empty", hint="pass a file an agent has written to", path=name)
     spec = _BY_FORMAT[format] if format is not None else None

@@ -16,7 +16,6 @@ from typing import Any
 
 import orjson
 
-from ctxhealth.atomic import write_atomic
 from ctxhealth.model import (
     Block,
     CompactionSummary,
@@ -134,10 +133,10 @@ def write_transcript_checkpoint(
     json_path = store.unique_path(store.checkpoints_dir, label, ".json")
     markdown_path = json_path.with_suffix(".md")
     data = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
-    write_atomic(json_path, data)
-    write_atomic(markdown_path, markdown)
-    write_atomic(store.checkpoints_dir / "latest-checkpoint.json", data)
-    write_atomic(store.checkpoints_dir / "latest-checkpoint.md", markdown)
+    store.write_file(json_path, data)
+    store.write_file(markdown_path, markdown)
+    store.write_file(store.checkpoints_dir / "latest-checkpoint.json", data)
+    store.write_file(store.checkpoints_dir / "latest-checkpoint.md", markdown)
     ledger_id = None
     if ledger is not None:
         ledger_id = ledger.record_checkpoint(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxhealth.errors import ConfigError
+from ctxhealth.signals.profile import Profile
 from ctxhealth.state.ledger import Ledger
 from ctxhealth.state.schema import TaskState, merge_update
 from ctxhealth.state.startup import inspect
@@ -28,10 +29,12 @@ from ctxhealth.state.status import Status
 from ctxhealth.state.store import Control, HaltRecord, StateStore
 from ctxhealth.state.summary import summary_matches
 
-__all__ = ["GateRequest", "GateResult", "Thresholds", "Zone", "override", "run_gate", "zone_for"]
+__all__ = ["GateRequest", "GateResult", "GateZone", "Thresholds", "override", "run_gate", "zone_for"]
 
 
-class Zone(StrEnum):
+class GateZone(StrEnum):
+    """Where a pressure reading falls among the gates (not the signals layer's health ``Zone``)."""
+
     NORMAL = "normal"
     WARNING = "warning"
     COMPRESS = "compress"
@@ -55,17 +58,22 @@ class Thresholds:
                 hint="pass values such as --warning 0.55 --compress 0.70 --critical 0.85",
             )
 
+    @classmethod
+    def from_profile(cls, profile: Profile) -> Thresholds:
+        """The gates of a signals profile (``pressure_warning`` / ``_compress`` / ``_critical``)."""
+        return cls(profile.pressure_warning, profile.pressure_compress, profile.pressure_critical)
 
-def zone_for(pressure: float | None, thresholds: Thresholds) -> Zone:
+
+def zone_for(pressure: float | None, thresholds: Thresholds) -> GateZone:
     if pressure is None:
-        return Zone.UNKNOWN
+        return GateZone.UNKNOWN
     if pressure >= thresholds.critical:
-        return Zone.CRITICAL
+        return GateZone.CRITICAL
     if pressure >= thresholds.compress:
-        return Zone.COMPRESS
+        return GateZone.COMPRESS
     if pressure >= thresholds.warning:
-        return Zone.WARNING
-    return Zone.NORMAL
+        return GateZone.WARNING
+    return GateZone.NORMAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +99,7 @@ class GateRequest:
 @dataclass(frozen=True, slots=True)
 class GateResult:
     status: Status
-    zone: Zone
+    zone: GateZone
     detail: str
     pressure: float | None = None
     turn: int | None = None
@@ -166,17 +174,17 @@ def run_gate(
         )
 
     missing_pressure = request.pressure is None and turn > 1
-    must_halt = zone is Zone.CRITICAL or missing_pressure
-    if zone is Zone.CRITICAL:
+    must_halt = zone is GateZone.CRITICAL or missing_pressure
+    if zone is GateZone.CRITICAL:
         reasons.append(f"pressure {request.pressure:.2f} >= critical {thresholds.critical:.2f}")
     if missing_pressure:
         reasons.append(f"no pressure reported at turn {turn}")
-    if zone is Zone.COMPRESS:
+    if zone is GateZone.COMPRESS:
         reasons.append(f"pressure {request.pressure:.2f} >= compress {thresholds.compress:.2f}")
     if request.action_changed_state:
         reasons.append("action changed state")
     want_checkpoint = (
-        must_halt or zone is Zone.COMPRESS or request.action_changed_state or request.update is not None
+        must_halt or zone is GateZone.COMPRESS or request.action_changed_state or request.update is not None
     )
     stale_summary = not summary_matches(store.read_summary() or "", state)
     if phase_or_goal_changed:
@@ -242,7 +250,7 @@ def _record(
     ledger: Ledger | None,
     request: GateRequest,
     turn: int,
-    zone: Zone,
+    zone: GateZone,
     action: str,
     reason: str,
     checkpoint: Path | None,

@@ -13,6 +13,7 @@ Every text column that can carry transcript text is redacted before it is writte
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -225,11 +226,13 @@ class Ledger:
             ) from exc
         try:
             yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        else:
             self._conn.execute("COMMIT")
+        except BaseException:
+            # Leave no transaction open, whatever failed (the body or the commit itself).
+            if self._conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+            raise
 
     def _insert(self, sql: str, params: tuple[Any, ...]) -> int:
         try:

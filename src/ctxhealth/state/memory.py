@@ -17,7 +17,6 @@ from typing import Any
 
 import orjson
 
-from ctxhealth.atomic import write_atomic
 from ctxhealth.errors import StateError
 from ctxhealth.model import Role, Session, ToolCall
 from ctxhealth.recovery.digest import edited_paths
@@ -137,8 +136,8 @@ def write_snapshot(store: StateStore, snapshot: PreCompactionSnapshot) -> Path:
     store.check_writable()
     data = orjson.dumps(redact_value(snapshot.to_dict()), option=orjson.OPT_INDENT_2) + b"\n"
     path = store.unique_path(store.snapshots_dir, "pre-compaction", ".json")
-    write_atomic(path, data)
-    write_atomic(store.snapshots_dir / LATEST_SNAPSHOT, data)
+    store.write_file(path, data)
+    store.write_file(store.snapshots_dir / LATEST_SNAPSHOT, data)
     return path
 
 
@@ -187,5 +186,5 @@ def append_memory(store: StateStore, kind: MemoryKind, text: str) -> Path:
         current = f"{_TITLES[kind]}\n\n"
     if not current.endswith("\n"):
         current += "\n"
-    write_atomic(path, f"{current}- [{store.now_iso()}] {entry}\n")
+    store.write_file(path, f"{current}- [{store.now_iso()}] {entry}\n")
     return path

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from ctxhealth.atomic import fsync_dir, write_atomic
-from ctxhealth.errors import StateError
+from ctxhealth.errors import EnvironmentProblem, StateError
 from ctxhealth.redact import redact, redact_value
 from ctxhealth.state.schema import (
     SchemaKind,
@@ -240,6 +240,17 @@ class StateStore:
                 path=str(self.root),
             )
 
+    def write_file(self, path: Path, data: bytes | str) -> Path:
+        """Write one file under the root atomically; an OS failure becomes a clear error."""
+        try:
+            return write_atomic(path, data)
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"cannot write {path.name}: {exc.strerror or exc}",
+                hint="check that the state root is a writable directory (--root / CTXHEALTH_ROOT)",
+                path=str(path),
+            ) from exc
+
     # -- task state ------------------------------------------------------------------------
 
     def has_state(self) -> bool:
@@ -268,7 +279,7 @@ class StateStore:
         """Validate, redact and write the task state atomically; return what was written."""
         self.check_writable()
         clean = state_from_dict(redact_value(state_to_dict(state)), path=str(self.state_path))
-        write_atomic(self.state_path, dump_state(clean))
+        self.write_file(self.state_path, dump_state(clean))
         return clean
 
     # -- summaries -------------------------------------------------------------------------
@@ -290,8 +301,8 @@ class StateStore:
         self.check_writable()
         text = redact(render_summary(state))
         copy = self.unique_path(self.summaries_dir, "summary", ".md")
-        write_atomic(copy, text)
-        write_atomic(self.latest_summary_path, text)
+        self.write_file(copy, text)
+        self.write_file(self.latest_summary_path, text)
         return copy
 
     def set_aside_summary(self) -> Path | None:
@@ -299,7 +310,14 @@ class StateStore:
         if not self.latest_summary_path.exists():
             return None
         target = self.unique_path(self.summaries_dir, "conflict", ".md")
-        os.replace(self.latest_summary_path, target)
+        try:
+            os.replace(self.latest_summary_path, target)
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"cannot set the conflicting summary aside: {exc.strerror or exc}",
+                hint="check permissions on the summaries directory",
+                path=str(self.latest_summary_path),
+            ) from exc
         fsync_dir(self.summaries_dir)
         return target
 
@@ -309,7 +327,7 @@ class StateStore:
         """A copy of the task state under ``checkpoints/`` (never overwritten)."""
         self.check_writable()
         path = self.unique_path(self.checkpoints_dir, label, ".json")
-        write_atomic(path, dump_state(state))
+        self.write_file(path, dump_state(state))
         return path
 
     # -- control ---------------------------------------------------------------------------
@@ -328,7 +346,7 @@ class StateStore:
     def write_control(self, control: Control) -> None:
         self.check_writable()
         data = orjson.dumps(redact_value(control.to_dict()), option=orjson.OPT_INDENT_2) + b"\n"
-        write_atomic(self.control_path, data)
+        self.write_file(self.control_path, data)
 
     def clear_halt(self, *, reason: str, allow: int) -> Control:
         """Lift a halt and allow ``allow`` gate passes at critical pressure."""
@@ -361,13 +379,20 @@ class StateStore:
         destination = self.unique_path(self.archive_dir, "archive", "")
         if not present:
             return ArchiveResult(destination, ())
-        destination.mkdir(parents=True, exist_ok=False)
         moved: list[Path] = []
-        for source in present:
-            relative = source.relative_to(self.root)
-            target = destination / str(relative).replace(os.sep, "__")
-            os.replace(source, target)
-            moved.append(target)
+        try:
+            destination.mkdir(parents=True, exist_ok=False)
+            for source in present:
+                relative = source.relative_to(self.root)
+                target = destination / str(relative).replace(os.sep, "__")
+                os.replace(source, target)
+                moved.append(target)
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"cannot archive the state: {exc.strerror or exc} ({len(moved)} file(s) moved so far)",
+                hint="check permissions on the state root, then run `ctxhealth state archive` again",
+                path=str(destination),
+            ) from exc
         fsync_dir(destination)
         fsync_dir(self.root)
         if self.summaries_dir.is_dir():

@@ -31,6 +31,7 @@ from ctxhealth.integrations.claude_code.payloads import (
 from ctxhealth.integrations.claude_code.tailstate import (
     DOOM_LOOP_REPEATS,
     SessionCounters,
+    SessionLock,
     call_signature,
     load_counters,
     save_counters,
@@ -407,8 +408,10 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str) -> str:
             f"unknown hook event {payload.event_name!r}",
             hint="use one of " + ", ".join(e.value for e in _HANDLERS),
         )
-    counters = _load(home, payload)
-    return _HANDLERS[payload.event](home, payload, counters)
+    transcript = os.path.abspath(os.path.expanduser(payload.transcript_path or ""))
+    with SessionLock(home, transcript):
+        counters = _load(home, payload)
+        return _HANDLERS[payload.event](home, payload, counters)
 
 
 def run_hook(event_name: str | None, raw: bytes, *, home: str) -> HookResult:

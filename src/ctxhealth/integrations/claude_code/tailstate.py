@@ -29,6 +29,7 @@ __all__ = [
     "DOOM_LOOP_REPEATS",
     "STATE_VERSION",
     "SessionCounters",
+    "SessionLock",
     "call_signature",
     "load_counters",
     "save_counters",
@@ -263,3 +264,48 @@ def save_counters(home: str, counters: SessionCounters) -> None:
 
     data = json.dumps(counters.to_dict(), ensure_ascii=False, separators=(",", ":"))
     write_atomic(tail_cache_path(home, counters.path), data, mode=0o600)
+
+
+class SessionLock:
+    """An advisory lock per transcript, held while one hook loads, updates and saves the counters.
+
+    Claude Code may run hooks for parallel tool calls at the same time; without the lock two of them
+    could each save their own update and one would be lost. Waiting is bounded (``timeout`` seconds):
+    past it the hook goes on unlocked rather than stall the agent. Where ``fcntl`` is missing
+    (Windows) there is no lock; a lost count is made good by the next transcript read, which counts
+    every tool result it has not seen.
+    """
+
+    def __init__(self, home: str, transcript: str, timeout: float = 2.0) -> None:
+        self.path = tail_cache_path(home, transcript)[: -len(".json")] + ".lock"
+        self.timeout = timeout
+        self._fd: int | None = None
+
+    def __enter__(self) -> SessionLock:
+        try:
+            import fcntl
+        except ImportError:
+            return self
+        import time
+
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return self  # an unwritable home fails later, where the error says why
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._fd = fd
+                return self
+            except OSError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return self
+                time.sleep(0.005)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing releases the lock
+            self._fd = None

@@ -1,8 +1,10 @@
 """``ctxhealth watch``: follow a Claude Code session live — fill over time, zone, signals, recent events.
 
 :class:`SessionWatch` keeps its own counters in memory (it never writes the hooks' cache) and reads
-only the bytes appended since its last :meth:`SessionWatch.poll`; :func:`render_frame` turns what it
-has into a plain-text frame. The CLI owns the loop, the clock and the screen.
+only the bytes appended since its last :meth:`SessionWatch.poll`. Being one long-lived process, it also
+feeds each new message to a :class:`ctxhealth.monitor.Monitor`, so the frame shows the full assessment
+(risk, the policy's action and reasons, the signals that fired) beside the counters.
+:func:`render_frame` turns what it has into a plain-text frame. The CLI owns the loop and the screen.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from ctxhealth.integrations.claude_code.assess import read_counters
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
 from ctxhealth.model import Message, Role
+from ctxhealth.monitor import Assessment, Monitor
 
 __all__ = ["SessionWatch", "find_newest_session", "render_frame"]
 
@@ -46,6 +49,8 @@ class SessionWatch:
         self.counters = SessionCounters(str(transcript.resolve()))
         self.fills: deque[int] = deque(maxlen=MAX_POINTS)
         self.events: deque[str] = deque(maxlen=MAX_EVENTS)
+        self.monitor = Monitor()
+        self.assessment: Assessment | None = None
 
     def poll(self) -> int:
         """Read what was appended since the last poll; return the number of new messages."""
@@ -60,6 +65,8 @@ class SessionWatch:
             self.counters.doom_loops,
         )
         messages = read_tail(self.counters, str(self.transcript))
+        for message in messages:
+            self.assessment = self.monitor.observe(message)
         self._note(messages, before)
         return len(messages)
 
@@ -93,6 +100,17 @@ def _sparkline(values: list[int], width: int, top: int) -> str:
     return "".join(_BARS[min(len(_BARS) - 1, round(v / max(1, top) * (len(_BARS) - 1)))] for v in points)
 
 
+def _assessment_lines(a: Assessment | None) -> list[str]:
+    if a is None:
+        return ["assessment: (no messages yet)"]
+    risk = "-" if a.risk is None else f"{a.risk:.2f}"
+    lines = [f"assessment: zone {a.zone.value}, risk {risk}, action {a.action.value}"]
+    lines += [f"  because {reason}" for reason in a.reasons[:3]]
+    fired = [s for s in a.signals.values() if s.fired]
+    lines += [f"  signal {s.name}: {s.detail or round(s.value, 3)}" for s in fired[:6]]
+    return lines
+
+
 def render_frame(watch: SessionWatch, *, width: int = 80) -> str:
     """One screenful: header, fill sparkline against the usable window, zone, signals, recent events."""
     c = watch.counters
@@ -111,6 +129,8 @@ def render_frame(watch: SessionWatch, *, width: int = 80) -> str:
         f"max {c.max_consecutive_failures})",
         f"  spiral       {r.spiral_reason or 'no'}",
         f"  doom loops   {c.doom_loops}",
+        "",
+        *_assessment_lines(watch.assessment),
         "",
         "recent events:",
         *(f"  {e}" for e in list(watch.events)[-MAX_EVENTS:]),

@@ -1,0 +1,184 @@
+"""Benchmark ``Monitor.observe``: microseconds per message and memory as the history grows.
+
+Run: ``python benchmarks/bench_observe.py [--data ../shared/data] [--turns 4000]``; prints one JSON document.
+
+* ``real``: the largest real transcript found under ``--data`` (skipped when absent);
+* ``generated``: a synthetic session whose reported fill climbs to 1M tokens (``gpt-4.1``, 1M window);
+* per session: p50 / p99 / mean microseconds per ``observe``; the retained memory (tracemalloc) of a
+  monitor after 10% / 50% / 100% of the history, to show it stays flat; and in the same run two
+  baselines: a bare Python call per message (the floor) and a naive assessment that rebuilds a fresh
+  monitor over the whole prefix (what a non-incremental checker pays per turn, measured on a few turns).
+
+The session is built (and the garbage collector frozen) before timing, so only ``observe`` is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from ctxhealth.model import Format, Message, Role, Session, TextBlock, ToolCall, ToolResult, Usage
+from ctxhealth.monitor import Monitor
+
+
+def generated_session(turns: int, target_tokens: int = 1_000_000) -> Session:
+    """A synthetic agent run: each turn a bash call with a reported prompt size, then its result."""
+    msgs: list[Message] = [
+        Message(Role.SYSTEM, (TextBlock("You are a coding agent."),)),
+        Message(
+            Role.USER, (TextBlock("Fix the date parser so ISO offsets round-trip; keep the tests green."),)
+        ),
+    ]
+    step = target_tokens // turns
+    for t in range(turns):
+        command = [
+            "cat src/parser.py",
+            f"sed -i 's/a{t}/b{t}/' src/parser.py",
+            "python -m pytest -q",
+            f"ls d{t}",
+        ][t % 4]
+        text = (
+            f"Turn {t}: checking the parser offsets; next I run the tests and compare outputs for case {t}."
+        )
+        msgs.append(
+            Message(
+                Role.ASSISTANT,
+                (TextBlock(text), ToolCall(f"c{t}", "bash", {"command": command})),
+                usage=Usage(input_tokens=2_000 + step * t, output_tokens=120),
+            )
+        )
+        code = 1 if t % 7 == 0 else 0
+        out = ("Traceback (most recent call last):\nValueError: bad offset" if code else "ok\n") * 20
+        msgs.append(Message(Role.USER, (ToolResult(f"c{t}", out, is_error=bool(code), exit_code=code),)))
+    return Session(path="generated", format=Format.OPENAI_CHAT, messages=tuple(msgs), model="gpt-4.1")
+
+
+def largest_real(data: Path) -> Session | None:
+    if not data.is_dir():
+        return None
+    from ctxhealth.sources import read_sessions
+
+    best: Session | None = None
+    for s in read_sessions([str(data)]):
+        if best is None or len(s.messages) > len(best.messages):
+            best = s
+    return best
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def time_observe(session: Session, repeats: int) -> dict[str, float]:
+    samples: list[float] = []
+    clock = time.perf_counter_ns
+    for _ in range(repeats):
+        m = Monitor(session.model)
+        for msg in session.messages:
+            t0 = clock()
+            m.observe(msg)
+            samples.append((clock() - t0) / 1000.0)
+    return {
+        "p50_us": round(_percentile(samples, 0.50), 2),
+        "p99_us": round(_percentile(samples, 0.99), 2),
+        "mean_us": round(statistics.fmean(samples), 2),
+        "observations": len(samples),
+    }
+
+
+def _noop(message: Message) -> Message:
+    return message
+
+
+def time_bare_call(session: Session, repeats: int) -> dict[str, float]:
+    samples: list[float] = []
+    clock = time.perf_counter_ns
+    for _ in range(repeats):
+        for msg in session.messages:
+            t0 = clock()
+            _noop(msg)
+            samples.append((clock() - t0) / 1000.0)
+    return {"p50_us": round(_percentile(samples, 0.5), 3), "p99_us": round(_percentile(samples, 0.99), 3)}
+
+
+def time_naive(session: Session, points: int = 5) -> dict[str, Any]:
+    """Rebuild a fresh monitor over the whole prefix at a few turns (the non-incremental way)."""
+    n = len(session.messages)
+    out = {}
+    for frac in (0.1, 0.5, 1.0):
+        stop = max(1, int(n * frac))
+        prefix = session.messages[:stop]
+        t0 = time.perf_counter_ns()
+        for _ in range(points):
+            m = Monitor(session.model)
+            for msg in prefix:
+                m.observe(msg)
+        out[f"{int(frac * 100)}%"] = round((time.perf_counter_ns() - t0) / points / 1000.0, 1)
+    return {"us_per_assessment_at": out}
+
+
+def memory_profile(session: Session) -> dict[str, Any]:
+    n = len(session.messages)
+    out = {}
+    for frac in (0.1, 0.5, 1.0):
+        stop = max(1, int(n * frac))
+        gc.collect()
+        tracemalloc.start()
+        m = Monitor(session.model)
+        for msg in session.messages[:stop]:
+            m.observe(msg)
+        current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out[f"{int(frac * 100)}%"] = {
+            "messages": stop,
+            "retained_kib": round(current / 1024, 1),
+            "peak_kib": round(peak / 1024, 1),
+        }
+        del m
+    return out
+
+
+def bench(session: Session, repeats: int) -> dict[str, Any]:
+    gc.collect()
+    gc.freeze()
+    try:
+        result = {
+            "path": session.path,
+            "messages": len(session.messages),
+            "turns": session.assistant_turns,
+            "observe": time_observe(session, repeats),
+            "baseline_bare_call": time_bare_call(session, repeats),
+            "baseline_naive_recompute": time_naive(session),
+        }
+    finally:
+        gc.unfreeze()
+    result["memory"] = memory_profile(session)
+    m = Monitor(session.model)
+    for msg in session.messages:
+        last = m.observe(msg)
+    result["final"] = {"fill": last.fill, "zone": last.zone.value, "action": last.action.value}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    parser.add_argument("--turns", type=int, default=4_000, help="turns of the generated 1M-token session")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    report: dict[str, Any] = {"benchmark": "observe"}
+    real = largest_real(Path(args.data))
+    report["real"] = bench(real, args.repeats) if real is not None else None
+    report["generated"] = bench(generated_session(args.turns), max(1, args.repeats - 1))
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Reading only the new tail of a transcript; notices once per episode; the re-anchor after compaction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ctxhealth.integrations.claude_code.hooks import reanchor_after_compaction, run_hook
+from ctxhealth.integrations.claude_code.tail import read_tail
+from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_counters
+
+INSTRUCTION = "Fix the parser bug in src/parse.py so that nested brackets parse correctly"
+
+
+def _user(n: int, text: str) -> str:
+    return json.dumps(
+        {"type": "user", "uuid": f"u{n}", "sessionId": "s1", "message": {"role": "user", "content": text}}
+    )
+
+
+def _assistant(n: int, text: str, fill: int) -> str:
+    usage = {"input_tokens": 10, "cache_read_input_tokens": fill - 10, "output_tokens": 7}
+    message = {
+        "id": f"m{n}",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": [{"type": "text", "text": text}],
+        "usage": usage,
+    }
+    return json.dumps({"type": "assistant", "uuid": f"a{n}", "sessionId": "s1", "message": message})
+
+
+def test_partial_last_line_waits_for_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    first = _user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading the parser.", 1000) + "\n"
+    second = _assistant(2, "Found it.", 2000) + "\n"
+    path.write_text(first + second[:25])
+    c = SessionCounters(str(path))
+    read_tail(c, str(path))
+    assert c.offset == len(first.encode()) and c.turns == 1 and c.fill == 1000
+    assert c.instruction == INSTRUCTION
+    with path.open("a") as handle:
+        handle.write(second[25:])
+    assert len(read_tail(c, str(path))) == 1
+    assert c.turns == 2 and c.fill == 2000 and c.offset == path.stat().st_size
+    assert read_tail(c, str(path)) == []  # nothing new
+
+
+def test_rewritten_transcript_starts_over(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        "\n".join([_user(0, INSTRUCTION), *(_assistant(i, "step", 1000 * i) for i in range(1, 6))]) + "\n"
+    )
+    c = SessionCounters(str(path))
+    read_tail(c, str(path))
+    assert c.turns == 5
+    path.write_text(_user(0, "Another task entirely") + "\n" + _assistant(1, "ok", 500) + "\n")
+    read_tail(c, str(path))
+    assert c.turns == 1 and c.fill == 500 and c.instruction == "Another task entirely"
+
+
+def test_cold_read_of_a_huge_transcript_is_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    lines = [_user(0, INSTRUCTION)] + [_assistant(i, "x" * 200, 1000 + i) for i in range(1, 3001)]
+    path.write_text("\n".join(lines) + "\n")
+    c = SessionCounters(str(path))
+    read_tail(c, str(path), max_bytes=64 * 1024)
+    assert c.instruction == INSTRUCTION  # kept from the head
+    assert c.offset == path.stat().st_size and c.fill == 4000  # the latest turn, from the tail
+    assert c.turns < 1000  # the middle was skipped
+
+
+def _fire(event: str, home: Path, transcript: Path, **fields: object) -> str:
+    payload = {"hook_event_name": event, "session_id": "s1", "transcript_path": str(transcript), **fields}
+    result = run_hook(event, json.dumps(payload).encode(), home=str(home))
+    assert result.stderr == "", result.stderr
+    return result.stdout
+
+
+def test_reanchor_given_once_per_episode(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    drifted = "The weather in Lisbon was lovely; tram 28 climbs through Alfama past many cafés."
+    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, drifted, 100_000) + "\n")
+    first = _fire("UserPromptSubmit", home, path, prompt="go on")
+    context = json.loads(first)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("[RE-ANCHOR -- Context drift detected]") and INSTRUCTION in context
+    with path.open("a") as handle:
+        handle.write(_assistant(2, drifted, 101_000) + "\n")
+    assert _fire("UserPromptSubmit", home, path, prompt="and?") == ""  # same episode: said already
+    _fire("SessionStart", home, path, source="compact")  # a new episode
+    with path.open("a") as handle:
+        handle.write(_assistant(3, drifted, 102_000) + "\n")
+    again = _fire("UserPromptSubmit", home, path, prompt="more")
+    assert "[RE-ANCHOR" in json.loads(again)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_session_start_compact_without_precompact_builds_a_checkpoint(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading src/parse.py now.", 5000) + "\n")
+    out = _fire("SessionStart", home, path, source="resume")
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "[CONTEXT CHECKPOINT -- PREVIOUS PROGRESS]" in context and INSTRUCTION in context
+    counters = load_counters(str(home), str(path))
+    assert counters is not None and counters.checkpoint_json and Path(counters.checkpoint_json).exists()
+
+
+def test_session_start_startup_says_nothing(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n")
+    assert _fire("SessionStart", home, path, source="startup") == ""
+
+
+def test_reanchor_after_compaction_text_order() -> None:
+    c = SessionCounters("/t.jsonl")
+    c.instruction = INSTRUCTION
+    c.checkpoint_text = "[CONTEXT CHECKPOINT -- PREVIOUS PROGRESS]\nOriginal task: x\n[END CHECKPOINT]"
+    text = reanchor_after_compaction(c)
+    assert (
+        text.index("[CONTEXT CHECKPOINT")
+        < text.index("ORIGINAL REQUEST (verbatim):")
+        < text.index(INSTRUCTION)
+    )
