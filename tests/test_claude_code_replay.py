@@ -20,13 +20,14 @@ from ctxhealth.integrations.claude_code.statusline import render_status
 from ctxhealth.integrations.claude_code.tailstate import load_counters
 from ctxhealth.state.ledger import Ledger
 
-SESSION = "f67ab274-e83b-41ac-ac85-77488d6b5c28"
+SESSION = "f67ab274-e83b-41ac-ac85-77488d6b5c28"  # two auto-compactions
+SIDECHAIN_SESSION = "0a725fb5-6378-432a-9e84-9f3f49d4043d"  # one compaction, sub-agent lines
 
 
-def _session_file(data: Path) -> Path:
-    found = list(data.rglob(f"{SESSION}.jsonl"))
+def _session_file(data: Path, session: str) -> Path:
+    found = list(data.rglob(f"{session}.jsonl"))
     if not found:
-        pytest.skip(f"{SESSION}.jsonl not in the corpus")
+        pytest.skip(f"{session}.jsonl not in the corpus")
     return found[0]
 
 
@@ -36,7 +37,8 @@ def _content(obj: dict[str, Any]) -> Any:
 
 
 class _Replay:
-    def __init__(self, home: Path, transcript: Path) -> None:
+    def __init__(self, home: Path, transcript: Path, session: str) -> None:
+        self.session = session
         self.home = home
         self.transcript = transcript
         self.outputs: list[tuple[str, int, str]] = []  # (event, compactions so far, stdout)
@@ -45,7 +47,7 @@ class _Replay:
 
     def fire(self, event: str, **fields: Any) -> str:
         payload = {
-            "session_id": SESSION,
+            "session_id": self.session,
             "transcript_path": str(self.transcript),
             "cwd": str(self.transcript.parent),
             "hook_event_name": event,
@@ -58,13 +60,19 @@ class _Replay:
         return result.stdout
 
 
-def test_replay_real_session_with_hooks(claude_code_data: Path, tmp_path: Path) -> None:
-    source = _session_file(claude_code_data)
+@pytest.mark.parametrize(
+    ("session", "compactions", "results", "failures"),
+    [(SESSION, 2, 260, 48), (SIDECHAIN_SESSION, 1, 194, 17)],
+)
+def test_replay_real_session_with_hooks(
+    claude_code_data: Path, tmp_path: Path, session: str, compactions: int, results: int, failures: int
+) -> None:
+    source = _session_file(claude_code_data, session)
     home = tmp_path / "home"
-    transcript = tmp_path / "projects" / f"{SESSION}.jsonl"
+    transcript = tmp_path / "projects" / f"{session}.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_bytes(b"")
-    replay = _Replay(home, transcript)
+    replay = _Replay(home, transcript, session)
 
     # Independent bookkeeping, from the raw lines only.
     calls: dict[str, tuple[str, Any]] = {}
@@ -88,8 +96,8 @@ def test_replay_real_session_with_hooks(claude_code_data: Path, tmp_path: Path) 
             if is_summary:
                 replay.fire("PreCompact", trigger="auto", custom_instructions="")
                 with Ledger.open(home) as ledger:
-                    checkpoints_before.append(len(ledger.checkpoints(SESSION)))
-                cp_dir = home / "claude-code" / "sessions" / SESSION / "checkpoints"
+                    checkpoints_before.append(len(ledger.checkpoints(session)))
+                cp_dir = home / "claude-code" / "sessions" / session / "checkpoints"
                 assert (cp_dir / "latest-checkpoint.json").exists(), "checkpoint must exist before compaction"
             sink.write(raw)
             sink.flush()
@@ -134,21 +142,21 @@ def test_replay_real_session_with_hooks(claude_code_data: Path, tmp_path: Path) 
                     )
     replay.fire("Stop", stop_hook_active=False)
 
-    assert checkpoints_before == [1, 2]
+    assert checkpoints_before == list(range(1, compactions + 1))
     counters = load_counters(str(home), str(transcript))
     assert counters is not None
     assert counters.offset == transcript.stat().st_size  # the whole file was read, a tail at a time
-    assert counters.compactions == 2
-    assert counters.tool_calls == len(result_ids) == 260
-    assert counters.tool_errors == errors == 48
+    assert counters.compactions == compactions
+    assert counters.tool_calls == len(result_ids) == results
+    assert counters.tool_errors == errors == failures
     assert counters.turns == len(response_ids)
     assert counters.fill == last_fill and counters.peak == peak
     assert first_prompt is not None and counters.instruction == first_prompt[:4000]
 
     with Ledger.open(home) as ledger:
-        events = ledger.hook_events(SESSION, limit=10_000)
+        events = ledger.hook_events(session, limit=10_000)
         assert len(events) == len(replay.fired)
-        final = [a for a in ledger.assessments(SESSION) if a.details.get("final")]
+        final = [a for a in ledger.assessments(session) if a.details.get("final")]
         assert final and final[-1].tokens == last_fill
         tail = ledger.get_tail(transcript)
         assert tail is not None and tail.offset == transcript.stat().st_size
@@ -167,7 +175,7 @@ def test_replay_real_session_with_hooks(claude_code_data: Path, tmp_path: Path) 
         seen.add(key)
 
     status = {
-        "session_id": SESSION,
+        "session_id": session,
         "transcript_path": str(transcript),
         "model": {"id": "claude-opus-4-20250514"},
     }

@@ -120,3 +120,19 @@ def test_reanchor_after_compaction_text_order() -> None:
         < text.index("ORIGINAL REQUEST (verbatim):")
         < text.index(INSTRUCTION)
     )
+
+
+def test_restart_advice_comes_with_a_checkpoint(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    path.write_text(
+        _user(0, INSTRUCTION)
+        + "\n"
+        + _assistant(1, "Parsing nested brackets in src/parse.py.", 185_000)
+        + "\n"
+    )
+    out = _fire("UserPromptSubmit", home, path, prompt="continue")
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("[ctxhealth] Context is degraded") and INSTRUCTION in context
+    counters = load_counters(str(home), str(path))
+    assert counters is not None and counters.checkpoint_json is not None
+    assert counters.checkpoint_json in context and Path(counters.checkpoint_json).exists()

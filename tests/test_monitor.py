@@ -242,3 +242,59 @@ def test_real_upto_sees_only_a_prefix(mini_swe_data: Path, upto: float) -> None:
     a = Monitor(None, P).observe_session(session, upto=upto)
     turns = session.assistant_turns
     assert a.turn == -(-int(upto * 100) * turns // 100)
+
+
+def test_state_stays_bounded_on_a_long_run() -> None:
+    m = Monitor("gpt-4.1", P)
+    m.observe(user("keep the parser green"))
+    for i in range(3_000):
+        m.observe(
+            Message(
+                Role.ASSISTANT,
+                (
+                    TextBlock(f"Attempt {i}: wait, that was wrong; retry file f{i}.py"),
+                    ToolCall(f"c{i}", "bash", {"command": f"sed -i 's/a{i}/b{i}/' f{i}.py && cat f{i}.py"}),
+                ),
+                usage=Usage(input_tokens=1_000 + i * 300, output_tokens=10),
+            )
+        )
+        m.observe(res(i, code=i % 2))
+    rep, fail, ind = m.repetition, m.failures, m.indicators
+    assert len(rep.seen_calls) <= 128 and len(rep.changes) <= 128 and len(rep.edit_turns) <= 128
+    assert len(fail.window) <= P.indicator_window and len(fail.mistakes) <= 64
+    assert len(ind.sentences) <= 512 and len(ind.contradictions) <= 256
+    assert m.drift._chars <= P.drift_window_chars
+    assert len(m._events._pending) <= 256
+    assert m.turn == 3_000 and 0 <= m.pressure.peak - (1_000 + 2_999 * 300) < 1_000
+
+
+def test_real_transcripts_reach_every_branch(claude_code_data: Path, mini_swe_data: Path) -> None:
+    """Every rule of the tree fires on real runs (compact tier on the second pass, so the hard limit is
+    reachable), recoveries recorded as a host would; breaker and cooldown hold throughout."""
+    from ctxhealth.sources import read_sessions
+
+    paths = [str(claude_code_data), *map(str, sorted((mini_swe_data / "trajs").glob("*/*.traj.json"))[:12])]
+    rules: set[Rule] = set()
+    breaker = 0
+    for model in (None, "claude-haiku-4"):
+        for session in read_sessions(paths):
+            m = Monitor(model or session.model)
+            cooldown_left = 0
+            for a in m.iter_session(session):
+                rules.add(a.rule)
+                if session.messages[a.index].role is Role.ASSISTANT and cooldown_left:
+                    assert a.action is Action.CONTINUE
+                    cooldown_left -= 1
+                if a.rule is Rule.HARD_LIMIT and model:
+                    assert a.fill >= 50_000 or a.zone.level >= 3  # haiku: compact tier, hard limit 50K
+                if "circuit breaker" in " ".join(a.reasons):
+                    breaker += 1
+                    assert a.action is Action.TRUNCATE and m.counters.restarts == 3
+                # the first pass records restarts only (so critical pressure is reached), the second
+                # truncations too (so repeated truncations escalate)
+                if a.action is Action.RESTART or (model and a.action is Action.TRUNCATE):
+                    m.record_recovery(a.action)
+                    if a.action is Action.RESTART:
+                        cooldown_left = 3
+    assert rules == set(Rule)
+    assert breaker > 0

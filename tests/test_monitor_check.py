@@ -24,7 +24,12 @@ def _trajectory(path: Path, turns: int) -> None:
             }
         )
         messages.append({"role": "user", "content": "<returncode>1</returncode>\n<output>\nnope\n</output>"})
-    doc = {"info": {"exit_status": "Submitted"}, "messages": messages, "trajectory_format": "x", "instance_id": "i"}
+    doc = {
+        "info": {"exit_status": "Submitted"},
+        "messages": messages,
+        "trajectory_format": "x",
+        "instance_id": "i",
+    }
     path.write_text(json.dumps(doc))
 
 

@@ -53,7 +53,6 @@ _EXPORTS: dict[str, str] = {
     "Ledger": "ctxhealth.state.ledger",
     "StateStore": "ctxhealth.state.store",
     "TaskState": "ctxhealth.state.schema",
-    "redact": "ctxhealth.redact",
     "run_gate": "ctxhealth.state.gate",
 }
 

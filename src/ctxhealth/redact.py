@@ -13,6 +13,7 @@ UUIDs, paths and counters such as ``max_tokens=4096`` pass through unchanged.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -42,11 +43,14 @@ def _marker(kind: SecretKind) -> str:
 @dataclass(frozen=True, slots=True)
 class _Rule:
     kind: SecretKind
-    # Lower-case literals one of which any match contains: a fast test that skips the regex.
+    # Literals one of which any match contains (lower-case unless ``exact_hints``): a fast
+    # test that skips the regex for most text.
     hints: tuple[str, ...]
     pattern: re.Pattern[str]
-    # Group kept in front of the redaction (a key name, ``Bearer ``, ``scheme://``); 0 = none.
+    # Group kept in front of the redaction (``Bearer ``, ``://user:``); 0 = none.
     keep_prefix_group: int = 0
+    # Hints are matched against the text as is (case matters), not its lower-case copy.
+    exact_hints: bool = False
 
 
 # A value that is already a marker or an obvious placeholder is not a secret.
@@ -78,8 +82,9 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.AWS,
-        ("akia", "asia", "agpa", "aida", "aroa", "anpa"),
+        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
         re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
+        exact_hints=True,
     ),
     _Rule(
         SecretKind.GITHUB,
@@ -96,7 +101,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         SecretKind.URL_CREDENTIALS,
         ("://",),
-        re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@\"'\[\]]+:)(?!\[REDACTED)[^\s/@\"']+(?=@)", re.I),
+        # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
+        re.compile(r"(://[^\s:/@\"'\[\]]+:)(?!\[REDACTED)[^\s/@\"']+(?=@)"),
         keep_prefix_group=1,
     ),
     _Rule(
@@ -112,12 +118,20 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 # ``NAME = value``, ``"name": "value"``, ``NAME: value``; only the value is replaced. The name is
-# matched by its secret-saying end (``OPENAI_API_KEY`` ends in ``api_key``), which keeps this fast.
+# matched by its secret-saying end (``OPENAI_API_KEY`` ends in ``api_key``). The pattern is
+# matched case-sensitively against a lower-cased copy of the text: several times faster than
+# ``re.IGNORECASE``, and the copy has the same length, so its spans index the original.
 _ASSIGNMENT = re.compile(
-    r"(?P<head>" + _SECRET_NAME + r"(?![A-Za-z0-9])[\"']?\s*(?::=|=>|:|=)\s*[\"']?)"
-    r"(?P<value>[^\s\"',;&)}\]\\]+)",
-    re.I,
+    r"(?P<head>" + _SECRET_NAME + r"(?![a-z0-9])[\"']?\s*(?::=|=>|:|=)\s*[\"']?)"
+    r"(?P<value>[^\s\"',;&)}\]\\]+)"
 )
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _same_length_lower(text: str) -> str:
+    lowered = text.lower()
+    # A few characters lower-case to two (U+0130); then fold ASCII letters only.
+    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
 
 
 def _is_secret_value(value: str) -> bool:
@@ -138,12 +152,26 @@ def _is_code(value: str) -> bool:
     return bool(_CODE_VALUE.search(value)) or value.lower() in _NAME_WORDS
 
 
-def _replace_assignment(match: re.Match[str]) -> str:
-    value = match.group("value")
-    quoted = match.group("head")[-1:] in ("'", '"')
-    if not _is_secret_value(value) or (not quoted and _is_code(value)):
-        return match.group(0)
-    return f"{match.group('head')}{_marker(SecretKind.ASSIGNMENT)}"
+def _assignment_is_secret(head: str, value: str) -> bool:
+    quoted = head[-1:] in ("'", '"')
+    return _is_secret_value(value) and (quoted or not _is_code(value))
+
+
+def _redact_assignments(text: str, found: list[SecretKind] | None) -> str:
+    pieces: list[str] = []
+    position = 0
+    for match in _ASSIGNMENT.finditer(_same_length_lower(text)):
+        start, end = match.span("value")
+        if not _assignment_is_secret(match.group("head"), text[start:end]):
+            continue
+        pieces += [text[position:start], _marker(SecretKind.ASSIGNMENT)]
+        position = end
+        if found is not None:
+            found.append(SecretKind.ASSIGNMENT)
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match[str]], str]:
@@ -159,18 +187,13 @@ def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match
 def _run(text: str, found: list[SecretKind] | None) -> str:
     lowered = text.lower()
     for rule in _RULES:
-        if any(hint in lowered for hint in rule.hints):
+        haystack = text if rule.exact_hints else lowered
+        if any(hint in haystack for hint in rule.hints):
             text = rule.pattern.sub(_replacer(rule, found), text)
-
-    def assignment(match: re.Match[str]) -> str:
-        out = _replace_assignment(match)
-        if found is not None and out != match.group(0):
-            found.append(SecretKind.ASSIGNMENT)
-        return out
 
     if not any(hint in lowered for hint in _NAME_HINTS):
         return text
-    return _ASSIGNMENT.sub(assignment, text)
+    return _redact_assignments(text, found)
 
 
 def redact(text: str) -> str:

@@ -200,4 +200,4 @@ def compress_history(
         budget_tokens=budget_tokens,
         notes=(f"{level} ({turns} turns)",),
     )
-    return replace(session, messages=repaired), report
+    return replace(session, messages=repaired, reported_fill={}), report

@@ -81,4 +81,5 @@ def before_compaction(session: Session, k: int) -> tuple[Session, CompactionSumm
         )
     index = found[k - 1]
     summary = session.messages[index].compaction or CompactionSummary("")
-    return replace(session, messages=session.messages[:index]), summary
+    fills = {i: v for i, v in session.reported_fill.items() if i < index}
+    return replace(session, messages=session.messages[:index], reported_fill=fills), summary

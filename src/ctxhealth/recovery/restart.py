@@ -37,6 +37,10 @@ def restart(
 ) -> tuple[Session, RecoveryReport]:
     """Restart ``session`` from a checkpoint (see the module docstring). Deterministic."""
     messages = session.messages
+    if not messages:
+        return session, RecoveryReport(
+            Strategy.RESTART, 0, 0, 0, 0, notes=("empty session: nothing to recover",)
+        )
     sizes = messages_tokens(messages, encoding)
     keep = system_indices(messages)
     head = [messages[i] for i in keep]
@@ -71,4 +75,4 @@ def restart(
         counts_as_restart=True,
         budget_tokens=budget_tokens,
     )
-    return replace(session, messages=out), report
+    return replace(session, messages=out, reported_fill={}), report

@@ -60,6 +60,10 @@ def truncate(
 ) -> tuple[Session, RecoveryReport]:
     """Truncate ``session`` (see the module docstring). Deterministic."""
     messages = session.messages
+    if not messages:
+        return session, RecoveryReport(
+            Strategy.TRUNCATE, 0, 0, 0, 0, notes=("empty session: nothing to recover",)
+        )
     sizes = messages_tokens(messages, encoding)
     head_idx = system_indices(messages)
     instr = instruction_index(messages)
@@ -128,7 +132,7 @@ def truncate(
         Removal(index_of.get(o.index, o.index), RemovalKind.ORPHAN, 0, 0, f"{o.kind} {o.tool_id}")
         for o in orphans
     ]
-    result = replace(session, messages=repaired)
+    result = replace(session, messages=repaired, reported_fill={})  # indices no longer apply
     after_sizes = messages_tokens(repaired, encoding)
     report = RecoveryReport(
         strategy=Strategy.TRUNCATE,

@@ -149,17 +149,19 @@ class TurnWindow:
     ``add`` and ``prune`` are amortised O(1); memory is bounded by ``limit`` entries.
     """
 
-    __slots__ = ("_items", "limit", "size", "total")
+    __slots__ = ("_ev", "_items", "limit", "size", "total")
 
     def __init__(self, size: int, limit: int = 256) -> None:
         self.size = size
         self.limit = limit
         self._items: deque[tuple[int, int]] = deque()
         self.total = 0
+        self._ev: tuple[int, ...] | None = ()
 
     def add(self, turn: int, index: int) -> None:
         self._items.append((turn, index))
         self.total += 1
+        self._ev = None
         if len(self._items) > self.limit:
             self._items.popleft()
 
@@ -171,15 +173,21 @@ class TurnWindow:
             return False
         while items and items[0][0] <= oldest:
             items.popleft()
+        self._ev = None
         return True
 
     def clear(self) -> None:
         self._items.clear()
+        self._ev = ()
 
     def __len__(self) -> int:
         return len(self._items)
 
     def evidence(self) -> tuple[int, ...]:
-        items = self._items
-        n = len(items)
-        return tuple(dict.fromkeys(items[i][1] for i in range(max(0, n - EVIDENCE_LIMIT), n)))
+        """The most recent occurrences' message indices (cached until the window changes)."""
+        ev = self._ev
+        if ev is None:
+            items = self._items
+            n = len(items)
+            ev = self._ev = tuple(dict.fromkeys(items[i][1] for i in range(max(0, n - EVIDENCE_LIMIT), n)))
+        return ev

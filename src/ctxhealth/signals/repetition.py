@@ -37,23 +37,25 @@ class RepetitionDetector(CachedDetector):
         if not event.calls and turn == self._turn:
             return
         self._turn = turn
-        if event.calls:
-            for call in event.calls:
-                key = hash(call.key)
-                if key in self.seen_calls:
-                    self.repeats.add(turn, event.index)
-                self.seen_calls.put(key, event.index)
-                for path in call.reads:
-                    if path in self.read_since_edit:
-                        self.rereads.add(turn, event.index)
-                    self.read_since_edit.put(path, event.index)
-                for path in call.edits:
-                    self._edit(path, call.change, turn, event.index)
-            self._snap = None
+        for call in event.calls:
+            key = hash(call.key)
+            if key in self.seen_calls:
+                self.repeats.add(turn, event.index)
+                self._snap = None
+            self.seen_calls.put(key, event.index)
+            for path in call.reads:
+                if path in self.read_since_edit:
+                    self.rereads.add(turn, event.index)
+                    self._snap = None
+                self.read_since_edit.put(path, event.index)
+            for path in call.edits:
+                if self._edit(path, call.change, turn, event.index):
+                    self._snap = None
         if self.repeats.prune(turn) | self.rereads.prune(turn) | self.thrash.prune(turn):
             self._snap = None
 
-    def _edit(self, path: str, change: tuple[str, str] | None, turn: int, index: int) -> None:
+    def _edit(self, path: str, change: tuple[str, str] | None, turn: int, index: int) -> bool:
+        """Record an edit; True when it counts as thrash."""
         self.total_edits += 1
         self.files_edited.put(path, None)
         self.read_since_edit.pop(path, None)
@@ -72,6 +74,7 @@ class RepetitionDetector(CachedDetector):
             thrash = True  # the same file edited edit_thrash times within a few turns
         if thrash:
             self.thrash.add(turn, index)
+        return thrash
 
     def _take(self) -> tuple[Any, ...]:
         return (

@@ -25,28 +25,45 @@ How a file becomes a :class:`Session`:
 * ``<synthetic>`` responses (Claude Code's own error stand-ins) keep their text but no model
   and no usage, so they never reset the reported fill to zero.
 
+Decoding has two paths that give the same result. The typed path decodes a line with a
+``msgspec`` schema declaring only the fields read here, so the rest of the line (notably the
+top-level ``toolUseResult``, a structured copy of the tool result and over 40% of the bytes)
+is skipped without building Python objects. Any line the schema rejects (a wrong type, an
+unknown block type, a missing field, invalid JSON) or that is not valid UTF-8 is decoded again
+by the lenient path (orjson plus typed getters), which produces the same warnings as ever.
+Tool-call inputs are decoded by orjson in both paths, so their values are identical too. The
+one difference: a number too large for a double, inside a field this reader never reads, makes
+orjson reject the whole line, whereas the typed path reads the line.
+
 :class:`ClaudeCodeTail` parses a growing transcript incrementally for hooks (see its docstring
 for how it differs from the full reader).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
+import orjson
 
 from ctxhealth.model import (
     Block,
     CompactionSummary,
     Format,
+    ImageBlock,
     Message,
     ReadWarning,
     Role,
     Session,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
     ToolResult,
     Usage,
 )
-from ctxhealth.sources.anthropic_messages import count_tokens, parse_blocks, parse_usage
+from ctxhealth.sources.anthropic_messages import count_tokens, parse_blocks
 from ctxhealth.sources.lines import (
     BadJSON,
     WarningSink,
@@ -65,6 +82,8 @@ _NON_MESSAGE_TYPES = frozenset(
 )
 _DETECT_TYPES = frozenset({"user", "assistant", *_NON_MESSAGE_TYPES})
 _SYNTHETIC = "<synthetic>"
+_MESSAGE_KINDS = ("user", "assistant")
+_THREAD_KINDS = ("user", "assistant", "system")
 
 
 def detect(head: bytes) -> bool:
@@ -93,16 +112,277 @@ def detect(head: bytes) -> bool:
     return False
 
 
-@dataclass(slots=True)
-class _Node:
-    """One parsed line with its tree links."""
+# --- the typed schema: only the fields this reader uses --------------------------------------
+#
+# Every field is as strict as the lenient path's getters are forgiving: a value the lenient path
+# would coerce, ignore or warn about is rejected here, so that line goes to the lenient path.
+# Integers are bounded to int64 because orjson turns larger ones into floats.
 
-    line: int
-    kind: str
-    obj: dict[str, Any]
-    uuid: str | None
-    parent: str | None
-    sidechain: bool
+_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: _Int = 0
+    output_tokens: _Int = 0
+    cache_creation_input_tokens: _Int = 0
+    cache_read_input_tokens: _Int = 0
+
+
+class _Text(msgspec.Struct, tag="text", gc=False):
+    text: str
+
+
+class _Thinking(msgspec.Struct, tag="thinking", gc=False):
+    thinking: str = ""
+
+
+class _RedactedThinking(msgspec.Struct, tag="redacted_thinking", gc=False):
+    pass
+
+
+class _ToolUse(msgspec.Struct, tag="tool_use", gc=False):
+    id: str
+    name: str
+    # Kept raw and decoded by orjson, so a tool input has exactly the lenient path's values.
+    input: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _ServerToolUse(_ToolUse, tag="server_tool_use", gc=False):
+    pass
+
+
+class _McpToolUse(_ToolUse, tag="mcp_tool_use", gc=False):
+    pass
+
+
+class _Source(msgspec.Struct, gc=False):
+    data: str = ""
+    media_type: str = ""
+
+
+class _Image(msgspec.Struct, tag="image", gc=False):
+    source: _Source | None = None
+
+
+class _Document(msgspec.Struct, tag="document", gc=False):
+    source: _Source | None = None
+
+
+class _ResultText(msgspec.Struct, tag="text", gc=False):
+    text: str = ""
+
+
+class _ToolResult(msgspec.Struct, tag="tool_result", gc=False):
+    tool_use_id: str
+    content: str | list[str | _ResultText | _Image | _Document] | None = None
+    is_error: bool | None = None
+
+
+_TypedBlock = (
+    str | _Text | _Thinking | _RedactedThinking | _ToolUse | _ServerToolUse | _McpToolUse | _ToolResult
+)
+
+
+class _Msg(msgspec.Struct, gc=False):
+    """``message`` of a line. ``content`` is raw JSON on the lenient path (``blocks`` None)."""
+
+    content: str | list[_TypedBlock | _Image | _Document] | None = None
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+    # Filled after decoding (typed path only): the content as model blocks. The NUL in the
+    # name keeps it apart from any real key; a line that had such a key is overwritten anyway.
+    blocks: list[Any] | None = msgspec.field(default=None, name="\x00blocks")
+
+
+class _CompactMeta(msgspec.Struct, gc=False):
+    trigger: str | None = None
+    preTokens: _Int | None = None
+
+
+class _Node(msgspec.Struct, gc=False):
+    """One line of the transcript, with its tree links (both decoding paths build this)."""
+
+    type: str
+    uuid: str | None = None
+    parentUuid: str | None = None  # camelCase: JSON keys, decoded by name
+    isSidechain: bool = False
+    message: _Msg | None = None
+    timestamp: str | None = None
+    sessionId: str | None = None
+    isCompactSummary: bool = False
+    subtype: str | None = None
+    compactMetadata: _CompactMeta | None = None
+    logicalParentUuid: str | None = None
+    # Set after decoding: the 1-based line number (see ``_Msg.blocks`` for the name).
+    line: int = msgspec.field(default=0, name="\x00line")
+
+
+_DECODE = msgspec.json.Decoder(_Node).decode
+
+
+def _typed_blocks(content: Any) -> list[Block]:
+    """Model blocks of a typed ``content``; raises ``orjson.JSONDecodeError`` on a bad tool input."""
+    if content is None:
+        return []
+    if type(content) is str:
+        return [TextBlock(content)]
+    blocks: list[Block] = []
+    append = blocks.append
+    for item in content:
+        cls = type(item)
+        if cls is _Text:
+            append(TextBlock(item.text))
+        elif cls is _ToolResult:
+            inner = item.content
+            if inner is None:
+                append(ToolResult(item.tool_use_id, "", is_error=item.is_error is True))
+            elif type(inner) is str:
+                append(ToolResult(item.tool_use_id, inner, is_error=item.is_error is True))
+            else:
+                parts: list[str] = []
+                images: list[Block] = []
+                for part in inner:
+                    kind = type(part)
+                    if kind is _ResultText:
+                        parts.append(part.text)
+                    elif kind is str:
+                        parts.append(part)
+                    else:
+                        images.append(_typed_image(part))
+                append(ToolResult(item.tool_use_id, "\n".join(parts), is_error=item.is_error is True))
+                blocks.extend(images)
+        elif cls is _ToolUse or cls is _ServerToolUse or cls is _McpToolUse:
+            append(ToolCall(item.id, item.name, orjson.loads(memoryview(item.input))))
+        elif cls is _Thinking:
+            append(ThinkingBlock(item.thinking))
+        elif cls is str:
+            append(TextBlock(item))
+        elif cls is _RedactedThinking:
+            append(ThinkingBlock(""))
+        else:
+            append(_typed_image(item))
+    return blocks
+
+
+def _typed_image(item: _Image | _Document) -> ImageBlock:
+    source = item.source
+    kind = "image" if type(item) is _Image else "document"
+    if source is None:
+        return ImageBlock(media_type=kind, approx_bytes=0)
+    return ImageBlock(media_type=source.media_type or kind, approx_bytes=len(source.data) * 3 // 4)
+
+
+def _typed_node(raw: bytes) -> _Node | None:
+    """The typed path: a node, or None when the lenient path must read this line."""
+    if not raw.isascii():
+        # msgspec does not check the UTF-8 of fields it skips; orjson rejects the whole line.
+        try:
+            raw.decode()
+        except UnicodeDecodeError:
+            return None
+    try:
+        node = _DECODE(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if node.type in _MESSAGE_KINDS:
+        message = node.message
+        if message is None:
+            return None  # the lenient path words the warning
+        try:
+            message.blocks = _typed_blocks(message.content)
+        except orjson.JSONDecodeError:
+            return None
+    return node
+
+
+def _lenient_node(line: int, raw: bytes, sink: WarningSink) -> _Node | None:
+    """The lenient path: any JSON, wrong types coerced or warned about, never an exception."""
+    try:
+        obj = loads(raw)
+    except BadJSON as exc:
+        sink.add(line, f"invalid JSON: {exc}")
+        return None
+    if not isinstance(obj, dict):
+        sink.add(line, f"line is a JSON {type_name(obj)}, expected an object")
+        return None
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        sink.add(line, "line has no string 'type'")
+        return None
+    uuid = get_str(obj, "uuid")
+    message: _Msg | None = None
+    if kind in _MESSAGE_KINDS:
+        raw_message = obj.get("message")
+        if isinstance(raw_message, dict):
+            message = _lenient_message(raw_message)
+        else:
+            sink.add(line, f"{kind} line without a 'message' object")
+            if uuid is None:
+                return None
+    meta = get_dict(obj, "compactMetadata")
+    return _Node(
+        type=kind,
+        uuid=uuid,
+        parentUuid=get_str(obj, "parentUuid"),
+        isSidechain=obj.get("isSidechain") is True,
+        message=message,
+        timestamp=get_str(obj, "timestamp"),
+        sessionId=get_str(obj, "sessionId"),
+        isCompactSummary=get_bool(obj, "isCompactSummary"),
+        subtype=get_str(obj, "subtype"),
+        compactMetadata=None
+        if meta is None
+        else _CompactMeta(get_str(meta, "trigger"), get_int(meta, "preTokens")),
+        logicalParentUuid=get_str(obj, "logicalParentUuid"),
+        line=line,
+    )
+
+
+def _lenient_message(raw: dict[str, Any]) -> _Msg:
+    usage = raw.get("usage")
+    return _Msg(
+        content=raw.get("content"),
+        id=get_str(raw, "id"),
+        model=get_str(raw, "model"),
+        usage=None
+        if not isinstance(usage, dict)
+        else _Usage(
+            count_tokens(usage, "input_tokens"),
+            count_tokens(usage, "output_tokens"),
+            count_tokens(usage, "cache_creation_input_tokens"),
+            count_tokens(usage, "cache_read_input_tokens"),
+        ),
+    )
+
+
+def _iter_nodes(
+    data: bytes, sink: WarningSink, first_line: int = 1, *, typed: bool = True
+) -> Iterator[_Node]:
+    """Nodes of the non-blank lines of ``data`` in order; bad lines become warnings."""
+    for number, raw in enumerate(data.split(b"\n"), first_line):
+        if not raw or raw.isspace():
+            continue
+        node = _typed_node(raw) if typed else None
+        if node is None:
+            node = _lenient_node(number, raw, sink)
+            if node is None:
+                continue
+        else:
+            node.line = number
+        yield node
+
+
+def _read_nodes(data: bytes, sink: WarningSink, *, typed: bool = True) -> list[_Node]:
+    return list(_iter_nodes(data, sink, typed=typed))
+
+
+def _is_boundary(node: _Node) -> bool:
+    return node.type == "system" and node.subtype == "compact_boundary"
+
+
+def _is_message(node: _Node) -> bool:
+    return node.message is not None and node.type in _MESSAGE_KINDS
 
 
 @dataclass(slots=True)
@@ -135,50 +415,6 @@ class _Draft:
         )
 
 
-def _node(line: int, raw: bytes, sink: WarningSink) -> _Node | None:
-    try:
-        obj = loads(raw)
-    except BadJSON as exc:
-        sink.add(line, f"invalid JSON: {exc}")
-        return None
-    if not isinstance(obj, dict):
-        sink.add(line, f"line is a JSON {type_name(obj)}, expected an object")
-        return None
-    kind = obj.get("type")
-    if not isinstance(kind, str):
-        sink.add(line, "line has no string 'type'")
-        return None
-    uuid = obj.get("uuid")
-    if not isinstance(uuid, str):
-        uuid = None
-    if kind in ("user", "assistant") and not isinstance(obj.get("message"), dict):
-        sink.add(line, f"{kind} line without a 'message' object")
-        if uuid is None:
-            return None
-    parent = obj.get("parentUuid")
-    return _Node(
-        line,
-        kind,
-        obj,
-        uuid,
-        parent if isinstance(parent, str) else None,
-        obj.get("isSidechain") is True,
-    )
-
-
-def _is_boundary(node: _Node) -> bool:
-    return node.kind == "system" and node.obj.get("subtype") == "compact_boundary"
-
-
-def _is_thread_node(node: _Node) -> bool:
-    """A line that can end or bridge the conversation thread (not progress / attachments)."""
-    return node.uuid is not None and node.kind in ("user", "assistant", "system")
-
-
-def _is_message(node: _Node) -> bool:
-    return node.kind in ("user", "assistant") and get_dict(node.obj, "message") is not None
-
-
 def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool = True) -> list[_Node]:
     """The thread ending at the last node of ``nodes`` (all of one side: main or one sidechain).
 
@@ -191,13 +427,17 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
     for n in nodes:
         if n.uuid is not None:
             by_uuid[n.uuid] = n
-    position = {id(n): i for i, n in enumerate(nodes)}
+    position: dict[int, int] | None = None
 
     def previous(n: _Node) -> _Node | None:
+        """The last thread node (user / assistant / system with a uuid) before ``n``."""
+        nonlocal position
+        if position is None:
+            position = {id(m): i for i, m in enumerate(nodes)}
         i = position[id(n)] - 1
         while i >= 0:
             candidate = nodes[i]
-            if _is_thread_node(candidate):
+            if candidate.uuid is not None and candidate.type in _THREAD_KINDS:
                 return candidate
             i -= 1
         return None
@@ -207,18 +447,18 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
     cur: _Node | None
     # The leaf is the last conversation line: progress / attachment lines can hang off older
     # lines and are written late, so they must not choose the thread.
-    cur = next((n for n in reversed(nodes) if _is_thread_node(n)), None)
+    cur = next((n for n in reversed(nodes) if n.uuid is not None and n.type in _THREAD_KINDS), None)
     if cur is None:
         cur = next((n for n in reversed(nodes) if n.uuid is not None), None)
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
         chain.append(cur)
-        parent = cur.parent
+        parent = cur.parentUuid
         if parent is None:
-            logical = get_str(cur.obj, "logicalParentUuid")
+            logical = cur.logicalParentUuid
             if logical is not None and logical in by_uuid:
                 cur = by_uuid[logical]
-            elif _is_boundary(cur) or get_bool(cur.obj, "isCompactSummary"):
+            elif cur.isCompactSummary or _is_boundary(cur):
                 cur = previous(cur)
             else:
                 cur = None
@@ -232,18 +472,39 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
     if cur is not None and id(cur) in seen:
         sink.add(cur.line, f"cycle in parentUuid links at this line; {label} cut there")
     chain.reverse()
-    on_chain = {id(n) for n in chain}
-    dropped = [n for n in nodes if id(n) not in on_chain and _is_message(n)]
-    unlinked = [n for n in dropped if n.uuid is None]
-    branched = [n for n in dropped if n.uuid is not None]
-    if branched:
-        sink.add(
-            branched[0].line,
-            f"{len(branched)} lines not on the {label} (abandoned branches after a rewind) were dropped",
-        )
-    if unlinked:
-        sink.add(unlinked[0].line, f"{len(unlinked)} message lines without a uuid cannot be placed; dropped")
+    if len(chain) < len(nodes):
+        dropped = [n for n in nodes if id(n) not in seen and _is_message(n)]
+        unlinked = [n for n in dropped if n.uuid is None]
+        branched = [n for n in dropped if n.uuid is not None]
+        if branched:
+            sink.add(
+                branched[0].line,
+                f"{len(branched)} lines not on the {label} (abandoned branches after a rewind) were dropped",
+            )
+        if unlinked:
+            sink.add(
+                unlinked[0].line, f"{len(unlinked)} message lines without a uuid cannot be placed; dropped"
+            )
     return chain
+
+
+def _blocks(node: _Node, message: _Msg, sink: WarningSink) -> list[Block]:
+    """The message's content as model blocks (already converted on the typed path)."""
+    blocks = message.blocks
+    if blocks is None:
+        return parse_blocks(message.content, sink, node.line)
+    return blocks
+
+
+def _usage(raw: _Usage | None) -> Usage | None:
+    if raw is None:
+        return None
+    return Usage(
+        input_tokens=raw.input_tokens if raw.input_tokens > 0 else 0,
+        output_tokens=raw.output_tokens if raw.output_tokens > 0 else 0,
+        cache_creation_tokens=raw.cache_creation_input_tokens if raw.cache_creation_input_tokens > 0 else 0,
+        cache_read_tokens=raw.cache_read_input_tokens if raw.cache_read_input_tokens > 0 else 0,
+    )
 
 
 class _Builder:
@@ -258,21 +519,28 @@ class _Builder:
         self.model: str | None = None
 
     def add(self, node: _Node) -> None:
-        if _is_boundary(node):
-            self._flush_boundary()
-            meta = get_dict(node.obj, "compactMetadata") or {}
-            self.boundary = (get_str(meta, "trigger"), get_int(meta, "preTokens"), node.line)
+        kind = node.type
+        if kind == "system":
+            if node.subtype == "compact_boundary":
+                self._flush_boundary()
+                meta = node.compactMetadata
+                if meta is None:
+                    self.boundary = (None, None, node.line)
+                else:
+                    self.boundary = (meta.trigger, meta.preTokens, node.line)
             return
-        if not _is_message(node):
+        message = node.message
+        if message is None or kind not in _MESSAGE_KINDS:
             return
-        message = node.obj["message"]
-        if node.kind == "assistant":
-            self._flush_boundary()
+        if kind == "assistant":
+            if self.boundary is not None:
+                self._flush_boundary()
             self._assistant(node, message)
-        elif get_bool(node.obj, "isCompactSummary"):
+        elif node.isCompactSummary:
             self._compaction(node, message)
         else:
-            self._flush_boundary()
+            if self.boundary is not None:
+                self._flush_boundary()
             self._user(node, message)
 
     def finish(self, *, flush: bool = True) -> list[Message]:
@@ -289,71 +557,77 @@ class _Builder:
         summary = CompactionSummary("", trigger=trigger, pre_tokens=pre)
         self.drafts.append(_Draft(Role.USER, [summary], line, sidechain=self.sidechain))
 
-    def _compaction(self, node: _Node, message: dict[str, Any]) -> None:
+    def _compaction(self, node: _Node, message: _Msg) -> None:
         trigger: str | None = None
         pre: int | None = None
         if self.boundary is not None:
             trigger, pre, _ = self.boundary
             self.boundary = None
-        blocks = parse_blocks(message.get("content"), self.sink, node.line)
+        blocks = _blocks(node, message, self.sink)
         text = "\n".join(getattr(b, "text", "") for b in blocks if not isinstance(b, ToolResult))
-        draft = self._draft(Role.USER, node, [CompactionSummary(text, trigger=trigger, pre_tokens=pre)])
+        summary = CompactionSummary(text, trigger=trigger, pre_tokens=pre)
+        self.drafts.append(
+            _Draft(
+                Role.USER, [summary], node.line, node.uuid, timestamp=node.timestamp, sidechain=self.sidechain
+            )
+        )
+
+    def _user(self, node: _Node, message: _Msg) -> None:
+        blocks = _blocks(node, message, self.sink)
+        draft = _Draft(
+            Role.USER, blocks, node.line, node.uuid, timestamp=node.timestamp, sidechain=self.sidechain
+        )
+        if blocks:
+            draft.tool_results_only = all(type(b) is ToolResult for b in blocks)
         self.drafts.append(draft)
 
-    def _user(self, node: _Node, message: dict[str, Any]) -> None:
-        blocks = parse_blocks(message.get("content"), self.sink, node.line)
-        draft = self._draft(Role.USER, node, blocks)
-        draft.tool_results_only = bool(blocks) and all(isinstance(b, ToolResult) for b in blocks)
-        self.drafts.append(draft)
-
-    def _assistant(self, node: _Node, message: dict[str, Any]) -> None:
-        blocks = parse_blocks(message.get("content"), self.sink, node.line)
-        response_id = get_str(message, "id")
-        model = get_str(message, "model")
-        raw_usage = message.get("usage")
+    def _assistant(self, node: _Node, message: _Msg) -> None:
+        blocks = _blocks(node, message, self.sink)
+        response_id = message.id
+        model = message.model
         if model == _SYNTHETIC:
-            model = raw_usage = None
+            model = None
+            usage = None
+        else:
+            usage = _usage(message.usage)
         if model:
             self.model = model
-        if response_id is not None and self.last_assistant is not None:
-            last = self.drafts[self.last_assistant]
-            if last.response_id == response_id and self._only_results_since(self.last_assistant):
+        last_index = self.last_assistant
+        if response_id is not None and last_index is not None:
+            drafts = self.drafts
+            last = drafts[last_index]
+            if last.response_id == response_id and all(
+                drafts[i].tool_results_only for i in range(last_index + 1, len(drafts))
+            ):
                 last.blocks.extend(blocks)
                 last.model = last.model or model
                 if last.usage is None:
-                    last.usage = parse_usage(raw_usage)
-                elif isinstance(raw_usage, dict):
+                    last.usage = usage
+                elif usage is not None and usage.output_tokens > last.usage.output_tokens:
                     # repeated usage; streamed lines often under-report output, so keep the max
-                    output = count_tokens(raw_usage, "output_tokens")
-                    if output > last.usage.output_tokens:
-                        last.usage = replace(last.usage, output_tokens=output)
+                    last.usage = replace(last.usage, output_tokens=usage.output_tokens)
                 return
-        draft = self._draft(Role.ASSISTANT, node, blocks)
-        draft.response_id = response_id
-        draft.model = model
-        draft.usage = parse_usage(raw_usage)
-        self.drafts.append(draft)
-        self.last_assistant = len(self.drafts) - 1
-
-    def _only_results_since(self, index: int) -> bool:
-        drafts = self.drafts
-        return all(drafts[i].tool_results_only for i in range(index + 1, len(drafts)))
-
-    def _draft(self, role: Role, node: _Node, blocks: list[Block]) -> _Draft:
-        return _Draft(
-            role=role,
-            blocks=blocks,
-            line=node.line,
-            id=node.uuid,
-            timestamp=get_str(node.obj, "timestamp"),
-            sidechain=self.sidechain,
+        self.drafts.append(
+            _Draft(
+                Role.ASSISTANT,
+                blocks,
+                node.line,
+                node.uuid,
+                response_id,
+                model,
+                usage,
+                node.timestamp,
+                self.sidechain,
+            )
         )
+        self.last_assistant = len(self.drafts) - 1
 
 
 def _messages(nodes: Iterable[_Node], sink: WarningSink, sidechain: bool) -> tuple[list[Message], str | None]:
     builder = _Builder(sink, sidechain)
+    add = builder.add
     for n in nodes:
-        builder.add(n)
+        add(n)
     return builder.finish(), builder.model
 
 
@@ -374,7 +648,7 @@ def _sidechain_groups(nodes: Sequence[_Node]) -> list[list[_Node]]:
             if len(path) > len(nodes):
                 break
             path.append(cur)
-            parent = cur.parent
+            parent = cur.parentUuid
             cur = by_uuid.get(parent) if parent is not None else None
         if root is None:
             root = id(path[-1]) if path else id(n)
@@ -386,19 +660,9 @@ def _sidechain_groups(nodes: Sequence[_Node]) -> list[list[_Node]]:
 
 def _session_id(nodes: Iterable[_Node]) -> str | None:
     for n in nodes:
-        sid = get_str(n.obj, "sessionId")
-        if sid:
-            return sid
+        if n.sessionId:
+            return n.sessionId
     return None
-
-
-def _read_nodes(data: bytes, sink: WarningSink) -> list[_Node]:
-    nodes: list[_Node] = []
-    for line, raw in split_lines(data):
-        node = _node(line, raw, sink)
-        if node is not None:
-            nodes.append(node)
-    return nodes
 
 
 def _thread_session(path: str, nodes: list[_Node], sink: WarningSink, label: str) -> Session:
@@ -413,21 +677,27 @@ def _thread_session(path: str, nodes: list[_Node], sink: WarningSink, label: str
     )
 
 
-def parse(data: bytes, path: str, subagents: Sequence[tuple[str, bytes]] = ()) -> Session:
+def parse(
+    data: bytes, path: str, subagents: Sequence[tuple[str, bytes]] = (), *, typed: bool = True
+) -> Session:
     """Read one Claude Code session file (plus its sub-agent files) into a :class:`Session`.
 
     ``subagents`` are ``(path, bytes)`` pairs of ``<session>/subagents/*.jsonl`` files; each
     becomes one sidechain Session. Their warnings are reported on the returned session too.
+    ``typed=False`` decodes every line with the lenient path only (same result, slower; for
+    comparisons and tests).
     """
     sink = WarningSink(path)
-    nodes = _read_nodes(data, sink)
-    main_nodes = [n for n in nodes if not n.sidechain]
-    side_nodes = [n for n in nodes if n.sidechain]
-    if not any(_is_message(n) for n in main_nodes) and side_nodes:
+    nodes = _read_nodes(data, sink, typed=typed)
+    main_nodes = [n for n in nodes if not n.isSidechain]
+    if len(main_nodes) == len(nodes):
+        side_nodes: list[_Node] = []
+    else:
+        side_nodes = [n for n in nodes if n.isSidechain]
+    main_is_side = False
+    if side_nodes and not any(_is_message(n) for n in main_nodes):
         main_nodes, side_nodes = side_nodes, []
         main_is_side = True
-    else:
-        main_is_side = False
     chain = _chain(main_nodes, sink, "main thread")
     messages, model = _messages(chain, sink, sidechain=main_is_side)
 
@@ -437,7 +707,7 @@ def parse(data: bytes, path: str, subagents: Sequence[tuple[str, bytes]] = ()) -
     extra_warnings: list[ReadWarning] = []
     for sub_path, sub_data in subagents:
         sub_sink = WarningSink(sub_path)
-        sub_nodes = _read_nodes(sub_data, sub_sink)
+        sub_nodes = _read_nodes(sub_data, sub_sink, typed=typed)
         if sub_nodes:
             sidechains.append(_thread_session(sub_path, sub_nodes, sub_sink, "sub-agent thread"))
         extra_warnings.extend(sub_sink.result())
@@ -515,14 +785,11 @@ class ClaudeCodeTail:
         sink = WarningSink(self.path)
         builder = _Builder(sink, sidechain=False)
         builder.boundary = self._boundary
-        for line, raw in split_lines(complete, first):
-            node = _node(line, raw, sink)
-            if node is None:
-                continue
-            sid = get_str(node.obj, "sessionId")
+        for node in _iter_nodes(complete, sink, first):
+            sid = node.sessionId
             if sid and self.state.session_id is None:
                 self.state.session_id = sid
-            if node.sidechain:
+            if node.isSidechain:
                 self.state.sidechain_lines += 1
                 continue
             builder.add(node)

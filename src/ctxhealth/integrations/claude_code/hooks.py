@@ -19,6 +19,7 @@ Library code: handlers return text, the CLI prints it.
 from __future__ import annotations
 
 import os
+from enum import StrEnum
 
 from ctxhealth.integrations.claude_code.payloads import (
     HookEvent,
@@ -30,6 +31,7 @@ from ctxhealth.integrations.claude_code.payloads import (
 )
 from ctxhealth.integrations.claude_code.tailstate import (
     DOOM_LOOP_REPEATS,
+    INSTRUCTION_CHARS,
     SessionCounters,
     SessionLock,
     call_signature,
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 
     from ctxhealth.state.ledger import Ledger
 
-__all__ = ["HookResult", "handle_hook", "run_hook", "session_root"]
+__all__ = ["HookResult", "Notice", "handle_hook", "reanchor_after_compaction", "run_hook", "session_root"]
 
 CHECKPOINT_BUDGET_TOKENS = 500
 # Hooks size checkpoints with the estimate (about 4 characters a token): loading an exact BPE
@@ -71,37 +73,51 @@ def session_root(home: str, counters: SessionCounters) -> str:
 # -- notices -------------------------------------------------------------------------------------
 
 
-def _notice_text(kind: str, counters: SessionCounters, detail: str) -> str:
-    from ctxhealth.recovery.reanchor import reanchor_text
+class Notice(StrEnum):
+    """What a hook can tell the agent (each at most once per episode)."""
 
-    if kind == "reanchor":
+    WARN = "warn"
+    REANCHOR = "reanchor"
+    RESTART = "restart"
+    HALT = "halt"
+    SPIRAL = "spiral"
+    DOOM_LOOP = "doom"
+
+
+_HEADLINES = {
+    Notice.WARN: "[ctxhealth] Context health warning.",
+    Notice.RESTART: "[ctxhealth] Context is degraded: a fresh start from a checkpoint is advised.",
+    Notice.HALT: "[ctxhealth] Context is at a critical limit: stop and save your state.",
+    Notice.SPIRAL: "[ctxhealth] Failure spiral: tool calls keep failing.",
+    Notice.DOOM_LOOP: "[ctxhealth] Doom loop: the same tool call was made "
+    f"{DOOM_LOOP_REPEATS} times with the same input.",
+}
+_ADVICE = {
+    Notice.WARN: "Finish the current step, keep answers short, and avoid re-reading files you already have.",
+    Notice.RESTART: "Finish or park the current step, summarise progress in a few lines, and tell the user "
+    "that a /compact or a fresh session from the ctxhealth checkpoint is advised.",
+    Notice.HALT: "Do not start new work. Write down the current state (goal, done, next step) and ask the "
+    "user how to continue.",
+    Notice.SPIRAL: "Stop retrying the same approach. Read the latest error in full, state its root cause, "
+    "then change approach (or ask the user).",
+    Notice.DOOM_LOOP: "Repeating it will not change the result. Use what you already have, or try something "
+    "different.",
+}
+_WITH_REQUEST = frozenset({Notice.RESTART, Notice.HALT, Notice.SPIRAL, Notice.DOOM_LOOP})
+
+
+def _notice_text(kind: Notice, counters: SessionCounters, detail: str) -> str:
+    if kind is Notice.REANCHOR:
+        from ctxhealth.recovery.reanchor import reanchor_text
+
         return reanchor_text(counters.instruction, counters.drift or 0.0, counters.fill)
-    head = {
-        "warn": "[ctxhealth] Context health warning.",
-        "restart": "[ctxhealth] Context is degraded: a fresh start from a checkpoint is advised.",
-        "halt": "[ctxhealth] Context is at a critical limit: stop and save your state.",
-        "spiral": "[ctxhealth] Failure spiral: tool calls keep failing.",
-        "doom": "[ctxhealth] Doom loop: the same tool call was made "
-        f"{DOOM_LOOP_REPEATS} times with the same input.",
-    }[kind]
-    advice = {
-        "warn": "Finish the current step, keep answers short, and avoid re-reading files you already have.",
-        "restart": "Finish or park the current step, summarise progress in a few lines, and tell the user "
-        "that a /compact or a fresh session from the ctxhealth checkpoint is advised.",
-        "halt": "Do not start new work. Write down the current state (goal, done, next step) and ask the "
-        "user how to continue.",
-        "spiral": "Stop retrying the same approach. Read the latest error in full, state its root cause, "
-        "then change approach (or ask the user).",
-        "doom": "Repeating it will not change the result. Use what you already have, or try something "
-        "different.",
-    }[kind]
-    lines = [head, f"Why: {detail}" if detail else "", advice]
-    if counters.instruction and kind in ("restart", "halt", "spiral", "doom"):
+    lines = [_HEADLINES[kind], f"Why: {detail}" if detail else "", _ADVICE[kind]]
+    if counters.instruction and kind in _WITH_REQUEST:
         lines += ["", "ORIGINAL REQUEST (verbatim):", counters.instruction]
-    return "\n".join(line for line in lines if line is not None).strip()
+    return "\n".join(lines).strip()
 
 
-def _give(counters: SessionCounters, key: str, kind: str, detail: str) -> str:
+def _give(counters: SessionCounters, key: str, kind: Notice, detail: str) -> str:
     """The notice text if ``key`` was not given in this episode yet (and mark it), else ""."""
     if counters.noticed(key):
         return ""
@@ -199,39 +215,45 @@ def _summary(payload: HookPayload) -> str:
 # -- handlers ------------------------------------------------------------------------------------
 
 
-def _pre_compact(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+def _checkpoint(home: str, counters: SessionCounters, ledger: Ledger | None, *, snapshot: bool) -> int:
+    """Write a checkpoint of the whole transcript (and the pre-compaction snapshot); return its tokens.
+
+    The one step that reads the whole transcript: a checkpoint needs all of it. It runs before a
+    compaction, after a resume that had none, and when the policy advises a restart or a halt.
+    """
+    from ctxhealth.redact import redact
     from ctxhealth.sources import read_session
     from ctxhealth.state.checkpoint import write_transcript_checkpoint
-    from ctxhealth.state.ledger import Ledger
-    from ctxhealth.state.memory import snapshot_from_session, write_snapshot
     from ctxhealth.state.store import StateStore
 
-    _read_tail(counters)
     session = read_session(counters.path)
     store = StateStore(_home_path(session_root(home, counters)))
-    with Ledger.open(_home_path(home)) as ledger:
-        files = write_transcript_checkpoint(
-            store,
-            session,
-            budget_tokens=CHECKPOINT_BUDGET_TOKENS,
-            ledger=ledger,
-            encoding=CHECKPOINT_ENCODING,
-        )
-        write_snapshot(store, snapshot_from_session(session, created_at=store.now_iso()))
-        counters.checkpoint_json = str(files.json_path)
-        counters.checkpoint_text = _checkpoint_text(str(files.json_path))
-        if session.instruction and not counters.instruction:
-            from ctxhealth.redact import redact
+    files = write_transcript_checkpoint(
+        store, session, budget_tokens=CHECKPOINT_BUDGET_TOKENS, ledger=ledger, encoding=CHECKPOINT_ENCODING
+    )
+    if snapshot:
+        from ctxhealth.state.memory import snapshot_from_session, write_snapshot
 
-            counters.instruction = redact(session.instruction[:4000])
+        write_snapshot(store, snapshot_from_session(session, created_at=store.now_iso()))
+    counters.checkpoint_json = str(files.json_path)
+    counters.checkpoint_text = _checkpoint_text(str(files.json_path))
+    if session.instruction and not counters.instruction:
+        counters.instruction = redact(session.instruction[:INSTRUCTION_CHARS])
+    return files.tokens
+
+
+def _pre_compact(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+    from ctxhealth.state.ledger import Ledger
+
+    _read_tail(counters)
+    with Ledger.open(_home_path(home)) as ledger:
+        tokens = _checkpoint(home, counters, ledger, snapshot=True)
         counters.queue_event(
-            HookEvent.PRE_COMPACT.value, _summary(payload) + f" checkpoint={files.json_path}"
+            HookEvent.PRE_COMPACT.value, _summary(payload) + f" checkpoint={counters.checkpoint_json}"
         )
         _flush(home, counters, ledger)
     save_counters(home, counters)
-    return hook_output(
-        HookEvent.PRE_COMPACT, user_message=f"ctxhealth: checkpoint saved ({files.tokens} tokens)"
-    )
+    return hook_output(HookEvent.PRE_COMPACT, user_message=f"ctxhealth: checkpoint saved ({tokens} tokens)")
 
 
 def _checkpoint_text(json_path: str) -> str | None:
@@ -266,17 +288,7 @@ def _session_start(home: str, payload: HookPayload, counters: SessionCounters) -
     _read_tail(counters)
     if counters.checkpoint_text is None and os.path.exists(counters.path):
         # Resumed (or compacted without our PreCompact hook): checkpoint what the transcript holds now.
-        from ctxhealth.sources import read_session
-        from ctxhealth.state.checkpoint import write_transcript_checkpoint
-        from ctxhealth.state.store import StateStore
-
-        session = read_session(counters.path)
-        store = StateStore(_home_path(session_root(home, counters)))
-        files = write_transcript_checkpoint(
-            store, session, budget_tokens=CHECKPOINT_BUDGET_TOKENS, encoding=CHECKPOINT_ENCODING
-        )
-        counters.checkpoint_json = str(files.json_path)
-        counters.checkpoint_text = _checkpoint_text(str(files.json_path))
+        _checkpoint(home, counters, None, snapshot=False)
     context = reanchor_after_compaction(counters)
     counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + " reanchored")
     _flush(home, counters)
@@ -284,14 +296,16 @@ def _session_start(home: str, payload: HookPayload, counters: SessionCounters) -
     return hook_output(HookEvent.SESSION_START, context=context)
 
 
+# The policy's actions (by value) -> what the agent is told. Truncation, history compression and
+# clearing tool results are Claude Code's own business (it compacts), so they become a warning.
 _ACTION_NOTICE = {
-    "warn": "warn",
-    "reanchor": "reanchor",
-    "clear_tool_results": "warn",
-    "compress_history": "warn",
-    "truncate": "warn",
-    "restart": "restart",
-    "halt": "halt",
+    "warn": Notice.WARN,
+    "reanchor": Notice.REANCHOR,
+    "clear_tool_results": Notice.WARN,
+    "compress_history": Notice.WARN,
+    "truncate": Notice.WARN,
+    "restart": Notice.RESTART,
+    "halt": Notice.HALT,
 }
 
 
@@ -302,7 +316,7 @@ def _user_prompt(home: str, payload: HookPayload, counters: SessionCounters) -> 
     reading = read_counters(counters)
     decision = decide_for_counters(counters, reading)
     kind = _ACTION_NOTICE.get(decision.action)
-    context = _give(counters, kind, kind, "; ".join(decision.reasons)) if kind else ""
+    context = _give(counters, kind.value, kind, "; ".join(decision.reasons)) if kind else ""
     counters.zone, counters.pressure = reading.zone.value, reading.pressure
     counters.queue_event(HookEvent.USER_PROMPT_SUBMIT.value, _summary(payload) + f" action={decision.action}")
     if context:
@@ -312,6 +326,9 @@ def _user_prompt(home: str, payload: HookPayload, counters: SessionCounters) -> 
             ledger.record_decision(
                 counters.session_id, counters.turns, decision.action, "; ".join(decision.reasons)
             )
+            if kind in (Notice.RESTART, Notice.HALT) and os.path.exists(counters.path):
+                _checkpoint(home, counters, ledger, snapshot=False)
+                context += f"\n\nA checkpoint of this session was saved: {counters.checkpoint_json}"
             _flush(home, counters, ledger)
     save_counters(home, counters)
     return hook_output(HookEvent.USER_PROMPT_SUBMIT, context=context)
@@ -328,9 +345,10 @@ def _post_tool(home: str, payload: HookPayload, counters: SessionCounters) -> st
     if counted:
         reading = read_counters(counters)
         if reading.spiral:
-            notices.append(_give(counters, "spiral", "spiral", reading.spiral_reason))
+            notices.append(_give(counters, Notice.SPIRAL.value, Notice.SPIRAL, reading.spiral_reason))
         if counters.signatures.get(signature) == DOOM_LOOP_REPEATS and name != "?":
-            notices.append(_give(counters, f"doom:{signature}", "doom", f"{name} called with the same input"))
+            detail = f"{name} called with the same input"
+            notices.append(_give(counters, f"doom:{signature}", Notice.DOOM_LOOP, detail))
     context = "\n\n".join(n for n in notices if n)
     counters.queue_event(event.value, _summary(payload))
     if context:

@@ -43,23 +43,24 @@ def _tokens(n: int) -> str:
 
 
 def status_counters(payload: StatusPayload, *, home: str) -> SessionCounters:
-    """The session's counters, brought up to date from the transcript only when that is needed."""
+    """The session's counters, brought up to date from the transcript only when that is needed.
+
+    The new tail is read when the transcript grew and either no hook keeps the counters fresh or the
+    payload carries no fill; the model's thresholds are resolved when none are cached yet.
+    """
     path = os.path.abspath(os.path.expanduser(payload.transcript_path or ""))
-    counters = load_counters(home, path) if payload.transcript_path else None
-    window = payload.context_window
-    has_fill = window is not None and (window.used_tokens is not None or window.used_percentage is not None)
-    stale = counters is None or (not counters.hooks_seen or not has_fill)
-    if counters is not None and payload.model_id and counters.model is None:
-        stale = True
-    if counters is None:
-        counters = SessionCounters(path)
+    cached = load_counters(home, path) if payload.transcript_path else None
+    counters = cached if cached is not None else SessionCounters(path)
     if payload.session_id:
         counters.session_id = payload.session_id
+    window = payload.context_window
+    has_fill = window is not None and (window.used_tokens is not None or window.used_percentage is not None)
     grew = bool(payload.transcript_path) and os.path.exists(path) and os.path.getsize(path) != counters.offset
-    if stale and (grew or counters.thresholds is None):
+    need_read = grew and (cached is None or not counters.hooks_seen or not has_fill)
+    if need_read or counters.thresholds is None:
         from ctxhealth.integrations.claude_code.tail import read_tail, resolve_thresholds
 
-        if grew:
+        if need_read:
             read_tail(counters, path)
         if payload.model_id and not counters.model:
             counters.model = payload.model_id
