@@ -245,3 +245,26 @@ def test_parallel_tool_hooks_lose_no_count(tmp_path: Path) -> None:
         assert proc.stderr is not None and proc.stderr.read() == b""
     counters = load_counters(str(home), str(transcript))
     assert counters is not None and counters.tool_calls == 6
+
+
+def test_click_hook_and_statusline_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    monkeypatch.setenv("CTXHEALTH_HOME", str(tmp_path / "home"))
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    runner = CliRunner()
+    done = runner.invoke(
+        cli,
+        ["hook", "PostToolUseFailure"],
+        input=_fixture("claude-hook-post-tool-use-failure.json", transcript),
+    )
+    assert done.exit_code == 0
+    counters = load_counters(str(tmp_path / "home"), str(transcript))
+    assert counters is not None and counters.tool_errors == 1
+    status = runner.invoke(
+        cli, ["statusline", "--no-color"], input=_fixture("claude-statusline-current.json", transcript)
+    )
+    assert status.exit_code == 0 and status.output.startswith("● orange")

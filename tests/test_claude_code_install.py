@@ -230,3 +230,72 @@ def test_round_trip_any_settings(
     assert not plan_install(d, python=PY).changed
     apply_plan(plan_uninstall(d))
     assert (d / "settings.json").read_bytes() == raw
+
+
+def test_installed_commands_really_run(tmp_path: Path) -> None:
+    """Run each command exactly as written into settings.json, as Claude Code would (a shell)."""
+    import os
+    import subprocess
+    import sys
+
+    d = _settings_dir(tmp_path, None)
+    apply_plan(plan_install(d, python=sys.executable))
+    settings = json.loads((d / "settings.json").read_bytes())
+    transcript = tmp_path / "s1.jsonl"
+    usage = {"input_tokens": 5, "cache_read_input_tokens": 30_000, "output_tokens": 2}
+    lines = [
+        {
+            "type": "user",
+            "uuid": "u0",
+            "sessionId": "s1",
+            "message": {"role": "user", "content": "Fix the parser"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "sessionId": "s1",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5-20250929",
+                "content": [],
+                "usage": usage,
+            },
+        },
+    ]
+    transcript.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    common = {"session_id": "s1", "transcript_path": str(transcript), "cwd": str(tmp_path)}
+    extra = {
+        "PreCompact": {"trigger": "manual"},
+        "SessionStart": {"source": "compact"},
+        "UserPromptSubmit": {"prompt": "go"},
+        "PostToolUse": {"tool_name": "Read", "tool_input": {"file_path": "/a"}, "tool_use_id": "t1"},
+        "PostToolUseFailure": {
+            "tool_name": "Bash",
+            "tool_input": {"command": "x"},
+            "tool_use_id": "t2",
+            "error": "1",
+        },
+        "Stop": {"stop_hook_active": False},
+    }
+    outputs = {}
+    for event, groups in settings["hooks"].items():
+        command = groups[-1]["hooks"][0]["command"]
+        payload = json.dumps({**common, "hook_event_name": event, **extra[event]}).encode()
+        done = subprocess.run(
+            command, shell=True, input=payload, capture_output=True, env=env, timeout=60, check=False
+        )
+        assert done.returncode == 0 and done.stderr == b"", (event, done.stderr)
+        outputs[event] = done.stdout.decode()
+    assert "additionalContext" in outputs["SessionStart"] and "Fix the parser" in outputs["SessionStart"]
+    status = subprocess.run(
+        settings["statusLine"]["command"],
+        shell=True,
+        input=json.dumps({**common, "model": {"id": "claude-sonnet-4-5-20250929"}}).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert status.returncode == 0 and status.stdout.decode().startswith("● green · 30.0K/")

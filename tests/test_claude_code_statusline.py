@@ -153,3 +153,20 @@ def test_fast_zones_mirror_the_signal_layer(fill: int, tier: Tier) -> None:
     fraction = fill / th["usable"]
     assert window_zone_name(fraction, th).value == window_zone(fraction, profile).value
     assert [z.value for z in ZoneName] == [z.value for z in Zone]
+
+
+def test_reading_follows_the_hosts_window_and_failure_rate() -> None:
+    from ctxhealth.integrations.claude_code.assess import read_counters
+
+    counters = SessionCounters("/t.jsonl")
+    counters.model = "claude-sonnet-4-5-20250929"
+    resolve_thresholds(counters)
+    assert counters.thresholds is not None
+    reserve = counters.thresholds["window"] - counters.thresholds["usable"]
+    big = read_counters(counters, fill=300_000, window=1_000_000)
+    assert big.window == 1_000_000 and big.usable == 1_000_000 - reserve
+    assert big.zone is ZoneName.RED  # 300K is past the full tier's 180K hard limit, whatever the window
+    for i, failed in enumerate([True, False, True, False, True]):
+        counters.record_tool(f"t{i}", "Bash", f"Bash:{i}", failed)
+    reading = read_counters(counters)
+    assert reading.spiral and "3 of the last 5" in reading.spiral_reason

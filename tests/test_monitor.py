@@ -261,7 +261,7 @@ def test_state_stays_bounded_on_a_long_run() -> None:
         m.observe(res(i, code=i % 2))
     rep, fail, ind = m.repetition, m.failures, m.indicators
     assert len(rep.seen_calls) <= 128 and len(rep.changes) <= 128 and len(rep.edit_turns) <= 128
-    assert len(fail.window) <= P.indicator_window and len(fail.mistakes) <= 64
+    assert len(fail.window) <= P.indicator_window and len(fail.mistakes) <= 32
     assert len(ind.sentences) <= 512 and len(ind.contradictions) <= 256
     assert m.drift._chars <= P.drift_window_chars
     assert len(m._events._pending) <= 256

@@ -365,3 +365,12 @@ def test_gate_invariants(tmp_path_factory: pytest.TempPathFactory, ops: list[tup
         if result.summary is not None:
             assert summary_matches(store.read_summary() or "", state)
         assert inspect(store).status in (Status.OK, Status.HALT_CONTEXT_LIMIT, Status.COMPLETE)
+
+
+def test_ledger_failure_does_not_undo_the_halt(store: StateStore, tmp_path: Path) -> None:
+    ensure(store)
+    ledger = Ledger.open(tmp_path / "home")
+    ledger.close()  # every write now fails
+    result = run_gate(store, GateRequest(pressure=0.9, turn=2), ledger=ledger)
+    assert result.status is Status.HALT_CONTEXT_LIMIT and result.ledger_error
+    assert inspect(store).status is Status.HALT_CONTEXT_LIMIT

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 import orjson
@@ -21,6 +21,10 @@ from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, guarded
 from ctxhealth.errors import LedgerError, StateError, UsageError
 from ctxhealth.state.status import Status
 from ctxhealth.state.store import StateStore
+
+if TYPE_CHECKING:
+    from ctxhealth.state.ledger import Ledger
+    from ctxhealth.state.schema import TaskState
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,7 +69,7 @@ def _finish(
     sys.exit(int(status.exit_code))
 
 
-def _open_ledger() -> Any:
+def _open_ledger() -> Ledger | None:
     """The ledger, or None (with a warning) when it cannot be opened: state writes must not wait on it."""
     from ctxhealth.state.ledger import Ledger
 
@@ -76,7 +80,7 @@ def _open_ledger() -> Any:
         return None
 
 
-def _state_dict(state: Any) -> dict[str, Any] | None:
+def _state_dict(state: TaskState | None) -> dict[str, Any] | None:
     from ctxhealth.state.schema import state_to_dict
 
     return None if state is None else state_to_dict(state)
@@ -212,6 +216,8 @@ def checkpoint_state_cmd(
     finally:
         if ledger is not None:
             ledger.close()
+    if result.ledger_error:
+        click.echo(f"ctxhealth: warning: not recorded in the ledger: {result.ledger_error}", err=True)
     payload = {
         "root": str(root),
         "detail": result.detail,

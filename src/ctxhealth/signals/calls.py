@@ -30,9 +30,10 @@ class CallKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CallInfo:
-    """A parsed tool call: its canonical key (tool + normalised input), kinds and the paths involved."""
+    """A parsed tool call: its key (hash of tool + normalised input, stable within a process), its
+    kinds and the paths involved."""
 
-    key: str
+    key: int
     tool: str
     kinds: frozenset[CallKind]
     reads: tuple[str, ...] = ()
@@ -173,7 +174,7 @@ def parse_call(call: ToolCall) -> CallInfo:
         kinds.add(CallKind.OTHER)
     mentions = tuple(dict.fromkeys(reads + edits))
     return CallInfo(
-        key=key,
+        key=hash(key),
         tool=name,
         kinds=frozenset(kinds),
         reads=tuple(dict.fromkeys(reads)),

@@ -17,7 +17,7 @@ from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, recent
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
-SIGNATURE_LIMIT = 64
+SIGNATURE_LIMIT = 32
 
 
 class FailureDetector(CachedDetector):
@@ -66,7 +66,7 @@ class FailureDetector(CachedDetector):
                 sig = f"{tool}|{r.signature()}"
                 seen = self.mistakes.get(sig)
                 if seen is None:
-                    seen = deque(maxlen=16)
+                    seen = deque(maxlen=8)
                 seen.append((event.turn, event.index))
                 self._prune(seen)
                 self.mistakes.put(sig, seen)

@@ -38,7 +38,7 @@ class RepetitionDetector(CachedDetector):
             return
         self._turn = turn
         for call in event.calls:
-            key = hash(call.key)
+            key = call.key
             if key in self.seen_calls:
                 self.repeats.add(turn, event.index)
                 self._snap = None

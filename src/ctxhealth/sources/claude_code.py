@@ -190,9 +190,9 @@ class _Msg(msgspec.Struct, gc=False):
     id: str | None = None
     model: str | None = None
     usage: _Usage | None = None
-    # Filled after decoding (typed path only): the content as model blocks. The NUL in the
-    # name keeps it apart from any real key; a line that had such a key is overwritten anyway.
-    blocks: list[Any] | None = msgspec.field(default=None, name="\x00blocks")
+    # Filled after decoding (typed path only): the content as model blocks. The odd JSON name
+    # keeps it apart from real keys; a line that had such a key is overwritten anyway.
+    blocks: list[Any] | None = msgspec.field(default=None, name="(ctxhealth blocks)")
 
 
 class _CompactMeta(msgspec.Struct, gc=False):
@@ -215,7 +215,7 @@ class _Node(msgspec.Struct, gc=False):
     compactMetadata: _CompactMeta | None = None
     logicalParentUuid: str | None = None
     # Set after decoding: the 1-based line number (see ``_Msg.blocks`` for the name).
-    line: int = msgspec.field(default=0, name="\x00line")
+    line: int = msgspec.field(default=0, name="(ctxhealth line)")
 
 
 _DECODE = msgspec.json.Decoder(_Node).decode

@@ -20,7 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.errors import ConfigError
+from ctxhealth.errors import ConfigError, LedgerError
 from ctxhealth.signals.profile import Profile
 from ctxhealth.state.ledger import Ledger
 from ctxhealth.state.schema import TaskState, merge_update
@@ -110,6 +110,7 @@ class GateResult:
     override_used: bool = False
     reasons: tuple[str, ...] = ()
     hint: str = ""
+    ledger_error: str = ""  # set when the ledger could not record this call
 
 
 def _check_numbers(request: GateRequest) -> None:
@@ -160,7 +161,9 @@ def run_gate(
         final = store.write_state_checkpoint(state, "final")
         final_summary = store.write_summary(state)
         store.write_control(control)
-        _record(ledger, request, turn, zone, "complete", "next_action ends the task", final, final_summary)
+        noted = _record(
+            ledger, request, turn, zone, "complete", "next_action ends the task", final, final_summary
+        )
         return GateResult(
             Status.COMPLETE,
             zone,
@@ -171,6 +174,7 @@ def run_gate(
             final,
             final_summary,
             reasons=(*reasons, "final write"),
+            ledger_error=noted,
         )
 
     missing_pressure = request.pressure is None and turn > 1
@@ -200,7 +204,7 @@ def run_gate(
         control = replace(control, override_remaining=control.override_remaining - 1)
         store.write_control(control)
         detail = "critical: continuing under an explicit override"
-        _record(ledger, request, turn, zone, "override", "; ".join(reasons), checkpoint, summary)
+        noted = _record(ledger, request, turn, zone, "override", "; ".join(reasons), checkpoint, summary)
         return GateResult(
             Status.OK,
             zone,
@@ -212,12 +216,13 @@ def run_gate(
             summary,
             override_used=True,
             reasons=tuple(reasons),
+            ledger_error=noted,
         )
     if must_halt:
         reason = "; ".join(r for r in reasons if "pressure" in r) or "context limit"
         halt = HaltRecord(reason=reason, at=store.now_iso(), pressure=request.pressure, turn=turn)
         store.write_control(replace(control, halt=halt))
-        _record(ledger, request, turn, zone, "halt", reason, checkpoint, summary)
+        noted = _record(ledger, request, turn, zone, "halt", reason, checkpoint, summary)
         return GateResult(
             Status.HALT_CONTEXT_LIMIT,
             zone,
@@ -230,9 +235,10 @@ def run_gate(
             halted=True,
             reasons=tuple(reasons),
             hint="restart from the checkpoint and summary, or `ctxhealth state override` to go on",
+            ledger_error=noted,
         )
     store.write_control(control)
-    _record(ledger, request, turn, zone, "continue", "; ".join(reasons), checkpoint, summary)
+    noted = _record(ledger, request, turn, zone, "continue", "; ".join(reasons), checkpoint, summary)
     return GateResult(
         Status.OK,
         zone,
@@ -243,6 +249,7 @@ def run_gate(
         checkpoint,
         summary,
         reasons=tuple(reasons),
+        ledger_error=noted,
     )
 
 
@@ -255,13 +262,18 @@ def _record(
     reason: str,
     checkpoint: Path | None,
     summary: Path | None,
-) -> None:
+) -> str:
+    """Record the gate call; a ledger failure is reported, never allowed to undo the gate's answer."""
     if ledger is None:
-        return
-    ledger.record_assessment(request.session_id, turn, pressure=request.pressure, zone=zone.value)
-    ledger.record_decision(request.session_id, turn, f"gate:{action}", reason)
-    if checkpoint is not None:
-        ledger.record_checkpoint(request.session_id, checkpoint, summary)
+        return ""
+    try:
+        ledger.record_assessment(request.session_id, turn, pressure=request.pressure, zone=zone.value)
+        ledger.record_decision(request.session_id, turn, f"gate:{action}", reason)
+        if checkpoint is not None:
+            ledger.record_checkpoint(request.session_id, checkpoint, summary)
+    except LedgerError as exc:
+        return exc.render()
+    return ""
 
 
 def override(store: StateStore, *, reason: str = "", allow: int = 1) -> Control:

@@ -46,6 +46,9 @@ SETTINGS_NAME = "settings.json"
 BACKUP_SUFFIX = ".ctxhealth-backup"
 MANIFEST_SUFFIX = ".ctxhealth-install.json"
 HOOK_TIMEOUT_SECONDS = 10
+# PreCompact checkpoints the whole transcript and SessionStart may have to: give them more room on
+# very long sessions (a hook past its timeout is killed, and the agent carries on without it).
+HOOK_TIMEOUTS = {HookEvent.PRE_COMPACT: 30, HookEvent.SESSION_START: 30}
 
 # Event -> matcher ("" = no matcher key: the event has none, or every tool should match).
 HOOK_EVENTS: dict[HookEvent, str] = {
@@ -185,7 +188,11 @@ def _hook_entry(python: str, event: HookEvent) -> dict[str, Any]:
     if matcher:
         group["matcher"] = matcher
     group["hooks"] = [
-        {"type": "command", "command": hook_command(python, event), "timeout": HOOK_TIMEOUT_SECONDS}
+        {
+            "type": "command",
+            "command": hook_command(python, event),
+            "timeout": HOOK_TIMEOUTS.get(event, HOOK_TIMEOUT_SECONDS),
+        }
     ]
     return group
 
