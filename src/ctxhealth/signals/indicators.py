@@ -36,6 +36,37 @@ _MISSING = re.compile(
     r"I (?:need|would need) (?:more|the) (?:context|information|details)|can you (?:provide|share|paste))",
     re.I,
 )
+_CONTRADICTION_HINTS = (
+    "actually",
+    "wait",
+    "second thought",
+    "wrong",
+    "incorrect",
+    "not right",
+    "previous",
+    "earlier",
+    "revert",
+    "undo",
+    "scratch that",
+    "mistake",
+    "misread",
+    "didn't work",
+    "broke",
+)
+_MISSING_HINTS = (
+    "provide",
+    "share",
+    "clarify",
+    "paste",
+    "don't have",
+    "do not have",
+    "don't see",
+    "do not see",
+    "original",
+    "remind me",
+    "need more",
+    "need the",
+)
 _SENTENCE = re.compile(r"[^.!?\n]{40,}")
 SENTENCE_LIMIT = 512
 TEXT_LIMIT = 4000
@@ -85,10 +116,12 @@ class IndicatorDetector(CachedDetector):
         probe = text[:TEXT_LIMIT]
         # the visible reasoning only: a code block is an action, not an explanation
         prose = probe.split("```", 1)[0]
-        if _CONTRADICTION.search(prose):
+        low = prose.lower()
+        # cheap substring probes first: the regexes run only when a hint word is present
+        if any(h in low for h in _CONTRADICTION_HINTS) and _CONTRADICTION.search(prose):
             self.contradictions.add(turn, index)
             changed = True
-        if _MISSING.search(prose):
+        if any(h in low for h in _MISSING_HINTS) and _MISSING.search(prose):
             self.missing.add(turn, index)
             changed = True
         repeated = 0

@@ -168,28 +168,18 @@ def stem(word: str) -> str:
 
 def content_words(text: str) -> list[str]:
     """Stems of the words of ``text`` that carry meaning, in order (duplicates kept)."""
-    out = []
-    for m in WORD.findall(text):
-        low = m.lower()
-        if low in STOP_WORDS:
-            continue
-        out.append(stem(low))
-    return out
+    stop = STOP_WORDS
+    return [stem(w) for w in WORD.findall(text.lower()) if w not in stop]
 
 
 def weighted_words(text: str) -> list[tuple[str, int]]:
-    """Content words of ``text`` with the characters each one stands for (the weights sum to
-    ``len(text)``: the span since the previous content word is charged to the next one)."""
-    out: list[tuple[str, int]] = []
-    prev = 0
-    for m in WORD.finditer(text):
-        low = m.group().lower()
-        if low in STOP_WORDS:
-            continue
-        end = m.end()
-        out.append((stem(low), end - prev))
-        prev = end
-    if out and prev < len(text):
-        w, c = out[-1]
-        out[-1] = (w, c + len(text) - prev)
+    """Content words of ``text`` with the characters each one stands for: the text's length shared
+    evenly (the first word takes the remainder), so the weights sum to ``len(text)``."""
+    stems = content_words(text)
+    n = len(stems)
+    if not n:
+        return []
+    each, extra = divmod(len(text), n)
+    out = [(w, each) for w in stems]
+    out[0] = (stems[0], each + extra)
     return out

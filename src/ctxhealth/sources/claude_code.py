@@ -72,6 +72,11 @@ from ctxhealth.sources.lines import (
     get_int,
     get_str,
     loads,
+    make_call,
+    make_message,
+    make_result,
+    make_text,
+    make_usage,
     split_lines,
     type_name,
 )
@@ -226,19 +231,19 @@ def _typed_blocks(content: Any) -> list[Block]:
     if content is None:
         return []
     if type(content) is str:
-        return [TextBlock(content)]
+        return [make_text(content)]
     blocks: list[Block] = []
     append = blocks.append
     for item in content:
         cls = type(item)
         if cls is _Text:
-            append(TextBlock(item.text))
+            append(make_text(item.text))
         elif cls is _ToolResult:
             inner = item.content
             if inner is None:
-                append(ToolResult(item.tool_use_id, "", is_error=item.is_error is True))
+                append(make_result(item.tool_use_id, "", item.is_error is True))
             elif type(inner) is str:
-                append(ToolResult(item.tool_use_id, inner, is_error=item.is_error is True))
+                append(make_result(item.tool_use_id, inner, item.is_error is True))
             else:
                 parts: list[str] = []
                 images: list[Block] = []
@@ -250,14 +255,14 @@ def _typed_blocks(content: Any) -> list[Block]:
                         parts.append(part)
                     else:
                         images.append(_typed_image(part))
-                append(ToolResult(item.tool_use_id, "\n".join(parts), is_error=item.is_error is True))
+                append(make_result(item.tool_use_id, "\n".join(parts), item.is_error is True))
                 blocks.extend(images)
         elif cls is _ToolUse or cls is _ServerToolUse or cls is _McpToolUse:
-            append(ToolCall(item.id, item.name, orjson.loads(memoryview(item.input))))
+            append(make_call(item.id, item.name, orjson.loads(memoryview(item.input))))
         elif cls is _Thinking:
             append(ThinkingBlock(item.thinking))
         elif cls is str:
-            append(TextBlock(item))
+            append(make_text(item))
         elif cls is _RedactedThinking:
             append(ThinkingBlock(""))
         else:
@@ -402,16 +407,16 @@ class _Draft:
     tool_results_only: bool = False
 
     def freeze(self) -> Message:
-        return Message(
-            role=self.role,
-            blocks=tuple(self.blocks),
-            id=self.id,
-            response_id=self.response_id,
-            model=self.model,
-            usage=self.usage,
-            timestamp=self.timestamp,
-            sidechain=self.sidechain,
-            line=self.line,
+        return make_message(
+            self.role,
+            tuple(self.blocks),
+            self.id,
+            self.response_id,
+            self.model,
+            self.usage,
+            self.timestamp,
+            self.sidechain,
+            self.line,
         )
 
 
@@ -499,11 +504,13 @@ def _blocks(node: _Node, message: _Msg, sink: WarningSink) -> list[Block]:
 def _usage(raw: _Usage | None) -> Usage | None:
     if raw is None:
         return None
-    return Usage(
-        input_tokens=raw.input_tokens if raw.input_tokens > 0 else 0,
-        output_tokens=raw.output_tokens if raw.output_tokens > 0 else 0,
-        cache_creation_tokens=raw.cache_creation_input_tokens if raw.cache_creation_input_tokens > 0 else 0,
-        cache_read_tokens=raw.cache_read_input_tokens if raw.cache_read_input_tokens > 0 else 0,
+    created = raw.cache_creation_input_tokens
+    read = raw.cache_read_input_tokens
+    return make_usage(
+        raw.input_tokens if raw.input_tokens > 0 else 0,
+        raw.output_tokens if raw.output_tokens > 0 else 0,
+        created if created > 0 else 0,
+        read if read > 0 else 0,
     )
 
 

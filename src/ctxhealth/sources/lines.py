@@ -5,16 +5,31 @@ The typed getters below return ``None`` (or a default) for anything that is not 
 expected JSON type, so format modules can read untrusted dictionaries without ``isinstance``
 noise. :class:`WarningSink` collects ``file:line: reason`` warnings with a cap, so a file of a
 million junk lines cannot exhaust memory.
+
+The ``make_*`` functions build model values the way their dataclass ``__init__`` would, only
+faster (a reader builds thousands per file): they create the instance and set every slot
+directly. Each is checked at import against the model's field list and falls back to the
+class itself if the model ever changes shape, so the values are always identical.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
-from ctxhealth.model import ReadWarning
+from ctxhealth.model import (
+    Block,
+    Message,
+    ReadWarning,
+    Role,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 
 #: Warnings kept per file; beyond this one summary warning counts the rest.
 MAX_WARNINGS = 200
@@ -138,3 +153,102 @@ class WarningSink:
         if self.dropped:
             items.append(ReadWarning(self.path, None, f"{self.dropped} more warnings not shown"))
         return tuple(items)
+
+
+# --- fast construction of model values ----------------------------------------------------------
+
+_new = object.__new__
+
+
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...] | None:
+    """Slot setters of ``cls`` in field order, or None unless its fields are exactly ``names``."""
+    if tuple(f.name for f in dataclasses.fields(cls)) != names:
+        return None
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_TEXT = _slot_setters(TextBlock, ("text",))
+_CALL = _slot_setters(ToolCall, ("id", "name", "input"))
+_RESULT = _slot_setters(ToolResult, ("tool_call_id", "text", "is_error", "exit_code"))
+_USAGE = _slot_setters(
+    Usage, ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens")
+)
+_MESSAGE = _slot_setters(
+    Message, ("role", "blocks", "id", "response_id", "model", "usage", "timestamp", "sidechain", "line")
+)
+
+
+def make_text(text: str) -> TextBlock:
+    """``TextBlock(text)``."""
+    if _TEXT is None:
+        return TextBlock(text)
+    block = _new(TextBlock)
+    _TEXT[0](block, text)
+    return block
+
+
+def make_call(call_id: str, name: str, value: Any) -> ToolCall:
+    """``ToolCall(call_id, name, value)``."""
+    if _CALL is None:
+        return ToolCall(call_id, name, value)
+    block = _new(ToolCall)
+    set_id, set_name, set_input = _CALL
+    set_id(block, call_id)
+    set_name(block, name)
+    set_input(block, value)
+    return block
+
+
+def make_result(call_id: str, text: str, is_error: bool) -> ToolResult:
+    """``ToolResult(call_id, text, is_error=is_error)`` (no exit code)."""
+    if _RESULT is None:
+        return ToolResult(call_id, text, is_error=is_error)
+    block = _new(ToolResult)
+    set_id, set_text, set_error, set_code = _RESULT
+    set_id(block, call_id)
+    set_text(block, text)
+    set_error(block, is_error)
+    set_code(block, None)
+    return block
+
+
+def make_usage(input_tokens: int, output_tokens: int, cache_creation: int, cache_read: int) -> Usage:
+    """``Usage(...)`` without reasoning tokens."""
+    if _USAGE is None:
+        return Usage(input_tokens, output_tokens, cache_creation, cache_read)
+    usage = _new(Usage)
+    set_in, set_out, set_create, set_read, set_reasoning = _USAGE
+    set_in(usage, input_tokens)
+    set_out(usage, output_tokens)
+    set_create(usage, cache_creation)
+    set_read(usage, cache_read)
+    set_reasoning(usage, 0)
+    return usage
+
+
+def make_message(
+    role: Role,
+    blocks: tuple[Block, ...],
+    id: str | None,
+    response_id: str | None,
+    model: str | None,
+    usage: Usage | None,
+    timestamp: str | None,
+    sidechain: bool,
+    line: int | None,
+) -> Message:
+    """``Message(...)`` with every field given, in field order."""
+    if _MESSAGE is None:
+        return Message(role, blocks, id, response_id, model, usage, timestamp, sidechain, line)
+    message = _new(Message)
+    s_role, s_blocks, s_id, s_response, s_model, s_usage, s_time, s_side, s_line = _MESSAGE
+    s_role(message, role)
+    s_blocks(message, blocks)
+    s_id(message, id)
+    s_response(message, response_id)
+    s_model(message, model)
+    s_usage(message, usage)
+    s_time(message, timestamp)
+    s_side(message, sidechain)
+    s_line(message, line)
+    return message
