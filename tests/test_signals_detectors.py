@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import Monitor
 from ctxhealth.signals.calls import CallKind, error_signature, is_failure, parse_call
@@ -202,3 +205,39 @@ def test_compact_tier_for_unknown_models() -> None:
     m = run([sys_(), user("go"), act(0, "ls", fill=35_000)], model="some-unknown-model")
     assert m.info.tier.value == "compact"
     assert m.pressure.tier_zone.value == "orange"
+
+
+@given(st.text(max_size=300), st.lists(st.text(max_size=400), max_size=8))
+def test_drift_similarity_is_a_fraction_and_matches_a_recount(instruction: str, outputs: list[str]) -> None:
+    from ctxhealth.signals.text import content_words
+
+    m = run([sys_(), user(instruction or "x")])
+    for out in outputs:
+        m.observe(Message(Role.ASSISTANT, (TextBlock(out),)))
+    assert 0.0 <= m.drift.similarity <= 1.0
+    # independent recount over the exact window the detector holds
+    window = {w for w, _, _ in m.drift._words}
+    instr = m.drift.instruction_words
+    if instr and window:
+        assert m.drift.similarity == len(instr & window) / len(instr)
+    assert set(content_words("Testing the tests")) == {"test"}
+
+
+def test_lazy_signals_mapping() -> None:
+    m = run([sys_(), user("go"), act(0, "ls", fill=1_000)])
+    a = m.last
+    assert a is not None
+    names = list(a.signals)
+    assert names[0] == "pressure" and len(a.signals) == len(names) == 19
+    assert a.signals["drift"].name == "drift"
+    # a later observation does not change an earlier assessment's readings
+    before = a.signals["pressure"].value
+    m.observe(act(1, "ls", fill=90_000))
+    assert a.signals["pressure"].value == before
+
+
+def test_pinned_instruction_is_not_replaced_by_later_requests() -> None:
+    m = Monitor("claude-sonnet-4", P)
+    m.set_instruction("Port the scheduler to asyncio")
+    m.observe(user("hello there"))
+    assert m.drift.instruction == "Port the scheduler to asyncio"

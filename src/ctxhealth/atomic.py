@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = ["fsync_dir", "write_atomic"]
@@ -33,6 +32,23 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
+    """Create and open a new, private temporary file beside the target.
+
+    Plain ``os.open(O_EXCL)`` instead of ``tempfile``: hooks write state on every agent
+    turn, and ``tempfile`` (with ``shutil`` and ``random``) is a noticeable share of
+    their start-up time.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = directory / f".{name}.{os.urandom(6).hex()}.tmp"
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a temporary file in {directory}")
+
+
 def write_atomic(path: Path | str, data: bytes | str, *, mode: int = 0o644) -> Path:
     """Replace ``path`` with ``data`` atomically; return the resolved path.
 
@@ -44,8 +60,7 @@ def write_atomic(path: Path | str, data: bytes | str, *, mode: int = 0o644) -> P
     payload = data.encode("utf-8") if isinstance(data, str) else data
     directory = target.parent
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    tmp = Path(tmp_name)
+    fd, tmp = _create_temp(directory, target.name)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)

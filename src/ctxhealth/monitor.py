@@ -132,10 +132,6 @@ def estimate_message_tokens(message: Message) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN) + extra
 
 
-def _log(x: float) -> float:
-    return math.log1p(x) if x > 0 else 0.0
-
-
 class Monitor:
     """Incremental health monitor for one session (one agent thread).
 
@@ -163,7 +159,6 @@ class Monitor:
         self.fill_source = FillSource.ESTIMATED
         self.system_tokens = 0
         self.output_tokens = 0
-        self.reasoning_tokens = 0
         self._events = EventBuilder()
         th = self.profile.thresholds(self.info.tier)
         self.pressure = PressureTracker(self.info, self.profile)
@@ -235,7 +230,6 @@ class Monitor:
         if assistant:
             out = usage.output_tokens if usage is not None else 0
             self.output_tokens += out
-            self.reasoning_tokens += usage.reasoning_tokens if usage is not None else 0
             if self.fill_source is FillSource.REPORTED and fill is None and usage is not None:
                 # what follows this response sits on top of the prompt plus the response itself
                 self.fill += max(out, estimate_message_tokens(message))
@@ -285,8 +279,15 @@ class Monitor:
         reasons = decision.reasons
         if zone is not base_zone:
             reasons = (*reasons, f"zone raised {base_zone.value} → {zone.value}: {', '.join(names)}")
-        detectors = self._detectors
-        parts = tuple((d, d.snapshot()) for d in detectors)
+        pr, dr, fa, re_, ind, fi = self._detectors
+        parts = (
+            (pr, pr.snapshot()),
+            (dr, dr.snapshot()),
+            (fa, fa.snapshot()),
+            (re_, re_.snapshot()),
+            (ind, ind.snapshot()),
+            (fi, fi.snapshot()),
+        )
         return Assessment(
             turn=self.turn,
             index=index,
@@ -334,7 +335,7 @@ class Monitor:
         """One assessment per message of ``session`` (only its first ``upto`` fraction of turns)."""
         if not self._model_fixed and session.model:
             self._set_model(session.model)
-        if self.drift.instruction_index is None and session.instruction:
+        if not self.drift.pinned and session.instruction:
             index = next(
                 (
                     i

@@ -13,7 +13,6 @@ transformed (``log1p`` for counts), standardised with the training mean / deviat
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -252,6 +251,8 @@ def bootstrap_auc_ci(
     scores: Sequence[float], labels: Sequence[int], *, rounds: int = 1000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of :func:`roc_auc` (runs resampled with replacement)."""
+    import random  # only fitting and validation need it; the monitor imports this module
+
     rng = random.Random(seed)
     n = len(scores)
     values = []
@@ -283,6 +284,8 @@ def group_folds(labels: Sequence[int], groups: Sequence[int] | None, k: int, *, 
 
 def stratified_folds(labels: Sequence[int], k: int, *, seed: int = 0) -> list[int]:
     """Fold number (0..k-1) for each run, stratified by label, seeded."""
+    import random  # only fitting and validation need it; the monitor imports this module
+
     rng = random.Random(seed)
     fold = [0] * len(labels)
     for cls in (0, 1):

@@ -135,7 +135,8 @@ def recent(evidence: list[int] | tuple[int, ...]) -> tuple[int, ...]:
 def normalise_text(value: Any) -> str:
     """A canonical one-line form of a tool input, for "the same call" comparisons."""
     if isinstance(value, str):
-        return " ".join(value.split())
+        # long payloads (file bodies) are compared as they are: hashing them is cheap, re-spacing is not
+        return " ".join(value.split()) if len(value) <= 1000 else value
     if isinstance(value, dict):
         return "{" + ",".join(f"{k}={normalise_text(v)}" for k, v in sorted(value.items())) + "}"
     if isinstance(value, (list, tuple)):

@@ -45,6 +45,9 @@ class CallInfo:
 
 SHELL_PARSE_LIMIT = 4000
 """Only the first characters of a shell command are parsed (heredoc bodies are data anyway)."""
+SHELL_HEAD = 600
+SHELL_TAIL = 200
+"""A longer command is read at its head (verbs, paths) and its tail (a final ``> file``)."""
 
 _READ_TOOLS = {"read", "view", "read_file", "open_file", "view_file", "notebookread"}
 _EDIT_TOOLS = {
@@ -69,6 +72,31 @@ _VERIFY = re.compile(
     r"flake8|pylint|tsc|eslint|python[\d.]* -m (?:pytest|unittest|compileall|py_compile)|"
     r"python[\d.]* \S*(?:test|repro|reproduce|verify|check)\w*\.py)\b"
 )
+_VERIFY_HINTS = (
+    "test",
+    "tox",
+    "nox",
+    "cargo",
+    "go ",
+    "npm",
+    "yarn",
+    "pnpm",
+    "jest",
+    "mvn",
+    "gradle",
+    "make",
+    "mypy",
+    "ruff",
+    "flake8",
+    "pylint",
+    "tsc",
+    "eslint",
+    "python",
+    "repro",
+    "check",
+    "verify",
+)
+_VERIFY_HINT = re.compile("|".join(map(re.escape, _VERIFY_HINTS)))
 _SED_SUB = re.compile(r"s([/|#,])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
 _READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
@@ -97,11 +125,19 @@ def _parse_shell(
     edits: list[str] = []
     deletes: list[str] = []
     change: tuple[str, str] | None = None
-    # A heredoc's body is data, not commands: keep only the line that opens it.
+    # A heredoc's body is data, not commands: keep only the line that opens it. Long commands are
+    # mostly payload (a quoted file body): read their head, and their tail for a final redirection.
     head = command.split("\n", 1)[0] if "<<" in command else command
-    for target in _REDIRECT.findall(head):
-        if target not in {"/dev/null", "&1", "&2"} and not target.startswith("/dev/"):
-            edits.append(target)
+    probes = [head]
+    if len(head) > SHELL_HEAD:
+        probes = [head[:SHELL_HEAD], head[-SHELL_TAIL:]]
+        head = head[:SHELL_HEAD]
+    for probe in probes:
+        if ">" not in probe:
+            continue
+        for target in _REDIRECT.findall(probe):
+            if target not in {"/dev/null", "&1", "&2"} and not target.startswith("/dev/"):
+                edits.append(target)
     for segment in _SEGMENT.split(head):
         words = segment.split()
         while words and ("=" in words[0] and not words[0].startswith("-")):
@@ -128,7 +164,13 @@ def _parse_shell(
             kinds.add(CallKind.EDIT)
         elif verb in _SEARCH_VERBS:
             kinds.add(CallKind.SEARCH)
-    if _VERIFY.search(command):
+    # a check may follow a heredoc or a long payload: look at the command's start and its end
+    probe = (
+        command
+        if len(command) <= SHELL_HEAD + SHELL_TAIL
+        else f"{command[:SHELL_HEAD]}\n{command[-SHELL_TAIL:]}"
+    )
+    if _VERIFY_HINT.search(probe) and _VERIFY.search(probe):
         kinds.add(CallKind.VERIFY)
     return kinds, reads, edits, deletes, change
 
@@ -203,7 +245,7 @@ def is_failure(result: ToolResult) -> bool:
     if result.exit_code is not None:
         return result.exit_code != 0
     text = result.text
-    probe = text if len(text) <= 4000 else text[:2000] + "\n" + text[-2000:]
+    probe = text if len(text) <= 2400 else text[:1200] + "\n" + text[-1200:]
     return _ERROR_TEXT.search(probe) is not None
 
 

@@ -8,7 +8,8 @@ below ``drift_threshold`` and the fill is above the sweet spot.
 The original instruction is the first real user request; a compaction summary never replaces it.
 The recent-output window is kept incrementally: a deque of (stem, chars) whose character total is
 trimmed to the window, and a count of how many window stems are instruction words, so an update
-costs O(new text), never O(history).
+costs O(new text), never O(history); a reply of a quarter of the window or more recounts the window
+from its last characters instead (bounded by the window, and faster than word-by-word updates).
 """
 
 from __future__ import annotations
@@ -26,21 +27,27 @@ INSTRUCTION_WORD_LIMIT = 400
 
 
 class DriftDetector(CachedDetector):
+    """Similarity of recent output to the original instruction (1.0 on topic)."""
+
     def __init__(self, profile: Profile, sweet_spot: int) -> None:
         self.profile = profile
         self.sweet_spot = sweet_spot
         self.instruction = ""
         self.instruction_index: int | None = None
+        self.pinned = False
         self.instruction_words: frozenset[str] = frozenset()
         self._words: deque[tuple[str, int, int]] = deque()
         self._chars = 0
         self._counts: Counter[str] = Counter()
         self._hits = 0
+        self._tail = ""
         self.similarity = 1.0
         self.fill = 0
         self._last_output = 0
 
     def set_instruction(self, text: str, index: int | None = None) -> None:
+        """Pin the original instruction; later user messages and compaction summaries never replace it."""
+        self.pinned = True
         self.instruction = text
         self.instruction_index = index
         words: dict[str, None] = {}
@@ -58,7 +65,7 @@ class DriftDetector(CachedDetector):
             self.fill = event.fill
             self._snap = None
         if msg.role is Role.USER:
-            if self.instruction_index is None and msg.compaction is None and not event.results:
+            if not self.pinned and msg.compaction is None and not event.results:
                 text = msg.text
                 if text.strip():
                     self.set_instruction(text, event.index)
@@ -69,11 +76,24 @@ class DriftDetector(CachedDetector):
         if not text:
             return
         limit = self.profile.drift_window_chars
-        if len(text) > limit:
-            text = text[-limit:]
-        self._push(weighted_words(text), event.index)
+        tail = self._tail + "\n" + text if self._tail else text
+        self._tail = tail = tail[-limit:]
+        if len(text) * 4 >= limit:
+            # a long reply: recounting the window from its text is cheaper than word-by-word updates
+            self._replace(content_words(tail), len(tail), event.index)
+        else:
+            self._push(weighted_words(text), event.index)
         self._last_output = event.index
         self._recompute()
+
+    def _replace(self, stems: list[str], chars: int, index: int) -> None:
+        """The new text fills the whole window on its own: rebuild it in one go (C-speed counting)."""
+        n = len(stems)
+        each = chars // n if n else 0
+        self._words = deque((w, each, index) for w in stems)
+        self._chars = each * n
+        self._counts = Counter(stems)
+        self._hits = len(self.instruction_words.intersection(self._counts))
 
     def _push(self, words: list[tuple[str, int]], index: int) -> None:
         instr = self.instruction_words

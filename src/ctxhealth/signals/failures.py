@@ -21,6 +21,8 @@ SIGNATURE_LIMIT = 32
 
 
 class FailureDetector(CachedDetector):
+    """Tool failures over the last results: rate, streak, per tool, repeated mistakes."""
+
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self.window: deque[tuple[str, bool, int]] = deque()

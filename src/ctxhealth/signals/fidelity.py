@@ -19,6 +19,8 @@ FILE_LIMIT = 256
 
 
 class FidelityDetector(CachedDetector):
+    """Verification gaps, contracting replies and narrowing file focus, block by block."""
+
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self.block_start = 1

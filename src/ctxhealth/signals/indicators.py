@@ -67,12 +67,17 @@ _MISSING_HINTS = (
     "need more",
     "need the",
 )
+_CONTRADICTION_HINT = re.compile("|".join(map(re.escape, _CONTRADICTION_HINTS)))
+_MISSING_HINT = re.compile("|".join(map(re.escape, _MISSING_HINTS)))
 _SENTENCE = re.compile(r"[^.!?\n]{40,}")
 SENTENCE_LIMIT = 512
-TEXT_LIMIT = 4000
+TEXT_LIMIT = 2000
+OPENING_LIMIT = 800
 
 
 class IndicatorDetector(CachedDetector):
+    """The early-warning indicators read from assistant text and tool calls."""
+
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         w = profile.indicator_window
@@ -116,12 +121,13 @@ class IndicatorDetector(CachedDetector):
         probe = text[:TEXT_LIMIT]
         # the visible reasoning only: a code block is an action, not an explanation
         prose = probe.split("```", 1)[0]
-        low = prose.lower()
-        # cheap substring probes first: the regexes run only when a hint word is present
-        if any(h in low for h in _CONTRADICTION_HINTS) and _CONTRADICTION.search(prose):
+        # reversals and requests open a reply: probe its start, with cheap substring hints first
+        opening = prose[:OPENING_LIMIT]
+        low = opening.lower()
+        if _CONTRADICTION_HINT.search(low) and _CONTRADICTION.search(opening):
             self.contradictions.add(turn, index)
             changed = True
-        if any(h in low for h in _MISSING_HINTS) and _MISSING.search(prose):
+        if _MISSING_HINT.search(low) and _MISSING.search(opening):
             self.missing.add(turn, index)
             changed = True
         repeated = 0

@@ -18,6 +18,8 @@ KEY_LIMIT = 128
 
 
 class RepetitionDetector(CachedDetector):
+    """Identical calls, re-reads without an edit, and edit thrash, within a window of turns."""
+
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         w = profile.indicator_window

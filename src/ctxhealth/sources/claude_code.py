@@ -41,8 +41,9 @@ for how it differs from the full reader).
 
 from __future__ import annotations
 
+from codecs import utf_8_decode as _utf8_decode
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import msgspec
@@ -57,9 +58,7 @@ from ctxhealth.model import (
     ReadWarning,
     Role,
     Session,
-    TextBlock,
     ThinkingBlock,
-    ToolCall,
     ToolResult,
     Usage,
 )
@@ -278,12 +277,12 @@ def _typed_image(item: _Image | _Document) -> ImageBlock:
     return ImageBlock(media_type=source.media_type or kind, approx_bytes=len(source.data) * 3 // 4)
 
 
-def _typed_node(raw: bytes) -> _Node | None:
+def _typed_node(raw: bytes | memoryview, check_utf8: bool) -> _Node | None:
     """The typed path: a node, or None when the lenient path must read this line."""
-    if not raw.isascii():
-        # msgspec does not check the UTF-8 of fields it skips; orjson rejects the whole line.
+    if check_utf8:
+        # msgspec does not check the UTF-8 of fields it skips, and orjson rejects the whole line.
         try:
-            raw.decode()
+            _utf8_decode(raw, "strict", True)
         except UnicodeDecodeError:
             return None
     try:
@@ -365,15 +364,29 @@ def _iter_nodes(
     data: bytes, sink: WarningSink, first_line: int = 1, *, typed: bool = True
 ) -> Iterator[_Node]:
     """Nodes of the non-blank lines of ``data`` in order; bad lines become warnings."""
-    for number, raw in enumerate(data.split(b"\n"), first_line):
-        if not raw or raw.isspace():
-            continue
-        node = _typed_node(raw) if typed else None
+    # Lines are views into ``data`` (no copies); a file that is all ASCII needs no UTF-8 check.
+    view = memoryview(data)
+    find = data.find
+    check_utf8 = not data.isascii()
+    end = len(data)
+    start = 0
+    number = first_line - 1
+    while start < end:
+        stop = find(b"\n", start)
+        if stop < 0:
+            stop = end
+        number += 1
+        node = _typed_node(view[start:stop], check_utf8) if typed and stop > start else None
         if node is None:
+            raw = data[start:stop]
+            start = stop + 1
+            if not raw or raw.isspace():
+                continue
             node = _lenient_node(number, raw, sink)
             if node is None:
                 continue
         else:
+            start = stop + 1
             node.line = number
         yield node
 
@@ -403,7 +416,6 @@ class _Draft:
     usage: Usage | None = None
     timestamp: str | None = None
     sidechain: bool = False
-    meta: bool = False
     tool_results_only: bool = False
 
     def freeze(self) -> Message:
@@ -494,7 +506,11 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
 
 
 def _blocks(node: _Node, message: _Msg, sink: WarningSink) -> list[Block]:
-    """The message's content as model blocks (already converted on the typed path)."""
+    """The message's content as model blocks (already converted on the typed path).
+
+    The list is the draft's own from here on (a merged response extends it): every node is
+    built at most once, and nodes are dropped after the read.
+    """
     blocks = message.blocks
     if blocks is None:
         return parse_blocks(message.content, sink, node.line)
@@ -580,40 +596,60 @@ class _Builder:
         )
 
     def _user(self, node: _Node, message: _Msg) -> None:
-        blocks = _blocks(node, message, self.sink)
-        draft = _Draft(
-            Role.USER, blocks, node.line, node.uuid, timestamp=node.timestamp, sidechain=self.sidechain
+        blocks = message.blocks
+        if blocks is None:
+            blocks = _blocks(node, message, self.sink)
+        only_results = bool(blocks) and all(type(b) is ToolResult for b in blocks)
+        self.drafts.append(
+            _Draft(
+                Role.USER,
+                blocks,
+                node.line,
+                node.uuid,
+                None,
+                None,
+                None,
+                node.timestamp,
+                self.sidechain,
+                only_results,
+            )
         )
-        if blocks:
-            draft.tool_results_only = all(type(b) is ToolResult for b in blocks)
-        self.drafts.append(draft)
 
     def _assistant(self, node: _Node, message: _Msg) -> None:
-        blocks = _blocks(node, message, self.sink)
+        blocks = message.blocks
+        if blocks is None:
+            blocks = _blocks(node, message, self.sink)
         response_id = message.id
         model = message.model
+        raw_usage = message.usage
         if model == _SYNTHETIC:
             model = None
-            usage = None
-        else:
-            usage = _usage(message.usage)
+            raw_usage = None
         if model:
             self.model = model
         last_index = self.last_assistant
         if response_id is not None and last_index is not None:
             drafts = self.drafts
             last = drafts[last_index]
-            if last.response_id == response_id and all(
-                drafts[i].tool_results_only for i in range(last_index + 1, len(drafts))
+            if last.response_id == response_id and (
+                last_index == len(drafts) - 1
+                or all(drafts[i].tool_results_only for i in range(last_index + 1, len(drafts)))
             ):
                 last.blocks.extend(blocks)
                 last.model = last.model or model
                 if last.usage is None:
-                    last.usage = usage
-                elif usage is not None and usage.output_tokens > last.usage.output_tokens:
+                    last.usage = _usage(raw_usage)
+                elif raw_usage is not None and raw_usage.output_tokens > last.usage.output_tokens:
                     # repeated usage; streamed lines often under-report output, so keep the max
-                    last.usage = replace(last.usage, output_tokens=usage.output_tokens)
+                    kept = last.usage
+                    last.usage = make_usage(
+                        kept.input_tokens,
+                        raw_usage.output_tokens,
+                        kept.cache_creation_tokens,
+                        kept.cache_read_tokens,
+                    )
                 return
+        usage = _usage(raw_usage)
         self.drafts.append(
             _Draft(
                 Role.ASSISTANT,

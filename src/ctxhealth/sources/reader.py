@@ -72,7 +72,7 @@ def detect_format(head: bytes, name: str = "") -> Format | None:
     is fine. ``name`` is accepted for error messages and future tie-breaking only.
     """
     head = head.removeprefix(_BOM)
-    if not head.strip():
+    if not head or head.isspace():
         return None
     for spec in READERS:
         if spec.detect(head):
@@ -134,7 +134,7 @@ def read_data(data: bytes, name: str, *, format: Format | None = None, strict: b
     """Read one transcript held in memory (already read from disk, a pipe or a socket)."""
     content, warning = _decompress(data, name)
     content = content.removeprefix(_BOM)
-    if not content.strip():
+    if not content or content.isspace():
         raise TranscriptError("transcript is empty", hint="pass a file an agent has written to", path=name)
     spec = _BY_FORMAT[format] if format is not None else None
     if spec is None:
@@ -205,7 +205,7 @@ def _sniff(file: Path) -> tuple[Format | None, bool]:
                 head = _decompress(head + handle.read(), str(file))[0][:HEAD_BYTES]
     except (OSError, TranscriptError):
         return None, False
-    if not head.strip():
+    if not head or head.isspace():
         return None, False
     return detect_format(head, file.name), True
 

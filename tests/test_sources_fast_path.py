@@ -1,0 +1,223 @@
+"""The Claude Code reader's typed fast path and the fast model constructors give exactly what the
+lenient path gives: on every real file, on fuzzed records and on byte-mutated transcripts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from ctxhealth.model import (
+    Message,
+    Role,
+    Session,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from ctxhealth.sources import claude_code
+from ctxhealth.sources.lines import make_call, make_message, make_result, make_text, make_usage
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = (REPO / "examples" / "claude-code-session.jsonl").read_bytes()
+FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _both(data: bytes) -> tuple[Session, Session]:
+    return claude_code.parse(data, "x.jsonl"), claude_code.parse(data, "x.jsonl", typed=False)
+
+
+def _overflows_a_double(line: bytes) -> bool:
+    """The one documented difference: orjson rejects a number too large for a double anywhere."""
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return "infinity" in str(exc)
+    return False
+
+
+def test_every_real_file_reads_the_same_on_both_paths(claude_code_data: Path) -> None:
+    files = sorted(claude_code_data.rglob("*.jsonl"))
+    assert files
+    typed = total = 0
+    for file in files:
+        data = file.read_bytes()
+        fast, lenient = _both(data)
+        assert fast == lenient, file.name
+        lines = [line for line in data.split(b"\n") if line.strip()]
+        total += len(lines)
+        typed += sum(claude_code._typed_node(line, True) is not None for line in lines)
+    assert typed >= total * 0.99  # the comparison really exercised the typed path
+
+
+def test_the_example_reads_the_same_on_both_paths() -> None:
+    fast, lenient = _both(EXAMPLE)
+    assert fast == lenient
+    assert fast.assistant_turns > 0 and fast.warnings == ()
+
+
+def _record(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"type": kind, "uuid": "u", "parentUuid": None, "sessionId": "s", **body}
+
+
+# Claude Code shaped records; any value may instead be of a wrong type or odd (one time in eight).
+ODD = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=6)
+)
+
+
+def mostly(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.sampled_from([False] * 7 + [True]).flatmap(lambda odd: ODD if odd else valid)
+
+
+BLOCK_TYPES = ["text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "tool_result", "image"]
+part = st.fixed_dictionaries(
+    {"type": mostly(st.sampled_from(["text", "text", "image", "document"]))},
+    optional={
+        "text": mostly(st.text(max_size=8)),
+        "source": mostly(st.fixed_dictionaries({"data": st.text(max_size=4)})),
+    },
+)
+block = st.fixed_dictionaries(
+    {
+        "type": mostly(st.sampled_from(BLOCK_TYPES)),
+        "text": mostly(st.text(max_size=8)),
+        "id": mostly(st.sampled_from(["t1", "t2"])),
+        "name": mostly(st.just("Bash")),
+        "tool_use_id": mostly(st.sampled_from(["t1", "t2"])),
+    },
+    optional={
+        "thinking": mostly(st.text(max_size=8)),
+        "input": mostly(st.dictionaries(st.text(max_size=3), ODD, max_size=3)),
+        "content": mostly(st.text(max_size=8) | st.lists(mostly(part), max_size=3)),
+        "is_error": mostly(st.booleans()),
+        "source": mostly(
+            st.fixed_dictionaries(
+                {}, optional={"data": mostly(st.text(max_size=4)), "media_type": mostly(st.just("image/png"))}
+            )
+        ),
+    },
+)
+usage = st.fixed_dictionaries(
+    {},
+    optional={
+        k: mostly(st.integers(-5, 2**65))
+        for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    },
+)
+message = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": mostly(st.lists(mostly(block), max_size=3) | st.text(max_size=8)),
+        "id": mostly(st.sampled_from(["m1", "m2"])),
+        "model": mostly(st.sampled_from(["claude-opus-4-1", "<synthetic>"])),
+        "usage": mostly(usage),
+    },
+)
+record = st.fixed_dictionaries(
+    {"type": mostly(st.sampled_from(["user", "assistant", "assistant", "system", "summary", "progress"]))},
+    optional={
+        "uuid": mostly(st.sampled_from(["a", "b", "c", "d"])),
+        "parentUuid": mostly(st.sampled_from(["a", "b", "c", "d", "zz"])),
+        "isSidechain": mostly(st.booleans()),
+        "message": mostly(message),
+        "timestamp": mostly(st.just("2025-07-01T00:00:00Z")),
+        "sessionId": mostly(st.just("s")),
+        "isCompactSummary": mostly(st.booleans()),
+        "subtype": mostly(st.just("compact_boundary")),
+        "compactMetadata": mostly(
+            st.fixed_dictionaries(
+                {}, optional={"trigger": mostly(st.just("auto")), "preTokens": mostly(st.integers(0, 2**65))}
+            )
+        ),
+        "logicalParentUuid": mostly(st.sampled_from(["a", "b"])),
+        "toolUseResult": st.dictionaries(st.text(max_size=3), ODD, max_size=3) | ODD,
+    },
+)
+
+
+@FUZZ
+@given(st.lists(record, min_size=1, max_size=8))
+def test_fuzzed_records_read_the_same_on_both_paths(rows: list[dict[str, Any]]) -> None:
+    data = "\n".join(json.dumps(r) for r in rows).encode()
+    fast, lenient = _both(data)
+    assert fast == lenient
+
+
+@FUZZ
+@given(st.data())
+def test_byte_mutations_read_the_same_on_both_paths(data: st.DataObject) -> None:
+    seed = bytearray(EXAMPLE)
+    for _ in range(data.draw(st.integers(1, 6))):
+        pos = data.draw(st.integers(0, len(seed) - 1))
+        action = data.draw(st.sampled_from(["flip", "delete", "insert"]))
+        if action == "flip":
+            seed[pos] = data.draw(st.integers(0, 255))
+        elif action == "delete":
+            del seed[pos : pos + data.draw(st.integers(1, 30))]
+        else:
+            seed[pos:pos] = data.draw(st.binary(min_size=1, max_size=12))
+    mutated = bytes(seed)
+    assume(not any(_overflows_a_double(line) for line in mutated.split(b"\n")))
+    fast, lenient = _both(mutated)
+    assert fast == lenient
+
+
+def test_invalid_utf8_in_a_skipped_field_is_still_a_warning() -> None:
+    line = json.loads(EXAMPLE.splitlines()[1])
+    line["toolUseResult"] = "PLACEHOLDER"
+    raw = json.dumps(line).encode().replace(b"PLACEHOLDER", b"\xff\xfe")
+    fast, lenient = _both(raw + b"\n" + EXAMPLE)
+    assert fast == lenient
+    assert [w.line for w in fast.warnings] == [1]
+    assert "invalid JSON" in fast.warnings[0].reason
+
+
+def test_large_integers_keep_orjson_values() -> None:
+    """orjson turns integers beyond 64 bits into floats; the typed path must give the same values."""
+    call = {"type": "tool_use", "id": "t1", "name": "X", "input": {"n": 2**70, "m": -(2**64)}}
+    use = {"input_tokens": 2**64 + 1, "output_tokens": 2**63, "cache_read_input_tokens": 1}
+    row = _record(
+        "assistant", {"message": {"id": "m1", "model": "claude-opus-4", "content": [call], "usage": use}}
+    )
+    fast, lenient = _both(json.dumps(row).encode())
+    assert fast == lenient
+    assert fast.messages[0].tool_calls[0].input == {"n": float(2**70), "m": float(-(2**64))}
+
+
+def test_lone_surrogate_escape_in_a_skipped_field_is_still_a_warning() -> None:
+    row = _record("user", {"message": {"content": "hi"}})
+    raw = json.dumps(row).encode()[:-1] + b', "toolUseResult": "\\ud800"}'
+    fast, lenient = _both(raw)
+    assert fast == lenient and len(fast.warnings) == 1
+
+
+def test_tail_matches_a_full_read_of_the_example() -> None:
+    tail = claude_code.ClaudeCodeTail()
+    got: list[Message] = []
+    for start in range(0, len(EXAMPLE), 997):
+        got.extend(tail.feed(EXAMPLE[start : start + 997]))
+    assert [m.text for m in got if m.role is Role.USER] == [
+        m.text for m in claude_code.parse(EXAMPLE, "x").messages if m.role is Role.USER
+    ]
+    assert tail.state.warnings == []
+
+
+def test_fast_constructors_equal_the_dataclasses() -> None:
+    assert make_text("a") == TextBlock("a")
+    assert make_call("i", "n", {"x": [1]}) == ToolCall("i", "n", {"x": [1]})
+    assert make_result("i", "t", True) == ToolResult("i", "t", is_error=True)
+    assert make_usage(1, 2, 3, 4) == Usage(1, 2, 3, 4)
+    usage = Usage(1, 2)
+    fast = make_message(Role.ASSISTANT, (TextBlock("a"),), "u", "m", "model", usage, "t", True, 7)
+    assert fast == Message(Role.ASSISTANT, (TextBlock("a"),), "u", "m", "model", usage, "t", True, 7)
+    assert hash(make_text("a")) == hash(TextBlock("a"))
