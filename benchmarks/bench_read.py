@@ -9,6 +9,8 @@ Contenders, all on the same Claude Code sessions (the corpus's ``claude-code/*/*
   It runs in one process.
 * ``orjson_floor`` — only reading each file and decoding every line with orjson: what a reader
   that builds Python objects for every record pays before doing anything with them.
+* ``typed_floor`` — only reading each file and decoding every line with the Claude Code
+  reader's own typed schema (``msgspec``; unused fields skipped): the decoding share of ``ours``.
 
 Plus ctxhealth on the whole corpus (``claude-code/`` and ``mini-swe-agent/``) and accounting
 alone. Each figure is the best of ``--repeat`` runs, runs of the contenders alternating so that
@@ -33,11 +35,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import msgspec
 import orjson
 
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.model import Session
-from ctxhealth.sources import read_sessions
+from ctxhealth.sources import claude_code, read_sessions
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TARGET = 3.0
@@ -94,6 +97,20 @@ def run_parse_floor(paths: Sequence[Path]) -> int:
         for line in path.read_bytes().splitlines():
             if line.strip():
                 orjson.loads(line)
+    return len(paths)
+
+
+def run_typed_floor(paths: Sequence[Path]) -> int:
+    """Only read each file and decode every line with the Claude Code reader's typed schema
+    (the fields it uses; the rest is skipped), building no model objects."""
+    decode = claude_code._DECODE
+    for path in paths:
+        for line in path.read_bytes().splitlines():
+            if line.strip():
+                try:
+                    decode(line)
+                except msgspec.DecodeError:
+                    orjson.loads(line)
     return len(paths)
 
 
@@ -169,6 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if theirs is not None:
         contenders["contextrot_claude_code"] = (lambda: theirs(claude_files), claude_bytes, 1)
     contenders["orjson_floor_claude_code"] = (lambda: run_parse_floor(claude_files), claude_bytes, 1)
+    contenders["typed_floor_claude_code"] = (lambda: run_typed_floor(claude_files), claude_bytes, 1)
     contenders["ours_account_only_claude_code"] = (run_account_only, claude_bytes, 1)
     contenders["ours_corpus"] = (lambda: run_ours(corpus_dirs), corpus_bytes, 1)
     # The pool runs in a phase of its own, after the others: forking leaves this process's
@@ -202,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ours_pooled_claude_code",
         "contextrot_claude_code",
         "orjson_floor_claude_code",
+        "typed_floor_claude_code",
         "ours_account_only_claude_code",
         "ours_corpus",
     ):
@@ -218,6 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("ours_claude_code", "ours"),
             ("ours_pooled_claude_code", "ours_pooled"),
             ("orjson_floor_claude_code", "orjson_floor"),
+            ("typed_floor_claude_code", "typed_floor"),
         ):
             if name in best:
                 ratios[f"{short}_wall"] = round(their_wall / best[name][0], 2)
@@ -242,6 +262,7 @@ def _print_table(result: dict[str, object], ratios: dict[str, float], repeat: in
         ("ours_pooled_claude_code", "ours_pooled", f"ctxhealth, {workers} worker processes"),
         ("contextrot_claude_code", None, "contextrot, one process"),
         ("orjson_floor_claude_code", "orjson_floor", "orjson decode only, one process"),
+        ("typed_floor_claude_code", "typed_floor", "typed msgspec decode only, one process"),
         ("ours_account_only_claude_code", None, "ctxhealth accounting alone"),
         ("ours_corpus", None, "ctxhealth, whole corpus, one process"),
     ]

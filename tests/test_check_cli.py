@@ -90,14 +90,19 @@ def test_json_lines_one_object_per_session_with_required_keys(tmp_path: Path) ->
     assert second["turns"] == 1
 
 
-def test_unhealthy_when_current_fill_reaches_ninety_percent_of_usable_window(tmp_path: Path) -> None:
+def test_exit_code_follows_the_policy_verdict(tmp_path: Path) -> None:
     usable = 128_000 - 16_384  # gpt-4o window minus its reserved output
-    healthy = chat(tmp_path / "ok.json", [int(0.89 * usable)])
+    healthy = chat(tmp_path / "ok.json", [30_000])
     sick = chat(tmp_path / "sick.json", [10_000, int(0.9 * usable) + 1])
-    assert invoke("check", str(healthy)).exit_code == 0
+    ok = invoke("check", "--json", str(healthy))
+    assert ok.exit_code == 0
+    assert json.loads(ok.output)["action"] == "continue"
     result = invoke("check", str(healthy), str(sick))
     assert result.exit_code == 1
     assert "UNHEALTHY" in result.output
+    # 90% of the usable window is the window's critical zone: the hard-limit branch restarts.
+    sick_report = json.loads(invoke("check", "--json", str(sick)).output)
+    assert (sick_report["action"], sick_report["healthy"]) == ("restart", False)
     # A session that was full but has since compacted back down is healthy now.
     recovered = chat(tmp_path / "rec.json", [int(0.95 * usable), 20_000])
     assert invoke("check", str(recovered)).exit_code == 0
@@ -107,10 +112,13 @@ def test_model_override_changes_window_and_prices(tmp_path: Path) -> None:
     path = chat(tmp_path / "a.json", [150_000])
     assert invoke("check", str(path)).exit_code == 1  # above gpt-4o's window
     result = invoke("check", "--json", "--model", "gpt-4.1", str(path))
-    assert result.exit_code == 0
     report = json.loads(result.output)
     assert (report["model"], report["window"]) == ("gpt-4.1", 1_047_576)
     assert report["cost_usd"] == pytest.approx((150_000 * 2 + 10 * 8) / 1e6)
+    # In a 1M window 150K tokens is far from capacity, but past the full tier's 120K compact-zone
+    # threshold (quality degrades with absolute length): truncate, not halt.
+    assert report["action"] == "truncate"
+    assert result.exit_code == 1
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -152,10 +160,11 @@ def test_project_config_model_table_changes_the_window(
     unknown = json.loads(invoke("check", "--json", str(path)).output)
     assert (unknown["model_known"], unknown["tier"], unknown["window"]) == (False, "compact", 128_000)
     (tmp_path / ".ctxhealth.toml").write_text('[models."acme-coder"]\nwindow = 400000\ntier = "full"\n')
+    assert unknown["action"] == "restart"  # 150K is past the compact tier's 50K hard limit
     result = invoke("check", "--json", str(path))
-    assert result.exit_code == 0
     report = json.loads(result.output)
     assert (report["model_known"], report["tier"], report["window"]) == (True, "full", 400_000)
+    assert report["action"] == "truncate"  # full tier: 150K is in the compact zone, below the hard limit
 
 
 def test_bad_project_config_exits_3_with_file_and_line(
@@ -231,3 +240,23 @@ def test_codex_rollout_matches_raw_figures() -> None:
     assert [(c["pre_tokens"], c["post_tokens"]) for c in report["compactions"]] == expected["compactions"]
     assert (report["tool_calls"], report["tool_errors"]) == (expected["calls"], expected["errors"])
     assert report["cost_usd"] == pytest.approx(expected["cost"], abs=1e-6)
+
+
+def test_inline_profile_table_in_project_config_changes_the_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = chat(tmp_path / "a.json", [30_000])
+    monkeypatch.chdir(tmp_path)
+    assert json.loads(invoke("check", "--json", str(path)).output)["zone"] == "green"
+    # Lower the full tier's thresholds inline: 30K tokens is now past the hard limit.
+    (tmp_path / ".ctxhealth.toml").write_text(
+        "[profile.tiers.full]\nsweet_spot = 5000\ncompact_zone = 10000\nhard_limit = 20000\n"
+    )
+    result = invoke("check", "--json", str(path))
+    report = json.loads(result.output)
+    assert report["zone"] != "green"
+    assert (report["action"], result.exit_code) == ("restart", 1)
+    (tmp_path / ".ctxhealth.toml").write_text("[profile]\nno_such_threshold = 1\n")
+    bad = invoke("check", str(path))
+    assert bad.exit_code == 3
+    assert "no_such_threshold" in bad.output

@@ -17,7 +17,7 @@ the rest from the user file. Every value remembers where it came from (``Setting
 environment or the default, since it locates the user config.
 
 Known keys: ``home``, ``model`` (treat every session as this model), ``profile`` (a profile
-file), ``[profile]`` (inline profile overrides), ``[models."<id prefix>"]`` (model registry
+file), ``[profile]`` (inline profile overrides, plus an optional ``file`` key), ``[models."<id prefix>"]`` (model registry
 entries, see :meth:`ctxhealth.accounting.registry.ModelRegistry.with_overrides`). Other tables
 are kept as they are for the layers that own them (:meth:`Settings.section`).
 
@@ -48,6 +48,8 @@ Key = tuple[str, ...]
 _SCALARS: dict[str, type] = {"home": str, "model": str, "profile": str}
 _ENV_SCALARS = {f"{ENV_PREFIX}{name.upper()}": name for name in _SCALARS}
 _TABLES_OF_TABLES = frozenset({"models"})
+# ``profile`` is either a file path or a table of inline overrides (with an optional ``file``).
+_SCALAR_OR_TABLE = frozenset({"profile"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +72,14 @@ class Settings:
 
     @property
     def profile(self) -> Path | None:
-        value = self.values.get(("profile",))
+        """The profile file: ``profile = "path"`` or ``file`` inside the ``[profile]`` table."""
+        value = self.values.get(("profile",), self.values.get(("profile", "file")))
         return Path(value).expanduser() if isinstance(value, str) and value else None
 
     @property
     def profile_overrides(self) -> dict[str, Any]:
-        return self.section("profile")
+        """Inline threshold overrides from the ``[profile]`` table (its ``file`` key excluded)."""
+        return {k: v for k, v in self.section("profile").items() if k != "file"}
 
     @property
     def model_overrides(self) -> dict[str, dict[str, Any]]:
@@ -173,7 +177,7 @@ def _check_shape(key: Key, value: Any, origin: str) -> None:
             hint=f'write it as [{top}."<id prefix>"] with fields such as window = 200000',
             path=origin,
         )
-    if top in _SCALARS and len(key) > 1:
+    if top in _SCALARS and len(key) > 1 and top not in _SCALAR_OR_TABLE:
         raise ConfigError(
             f"'{top}' must be a single value, not a table", hint=f'write {top} = "..."', path=origin
         )

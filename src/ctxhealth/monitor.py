@@ -94,17 +94,21 @@ class Assessment:
 
     @property
     def healthy(self) -> bool:
-        """True when the decision needs no intervention (continue, or a warning only)."""
-        return self.action in (Action.CONTINUE, Action.WARN)
+        """True when the decision needs no intervention on the context.
+
+        Continue, a warning, or routine history compression (a turn-count trigger that every long
+        session meets) are healthy; re-anchor, clearing, truncation, restart and halt are not.
+        """
+        return self.action in (Action.CONTINUE, Action.WARN, Action.COMPRESS_HISTORY)
 
     def check_fields(self) -> dict[str, Any]:
-        """The keys ``ctxhealth check`` adds: zone, pressure, risk, action, reasons, signals.
+        """The keys ``ctxhealth check`` adds: zone, pressure, risk, action, reasons, signals, healthy.
 
-        ``healthy`` is left to the check's own fill rule: a finished transcript that only asks for
-        history compression or a warning is not a failed check.
+        ``healthy`` (the policy's verdict) replaces the check's fill-only rule and sets its exit code.
         """
         d = self.to_dict()
         return {
+            "healthy": self.healthy,
             "zone": d["zone"],
             "pressure": d["pressure"],
             "risk": d["risk"],
