@@ -19,7 +19,8 @@ environment or the default, since it locates the user config.
 Known keys: ``home``, ``model`` (treat every session as this model), ``profile`` (a profile
 file), ``[profile]`` (inline profile overrides, plus an optional ``file`` key),
 ``[models."<id prefix>"]`` (model registry entries, see
-:meth:`ctxhealth.accounting.registry.ModelRegistry.with_overrides`). Other tables are kept as they are for the layers that own them (:meth:`Settings.section`).
+:meth:`ctxhealth.accounting.registry.ModelRegistry.with_overrides`). Other tables are kept as
+they are for the layers that own them (:meth:`Settings.section`).
 
 Library code receives a :class:`Settings`; only the CLI calls :func:`load_settings` with the
 real environment.
