@@ -8,7 +8,10 @@ runs it (``python -m ctxhealth.cli.statusline`` / ``python -m ctxhealth.cli.hook
 payload on stdin), side by side in the same run with bare ``python -c pass``:
 
 * cold: a fresh ``CTXHEALTH_HOME`` for every run (nothing cached: the whole transcript is read);
-* warm: the tail is cached (a priming run first), so only new bytes (none here) are read.
+* warm: the tail is cached (a priming run first), so only new bytes (none here) are read;
+* turn (status line, UserPromptSubmit, Stop: the commands that read the tail): warm, and one new
+  assistant turn and its tool result are appended to the transcript before each run, so the run
+  reads them and the session's monitor is restored, observes them and is saved again.
 
 Prints one JSON document (milliseconds: wall-clock medians and p90, and the child's CPU time, which
 is steadier than wall time on a busy machine) and a table. The aim: warm under 3x bare Python
@@ -71,6 +74,20 @@ def build_transcript(data: Path, out: Path) -> Path:
                 if target.stat().st_size >= TARGET_BYTES:
                     break
     return target
+
+
+TURN_COMMANDS = ("statusline", "UserPromptSubmit", "Stop")
+
+
+def one_turn(transcript: Path) -> bytes:
+    """The transcript's last assistant line that calls a tool, and the line with its result."""
+    lines = transcript.read_bytes().splitlines(keepends=True)
+    for i in range(len(lines) - 1, 0, -1):
+        if b'"tool_result"' in lines[i] and b'"type":"user"' in lines[i].replace(b" ", b""):
+            for j in range(i - 1, -1, -1):
+                if b'"tool_use"' in lines[j] and b'"type":"assistant"' in lines[j].replace(b" ", b""):
+                    return lines[j] + lines[i]
+    raise SystemExit("no tool call and result found in the benchmark transcript")
 
 
 def payload_for(name: str, transcript: Path) -> bytes:
@@ -140,6 +157,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ctxhealth-bench-") as tmp_name:
         tmp = Path(tmp_name)
         transcript = build_transcript(args.data, tmp)
+        extra = one_turn(transcript)
         # Bytecode caching on, as in any installed package (some environments turn it off), kept in a
         # private prefix so the source tree stays clean; the priming runs below fill it.
         env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "PYTHONDONTWRITEBYTECODE")}
@@ -160,10 +178,21 @@ def main() -> None:
                 warm.append(run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(warm_home)}))
                 shutil.rmtree(cold_home, ignore_errors=True)
             results[name] = {"cold": summarise(cold), "warm": summarise(warm)}
+            if name in TURN_COMMANDS:
+                growing = tmp / f"growing-{name}.jsonl"
+                shutil.copyfile(transcript, growing)
+                turn_stdin, turn_home = payload_for(name, growing), tmp / f"home-turn-{name}"
+                run_once(cmd, turn_stdin, {**env, "CTXHEALTH_HOME": str(turn_home)})
+                turn: list[Sample] = []
+                for _ in range(args.runs):
+                    with growing.open("ab") as sink:
+                        sink.write(extra)
+                    turn.append(run_once(cmd, turn_stdin, {**env, "CTXHEALTH_HOME": str(turn_home)}))
+                results[name]["turn"] = summarise(turn)
         bare_summary = summarise(bare)
         base, base_cpu = bare_summary["median_ms"], bare_summary["cpu_median_ms"]
         for figures in results.values():
-            for mode in ("cold", "warm"):
+            for mode in figures:
                 figures[mode]["x_bare"] = round(figures[mode]["median_ms"] / base, 2)
                 figures[mode]["cpu_x_bare"] = round(figures[mode]["cpu_median_ms"] / max(base_cpu, 0.1), 2)
         report = {
@@ -183,11 +212,23 @@ def main() -> None:
     print(
         f"\ntranscript {mb:.2f} MB, {args.runs} runs; bare python {base} ms wall, {base_cpu} ms CPU (medians)"
     )
-    head = ("command", "cold ms", "cold x", "warm ms", "warm p90", "warm x", "warm CPU x")
+    head = (
+        "command",
+        "cold ms",
+        "cold x",
+        "warm ms",
+        "warm p90",
+        "warm x",
+        "warm CPU x",
+        "turn ms",
+        "turn x",
+    )
     print(f"{head[0]:<20}" + "".join(f"{h:>11}" for h in head[1:]))
     for name, figures in results.items():
         c, w = figures["cold"], figures["warm"]
+        t = figures.get("turn", {})
         row = (c["median_ms"], c["x_bare"], w["median_ms"], w["p90_ms"], w["x_bare"], w["cpu_x_bare"])
+        row += (t.get("median_ms", "-"), t.get("x_bare", "-"))
         print(f"{name:<20}" + "".join(f"{v:>11}" for v in row))
 
 

@@ -16,8 +16,12 @@ from typing import Any
 import pytest
 
 from ctxhealth.integrations.claude_code.hooks import run_hook
+from ctxhealth.integrations.claude_code.monitoring import claude_code_profile, summarise
 from ctxhealth.integrations.claude_code.statusline import render_status
 from ctxhealth.integrations.claude_code.tailstate import load_counters
+from ctxhealth.monitor import Monitor
+from ctxhealth.policy import Action
+from ctxhealth.sources.claude_code import ClaudeCodeTail
 from ctxhealth.state.ledger import Ledger
 
 SESSION = "f67ab274-e83b-41ac-ac85-77488d6b5c28"  # two auto-compactions
@@ -152,6 +156,19 @@ def test_replay_real_session_with_hooks(
     assert counters.turns == len(response_ids)
     assert counters.fill == last_fill and counters.peak == peak
     assert first_prompt is not None and counters.instruction == first_prompt[:4000]
+
+    # The monitor carried from hook to hook (snapshot, restore, observe the new tail) ends where one
+    # uninterrupted monitor over the whole transcript ends.
+    tail = ClaudeCodeTail(str(transcript))
+    messages = tail.feed(transcript.read_bytes())
+    monitor = Monitor(None, claude_code_profile())
+    last = None
+    for message in messages:
+        if message.compaction is not None:
+            monitor.record_recovery(Action.TRUNCATE)
+        last = monitor.observe(message)
+    assert last is not None and counters.assessment == summarise(last, monitor)
+    assert counters.assessment["index"] == len(messages) - 1
 
     with Ledger.open(home) as ledger:
         events = ledger.hook_events(session, limit=10_000)

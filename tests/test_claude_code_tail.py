@@ -136,3 +136,64 @@ def test_restart_advice_comes_with_a_checkpoint(tmp_path: Path) -> None:
     counters = load_counters(str(home), str(path))
     assert counters is not None and counters.checkpoint_json is not None
     assert counters.checkpoint_json in context and Path(counters.checkpoint_json).exists()
+
+
+def _assistant_call(n: int, text: str, fill: int, command: str) -> str:
+    usage = {"input_tokens": 10, "cache_read_input_tokens": fill - 10, "output_tokens": 7}
+    content = [
+        {"type": "text", "text": text},
+        {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": command}},
+    ]
+    message = {"id": f"m{n}", "role": "assistant", "model": "claude-sonnet-4-5-20250929", "content": content}
+    return json.dumps(
+        {"type": "assistant", "uuid": f"a{n}", "sessionId": "s1", "message": {**message, "usage": usage}}
+    )
+
+
+def _result(n: int, text: str) -> str:
+    content = [{"type": "tool_result", "tool_use_id": f"t{n}", "content": text}]
+    return json.dumps(
+        {"type": "user", "uuid": f"r{n}", "sessionId": "s1", "message": {"role": "user", "content": content}}
+    )
+
+
+def test_hook_decision_comes_from_the_monitor_indicators_included(tmp_path: Path) -> None:
+    """Low fill, no tool failure: only the monitor's early-warning indicators (a request for context
+    already given, a read of a deleted file) can make this a warning, and raise the status line's zone."""
+    from ctxhealth.integrations.claude_code.statusline import render_status
+
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    lines = [
+        _user(0, INSTRUCTION),
+        _assistant_call(1, "Removing the old parser module first.", 5_000, "rm src/old_parse.py"),
+        _result(1, ""),
+        _assistant_call(2, "Could you please provide the original task again?", 6_000, "cat src/old_parse.py"),
+        _result(2, "done"),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    out = _fire("UserPromptSubmit", home, path, prompt="go on")
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("[ctxhealth] Context health warning.")
+    assert "early-warning indicators" in context
+    counters = load_counters(str(home), str(path))
+    assert counters is not None and counters.assessment is not None and counters.monitor is not None
+    assert counters.assessment["action"] == "warn" and counters.assessment["base_zone"] == "green"
+    assert {"missing_context", "stale_references"} <= set(counters.assessment["fired"])
+    status = json.dumps({"session_id": "s1", "transcript_path": str(path)})
+    assert render_status(status, home=str(home), color=False).startswith("● yellow")
+
+
+def test_damaged_monitor_state_starts_a_fresh_monitor(tmp_path: Path) -> None:
+    from ctxhealth.integrations.claude_code.monitoring import observe_messages
+    from ctxhealth.sources.claude_code import ClaudeCodeTail
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading src/parse.py now.", 5000) + "\n")
+    c = SessionCounters(str(path))
+    good = {"kind": "ctxhealth.monitor", "version": 1, "model": "claude-sonnet-4-5", "model_fixed": True}
+    c.monitor = {**good, "state": {"drift": {"$x": {"_words": 3}}}}
+    messages = ClaudeCodeTail(str(path)).feed(path.read_bytes())
+    last = observe_messages(c, messages)
+    assert last is not None and last.index == 1 and last.fill == 5000
+    assert c.monitor is not None and c.monitor["kind"] == "ctxhealth.monitor"
+    assert c.assessment is not None and c.assessment["drift"] is not None

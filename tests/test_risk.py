@@ -17,20 +17,33 @@ from hypothesis import strategies as st
 from ctxhealth.accounting.types import Tier
 from ctxhealth.cli.main import cli
 from ctxhealth.errors import ConfigError
+from ctxhealth.model import Message, Role, TextBlock, Usage
+from ctxhealth.monitor import Monitor
 from ctxhealth.risk import (
+    BASELINES,
+    CANDIDATE_FEATURES,
+    LOG_FEATURES,
+    Procedure,
     RiskModel,
     bootstrap_auc_ci,
     cross_validate,
     fingerprint,
     fit_model,
+    fit_screened,
     fit_weights,
     group_folds,
+    point_strata,
     read_labels,
     roc_auc,
     run_key,
+    screen_features,
+    select_features,
     sigmoid,
+    stratified_auc,
     stratified_folds,
+    training_rows,
 )
+from ctxhealth.signals.hedging import HEDGE_WORDS, count_hedges
 from ctxhealth.signals.profile import Profile, default_profile, load_profile
 
 
@@ -107,6 +120,144 @@ def test_nested_cv_finds_the_informative_feature() -> None:
     assert len(cv.scores[1.0]) == 160
 
 
+def test_stratified_auc_ignores_shifts_between_points() -> None:
+    # within each point the score ranks perfectly; point 1 is shifted up by a constant
+    scores = [0.1, 0.2, 0.3, 0.4, 10.1, 10.2, 10.3, 10.4]
+    labels = [0, 0, 1, 1, 0, 0, 1, 1]
+    strata = [0, 0, 0, 0, 1, 1, 1, 1]
+    assert stratified_auc(scores, labels, strata) == 1.0
+    assert roc_auc(scores, labels) < 1.0
+    assert stratified_auc(scores, labels, None) == roc_auc(scores, labels)
+    assert point_strata([4, 4, 4, 7, 7, 7]) == [0, 1, 2, 0, 1, 2] and point_strata(None) is None
+
+
+def _synthetic(n: int, seed: int) -> tuple[list[dict[str, float]], list[int]]:
+    rng = random.Random(seed)
+    rows, y = [], []
+    for _ in range(n):
+        a, b = rng.gauss(0, 1), rng.gauss(0, 1)
+        rows.append({"up": a, "down": -b, "noise": rng.gauss(0, 1)})
+        y.append(int(rng.random() < sigmoid(1.5 * a + 1.5 * b)))
+    return rows, y
+
+
+def test_screening_keeps_informative_features_with_their_sign() -> None:
+    rows, y = _synthetic(300, 1)
+    kept = dict(screen_features(rows, y, ["noise", "up", "down"], 0.1))
+    assert kept == {"up": 1, "down": -1}
+    # nothing clears an impossible threshold: the single strongest feature is kept
+    assert len(screen_features(rows, y, ["noise", "up", "down"], 0.6)) == 1
+    model = fit_screened(rows, y, ["noise", "up", "down"], threshold=0.1)
+    assert model.features == ("up", "down")
+    assert model.weights[0] > 0 > model.weights[1] and abs(model.weights[0] + model.weights[1]) < 1e-12
+    assert model.meta["procedure"] == "screened"
+    # the calibrated score separates the classes on the data it was fitted on
+    assert roc_auc([model.score(r) for r in rows], y) > 0.8
+    assert RiskModel.from_dict(json.loads(json.dumps(model.to_dict()))) == model
+
+
+def test_nested_cv_of_the_screened_procedure_chooses_inside_folds() -> None:
+    rows, y = _synthetic(200, 2)
+    cv = cross_validate(
+        rows, y, ["noise", "up", "down"], folds=4, seed=0, procedure=Procedure.SCREENED, grid=(0.05, 0.15)
+    )
+    assert cv.auc[1.0] > 0.8 and len(cv.fold_thresholds) == 4
+    assert all("up" in f and "down" in f and "noise" not in f for f in cv.fold_features)
+    fixed = cross_validate(
+        rows, y, ["noise", "up", "down"], folds=4, seed=0, procedure=Procedure.SCREENED, select=False
+    )
+    assert fixed.fold_thresholds == (0.05,) * 4
+
+
+def test_pooled_training_rows_and_required_features() -> None:
+    rows, y = _synthetic(120, 3)
+    points = {0.5: rows, 1.0: rows}
+    tr_rows, tr_y, groups = training_rows(rows, y, range(10), points)
+    assert len(tr_rows) == 20 and groups == [i for i in range(10) for _ in range(2)]
+    assert tr_y == [y[i] for i in range(10) for _ in range(2)]
+    feats, _ = select_features(rows, y, ["noise", "up", "down"], required=("noise",), max_features=2)
+    assert feats[0] == "noise" and len(feats) == 2
+
+
+def test_shipped_candidates_are_monitor_features() -> None:
+    names = set(Monitor(profile=Profile()).features())
+    assert set(CANDIDATE_FEATURES) <= names and len(CANDIDATE_FEATURES) <= 6
+    assert {feat for _, feat in BASELINES} <= names
+    assert names >= LOG_FEATURES
+
+
+# ------------------------------------------------------------------ hedging and the new monitor features
+
+_SEPARATORS = (" ", ", ", ".\n", "_", "  ")
+_TOKENS = (
+    *(w for w in HEDGE_WORDS if " " not in w),
+    "not",
+    "sure",
+    "hm",
+    "hmm",
+    "HMMM",
+    "rebut",
+    "stillness",
+    "Maybe",
+    "x",
+    "seemed",
+)
+
+
+@given(st.lists(st.tuples(st.sampled_from(_TOKENS), st.sampled_from(_SEPARATORS)), max_size=30))
+def test_count_hedges_matches_a_word_by_word_count(parts: list[tuple[str, str]]) -> None:
+    text = "".join(tok + sep for tok, sep in parts)
+    # independent count: split into words the way a reader would ("_" joins words), then look them up
+    words: list[tuple[str, str]] = []  # (word, separator after it)
+    current = ""
+    for tok, sep in parts:
+        current += tok
+        if sep == "_":
+            current += "_"
+            continue
+        words.append((current.lower(), sep))
+        current = ""
+    if current:
+        words.append((current.lower(), ""))
+    singles = {w for w in HEDGE_WORDS if " " not in w}
+    expected = 0
+    for i, (w, sep) in enumerate(words):
+        hmm = len(w) >= 3 and w[0] == "h" and set(w[1:]) == {"m"}
+        not_sure = w == "not" and sep == " " and i + 1 < len(words) and words[i + 1][0] == "sure"
+        expected += int(w in singles or hmm or not_sure)
+    assert count_hedges(text) == expected
+
+
+def _assistant(text: str, out: int = 0, reasoning: int = 0) -> Message:
+    usage = Usage(input_tokens=1000, output_tokens=out, reasoning_tokens=reasoning)
+    return Message(role=Role.ASSISTANT, blocks=(TextBlock(text),), usage=usage)
+
+
+def test_monitor_counts_reasoning_and_hedges_per_turn() -> None:
+    m = Monitor("gpt-4o", Profile(), track_hedges=True)
+    m.observe(Message(role=Role.USER, blocks=(TextBlock("But fix the parser, maybe."),)))
+    m.observe(_assistant("But wait, this still fails.", out=100, reasoning=60))
+    m.observe(_assistant("Fixed. Running the tests.", out=40, reasoning=0))
+    f = m.features()
+    assert f["reasoning_tokens"] == 60.0 and f["output_tokens"] == 140.0
+    assert f["hedges"] == 3 / 2  # user text does not count
+    # without a risk model that needs them, hedges are not counted (the scan costs time per turn)
+    quiet = Monitor("gpt-4o", Profile())
+    quiet.observe(_assistant("But wait, this still fails."))
+    assert quiet.features()["hedges"] == 0.0
+
+
+def test_default_monitor_scores_with_the_shipped_model() -> None:
+    profile = default_profile()
+    risk = profile.risk
+    assert risk is not None
+    m = Monitor("gpt-4o", profile)
+    for t in range(5):
+        a = m.observe(_assistant(f"Step {t}: maybe the bug is here, but it still fails.", out=200))
+    assert a.risk is not None and a.risk == risk.score(m.features())
+    assert set(a.features) == set(risk.features)
+
+
 def test_risk_model_round_trips_and_validates_shape() -> None:
     model = fit_model(
         [{"a": 1.0}, {"a": 3.0}, {"a": 2.0}, {"a": 5.0}], [0, 1, 0, 1], ["a"], log_features=frozenset({"a"})
@@ -139,6 +290,9 @@ def test_default_profile_ships_a_fitted_model() -> None:
     p = default_profile()
     assert p.risk is not None and p.risk.features
     assert p.risk.meta["runs"] == 249 and "cv_auc" in p.risk.meta
+    assert p.risk.meta["procedure"] == Procedure.SCREENED.value
+    assert set(p.risk.features) <= set(CANDIDATE_FEATURES)
+    assert len(p.risk.meta["cv_auc_by_seed"]) >= 3 and "peak fill" in p.risk.meta["baseline_auc"]
     assert p.cooldown == Profile().cooldown  # thresholds stay the code's defaults
 
 
@@ -246,3 +400,33 @@ def test_validate_without_matching_labels_is_an_input_error(
     labels.write_text("file,resolved\nnope.json,1\n")
     r = CliRunner().invoke(cli, ["validate", str(runs), "--labels", str(labels)])
     assert r.exit_code == 3
+
+
+def test_new_features_on_real_runs_match_a_plain_json_count(mini_swe_data: Path) -> None:
+    import re
+
+    from ctxhealth.sources import read_sessions
+
+    paths = sorted((mini_swe_data / "trajs").glob("*/*.traj.json"))[:4]
+    assert paths
+    singles = {w for w in HEDGE_WORDS if " " not in w}
+    for session, path in zip(read_sessions([str(p) for p in paths]), paths, strict=True):
+        assert run_key(session.path) == path.name
+        raw = json.loads(path.read_text())["messages"]
+        replies = [m for m in raw if m["role"] == "assistant"]
+        usages = [m["extra"]["response"]["usage"] for m in replies]
+        reasoning = sum(
+            (u.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0 for u in usages
+        )
+        output = sum(u["completion_tokens"] for u in usages)
+        hedges = 0
+        for m in replies:
+            text = m["content"].lower()
+            words = re.findall(r"\w+", text)
+            hedges += sum(1 for w in words if w in singles or re.fullmatch(r"hm{2,}", w))
+            hedges += text.count("not sure") - len(re.findall(r"\wnot sure|not sure\w", text))
+        monitor = Monitor(session.model, Profile(), track_hedges=True)
+        monitor.observe_session(session)
+        f = monitor.features()
+        assert f["reasoning_tokens"] == reasoning and f["output_tokens"] == output
+        assert f["hedges"] == pytest.approx(hedges / len(replies))

@@ -1,5 +1,5 @@
-"""The Claude Code reader's typed fast path and the fast model constructors give exactly what the
-lenient path gives: on every real file, on fuzzed records and on byte-mutated transcripts."""
+"""The typed fast paths (Claude Code, mini-swe-agent) and the fast model constructors give exactly
+what the lenient path gives: on every real file, on fuzzed records and on byte-mutated input."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ctxhealth.model import (
     ToolResult,
     Usage,
 )
-from ctxhealth.sources import claude_code
+from ctxhealth.sources import claude_code, lines, mini_swe_agent
 from ctxhealth.sources.lines import make_call, make_message, make_result, make_text, make_usage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -201,6 +201,16 @@ def test_lone_surrogate_escape_in_a_skipped_field_is_still_a_warning() -> None:
     assert fast == lenient and len(fast.warnings) == 1
 
 
+def test_the_documented_difference_a_double_overflow_in_a_skipped_field() -> None:
+    """The typed path reads a line whose only defect is an overflowing number in a field it never
+    reads; orjson (the lenient path) rejects the whole line. Both are lenient outcomes."""
+    row = _record("user", {"message": {"content": "hi"}, "toolUseResult": {"n": 1}})
+    raw = json.dumps(row).encode().replace(b'{"n": 1}', b'{"n": 1e999}')
+    fast, lenient = _both(raw)
+    assert [m.text for m in fast.messages] == ["hi"] and fast.warnings == ()
+    assert lenient.messages == () and "invalid JSON" in lenient.warnings[0].reason
+
+
 def test_tail_matches_a_full_read_of_the_example() -> None:
     tail = claude_code.ClaudeCodeTail()
     got: list[Message] = []
@@ -213,6 +223,7 @@ def test_tail_matches_a_full_read_of_the_example() -> None:
 
 
 def test_fast_constructors_equal_the_dataclasses() -> None:
+    assert all(s is not None for s in (lines._TEXT, lines._CALL, lines._RESULT, lines._USAGE, lines._MESSAGE))
     assert make_text("a") == TextBlock("a")
     assert make_call("i", "n", {"x": [1]}) == ToolCall("i", "n", {"x": [1]})
     assert make_result("i", "t", True) == ToolResult("i", "t", is_error=True)
@@ -221,3 +232,101 @@ def test_fast_constructors_equal_the_dataclasses() -> None:
     fast = make_message(Role.ASSISTANT, (TextBlock("a"),), "u", "m", "model", usage, "t", True, 7)
     assert fast == Message(Role.ASSISTANT, (TextBlock("a"),), "u", "m", "model", usage, "t", True, 7)
     assert hash(make_text("a")) == hash(TextBlock("a"))
+
+
+# --- mini-swe-agent ------------------------------------------------------------------------------
+
+
+def _both_mini(data: bytes) -> tuple[Session, Session]:
+    return mini_swe_agent.parse(data, "x.traj.json"), mini_swe_agent.parse(data, "x.traj.json", typed=False)
+
+
+def test_every_real_trajectory_reads_the_same_on_both_paths(mini_swe_data: Path) -> None:
+    files = sorted(mini_swe_data.rglob("*.traj.json"))
+    assert files
+    for file in files:
+        data = file.read_bytes()
+        fast, lenient = _both_mini(data)
+        assert fast == lenient, file.name
+        assert mini_swe_agent._typed_read(data) is not None  # the typed path really ran
+
+
+mini_usage = st.fixed_dictionaries(
+    {},
+    optional={
+        "prompt_tokens": mostly(st.integers(-5, 2**65)),
+        "completion_tokens": mostly(st.integers(-5, 2**65)),
+        "prompt_tokens_details": mostly(
+            st.fixed_dictionaries({}, optional={"cached_tokens": mostly(st.integers(-5, 99))})
+        ),
+        "completion_tokens_details": mostly(
+            st.fixed_dictionaries({}, optional={"reasoning_tokens": mostly(st.integers(-5, 99))})
+        ),
+    },
+)
+mini_message = st.fixed_dictionaries(
+    {
+        "role": mostly(st.sampled_from(["system", "user", "assistant", "assistant", "tool"])),
+        "content": mostly(
+            st.sampled_from(
+                ["THOUGHT\n```bash\nls\n```", "<returncode>1</returncode>", "The last command x timed out"]
+            )
+            | st.text(max_size=8)
+            | st.lists(mostly(st.fixed_dictionaries({"text": mostly(st.text(max_size=4))})), max_size=2)
+        ),
+    },
+    optional={
+        "extra": mostly(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "response": mostly(
+                        st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "id": mostly(st.just("r1")),
+                                "model": mostly(st.just("gemini")),
+                                "created": mostly(st.integers(-5, 2**40)),
+                                "usage": mostly(mini_usage),
+                                "choices": st.lists(ODD, max_size=2),
+                            },
+                        )
+                    )
+                },
+            )
+        )
+    },
+)
+trajectory = st.fixed_dictionaries(
+    {"messages": mostly(st.lists(mostly(mini_message), max_size=6))},
+    optional={
+        "info": mostly(
+            st.fixed_dictionaries(
+                {
+                    "config": mostly(
+                        st.fixed_dictionaries(
+                            {"model": mostly(st.fixed_dictionaries({"model_name": mostly(st.just("m"))}))}
+                        )
+                    )
+                }
+            )
+        ),
+        "instance_id": mostly(st.just("a__b-1")),
+        "trajectory_format": st.just("mini-swe-agent-1"),
+    },
+)
+
+
+@FUZZ
+@given(trajectory)
+def test_fuzzed_trajectories_read_the_same_on_both_paths(doc: dict[str, Any]) -> None:
+    fast, lenient = _both_mini(json.dumps(doc).encode())
+    assert fast == lenient
+
+
+def test_invalid_utf8_in_a_skipped_trajectory_field_is_still_a_warning() -> None:
+    doc = {"messages": [{"role": "user", "content": "task"}], "info": {"submission": "PLACEHOLDER"}}
+    raw = json.dumps(doc).encode().replace(b"PLACEHOLDER", b"\xff")
+    fast, lenient = _both_mini(raw)
+    assert fast == lenient
+    assert fast.messages == () and "invalid JSON" in fast.warnings[0].reason

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ctxhealth.accounting.registry import ModelRegistry
@@ -39,6 +39,7 @@ from ctxhealth.signals.drift import DriftDetector
 from ctxhealth.signals.events import EventBuilder
 from ctxhealth.signals.failures import FailureDetector
 from ctxhealth.signals.fidelity import FidelityDetector
+from ctxhealth.signals.hedging import count_hedges
 from ctxhealth.signals.indicators import IndicatorDetector
 from ctxhealth.signals.pressure import PressureTracker, Zone
 from ctxhealth.signals.profile import Profile, default_profile
@@ -118,6 +119,64 @@ class Assessment:
         }
 
 
+_ASSESSMENT_FIELDS = (
+    "turn",
+    "index",
+    "zone",
+    "base_zone",
+    "pressure",
+    "risk",
+    "action",
+    "reasons",
+    "rule",
+    "fill",
+    "fill_source",
+    "model",
+    "signals",
+    "features",
+)
+assert tuple(f.name for f in fields(Assessment)) == _ASSESSMENT_FIELDS
+(_s0, _s1, _s2, _s3, _s4, _s5, _s6, _s7, _s8, _s9, _s10, _s11, _s12, _s13) = (
+    getattr(Assessment, name).__set__ for name in _ASSESSMENT_FIELDS
+)
+
+
+def _assessment(
+    turn: int,
+    index: int,
+    zone: Zone,
+    base_zone: Zone,
+    pressure: float,
+    risk: float | None,
+    action: Action,
+    reasons: tuple[str, ...],
+    rule: Rule,
+    fill: int,
+    fill_source: FillSource,
+    model: str,
+    signals: Mapping[str, Signal],
+    features: Mapping[str, float],
+) -> Assessment:
+    """``Assessment(...)`` without the frozen dataclass's per-field ``object.__setattr__`` calls
+    (several microseconds per turn): the slots are filled through their descriptors."""
+    a: Assessment = object.__new__(Assessment)
+    _s0(a, turn)
+    _s1(a, index)
+    _s2(a, zone)
+    _s3(a, base_zone)
+    _s4(a, pressure)
+    _s5(a, risk)
+    _s6(a, action)
+    _s7(a, reasons)
+    _s8(a, rule)
+    _s9(a, fill)
+    _s10(a, fill_source)
+    _s11(a, model)
+    _s12(a, signals)
+    _s13(a, features)
+    return a
+
+
 def estimate_message_tokens(message: Message) -> int:
     """Estimated context tokens of one message: ~4 characters per token plus framing overhead."""
     chars = 0
@@ -142,6 +201,8 @@ class Monitor:
     ``model`` picks the tier and window from the model registry; when None, the first message that
     names a model sets it (unknown models get the compact tier, per the spec). ``profile`` defaults
     to :func:`~ctxhealth.signals.profile.default_profile` (spec thresholds + the shipped risk weights).
+    ``track_hedges`` counts hedge words in every response (default: only when the profile's risk
+    model uses the ``hedges`` feature, since it scans each response's text).
     """
 
     def __init__(
@@ -151,6 +212,7 @@ class Monitor:
         *,
         registry: ModelRegistry | None = None,
         info: ModelInfo | None = None,
+        track_hedges: bool | None = None,
     ) -> None:
         self.profile = profile if profile is not None else default_profile()
         self.registry = registry if registry is not None else ModelRegistry.default()
@@ -163,6 +225,13 @@ class Monitor:
         self.fill_source = FillSource.ESTIMATED
         self.system_tokens = 0
         self.output_tokens = 0
+        self.reasoning_tokens = 0
+        self.hedges = 0
+        # counting hedge words scans every response's text: only when the risk model uses them
+        risk = self.profile.risk
+        self._track_hedges = (
+            (risk is not None and "hedges" in risk.features) if track_hedges is None else track_hedges
+        )
         self._events = EventBuilder()
         th = self.profile.thresholds(self.info.tier)
         self.pressure = PressureTracker(self.info, self.profile)
@@ -187,6 +256,7 @@ class Monitor:
         self.info = self.registry.lookup(model_id)
         self.pressure.set_model(self.info)
         self.drift.sweet_spot = self.profile.thresholds(self.info.tier).sweet_spot
+        self.drift.changed()
         self._model_fixed = True
 
     def set_instruction(self, text: str, index: int | None = None) -> None:
@@ -234,6 +304,10 @@ class Monitor:
         if assistant:
             out = usage.output_tokens if usage is not None else 0
             self.output_tokens += out
+            if usage is not None:
+                self.reasoning_tokens += usage.reasoning_tokens
+            if self._track_hedges:
+                self.hedges += count_hedges(message.text)
             if self.fill_source is FillSource.REPORTED and fill is None and usage is not None:
                 # what follows this response sits on top of the prompt plus the response itself
                 self.fill += max(out, estimate_message_tokens(message))
@@ -292,21 +366,21 @@ class Monitor:
             (ind, ind.snapshot()),
             (fi, fi.snapshot()),
         )
-        return Assessment(
-            turn=self.turn,
-            index=index,
-            zone=zone,
-            base_zone=base_zone,
-            pressure=tracker.pressure,
-            risk=risk,
-            action=decision.action,
-            reasons=reasons,
-            rule=decision.rule,
-            fill=fill,
-            fill_source=self.fill_source,
-            model=self.info.id,
-            signals=LazySignals(parts),
-            features=features,
+        return _assessment(
+            self.turn,
+            index,
+            zone,
+            base_zone,
+            tracker.pressure,
+            risk,
+            decision.action,
+            reasons,
+            decision.rule,
+            fill,
+            self.fill_source,
+            self.info.id,
+            LazySignals(parts),
+            features,
         )
 
     def features(self, names: Iterable[str] | None = None) -> dict[str, float]:
@@ -332,6 +406,69 @@ class Monitor:
             self.failures.reset_mistakes()
         if fill is not None:
             self.fill = fill
+
+    # ------------------------------------------------------------------ saving and resuming
+
+    def snapshot(self) -> dict[str, Any]:
+        """The monitor's whole state as JSON-safe data (bounded like the monitor's memory).
+
+        :meth:`restore` in any process, with the same profile, gives a monitor that assesses the
+        following messages exactly as this one would. The last assessment is not kept.
+        """
+        from ctxhealth.signals.state import encode
+
+        state: dict[str, Any] = {}
+        for name, value in vars(self).items():
+            if name in _TRANSIENT:
+                continue
+            dump = getattr(value, "dump_state", None)
+            state[name] = {"$x": dump()} if dump is not None else encode(value)
+        return {
+            "kind": SNAPSHOT_KIND,
+            "version": SNAPSHOT_VERSION,
+            "model": self.info.id,
+            "model_fixed": self._model_fixed,
+            "state": state,
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        data: Mapping[str, Any],
+        model: str | None = None,
+        profile: Profile | None = None,
+        *,
+        registry: ModelRegistry | None = None,
+        info: ModelInfo | None = None,
+    ) -> Monitor:
+        """A monitor resumed from :meth:`snapshot` data. ``model`` / ``info`` fix the model (else
+        the saved one is looked up again); ``profile`` should be the one the snapshot was taken with.
+
+        Raises :class:`~ctxhealth.errors.StateError` when ``data`` is not a snapshot of this version.
+        """
+        from ctxhealth.errors import StateError
+        from ctxhealth.signals.state import checked, decode
+
+        if data.get("kind") != SNAPSHOT_KIND or data.get("version") != SNAPSHOT_VERSION:
+            raise StateError(
+                f"not a monitor snapshot of version {SNAPSHOT_VERSION}",
+                hint="start a fresh monitor (the saved state is from another ctxhealth version)",
+            )
+        fixed = model is not None or info is not None
+        try:
+            m = cls(model if fixed else str(data["model"]), profile, registry=registry, info=info)
+            m._model_fixed = fixed or bool(data["model_fixed"])
+            for name, value in data["state"].items():
+                if isinstance(value, dict) and "$x" in value:
+                    getattr(m, name).load_state(value["$x"])
+                elif name != "_model_fixed":
+                    setattr(m, name, checked(m, name, decode(value)))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StateError(
+                f"damaged monitor snapshot: {exc!r}",
+                hint="start a fresh monitor (the saved state cannot be read)",
+            ) from exc
+        return m
 
     # ------------------------------------------------------------------ whole sessions
 
@@ -364,6 +501,13 @@ class Monitor:
         return last
 
 
+SNAPSHOT_KIND = "ctxhealth.monitor"
+SNAPSHOT_VERSION = 1
+"""Bumped whenever the saved state changes shape; an older snapshot is refused, not misread."""
+_TRANSIENT = frozenset({"profile", "registry", "info", "_detectors", "last"})
+"""Monitor attributes rebuilt by :meth:`Monitor.restore` rather than saved."""
+
+
 def _turns(m: Monitor) -> int:
     return m.turn if m.turn > 0 else 1
 
@@ -375,6 +519,8 @@ _FEATURES: dict[str, Callable[[Monitor], float]] = {
     "fill_growth": lambda m: (m.pressure.fill - m.pressure.first_fill) / _turns(m) / 1000.0,
     "output_tokens": lambda m: float(m.output_tokens),
     "output_per_turn": lambda m: m.output_tokens / _turns(m),
+    "reasoning_tokens": lambda m: float(m.reasoning_tokens),
+    "hedges": lambda m: m.hedges / _turns(m),
     "failure_rate": lambda m: (
         m.failures.total_failures / m.failures.total_calls if m.failures.total_calls else 0.0
     ),

@@ -5,6 +5,9 @@ by Newton's method (a handful of features, a few hundred runs: exact and fast). 
 Mann-Whitney statistic with ties counted as one half; ``bootstrap_auc_ci`` resamples runs with a seeded
 generator so every figure is reproducible. ``cross_validate`` chooses the regularisation strength and
 the feature set *inside* each training fold (nested), so the held-out AUC it reports is honest.
+Two fitting procedures (:class:`Procedure`): greedy-selected logistic regression, and the one the
+shipped profile uses, screened unit weights (:func:`fit_screened`), which estimates far fewer numbers
+and won the cross-validation on the development runs.
 
 A :class:`RiskModel` maps a feature mapping to a probability of failure in 0..1: each feature is
 transformed (``log1p`` for counts), standardised with the training mean / deviation, then weighted.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from ctxhealth.errors import ConfigError
@@ -269,6 +273,19 @@ def bootstrap_auc_ci(
     return (lo, hi)
 
 
+def stratified_auc(scores: Sequence[float], labels: Sequence[int], strata: Sequence[int] | None) -> float:
+    """:func:`roc_auc` within each stratum, averaged (plain AUC when ``strata`` is None)."""
+    if strata is None:
+        return roc_auc(scores, labels)
+    values = []
+    for s in sorted(set(strata)):
+        idx = [i for i, v in enumerate(strata) if v == s]
+        a = roc_auc([scores[i] for i in idx], [labels[i] for i in idx])
+        if not math.isnan(a):
+            values.append(a)
+    return sum(values) / len(values) if values else float("nan")
+
+
 def group_folds(labels: Sequence[int], groups: Sequence[int] | None, k: int, *, seed: int = 0) -> list[int]:
     """Stratified folds where rows of the same group (run) always share a fold."""
     if groups is None:
@@ -316,6 +333,7 @@ class CVResult:
     folds: int
     fold_features: tuple[tuple[str, ...], ...]
     fold_l2: tuple[float, ...]
+    fold_thresholds: tuple[float, ...] = ()
 
 
 def _cv_scores(
@@ -351,23 +369,38 @@ def select_features(
     min_gain: float = 0.005,
     seed: int = 0,
     groups: Sequence[int] | None = None,
+    strata: Sequence[int] | None = None,
+    inner_repeats: int = 1,
+    required: Sequence[str] = (),
 ) -> tuple[tuple[str, ...], float]:
     """Greedy forward selection by inner cross-validated AUC, then the L2 strength; uses only ``rows``.
 
     ``groups`` names the run each row comes from when a run gives several rows (prefixes of one run):
-    inner folds then keep a run's rows together. Returns ``(features, l2)``; deterministic per ``seed``.
+    inner folds then keep a run's rows together. ``strata`` names each row's evaluation point: the
+    criterion is then the mean of the AUCs within each point, because a pooled AUC would reward
+    features that only tell an early prefix from a finished run. ``inner_repeats`` averages the
+    criterion over that many differently seeded fold splits (steadier choices on small data).
+    ``required`` features are always in the model (prior knowledge, e.g. the fill); selection adds
+    to them. Returns ``(features, l2)``; deterministic per ``seed``.
     """
-    fold = group_folds(y, groups, inner_folds, seed=seed)
+    splits = [group_folds(y, groups, inner_folds, seed=seed + 1000 * r) for r in range(max(1, inner_repeats))]
     mid = sorted(l2_grid)[len(l2_grid) // 2]
-    chosen: list[str] = []
-    best = 0.5
+
+    def criterion(feats: Sequence[str], l2: float) -> float:
+        total = 0.0
+        for fold in splits:
+            scores = _cv_scores(rows, y, feats, log_features, l2, fold, inner_folds)
+            total += stratified_auc(scores, y, strata)
+        return total / len(splits)
+
+    chosen: list[str] = [f for f in required if f in candidates]
+    best = criterion(chosen, mid) if chosen else 0.5
     while len(chosen) < max_features:
         trial: list[tuple[float, str]] = []
         for name in candidates:
             if name in chosen:
                 continue
-            feats = [*chosen, name]
-            trial.append((roc_auc(_cv_scores(rows, y, feats, log_features, mid, fold, inner_folds), y), name))
+            trial.append((criterion([*chosen, name], mid), name))
         if not trial:
             break
         auc, name = max(trial, key=lambda t: (t[0], -candidates.index(t[1])))
@@ -377,11 +410,130 @@ def select_features(
         best = auc
     if not chosen:
         chosen = [candidates[0]]
-    by_l2 = [
-        (roc_auc(_cv_scores(rows, y, chosen, log_features, l2, fold, inner_folds), y), -l2) for l2 in l2_grid
-    ]
+    by_l2 = [(criterion(chosen, l2), -l2) for l2 in l2_grid]
     l2 = -max(by_l2)[1]
     return tuple(chosen), l2
+
+
+# ------------------------------------------------------------------------- the screened unit-weight model
+
+
+class Procedure(Enum):
+    """How a risk model is fitted from labelled runs (each run inside every training fold of CV).
+
+    ``LOGISTIC``: greedy forward selection of features by inner cross-validated AUC, then L2 logistic
+    regression. ``SCREENED``: every candidate whose own AUC (on the training runs) is at least
+    ``threshold`` away from 0.5 enters with unit weight and its sign, on the standardised scale; the
+    threshold is chosen by inner cross-validation; one slope and bias then turn the sum into a
+    probability. Unit weights estimate far fewer numbers than free weights, which is what a few
+    hundred runs can support.
+    """
+
+    LOGISTIC = "logistic"
+    SCREENED = "screened"
+
+
+DEFAULT_THRESHOLD_GRID: tuple[float, ...] = (0.03, 0.05, 0.08)
+
+
+def screen_features(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    threshold: float,
+    strata: Sequence[int] | None = None,
+) -> list[tuple[str, int]]:
+    """Candidates whose (stratified) AUC on ``rows`` is at least ``threshold`` from 0.5, with the sign
+    of their relation to failure; the single strongest candidate when none clears the threshold."""
+    scored = []
+    for name in candidates:
+        auc = stratified_auc([r.get(name, 0.0) for r in rows], y, strata)
+        if not math.isnan(auc):
+            scored.append((abs(auc - 0.5), name, 1 if auc >= 0.5 else -1))
+    kept = [(name, sign) for gap, name, sign in scored if gap >= threshold]
+    if not kept and scored:
+        _, name, sign = max(scored, key=lambda t: (t[0], -candidates.index(t[1])))
+        kept = [(name, sign)]
+    return kept
+
+
+def fit_screened(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    *,
+    threshold: float,
+    log_features: frozenset[str] = frozenset(),
+    strata: Sequence[int] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> RiskModel:
+    """Fit the :attr:`Procedure.SCREENED` model: screened features, unit signed weights on the
+    standardised scale, then a calibrating slope and bias fitted by logistic regression."""
+    kept = screen_features(rows, y, candidates, threshold, strata)
+    if not kept:
+        raise ConfigError("no candidate feature to fit the risk model on", hint="pass candidate features")
+    names = [n for n, _ in kept]
+    raw = _transform(rows, names, log_features)
+    n, d = len(raw), len(names)
+    mean = [sum(r[i] for r in raw) / n for i in range(d)]
+    scale = []
+    for i in range(d):
+        var = sum((r[i] - mean[i]) ** 2 for r in raw) / n
+        scale.append(math.sqrt(var) if var > 1e-12 else 1.0)
+    signs = [sign for _, sign in kept]
+    composite = [[sum(sg * (r[i] - mean[i]) / scale[i] for i, sg in enumerate(signs)) / d] for r in raw]
+    (slope,), bias = fit_weights(composite, y, l2=1.0)
+    return RiskModel(
+        features=tuple(names),
+        weights=tuple(sg * slope / d for sg in signs),
+        bias=bias,
+        mean=tuple(mean),
+        scale=tuple(scale),
+        log_features=frozenset(f for f in log_features if f in names),
+        l2=1.0,
+        meta={"procedure": Procedure.SCREENED.value, "threshold": threshold, **dict(meta or {})},
+    )
+
+
+def select_threshold(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    *,
+    log_features: frozenset[str] = frozenset(),
+    grid: Sequence[float] = DEFAULT_THRESHOLD_GRID,
+    inner_folds: int = 5,
+    inner_repeats: int = 1,
+    seed: int = 0,
+    groups: Sequence[int] | None = None,
+    strata: Sequence[int] | None = None,
+) -> float:
+    """The screening threshold with the best inner cross-validated (stratified) AUC; uses only ``rows``.
+    Ties go to the larger threshold (the smaller model)."""
+    splits = [group_folds(y, groups, inner_folds, seed=seed + 1000 * r) for r in range(max(1, inner_repeats))]
+    best: tuple[float, float] | None = None
+    for threshold in grid:
+        total = 0.0
+        for fold in splits:
+            scores = [0.0] * len(y)
+            for f in range(inner_folds):
+                train = [i for i in range(len(y)) if fold[i] != f]
+                model = fit_screened(
+                    [rows[i] for i in train],
+                    [y[i] for i in train],
+                    candidates,
+                    threshold=threshold,
+                    log_features=log_features,
+                    strata=None if strata is None else [strata[i] for i in train],
+                )
+                for i in range(len(y)):
+                    if fold[i] == f:
+                        scores[i] = model.linear(rows[i])
+            total += stratified_auc(scores, y, strata)
+        key = (total / len(splits), threshold)
+        if best is None or key >= best:
+            best = key
+    return grid[0] if best is None else best[1]
 
 
 def training_rows(
@@ -406,6 +558,18 @@ def training_rows(
     return out_rows, out_y, groups
 
 
+def point_strata(groups: Sequence[int] | None) -> list[int] | None:
+    """The evaluation point of each row from :func:`training_rows` (its position within its run)."""
+    if groups is None:
+        return None
+    seen: dict[int, int] = {}
+    out = []
+    for g in groups:
+        out.append(seen.get(g, 0))
+        seen[g] = out[-1] + 1
+    return out
+
+
 def cross_validate(
     rows: Sequence[Mapping[str, float]],
     y: Sequence[int],
@@ -418,6 +582,8 @@ def cross_validate(
     select: bool = True,
     l2: float = 3.0,
     pool: bool = False,
+    procedure: Procedure = Procedure.LOGISTIC,
+    threshold: float = 0.05,
     **selection: Any,
 ) -> CVResult:
     """Nested k-fold CV: inside each training fold choose features and L2 (when ``select``), fit on
@@ -433,10 +599,30 @@ def cross_validate(
     scores = {point: [0.0] * len(y) for point in points}
     chosen_all: list[tuple[str, ...]] = []
     l2_all: list[float] = []
+    thresholds: list[float] = []
     for f in range(folds):
         train = [i for i in range(len(y)) if fold[i] != f]
         tr_rows, tr_y, tr_groups = training_rows(rows, y, train, points if pool else None)
-        if select:
+        if procedure is Procedure.SCREENED:
+            strata = point_strata(tr_groups)
+            thr = threshold
+            if select:
+                thr = select_threshold(
+                    tr_rows,
+                    tr_y,
+                    candidates,
+                    log_features=log_features,
+                    seed=seed + 1,
+                    groups=tr_groups,
+                    strata=strata,
+                    **selection,
+                )
+            model = fit_screened(
+                tr_rows, tr_y, candidates, threshold=thr, log_features=log_features, strata=strata
+            )
+            feats, reg = model.features, model.l2
+            thresholds.append(thr)
+        elif select:
             feats, reg = select_features(
                 tr_rows,
                 tr_y,
@@ -444,11 +630,13 @@ def cross_validate(
                 log_features=log_features,
                 seed=seed + 1,
                 groups=tr_groups,
+                strata=point_strata(tr_groups),
                 **selection,
             )
         else:
             feats, reg = tuple(candidates), l2
-        model = fit_model(tr_rows, tr_y, feats, log_features=log_features, l2=reg)
+        if procedure is Procedure.LOGISTIC:
+            model = fit_model(tr_rows, tr_y, feats, log_features=log_features, l2=reg)
         for point, prow in points.items():
             for i in range(len(y)):
                 if fold[i] == f:
@@ -462,6 +650,7 @@ def cross_validate(
         folds=folds,
         fold_features=tuple(chosen_all),
         fold_l2=tuple(l2_all),
+        fold_thresholds=tuple(thresholds),
     )
 
 
@@ -472,27 +661,17 @@ EVAL_POINTS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 
 CANDIDATE_FEATURES: tuple[str, ...] = (
     "peak_fill",
-    "fill",
-    "pressure",
-    "turns",
-    "fill_growth",
+    "hedges",
     "output_tokens",
-    "output_per_turn",
     "assistant_chars",
-    "failure_rate",
-    "max_consecutive_failures",
-    "repeated_calls",
-    "rereads",
+    "reasoning_tokens",
     "edits",
-    "files_edited",
-    "edit_thrash",
-    "verify_share",
-    "since_verification",
-    "drift",
-    "contradictions",
-    "over_explanation",
 )
-"""Features the calibration may choose from (all computed by ``Monitor.features``)."""
+"""Features the calibration may choose from (all computed by ``Monitor.features``): the peak
+fill, hedge words per turn, output tokens so far, assistant text per turn, hidden reasoning tokens
+so far, and file edits so far. Six at most: a few hundred runs support no more. Every other
+``Monitor.features`` name can be passed to :func:`cross_validate` too; on the development runs
+(tool failures, repetition, drift, indicators) they did not separate failed runs."""
 
 LOG_FEATURES = frozenset(
     {
@@ -505,6 +684,8 @@ LOG_FEATURES = frozenset(
         "max_consecutive_failures",
         "edits",
         "files_edited",
+        "reasoning_tokens",
+        "hedges",
     }
 )
 """Counts and sizes: their logarithm is what relates linearly to risk."""
@@ -516,8 +697,12 @@ BASELINES: tuple[tuple[str, str], ...] = (
 )
 """Single-feature baselines every validation reports next to the risk score (label, feature)."""
 
-SELECTION: dict[str, Any] = {"max_features": 3, "min_gain": 0.01}
-"""The selection procedure's fixed settings (chosen before the final cross-validation was run)."""
+PROCEDURE = Procedure.SCREENED
+"""How the shipped profile and ``ctxhealth calibrate`` fit the risk model (it won the nested
+cross-validation on the development runs against greedy-selected logistic regression)."""
+
+SELECTION: dict[str, Any] = {"grid": DEFAULT_THRESHOLD_GRID}
+"""The procedure's fixed settings: the screening thresholds the inner cross-validation chooses from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,7 +761,7 @@ def run_features(
     from ctxhealth.signals.profile import Profile
 
     base = profile if profile is not None else Profile()
-    monitor = Monitor(session.model, replace(base, risk=None))
+    monitor = Monitor(session.model, replace(base, risk=None), track_hedges=True)
     cuts = {p: cut_index(session, p) for p in points}
     out: dict[float, dict[str, float]] = {}
     pending = sorted(points, key=lambda p: cuts[p])
@@ -624,24 +809,43 @@ def fingerprint(keys: Sequence[str]) -> list[str]:
     return sorted(hashlib.sha256(k.encode()).hexdigest()[:10] for k in keys)
 
 
-def fit_risk(runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0) -> tuple[RiskModel, CVResult]:
-    """Fit the risk model on all runs (features chosen by inner CV) and report its nested CV."""
+def cross_validate_runs(runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0) -> CVResult:
+    """Nested cross-validation of :data:`PROCEDURE` on labelled runs, scored at every evaluation point
+    (trained on every run's rows at all points; the threshold and features chosen inside each fold)."""
     points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
-    y = [r.failed for r in runs]
-    cv = cross_validate(
+    return cross_validate(
         points[1.0],
-        y,
+        [r.failed for r in runs],
         CANDIDATE_FEATURES,
         eval_rows=points,
         log_features=LOG_FEATURES,
         folds=folds,
         seed=seed,
         pool=True,
+        procedure=PROCEDURE,
         **SELECTION,
     )
+
+
+def fit_risk(
+    runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0, cv_seeds: Sequence[int] = ()
+) -> tuple[RiskModel, CVResult]:
+    """Fit the risk model on all runs with :data:`PROCEDURE` and report its nested CV (fold seed
+    ``seed``; ``cv_seeds`` adds more fold seeds to the recorded figures)."""
+    points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
+    y = [r.failed for r in runs]
+    cv = cross_validate_runs(runs, folds=folds, seed=seed)
     rows, labels, groups = training_rows(points[1.0], y, range(len(y)), points)
-    feats, l2 = select_features(
-        rows, labels, CANDIDATE_FEATURES, log_features=LOG_FEATURES, seed=seed + 1, groups=groups, **SELECTION
+    strata = point_strata(groups)
+    threshold = select_threshold(
+        rows,
+        labels,
+        CANDIDATE_FEATURES,
+        log_features=LOG_FEATURES,
+        seed=seed + 1,
+        groups=groups,
+        strata=strata,
+        **SELECTION,
     )
     meta: dict[str, Any] = {
         "runs": len(runs),
@@ -650,10 +854,31 @@ def fit_risk(runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0) -> t
         "seed": seed,
         "cv_auc": {str(p): round(a, 4) for p, a in cv.auc.items()},
         "fold_features": [list(f) for f in cv.fold_features],
+        "fold_thresholds": list(cv.fold_thresholds),
         "training_runs": fingerprint([run_key(r.path) for r in runs]),
         "target": "failure (1 - resolved)",
     }
-    model = fit_model(rows, labels, feats, log_features=LOG_FEATURES, l2=l2, meta=meta)
+    if cv_seeds:
+        seeds = sorted({seed, *cv_seeds})
+        per_seed = {s: (cv if s == seed else cross_validate_runs(runs, folds=folds, seed=s)) for s in seeds}
+        meta["cv_auc_by_seed"] = {
+            str(s): {str(p): round(a, 4) for p, a in c.auc.items()} for s, c in per_seed.items()
+        }
+        meta["baseline_auc"] = {
+            label: {
+                str(p): round(roc_auc([r.features[p].get(feat, 0.0) for r in runs], y), 4) for p in points
+            }
+            for label, feat in BASELINES
+        }
+    model = fit_screened(
+        rows,
+        labels,
+        CANDIDATE_FEATURES,
+        threshold=threshold,
+        log_features=LOG_FEATURES,
+        strata=strata,
+        meta=meta,
+    )
     return model, cv
 
 
@@ -741,18 +966,7 @@ def validate_runs(
     cv_table: dict[float, AucFigure] | None = None
     fold_features: tuple[tuple[str, ...], ...] = ()
     if do_cv:
-        points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
-        cv = cross_validate(
-            points[1.0],
-            y,
-            CANDIDATE_FEATURES,
-            eval_rows=points,
-            log_features=LOG_FEATURES,
-            folds=folds,
-            seed=seed,
-            pool=True,
-            **SELECTION,
-        )
+        cv = cross_validate_runs(runs, folds=folds, seed=seed)
         cv_table = {p: auc_figure(cv.scores[p], y, rounds=rounds, seed=seed) for p in EVAL_POINTS}
         fold_features = cv.fold_features
     return Validation(

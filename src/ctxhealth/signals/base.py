@@ -9,10 +9,11 @@ that explain it, so every verdict can be traced back to the transcript.
 
 from __future__ import annotations
 
+import zlib
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -60,8 +61,23 @@ class CachedDetector:
     """Base of the built-in detectors: a snapshot cached until :meth:`changed` is called."""
 
     _snap: Any = None
+    TRANSIENT: ClassVar[frozenset[str]] = frozenset({"profile", "_snap"})
+    """Attributes not saved by :meth:`dump_state` (configuration and caches)."""
 
     def changed(self) -> None:
+        self._snap = None
+
+    def dump_state(self) -> dict[str, Any]:
+        """The detector's state as JSON-safe data (``signals.state``), for :meth:`load_state`."""
+        from ctxhealth.signals.state import dump_object
+
+        return dump_object(self, self.TRANSIENT)
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Resume from :meth:`dump_state` data (on a detector built with the same profile)."""
+        from ctxhealth.signals.state import load_object
+
+        load_object(self, state)
         self._snap = None
 
     def snapshot(self) -> Any:
@@ -125,6 +141,18 @@ class BoundedDict(OrderedDict[K, V], Generic[K, V]):
         self[key] = value
         if len(self) > self.limit:
             self.popitem(last=False)
+
+
+def stable_hash(text: str) -> int:
+    """A 64-bit digest of ``text`` that is the same in every process (unlike ``hash``, which is
+    salted per process), so keys kept in a monitor snapshot still match after a restore."""
+    data = text.encode("utf-8", "surrogatepass")
+    return (zlib.crc32(data) << 32) | zlib.adler32(data)
+
+
+def pair_hash(first: str, second: str) -> int:
+    """:func:`stable_hash` of an ordered pair of strings (length-prefixed, so it is unambiguous)."""
+    return stable_hash(f"{len(first)}:{first}{second}")
 
 
 def recent(evidence: list[int] | tuple[int, ...]) -> tuple[int, ...]:

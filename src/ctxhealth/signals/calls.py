@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from ctxhealth.model import ToolCall, ToolResult
-from ctxhealth.signals.base import normalise_text
+from ctxhealth.signals.base import normalise_text, stable_hash
 
 
 class CallKind(StrEnum):
@@ -30,8 +30,8 @@ class CallKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CallInfo:
-    """A parsed tool call: its key (hash of tool + normalised input, stable within a process), its
-    kinds and the paths involved."""
+    """A parsed tool call: its key (a stable digest of tool + normalised input), its kinds and the
+    paths involved."""
 
     key: int
     tool: str
@@ -62,11 +62,14 @@ _EDIT_TOOLS = {
 _SEARCH_TOOLS = {"grep", "glob", "ls", "search", "find", "list_dir", "websearch", "webfetch"}
 _SHELL_TOOLS = {"bash", "shell", "exec_command", "run_command", "terminal", "execute_command", "local_shell"}
 
-_SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\|(?!\|)|\n)\s*")
 _PATH = re.compile(r"(?<![\w$])(?:\.{0,2}/)?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-z][\w]{0,7}\b")
-_REDIRECT = re.compile(r"(?<![0-9&<])>{1,2}\s*([^\s;&|<>]+)")
+_REDIRECT = re.compile(r">(?<![0-9&<]>)>?\s*([^\s;&|<>]+)")
+"""``>`` or ``>>`` not after a digit, ``&`` or ``<``, then the target (starts with the literal ``>``
+so the engine jumps from one ``>`` to the next)."""
 _VERIFY = re.compile(
-    r"\b(pytest|py\.test|runtests(?:\.py)?|unittest|tox|nox|cargo (?:test|check|build|clippy)|"
+    # every alternative starts with one of these letters: the lookahead lets the engine skip the rest
+    r"(?=[cefgjmnprtuvy])\b(pytest|py\.test|runtests(?:\.py)?|unittest|tox|nox|"
+    r"cargo (?:test|check|build|clippy)|"
     r"go (?:test|vet|build)|"
     r"(?:npm|yarn|pnpm) (?:run )?(?:test|build|lint)|jest|vitest|mvn|gradle|ctest|make(?: \w+)?|mypy|ruff|"
     r"flake8|pylint|tsc|eslint|python[\d.]* -m (?:pytest|unittest|compileall|py_compile)|"
@@ -96,7 +99,6 @@ _VERIFY_HINTS = (
     "check",
     "verify",
 )
-_VERIFY_HINT = re.compile("|".join(map(re.escape, _VERIFY_HINTS)))
 _SED_SUB = re.compile(r"s([/|#,])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
 _READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
@@ -115,6 +117,18 @@ def _command_text(value: Any) -> str:
             return parts[2]
         return " ".join(parts)
     return value if isinstance(value, str) else ""
+
+
+def _segments(command: str) -> list[str]:
+    """The simple commands of a command line, split at ``&&``, ``||``, ``;``, ``|`` and newlines
+    (plain string replacements: the same pieces as a regex split, cheaper on long commands)."""
+    if "&" in command:
+        command = command.replace("&&", "\n")
+    if "|" in command:
+        command = command.replace("||", "\n").replace("|", "\n")
+    if ";" in command:
+        command = command.replace(";", "\n")
+    return command.split("\n")
 
 
 def _parse_shell(
@@ -138,7 +152,7 @@ def _parse_shell(
         for target in _REDIRECT.findall(probe):
             if target not in {"/dev/null", "&1", "&2"} and not target.startswith("/dev/"):
                 edits.append(target)
-    for segment in _SEGMENT.split(head):
+    for segment in _segments(head):
         words = segment.split()
         while words and ("=" in words[0] and not words[0].startswith("-")):
             words = words[1:]
@@ -146,7 +160,7 @@ def _parse_shell(
             continue
         verb = words[0].rsplit("/", 1)[-1]
         args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
-        paths = [a for a in args if _PATH.fullmatch(a)]
+        paths = [a for a in args if "." in a and _PATH.fullmatch(a)]
         if verb == "sed" and any(w.startswith("-i") for w in words[1:]):
             edits.extend(paths)
             m = _SED_SUB.search(segment)
@@ -170,7 +184,7 @@ def _parse_shell(
         if len(command) <= SHELL_HEAD + SHELL_TAIL
         else f"{command[:SHELL_HEAD]}\n{command[-SHELL_TAIL:]}"
     )
-    if _VERIFY_HINT.search(probe) and _VERIFY.search(probe):
+    if any(h in probe for h in _VERIFY_HINTS) and _VERIFY.search(probe):
         kinds.add(CallKind.VERIFY)
     return kinds, reads, edits, deletes, change
 
@@ -216,7 +230,7 @@ def parse_call(call: ToolCall) -> CallInfo:
         kinds.add(CallKind.OTHER)
     mentions = tuple(dict.fromkeys(reads + edits))
     return CallInfo(
-        key=hash(key),
+        key=stable_hash(key),
         tool=name,
         kinds=frozenset(kinds),
         reads=tuple(dict.fromkeys(reads)),
@@ -235,6 +249,21 @@ _ERROR_TEXT = re.compile(
 _SIGNATURE = re.compile(
     r"^\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$", re.M
 )
+_SIGNATURE_LINE = re.compile(
+    r"\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$"
+)
+""":data:`_SIGNATURE` for one line (no newline inside)."""
+_SIGNATURE_HINTS = ("Error", "Exception", "error: ", "command not found", "No such file")
+_ERROR_HINTS = (
+    "rror",
+    "RROR",
+    "Exception",
+    "Traceback (most recent call last)",
+    "command not found",
+    "No such file or directory",
+)
+"""Substrings every match of :data:`_ERROR_TEXT` contains ("rror" covers Error, error and
+``<tool_use_error>``; "RROR" covers ERROR; "Exception" and the three phrases the rest)."""
 _NUMBERS = re.compile(r"\d+")
 
 
@@ -246,6 +275,9 @@ def is_failure(result: ToolResult) -> bool:
         return result.exit_code != 0
     text = result.text
     probe = text if len(text) <= 2400 else text[:1200] + "\n" + text[-1200:]
+    # every alternative of the pattern contains one of these substrings: most results have none
+    if not any(hint in probe for hint in _ERROR_HINTS):
+        return False
     return _ERROR_TEXT.search(probe) is not None
 
 
@@ -253,6 +285,18 @@ def error_signature(result: ToolResult) -> str:
     """A short, number-free form of the error, so "the same mistake" can be recognised."""
     text = result.text
     probe = text if len(text) <= 4000 else text[:1000] + "\n" + text[-3000:]
-    found = _SIGNATURE.findall(probe)
-    line = found[-1] if found else (probe.strip().splitlines() or [""])[-1]
+    found = _last_signature_line(probe) if any(h in probe for h in _SIGNATURE_HINTS) else None
+    line = found if found is not None else (probe.strip().splitlines() or [""])[-1]
     return _NUMBERS.sub("N", line.strip())[:160]
+
+
+def _last_signature_line(probe: str) -> str | None:
+    """The last line matching :data:`_SIGNATURE_LINE` (leading whitespace dropped), scanning from the
+    end: the same line ``_SIGNATURE.findall(probe)[-1]`` gives, without matching every line."""
+    lines = probe.split("\n")
+    for line in reversed(lines):
+        if any(h in line for h in _SIGNATURE_HINTS):
+            m = _SIGNATURE_LINE.match(line)
+            if m is not None:
+                return m.group(1)
+    return None

@@ -15,13 +15,14 @@ from its last characters instead (bounded by the window, and faster than word-by
 from __future__ import annotations
 
 from collections import Counter, deque
+from itertools import repeat
 from typing import Any
 
 from ctxhealth.model import Role, TextBlock
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
-from ctxhealth.signals.text import content_words, weighted_words
+from ctxhealth.signals.text import content_words, weighted
 
 INSTRUCTION_WORD_LIMIT = 400
 
@@ -40,7 +41,11 @@ class DriftDetector(CachedDetector):
         self._chars = 0
         self._counts: Counter[str] = Counter()
         self._hits = 0
-        self._tail = ""
+        # the last ``drift_window_chars`` characters of output as "\n"-joined segments (text, its
+        # content words or None when the text was cut and not yet recounted); ``_seg_chars`` is the
+        # joined length
+        self._segs: deque[tuple[str, list[str] | None]] = deque()
+        self._seg_chars = 0
         self.similarity = 1.0
         self.fill = 0
         self._last_output = 0
@@ -61,9 +66,12 @@ class DriftDetector(CachedDetector):
 
     def update(self, event: Event) -> None:
         msg = event.message
-        if self.fill != event.fill:
-            self.fill = event.fill
-            self._snap = None
+        fill = event.fill
+        if fill != self.fill:
+            # the reading depends on the fill only through "above the sweet spot"
+            if (fill >= self.sweet_spot) != (self.fill >= self.sweet_spot):
+                self._snap = None
+            self.fill = fill
         if msg.role is Role.USER:
             if not self.pinned and msg.compaction is None and not event.results:
                 text = msg.text
@@ -76,21 +84,62 @@ class DriftDetector(CachedDetector):
         if not text:
             return
         limit = self.profile.drift_window_chars
-        tail = self._tail + "\n" + text if self._tail else text
-        self._tail = tail = tail[-limit:]
+        if len(text) >= limit:
+            # the reply alone fills the window: only its last characters count
+            tail = text[-limit:]
+            stems = content_words(tail)
+            self._segs = deque(((tail, stems),))
+            self._seg_chars = len(tail)
+            self._replace(stems, len(tail), event.index)
+            self._last_output = event.index
+            self._recompute()
+            return
+        stems = content_words(text)
+        self._append_segment(text, stems, limit)
         if len(text) * 4 >= limit:
             # a long reply: recounting the window from its text is cheaper than word-by-word updates
-            self._replace(content_words(tail), len(tail), event.index)
+            self._replace(self._tail_words(), self._seg_chars, event.index)
         else:
-            self._push(weighted_words(text), event.index)
+            self._push(weighted(text, stems), event.index)
         self._last_output = event.index
         self._recompute()
+
+    def _append_segment(self, text: str, stems: list[str], limit: int) -> None:
+        """Add ``text`` to the output tail and cut the tail to its last ``limit`` characters."""
+        segs = self._segs
+        total = self._seg_chars + len(text) + (1 if segs else 0)
+        segs.append((text, stems))
+        # drop whole segments (and the separator after each) that lie before the window
+        while total - len(segs[0][0]) - 1 >= limit:
+            total -= len(segs.popleft()[0]) + 1
+        cut = total - limit
+        if cut > 0:
+            first = segs[0][0]
+            segs[0] = (first[cut:], None)
+            total -= cut
+        self._seg_chars = total
+
+    def _tail_words(self) -> list[str]:
+        """Content words of the tail: each segment's, in order (segments are "\n"-separated)."""
+        out: list[str] = []
+        segs = self._segs
+        for i, (text, stems) in enumerate(segs):
+            if stems is None:
+                stems = content_words(text)
+                segs[i] = (text, stems)
+            out.extend(stems)
+        return out
+
+    @property
+    def tail(self) -> str:
+        """The last ``drift_window_chars`` characters of assistant output."""
+        return "\n".join(t for t, _ in self._segs)
 
     def _replace(self, stems: list[str], chars: int, index: int) -> None:
         """The new text fills the whole window on its own: rebuild it in one go (C-speed counting)."""
         n = len(stems)
         each = chars // n if n else 0
-        self._words = deque((w, each, index) for w in stems)
+        self._words = deque(zip(stems, repeat(each), repeat(index)))
         self._chars = each * n
         self._counts = Counter(stems)
         self._hits = len(self.instruction_words.intersection(self._counts))
@@ -120,6 +169,11 @@ class DriftDetector(CachedDetector):
         self._snap = None
 
     @property
+    def has_output(self) -> bool:
+        """Whether any assistant text was seen (else the similarity is the 1.0 of "nothing yet")."""
+        return bool(self._segs)
+
+    @property
     def above_sweet_spot(self) -> bool:
         return self.fill >= self.sweet_spot
 
@@ -129,20 +183,18 @@ class DriftDetector(CachedDetector):
 
     def _take(self) -> tuple[Any, ...]:
         first = self._words[0][2] if self._words else self._last_output
-        evidence = tuple(
-            sorted({i for i in (self.instruction_index, first, self._last_output) if i is not None})
-        )
         return (
             self.similarity,
             self.drifting,
-            evidence,
+            (self.instruction_index, first, self._last_output),
             self._hits,
             len(self.instruction_words),
             self.sweet_spot,
         )
 
     def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
-        similarity, drifting, evidence, hits, n, sweet_spot = snap
+        similarity, drifting, where, hits, n, sweet_spot = snap
+        evidence = tuple(sorted({i for i in where if i is not None}))
         p = self.profile
         return (
             Signal(

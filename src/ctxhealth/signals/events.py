@@ -8,6 +8,7 @@ their result, in a bounded map, so building an event is O(size of the message).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ctxhealth.model import Message, Role, ToolCall, ToolResult
 from ctxhealth.signals.base import BoundedDict
@@ -61,6 +62,17 @@ class EventBuilder:
     def __init__(self) -> None:
         self._pending: BoundedDict[str, tuple[CallInfo, int]] = BoundedDict(PENDING_LIMIT)
         self._parsed: BoundedDict[tuple[str, str], CallInfo] = BoundedDict(PARSE_CACHE_LIMIT)
+
+    def dump_state(self) -> dict[str, Any]:
+        """The calls still waiting for their result, as JSON-safe data (the parse cache is dropped)."""
+        from ctxhealth.signals.state import encode
+
+        return {"pending": encode(self._pending)}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        from ctxhealth.signals.state import decode
+
+        self._pending = decode(state["pending"])
 
     def _parse(self, block: ToolCall) -> CallInfo:
         value = block.input

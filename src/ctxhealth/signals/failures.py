@@ -86,6 +86,21 @@ class FailureDetector(CachedDetector):
                         del self.tool_failures[old_tool]
         self._snap = None
 
+    def dump_state(self) -> dict[str, Any]:
+        state = super().dump_state()
+        sig, seen = self.worst_mistake
+        # the worst mistake's history is usually the very deque kept in ``mistakes``
+        state["_worst_shared"] = self.mistakes.get(sig) is seen
+        return state
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        shared = bool(state.pop("_worst_shared", False))
+        super().load_state(state)
+        sig = self.worst_mistake[0]
+        if shared and sig in self.mistakes:
+            self.worst_mistake = (sig, self.mistakes[sig])
+
     def reset_mistakes(self) -> None:
         """Forget repeated-mistake history (after error output was purged)."""
         self.mistakes.clear()

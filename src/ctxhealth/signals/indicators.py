@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from ctxhealth.model import Role, TextBlock
-from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow
+from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, stable_hash
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
@@ -67,8 +67,6 @@ _MISSING_HINTS = (
     "need more",
     "need the",
 )
-_CONTRADICTION_HINT = re.compile("|".join(map(re.escape, _CONTRADICTION_HINTS)))
-_MISSING_HINT = re.compile("|".join(map(re.escape, _MISSING_HINTS)))
 _SENTENCE = re.compile(r"[^.!?\n]{40,}")
 SENTENCE_LIMIT = 512
 TEXT_LIMIT = 2000
@@ -124,17 +122,17 @@ class IndicatorDetector(CachedDetector):
         # reversals and requests open a reply: probe its start, with cheap substring hints first
         opening = prose[:OPENING_LIMIT]
         low = opening.lower()
-        if _CONTRADICTION_HINT.search(low) and _CONTRADICTION.search(opening):
+        if any(h in low for h in _CONTRADICTION_HINTS) and _CONTRADICTION.search(opening):
             self.contradictions.add(turn, index)
             changed = True
-        if _MISSING_HINT.search(low) and _MISSING.search(opening):
+        if any(h in low for h in _MISSING_HINTS) and _MISSING.search(opening):
             self.missing.add(turn, index)
             changed = True
         repeated = 0
         total = 0
         for s in _SENTENCE.findall(prose):
             total += 1
-            h = hash(" ".join(s.lower().split()))
+            h = stable_hash(" ".join(s.lower().split()))
             if h in self.sentences:
                 repeated += 1
             self.sentences.put(h, index)

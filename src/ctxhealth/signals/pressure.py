@@ -12,64 +12,31 @@ critical → RED, auto-compact → CRITICAL.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from ctxhealth.accounting.types import ModelInfo
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile, TierThresholds
+from ctxhealth.signals.zones import ZONES, Zone, tier_zone_of, window_zone_of, worse
 
-
-class Zone(StrEnum):
-    """Health zone, from best to worst. Compare with :attr:`level`."""
-
-    GREEN = "green"
-    YELLOW = "yellow"
-    ORANGE = "orange"
-    RED = "red"
-    CRITICAL = "critical"
-
-    @property
-    def level(self) -> int:
-        return _LEVEL[self]
-
-    def raised(self, steps: int = 1) -> Zone:
-        return _ORDER[min(len(_ORDER) - 1, self.level + steps)]
-
-
-_ORDER = (Zone.GREEN, Zone.YELLOW, Zone.ORANGE, Zone.RED, Zone.CRITICAL)
-_LEVEL = {z: i for i, z in enumerate(_ORDER)}
-
-
-def worse(a: Zone, b: Zone) -> Zone:
-    return a if a.level >= b.level else b
+__all__ = ["ZONES", "PressureTracker", "Zone", "tier_zone", "window_zone", "worse"]
 
 
 def tier_zone(fill: int, th: TierThresholds) -> Zone:
-    if fill >= th.hard_limit:
-        return Zone.RED
-    if fill >= th.compact_zone:
-        return Zone.ORANGE
-    if fill >= th.sweet_spot:
-        return Zone.YELLOW
-    return Zone.GREEN
+    return tier_zone_of(fill, th.sweet_spot, th.compact_zone, th.hard_limit)
 
 
 def window_zone(fraction: float, profile: Profile) -> Zone:
-    if fraction > profile.window_autocompact:
-        return Zone.CRITICAL
-    if fraction >= profile.window_critical:
-        return Zone.RED
-    if fraction >= profile.window_orange:
-        return Zone.ORANGE
-    if fraction >= profile.window_yellow:
-        return Zone.YELLOW
-    return Zone.GREEN
+    p = profile
+    return window_zone_of(fraction, p.window_yellow, p.window_orange, p.window_critical, p.window_autocompact)
 
 
 class PressureTracker(CachedDetector):
     """Fill → quality / capacity pressure and zones; remembers the peak and where the zone began."""
+
+    TRANSIENT = CachedDetector.TRANSIENT | {"info", "thresholds", "usable"}
+    """The model's figures come from the monitor's model, not from saved state."""
 
     def __init__(self, info: ModelInfo, profile: Profile) -> None:
         self.info = info

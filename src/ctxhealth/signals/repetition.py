@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow
+from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, pair_hash
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
@@ -64,9 +64,9 @@ class RepetitionDetector(CachedDetector):
         thrash = False
         if change is not None:
             old, new = change
-            if (path, hash((new, old))) in self.changes:
+            if (path, pair_hash(new, old)) in self.changes:
                 thrash = True  # this edit undoes an earlier one
-            self.changes.put((path, hash((old, new))), index)
+            self.changes.put((path, pair_hash(old, new)), index)
         turns = self.edit_turns.get(path)
         if turns is None:
             turns = deque(maxlen=self.profile.edit_thrash)

@@ -175,7 +175,11 @@ def content_words(text: str) -> list[str]:
 def weighted_words(text: str) -> list[tuple[str, int]]:
     """Content words of ``text`` with the characters each one stands for: the text's length shared
     evenly (the first word takes the remainder), so the weights sum to ``len(text)``."""
-    stems = content_words(text)
+    return weighted(text, content_words(text))
+
+
+def weighted(text: str, stems: list[str]) -> list[tuple[str, int]]:
+    """:func:`weighted_words` from the content words of ``text`` already computed."""
     n = len(stems)
     if not n:
         return []

@@ -440,10 +440,7 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
     """
     if not nodes:
         return []
-    by_uuid: dict[str, _Node] = {}
-    for n in nodes:
-        if n.uuid is not None:
-            by_uuid[n.uuid] = n
+    by_uuid = {n.uuid: n for n in nodes if n.uuid is not None}
     position: dict[int, int] | None = None
 
     def previous(n: _Node) -> _Node | None:
@@ -490,7 +487,9 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
         sink.add(cur.line, f"cycle in parentUuid links at this line; {label} cut there")
     chain.reverse()
     if len(chain) < len(nodes):
-        dropped = [n for n in nodes if id(n) not in seen and _is_message(n)]
+        dropped = [
+            n for n in nodes if n.message is not None and n.type in _MESSAGE_KINDS and id(n) not in seen
+        ]
         unlinked = [n for n in dropped if n.uuid is None]
         branched = [n for n in dropped if n.uuid is not None]
         if branched:

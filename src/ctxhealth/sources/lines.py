@@ -9,12 +9,14 @@ million junk lines cannot exhaust memory.
 The ``make_*`` functions build model values the way their dataclass ``__init__`` would, only
 faster (a reader builds thousands per file): they create the instance and set every slot
 directly. Each is checked at import against the model's field list and falls back to the
-class itself if the model ever changes shape, so the values are always identical.
+class itself if the model ever changes shape (fields, slots, a ``__post_init__``), so the values
+are always identical.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -161,10 +163,14 @@ _new = object.__new__
 
 
 def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...] | None:
-    """Slot setters of ``cls`` in field order, or None unless its fields are exactly ``names``."""
-    if tuple(f.name for f in dataclasses.fields(cls)) != names:
+    """Slot setters of ``cls`` in field order; None (use the class) unless its fields are exactly
+    ``names``, each a slot, and it has no ``__post_init__``."""
+    if tuple(f.name for f in dataclasses.fields(cls)) != names or hasattr(cls, "__post_init__"):
         return None
-    return tuple(cls.__dict__[name].__set__ for name in names)
+    slots = [cls.__dict__.get(name) for name in names]
+    if not all(isinstance(slot, types.MemberDescriptorType) for slot in slots):
+        return None
+    return tuple(slot.__set__ for slot in slots)  # type: ignore[union-attr]
 
 
 _TEXT = _slot_setters(TextBlock, ("text",))
@@ -199,16 +205,16 @@ def make_call(call_id: str, name: str, value: Any) -> ToolCall:
     return block
 
 
-def make_result(call_id: str, text: str, is_error: bool) -> ToolResult:
-    """``ToolResult(call_id, text, is_error=is_error)`` (no exit code)."""
+def make_result(call_id: str, text: str, is_error: bool, exit_code: int | None = None) -> ToolResult:
+    """``ToolResult(call_id, text, is_error, exit_code)``."""
     if _RESULT is None:
-        return ToolResult(call_id, text, is_error=is_error)
+        return ToolResult(call_id, text, is_error, exit_code)
     block = _new(ToolResult)
     set_id, set_text, set_error, set_code = _RESULT
     set_id(block, call_id)
     set_text(block, text)
     set_error(block, is_error)
-    set_code(block, None)
+    set_code(block, exit_code)
     return block
 
 

@@ -12,15 +12,21 @@ Usage comes from ``extra.response.usage``: ``prompt_tokens`` is the context fill
 ``input_tokens`` (uncached) and ``cache_read_tokens`` (``prompt_tokens_details.cached_tokens``);
 ``completion_tokens`` is output. The model's hidden reasoning is not kept: the agent never
 sends it back, so it is not part of the context. ``line`` is the 1-based index in ``messages``.
+
+A trajectory is decoded with a typed ``msgspec`` schema of the fields used here, skipping the
+rest (each response's ``choices`` and reasoning, the run's config and stats); a document the
+schema rejects is read by the lenient orjson path, with the same result and warnings.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from ctxhealth.model import Block, Format, Message, Role, Session, TextBlock, ToolCall, ToolResult
+import msgspec
+
+from ctxhealth.model import Block, Format, Message, Role, Session, ToolResult, Usage
 from ctxhealth.sources.lines import (
     BadJSON,
     WarningSink,
@@ -29,6 +35,10 @@ from ctxhealth.sources.lines import (
     get_list,
     get_str,
     loads,
+    make_call,
+    make_message,
+    make_result,
+    make_text,
     type_name,
 )
 from ctxhealth.sources.openai_chat import parse_usage
@@ -70,15 +80,138 @@ def _observation(call_id: str, text: str) -> ToolResult:
     match = _RETURNCODE.match(text)
     if match is not None:
         code = int(match.group(1))
-        return ToolResult(call_id, text, is_error=code != 0, exit_code=code)
-    if _TIMEOUT.match(text):
-        return ToolResult(call_id, text, is_error=True)
-    return ToolResult(call_id, text)
+        return make_result(call_id, text, code != 0, code)
+    return make_result(call_id, text, _TIMEOUT.match(text) is not None)
 
 
-def parse(data: bytes, path: str) -> Session:
-    """Read one mini-swe-agent trajectory into a :class:`Session`."""
-    sink = WarningSink(path)
+# --- the typed schema: only the fields this reader uses (see ``claude_code`` for the idea) ----
+#
+# Every field is as strict as the lenient path is forgiving, so a document the lenient path
+# would coerce, ignore or warn about is rejected here and read by the lenient path instead.
+
+_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
+class _PromptDetails(msgspec.Struct, gc=False):
+    cached_tokens: _Int | None = None
+
+
+class _CompletionDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: _Int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    prompt_tokens: _Int | None = None
+    completion_tokens: _Int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
+
+
+class _Response(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None
+    created: _Int | None = None
+    usage: _Usage | None = None
+
+
+class _Extra(msgspec.Struct, gc=False):
+    response: _Response | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    role: str
+    content: str | None = None
+    extra: _Extra | None = None
+
+
+class _ModelConfig(msgspec.Struct, gc=False):
+    model_name: str | None = None
+
+
+class _Config(msgspec.Struct, gc=False):
+    model: _ModelConfig | None = None
+
+
+class _Info(msgspec.Struct, gc=False):
+    config: _Config | None = None
+
+
+class _Trajectory(msgspec.Struct, gc=False):
+    messages: list[_Message] | None = None
+    info: _Info | None = None
+    instance_id: str | None = None
+
+
+_DECODE = msgspec.json.Decoder(_Trajectory).decode
+
+#: One message as both paths hand it on: (index, role, text, response id, model, usage, timestamp).
+_Entry = tuple[int, Role, str, str | None, str | None, Usage | None, str | None]
+
+
+def _typed_usage(raw: _Usage | None) -> Usage | None:
+    """:func:`parse_usage` of a typed ``usage``."""
+    if raw is None:
+        return None
+    prompt = max(raw.prompt_tokens or 0, 0)
+    details = raw.prompt_tokens_details
+    cached = min(max((details.cached_tokens or 0) if details is not None else 0, 0), prompt)
+    completion = raw.completion_tokens_details
+    reasoning = (completion.reasoning_tokens or 0) if completion is not None else 0
+    return Usage(
+        input_tokens=prompt - cached,
+        cache_read_tokens=cached,
+        output_tokens=max(raw.completion_tokens or 0, 0),
+        reasoning_tokens=max(reasoning, 0),
+    )
+
+
+def _typed_read(data: bytes) -> tuple[list[_Entry], str | None, str | None] | None:
+    """(entries, configured model, instance id), or None when the lenient path must read ``data``."""
+    if not data.isascii():
+        # msgspec does not check the UTF-8 of fields it skips; orjson rejects the whole document.
+        try:
+            data.decode()
+        except UnicodeDecodeError:
+            return None
+    try:
+        doc = _DECODE(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if doc.messages is None:
+        return None  # the lenient path words the warning
+    entries: list[_Entry] = []
+    for index, raw in enumerate(doc.messages, start=1):
+        role = _ROLES.get(raw.role)
+        if role is None:
+            return None
+        text = raw.content or ""
+        if role is Role.ASSISTANT:
+            response = raw.extra.response if raw.extra is not None else None
+            if response is None:
+                entries.append((index, role, text, None, None, None, None))
+            else:
+                created = response.created
+                entries.append(
+                    (
+                        index,
+                        role,
+                        text,
+                        response.id,
+                        response.model,
+                        _typed_usage(response.usage),
+                        _timestamp_of(created),
+                    )
+                )
+        else:
+            entries.append((index, role, text, None, None, None, None))
+    info = doc.info
+    config = info.config if info is not None else None
+    model = config.model if config is not None else None
+    return entries, model.model_name if model is not None else None, doc.instance_id
+
+
+def _lenient_read(data: bytes, sink: WarningSink) -> tuple[list[_Entry], str | None, str | None] | None:
+    """(entries, configured model, instance id); None when the document is not an object."""
     try:
         doc = loads(data)
     except BadJSON as exc:
@@ -87,15 +220,13 @@ def parse(data: bytes, path: str) -> Session:
     if not isinstance(doc, dict):
         if doc is not None:
             sink.add(None, f"document is {type_name(doc)}, expected an object")
-        return Session(path=path, format=Format.MINI_SWE_AGENT, messages=(), warnings=sink.result())
+        return None
     raw_messages = get_list(doc, "messages")
     if raw_messages is None:
         sink.add(None, "no 'messages' array in the trajectory")
         raw_messages = []
     config_model = get_str(get_dict(get_dict(get_dict(doc, "info"), "config"), "model"), "model_name")
-    messages: list[Message] = []
-    pending: str | None = None
-    last_model: str | None = None
+    entries: list[_Entry] = []
     for index, raw in enumerate(raw_messages, start=1):
         if not isinstance(raw, dict):
             sink.add(index, f"message is {type_name(raw)}, expected object")
@@ -105,47 +236,78 @@ def parse(data: bytes, path: str) -> Session:
             sink.add(index, f"unknown role {str(raw.get('role'))[:40]!r}")
             continue
         text = _text(raw.get("content"), sink, index)
-        blocks: list[Block]
         if role is Role.ASSISTANT:
             response = get_dict(get_dict(raw, "extra"), "response")
-            model = get_str(response, "model")
+            entries.append(
+                (
+                    index,
+                    role,
+                    text,
+                    get_str(response, "id"),
+                    get_str(response, "model"),
+                    parse_usage(get_dict(response, "usage")),
+                    _timestamp(response),
+                )
+            )
+        else:
+            entries.append((index, role, text, None, None, None, None))
+    return entries, config_model, get_str(doc, "instance_id")
+
+
+def parse(data: bytes, path: str, *, typed: bool = True) -> Session:
+    """Read one mini-swe-agent trajectory into a :class:`Session`.
+
+    The document is decoded with a typed ``msgspec`` schema of the fields used here (the rest,
+    e.g. each response's full ``choices`` and reasoning, is skipped); a document the schema
+    rejects is read by the lenient path, which words the warnings. ``typed=False`` uses the
+    lenient path only (same result, slower). As for Claude Code, the one difference is a number
+    too large for a double in a field never read: orjson rejects the document, msgspec does not.
+    """
+    sink = WarningSink(path)
+    read = _typed_read(data) if typed else None
+    if read is None:
+        read = _lenient_read(data, sink)
+        if read is None:
+            return Session(path=path, format=Format.MINI_SWE_AGENT, messages=(), warnings=sink.result())
+    entries, config_model, instance_id = read
+    messages: list[Message] = []
+    pending: str | None = None
+    last_model: str | None = None
+    for index, role, text, response_id, model, usage, timestamp in entries:
+        blocks: list[Block]
+        if role is Role.ASSISTANT:
             last_model = model or last_model
-            blocks = [TextBlock(text)]
+            blocks = [make_text(text)]
             actions = _BASH_BLOCK.findall(text)
             pending = None
             if len(actions) == 1:
                 pending = f"bash-{index}"
-                blocks.append(ToolCall(pending, "bash", {"command": actions[0].strip()}))
+                blocks.append(make_call(pending, "bash", {"command": actions[0].strip()}))
             messages.append(
-                Message(
-                    role=role,
-                    blocks=tuple(blocks),
-                    response_id=get_str(response, "id"),
-                    model=model,
-                    usage=parse_usage(get_dict(response, "usage")),
-                    timestamp=_timestamp(response),
-                    line=index,
-                )
+                make_message(role, tuple(blocks), None, response_id, model, usage, timestamp, False, index)
             )
             continue
         if role is Role.USER and pending is not None:
             blocks = [_observation(pending, text)]
         else:
-            blocks = [TextBlock(text)]
+            blocks = [make_text(text)]
         pending = None
-        messages.append(Message(role=role, blocks=tuple(blocks), line=index))
+        messages.append(make_message(role, tuple(blocks), None, None, None, None, None, False, index))
     return Session(
         path=path,
         format=Format.MINI_SWE_AGENT,
         messages=tuple(messages),
-        session_id=get_str(doc, "instance_id"),
+        session_id=instance_id,
         model=config_model or last_model,
         warnings=sink.result(),
     )
 
 
 def _timestamp(response: dict[str, Any] | None) -> str | None:
-    created = as_int(response.get("created")) if isinstance(response, dict) else None
+    return _timestamp_of(as_int(response.get("created")) if isinstance(response, dict) else None)
+
+
+def _timestamp_of(created: int | None) -> str | None:
     if created is None or not 0 <= created < 2**37:
         return None
     return datetime.fromtimestamp(created, tz=UTC).isoformat().replace("+00:00", "Z")

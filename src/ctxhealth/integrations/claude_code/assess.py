@@ -2,26 +2,25 @@
 
 :func:`read_counters` needs nothing but the counters (and optionally the fill and window the status
 line payload reports): the model's window and the profile's thresholds were resolved by the slow path
-(:func:`.tail.resolve_thresholds`) and cached in ``counters.thresholds``. The zone arithmetic mirrors
-:func:`ctxhealth.signals.pressure.tier_zone` / ``window_zone`` exactly (a test checks them against
-each other over a grid) so the status line never imports the signal layer.
+(:func:`.tail.resolve_thresholds`) and cached in ``counters.thresholds``. The zones come from the
+signal layer's own arithmetic (:mod:`ctxhealth.signals.zones`, which imports nothing), raised one
+step when the session's monitor saw enough early-warning indicators to raise it.
 
-:func:`decide_for_counters` is the slow path used by the hooks: it asks the real policy
-(:func:`ctxhealth.policy.decide`) what to do.
+:func:`verdict` is what the hooks act on: the decision of the session's
+:class:`~ctxhealth.monitor.Monitor` for its latest message, kept in the counters by :mod:`.monitoring`.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from ctxhealth.integrations.claude_code.tailstate import RECENT_OUTCOMES, SessionCounters
+from ctxhealth.signals.zones import Zone, tier_zone_of, window_zone_of, worse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["Reading", "Verdict", "ZoneName", "decide_for_counters", "read_counters"]
+__all__ = ["Reading", "Verdict", "read_counters", "verdict"]
 
 # Used only when the slow path has never run for this transcript (nothing cached yet): the spec's
 # full-tier defaults and Claude Code's 200K window less its auto-compact buffer.
@@ -44,41 +43,6 @@ _FALLBACK: dict[str, Any] = {
     "failure_min_calls": 4,
     "consecutive_failures": 3,
 }
-
-
-class ZoneName(StrEnum):
-    """The zones of :class:`ctxhealth.signals.pressure.Zone`, by value (kept import-free here)."""
-
-    GREEN = "green"
-    YELLOW = "yellow"
-    ORANGE = "orange"
-    RED = "red"
-    CRITICAL = "critical"
-
-
-_ORDER = (ZoneName.GREEN, ZoneName.YELLOW, ZoneName.ORANGE, ZoneName.RED, ZoneName.CRITICAL)
-
-
-def tier_zone_name(fill: int, th: dict[str, Any]) -> ZoneName:
-    if fill >= th["hard_limit"]:
-        return ZoneName.RED
-    if fill >= th["compact_zone"]:
-        return ZoneName.ORANGE
-    if fill >= th["sweet_spot"]:
-        return ZoneName.YELLOW
-    return ZoneName.GREEN
-
-
-def window_zone_name(fraction: float, th: dict[str, Any]) -> ZoneName:
-    if fraction > th["window_autocompact"]:
-        return ZoneName.CRITICAL
-    if fraction >= th["window_critical"]:
-        return ZoneName.RED
-    if fraction >= th["window_orange"]:
-        return ZoneName.ORANGE
-    if fraction >= th["window_yellow"]:
-        return ZoneName.YELLOW
-    return ZoneName.GREEN
 
 
 class Reading:
@@ -111,8 +75,20 @@ class Reading:
         quality = self.fill / th["hard_limit"]
         capacity = self.fill / self.usable
         self.pressure: float = max(quality, capacity)
-        tz, wz = tier_zone_name(self.fill, th), window_zone_name(capacity, th)
-        self.zone: ZoneName = tz if _ORDER.index(tz) >= _ORDER.index(wz) else wz
+        zone = worse(
+            tier_zone_of(self.fill, th["sweet_spot"], th["compact_zone"], th["hard_limit"]),
+            window_zone_of(
+                capacity,
+                th["window_yellow"],
+                th["window_orange"],
+                th["window_critical"],
+                th["window_autocompact"],
+            ),
+        )
+        last = counters.assessment
+        if isinstance(last, dict) and last.get("zone") != last.get("base_zone"):
+            zone = zone.raised()  # early-warning indicators raised the monitor's zone
+        self.zone: Zone = zone
         self.drift: float | None = counters.drift
         self.drifting: bool = (
             self.drift is not None and self.fill >= th["sweet_spot"] and self.drift < th["drift_threshold"]
@@ -140,54 +116,25 @@ def read_counters(
 
 
 class Verdict:
-    """The policy's action (its value, e.g. ``"warn"``) and reasons, cacheable in the counters."""
+    """The monitor's decision for the latest message: the action (its value, e.g. ``"warn"``), the
+    rule of the decision tree that matched, and the reasons."""
 
-    __slots__ = ("action", "reasons")
+    __slots__ = ("action", "reasons", "rule")
 
-    def __init__(self, action: str, reasons: tuple[str, ...]) -> None:
+    def __init__(self, action: str, reasons: tuple[str, ...], rule: str = "") -> None:
         self.action = action
         self.reasons = reasons
+        self.rule = rule
 
 
-def _fingerprint(counters: SessionCounters, reading: Reading) -> list[Any]:
-    return [
-        counters.offset,
-        counters.tool_calls,
-        counters.tool_errors,
-        counters.episodes,
-        reading.fill,
-        reading.window,
-        counters.thresholds.get("model") if counters.thresholds else None,
-    ]
-
-
-def decide_for_counters(counters: SessionCounters, reading: Reading) -> Verdict:
-    """What the policy says for this session now; the policy is imported only when the counters moved
-    since the last decision (it is deterministic, so an unchanged session gets the cached verdict)."""
-    key = _fingerprint(counters, reading)
-    cached = counters.last_verdict
-    if isinstance(cached, list) and len(cached) == 3 and cached[0] == key:
-        return Verdict(str(cached[1]), tuple(str(r) for r in cached[2]))
-    from ctxhealth.policy import Counters, Snapshot, decide
-    from ctxhealth.signals.pressure import Zone
-    from ctxhealth.signals.profile import default_profile
-
-    recent = counters.recent_outcomes[-RECENT_OUTCOMES:]
-    th = counters.thresholds or _FALLBACK
-    snapshot = Snapshot(
-        zone=Zone(reading.zone.value),
-        pressure=reading.pressure,
-        fill=reading.fill,
-        utilisation=reading.fill / reading.usable,
-        failure_rate=recent.count("x") / len(recent) if recent else 0.0,
-        recent_calls=len(recent),
-        drift=1.0 if reading.drift is None else reading.drift,
-        above_sweet_spot=reading.fill >= th["sweet_spot"],
-        consecutive_failures=counters.consecutive_failures,
+def verdict(counters: SessionCounters) -> Verdict:
+    """The session monitor's last decision (``continue`` until it has assessed a message)."""
+    last = counters.assessment
+    if not isinstance(last, dict) or not isinstance(last.get("action"), str):
+        return Verdict("continue", ("nothing assessed yet",), "healthy")
+    reasons = last.get("reasons")
+    return Verdict(
+        last["action"],
+        tuple(str(r) for r in reasons) if isinstance(reasons, list) else (),
+        str(last.get("rule", "")),
     )
-    # Claude Code compacts by itself: its compactions stand for truncations; it manages turns, so the
-    # turn-count reset (steps) is left to it.
-    decision = decide(snapshot, Counters(truncations=counters.compactions), default_profile())
-    verdict = Verdict(decision.action.value, decision.reasons)
-    counters.last_verdict = [key, verdict.action, list(verdict.reasons)]
-    return verdict

@@ -3,8 +3,9 @@
 * PreCompact: write a checkpoint (JSON + markdown) and the pre-compaction snapshot for the session.
 * SessionStart (source ``compact`` / ``resume``): give the agent the checkpoint and its original request
   back as ``additionalContext`` (re-anchoring it after compaction).
-* UserPromptSubmit: read the new tail, ask the policy; when it says warn / re-anchor / restart / halt,
-  add that context, once per episode (an episode ends at a compaction or a resume).
+* UserPromptSubmit: read the new tail (the session's monitor observes it, :mod:`.monitoring`) and
+  take the monitor's decision; when it says warn / re-anchor / restart / halt, add that context,
+  once per episode (an episode ends at a compaction or a resume).
 * PostToolUse / PostToolUseFailure: count the call from the payload alone (no transcript read); on a
   failure spiral or a doom loop (the same call three times) tell the agent, once per episode.
 * Stop / SessionEnd: read the new tail and record the final assessment and decision in the ledger.
@@ -32,6 +33,7 @@ from ctxhealth.integrations.claude_code.payloads import (
 from ctxhealth.integrations.claude_code.tailstate import (
     DOOM_LOOP_REPEATS,
     INSTRUCTION_CHARS,
+    STATE_VERSION,
     SessionCounters,
     SessionLock,
     call_signature,
@@ -152,8 +154,8 @@ def _from_ledger(home: str, path: str) -> SessionCounters | None:
 
     with Ledger.open(_home_path(home)) as ledger:
         tail = ledger.get_tail(path)
-    if tail is None or not tail.state:
-        return None
+    if tail is None or not tail.state or tail.state.get("version") != STATE_VERSION:
+        return None  # nothing kept, or kept by another version: read the transcript afresh
     counters = SessionCounters.from_dict(tail.state, path)
     counters.offset, counters.line = tail.offset, tail.line
     return counters
@@ -310,11 +312,11 @@ _ACTION_NOTICE = {
 
 
 def _user_prompt(home: str, payload: HookPayload, counters: SessionCounters) -> str:
-    from ctxhealth.integrations.claude_code.assess import decide_for_counters, read_counters
+    from ctxhealth.integrations.claude_code.assess import read_counters, verdict
 
     _read_tail(counters)
     reading = read_counters(counters)
-    decision = decide_for_counters(counters, reading)
+    decision = verdict(counters)
     kind = _ACTION_NOTICE.get(decision.action)
     context = _give(counters, kind.value, kind, "; ".join(decision.reasons)) if kind else ""
     counters.zone, counters.pressure = reading.zone.value, reading.pressure
@@ -358,15 +360,24 @@ def _post_tool(home: str, payload: HookPayload, counters: SessionCounters) -> st
 
 
 def _stop(home: str, payload: HookPayload, counters: SessionCounters) -> str:
-    from ctxhealth.integrations.claude_code.assess import decide_for_counters, read_counters
+    from ctxhealth.integrations.claude_code.assess import read_counters, verdict
 
     _read_tail(counters)
     reading = read_counters(counters)
-    decision = decide_for_counters(counters, reading)
+    decision = verdict(counters)
     counters.zone, counters.pressure = reading.zone.value, reading.pressure
     counters.queue_event(payload.event_name or HookEvent.STOP.value, _summary(payload))
-    verdict_key = counters.last_verdict[0] if counters.last_verdict else None
-    if verdict_key is not None and counters.last_final == verdict_key:
+    last = counters.assessment or {}
+    verdict_key = [
+        counters.offset,
+        counters.tool_calls,
+        counters.tool_errors,
+        counters.episodes,
+        reading.fill,
+        last.get("index"),
+        decision.action,
+    ]
+    if counters.last_final == verdict_key:
         # Nothing happened since the last final assessment: keep the event for the next ledger write.
         save_counters(home, counters)
         return ""
@@ -382,7 +393,11 @@ def _stop(home: str, payload: HookPayload, counters: SessionCounters) -> str:
             details={
                 "final": True,
                 "action": decision.action,
+                "rule": decision.rule,
                 "reasons": list(decision.reasons),
+                "risk": last.get("risk"),
+                "monitor_zone": last.get("zone"),
+                "signals_fired": last.get("fired", []),
                 "peak": counters.peak,
                 "tool_calls": counters.tool_calls,
                 "tool_errors": counters.tool_errors,

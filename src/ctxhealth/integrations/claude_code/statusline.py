@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import os
 
-from ctxhealth.integrations.claude_code.assess import Reading, ZoneName, read_counters
+from ctxhealth.integrations.claude_code.assess import Reading, read_counters
 from ctxhealth.integrations.claude_code.payloads import StatusPayload, parse_status_payload
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_counters, save_counters
+from ctxhealth.signals.zones import Zone
 
 __all__ = ["format_status", "render_status", "status_counters"]
 
 _COLOURS = {
-    ZoneName.GREEN: "32",
-    ZoneName.YELLOW: "33",
-    ZoneName.ORANGE: "38;5;208",
-    ZoneName.RED: "31",
-    ZoneName.CRITICAL: "1;97;41",
+    Zone.GREEN: "32",
+    Zone.YELLOW: "33",
+    Zone.ORANGE: "38;5;208",
+    Zone.RED: "31",
+    Zone.CRITICAL: "1;97;41",
 }
 _RED = "31"
 _DIM = "2"

@@ -6,8 +6,10 @@ A partial last line is left for the next call (the offset only moves past comple
 shrank (rewritten or rotated) the counters start over. A first read of a very large transcript keeps
 its head (the original request) and its last ``max_bytes``, so even a cold start is bounded.
 
-This is the slow path of a hook: it imports the reader, the model registry and the profile. The
-thresholds it resolves are cached in the counters so the fast path (status line) need not.
+The new messages are also fed to the session's monitor (:mod:`.monitoring`), whose snapshot and last
+assessment travel in the counters. This is the slow path of a hook: it imports the reader, the model
+registry, the profile and the monitor. The thresholds it resolves are cached in the counters so the
+fast path (status line) need not.
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ from typing import Any
 
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.integrations.claude_code.monitoring import observe_messages
 from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters, call_signature
 from ctxhealth.model import Message, Role
 from ctxhealth.redact import redact
-from ctxhealth.signals.drift import INSTRUCTION_WORD_LIMIT
 from ctxhealth.signals.profile import Profile, default_profile
-from ctxhealth.signals.text import content_words
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 
 __all__ = ["DEFAULT_MAX_BYTES", "HEAD_BYTES", "fold_messages", "read_tail", "resolve_thresholds"]
@@ -61,6 +62,7 @@ def read_tail(
     messages += _feed(counters, data, transcript)
     counters.size = size
     fold_messages(counters, messages, registry=registry)
+    observe_messages(counters, messages, registry=registry, profile=profile)
     resolve_thresholds(counters, registry=registry, profile=profile)
     return messages
 
@@ -80,7 +82,7 @@ def _feed(counters: SessionCounters, data: bytes, transcript: str) -> list[Messa
 def fold_messages(
     counters: SessionCounters, messages: list[Message], *, registry: ModelRegistry | None = None
 ) -> None:
-    """Update fill, turns, tool counters, output, instruction and compactions from new messages."""
+    """Update fill, turns, tool counters, instruction and compactions from new messages."""
     registry = registry or ModelRegistry.default()
     for message in messages:
         if message.compaction is not None:
@@ -119,23 +121,6 @@ def fold_messages(
             counters.pending_calls[call.id] = [call.name, call_signature(call.name, call.input)]
         while len(counters.pending_calls) > MAX_PENDING_CALLS:
             del counters.pending_calls[next(iter(counters.pending_calls))]
-        text = message.text
-        if text:
-            counters.add_output(redact(text))
-    counters.drift = drift_similarity(counters.instruction, counters.recent_output)
-
-
-def drift_similarity(instruction: str, output: str) -> float | None:
-    """The spec's asymmetric overlap (content words, stemmed); None when there is nothing to compare."""
-    words: dict[str, None] = {}
-    for w in content_words(instruction):
-        words.setdefault(w, None)
-        if len(words) >= INSTRUCTION_WORD_LIMIT:
-            break
-    if not words or not output.strip():
-        return None
-    seen = set(content_words(output))
-    return sum(1 for w in words if w in seen) / len(words)
 
 
 def resolve_thresholds(

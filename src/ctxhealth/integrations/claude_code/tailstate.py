@@ -2,8 +2,9 @@
 
 Each hook and status-line call is a new process, so what it learned from the transcript is kept as a
 :class:`SessionCounters`: how far the transcript was read (byte offset, line), the original request,
-the latest fill, tool-call and failure counters, recent call signatures (doom loops), the recent
-assistant output (drift), compactions, and which notices were already given in this episode.
+the latest fill, tool-call and failure counters, recent call signatures (doom loops), compactions,
+which notices were already given in this episode, and the session's monitor: its snapshot
+(``monitor``, see :mod:`.monitoring`) and its last assessment (``assessment``).
 
 It is stored twice on purpose. The ledger's tail row (``Ledger.set_tail``) is the durable record; a
 small JSON file per transcript under ``<home>/claude-code/tails/`` is the fast copy the status line and
@@ -11,8 +12,9 @@ the hooks read on every turn, because opening the ledger costs several times Pyt
 The file is written atomically; the ledger is brought up to date whenever a hook does something that
 matters (a checkpoint, a notice, a compaction, the end of a session), see :mod:`.hooks`.
 
-Bounded: call signatures, seen tool ids and pending ledger events are capped, the recent output is
-the last 2,000 characters, so the state stays a few kilobytes however long the session runs.
+Bounded: call signatures, seen tool ids and pending ledger events are capped and the monitor's
+snapshot is bounded by its windows, so the state stays within tens of kilobytes however long the
+session runs.
 """
 
 from __future__ import annotations
@@ -36,11 +38,10 @@ __all__ = [
     "tail_cache_path",
 ]
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 MAX_SIGNATURES = 256
 MAX_SEEN_IDS = 512
 MAX_PENDING_EVENTS = 200
-RECENT_OUTPUT_CHARS = 2_000
 DOOM_LOOP_REPEATS = 3
 RECENT_OUTCOMES = 20
 INSTRUCTION_CHARS = 4_000
@@ -72,7 +73,6 @@ _FIELDS: dict[str, Any] = {
     "episodes": 0,
     "doom_loops": 0,
     "last_doom_signature": "",
-    "recent_output": "",
     "drift": None,
     "compactions": 0,
     "notices": {},
@@ -84,8 +84,9 @@ _FIELDS: dict[str, Any] = {
     "zone": None,
     "pressure": None,
     "thresholds": None,
-    "last_verdict": None,
     "last_final": None,
+    "monitor": None,
+    "assessment": None,
 }
 
 
@@ -122,7 +123,6 @@ class SessionCounters:
     episodes: int
     doom_loops: int
     last_doom_signature: str
-    recent_output: str
     drift: float | None
     compactions: int
     notices: dict[str, int]
@@ -134,8 +134,9 @@ class SessionCounters:
     zone: str | None
     pressure: float | None
     thresholds: dict[str, Any] | None
-    last_verdict: list[Any] | None
     last_final: list[Any] | None
+    monitor: dict[str, Any] | None
+    assessment: dict[str, Any] | None
 
     def __init__(self, path: str = "") -> None:
         for name, default in _FIELDS.items():
@@ -206,10 +207,6 @@ class SessionCounters:
             self.doom_loops += 1
             self.last_doom_signature = signature
         return True
-
-    def add_output(self, text: str) -> None:
-        if text:
-            self.recent_output = (self.recent_output + "\n" + text)[-RECENT_OUTPUT_CHARS:]
 
     def queue_event(self, event: str, summary: str) -> None:
         """Remember a hook event for the ledger (flushed with the next ledger write)."""

@@ -1,0 +1,89 @@
+"""The real :class:`~ctxhealth.monitor.Monitor` for a Claude Code session, carried between processes.
+
+Each hook is a new process, so the monitor travels in the session's tail state
+(``SessionCounters.monitor``, a :meth:`Monitor.snapshot`): a hook restores it, observes only the
+messages the transcript gained since the last read, and saves it again. The last assessment is kept
+in the counters as plain data (``SessionCounters.assessment``) for the handlers, the status line and
+the ledger, so reading the verdict never needs the monitor itself.
+
+Claude Code manages its own history: each compaction in the transcript is recorded as a truncation
+(:meth:`Monitor.record_recovery`), and the policy's turn-count trigger (history compression after
+``max_turns`` turns) is off, since Claude Code compacts by itself when it needs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.errors import StateError
+from ctxhealth.integrations.claude_code.tailstate import SessionCounters
+from ctxhealth.model import Message
+from ctxhealth.monitor import Assessment, Monitor
+from ctxhealth.policy import Action
+from ctxhealth.signals.profile import Profile, default_profile
+
+__all__ = ["NO_TURN_LIMIT", "claude_code_profile", "observe_messages", "summarise"]
+
+NO_TURN_LIMIT = 2**31 - 1
+"""``max_turns`` for Claude Code sessions: the host compacts by itself, so no turn-count trigger."""
+
+
+def claude_code_profile(profile: Profile | None = None) -> Profile:
+    """``profile`` (default: the shipped one) as the hooks use it: no turn-count trigger."""
+    return replace(profile if profile is not None else default_profile(), max_turns=NO_TURN_LIMIT)
+
+
+def _monitor(counters: SessionCounters, profile: Profile, registry: ModelRegistry | None) -> Monitor:
+    if counters.monitor is not None:
+        try:
+            return Monitor.restore(counters.monitor, profile=profile, registry=registry)
+        except StateError:
+            pass  # from another version, or damaged: start afresh from here
+    return Monitor(counters.model, profile, registry=registry)
+
+
+def observe_messages(
+    counters: SessionCounters,
+    messages: list[Message],
+    *,
+    registry: ModelRegistry | None = None,
+    profile: Profile | None = None,
+) -> Assessment | None:
+    """Feed the new ``messages`` to the session's monitor; keep its snapshot and the last assessment
+    in ``counters``. Returns that assessment (None when there was nothing new)."""
+    if not messages:
+        return None
+    monitor = _monitor(counters, claude_code_profile(profile), registry)
+    last: Assessment | None = None
+    for message in messages:
+        if message.compaction is not None:
+            monitor.record_recovery(Action.TRUNCATE)
+        last = monitor.observe(message)
+    counters.monitor = monitor.snapshot()
+    if last is not None:
+        counters.assessment = summarise(last, monitor)
+        counters.drift = counters.assessment["drift"]
+    return last
+
+
+def summarise(assessment: Assessment, monitor: Monitor) -> dict[str, Any]:
+    """The assessment as plain JSON data: decision, zone (and whether indicators raised it), risk,
+    drift (None until there is both an instruction and some output) and the signals that fired."""
+    drift = monitor.drift
+    measured = bool(drift.instruction_words) and drift.has_output
+    return {
+        "index": assessment.index,
+        "turn": assessment.turn,
+        "action": assessment.action.value,
+        "rule": assessment.rule.value,
+        "reasons": list(assessment.reasons),
+        "zone": assessment.zone.value,
+        "base_zone": assessment.base_zone.value,
+        "pressure": round(assessment.pressure, 4),
+        "risk": None if assessment.risk is None else round(assessment.risk, 4),
+        "fill": assessment.fill,
+        "drift": drift.similarity if measured else None,
+        "fired": sorted(name for name, s in assessment.signals.items() if s.fired),
+    }
