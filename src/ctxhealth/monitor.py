@@ -11,6 +11,10 @@ the last known fill plus an estimate of each message since (about 4 characters p
 
 ``record_recovery(action)`` tells the monitor a recovery was carried out (restart, truncation,
 history compression, tool-result clearing), which drives the circuit breaker and the cooldown.
+
+``snapshot()`` saves the whole state as versioned JSON-safe data (bounded like the memory) and
+``Monitor.restore(data)`` resumes it in any process, so a monitor can live across short-lived hook
+processes: observe(m1..mk), snapshot, restore, observe(mk+1..mn) assesses exactly as one monitor would.
 """
 
 from __future__ import annotations
