@@ -137,6 +137,7 @@ def render_check_text(report: Mapping[str, Any]) -> str:
     for key in ("zone", "pressure", "risk", "action"):
         if key in report:
             lines.append(f"  {key:<12} {report[key]}")
+    lines.extend(f"    {reason}" for reason in report.get("reasons", ()))
     warnings = report["warnings"]
     lines.append(f"  warnings     {len(warnings)}")
     lines.extend(f"    {w}" for w in warnings[:WARNINGS_SHOWN])
