@@ -9,6 +9,7 @@ made here from the raw JSON lines.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,10 @@ from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.monitoring import claude_code_profile, summarise
 from ctxhealth.integrations.claude_code.statusline import render_status
 from ctxhealth.integrations.claude_code.tailstate import load_counters
+from ctxhealth.model import TextBlock
 from ctxhealth.monitor import Monitor
 from ctxhealth.policy import Action
+from ctxhealth.redact import redact
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 from ctxhealth.state.ledger import Ledger
 
@@ -166,7 +169,8 @@ def test_replay_real_session_with_hooks(
     for message in messages:
         if message.compaction is not None:
             monitor.record_recovery(Action.TRUNCATE)
-        last = monitor.observe(message)
+        blocks = tuple(TextBlock(redact(b.text)) if isinstance(b, TextBlock) else b for b in message.blocks)
+        last = monitor.observe(dataclasses.replace(message, blocks=blocks))
     assert last is not None and counters.assessment == summarise(last, monitor)
     assert counters.assessment["index"] == len(messages) - 1
 

@@ -149,9 +149,7 @@ def test_status_zone_is_the_signal_layers_zone(fill: int, tier: Tier) -> None:
     }[tier.value]
     th = resolve_thresholds(counters)
     real_th = profile.thresholds(Tier(th["tier"]))
-    expected = max(
-        tier_zone(fill, real_th), window_zone(fill / th["usable"], profile), key=lambda z: z.level
-    )
+    expected = max(tier_zone(fill, real_th), window_zone(fill / th["usable"], profile), key=lambda z: z.level)
     reading = read_counters(counters, fill=fill)
     assert reading.zone is expected
     # indicators that raised the monitor's zone raise the status line's too

@@ -167,7 +167,9 @@ def test_hook_decision_comes_from_the_monitor_indicators_included(tmp_path: Path
         _user(0, INSTRUCTION),
         _assistant_call(1, "Removing the old parser module first.", 5_000, "rm src/old_parse.py"),
         _result(1, ""),
-        _assistant_call(2, "Could you please provide the original task again?", 6_000, "cat src/old_parse.py"),
+        _assistant_call(
+            2, "Could you please provide the original task again?", 6_000, "cat src/old_parse.py"
+        ),
         _result(2, "done"),
     ]
     path.write_text("\n".join(lines) + "\n")
@@ -197,3 +199,19 @@ def test_damaged_monitor_state_starts_a_fresh_monitor(tmp_path: Path) -> None:
     assert last is not None and last.index == 1 and last.fill == 5000
     assert c.monitor is not None and c.monitor["kind"] == "ctxhealth.monitor"
     assert c.assessment is not None and c.assessment["drift"] is not None
+
+
+def test_secrets_in_the_conversation_stay_out_of_the_saved_monitor(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    secret = "sk-ant-api03-" + "Q" * 90
+    path.write_text(
+        _user(0, f"{INSTRUCTION}; the key is {secret}")
+        + "\n"
+        + _assistant(1, f"Using {secret} to call the API.", 5000)
+        + "\n"
+    )
+    _fire("UserPromptSubmit", home, path, prompt="go on")
+    counters = load_counters(str(home), str(path))
+    assert counters is not None and counters.monitor is not None
+    saved = json.dumps(counters.to_dict())
+    assert "QQQQQQQQ" not in saved and "[REDACTED:" in json.dumps(counters.monitor)

@@ -23,20 +23,27 @@ from ctxhealth.risk import (
     BASELINES,
     CANDIDATE_FEATURES,
     LOG_FEATURES,
+    PROCEDURE,
+    LabelledRun,
     Procedure,
     RiskModel,
     bootstrap_auc_ci,
     cross_validate,
+    cross_validate_runs,
     fingerprint,
+    fit_anchored,
     fit_model,
+    fit_risk,
     fit_screened,
     fit_weights,
     group_folds,
     point_strata,
+    procedure_of,
     read_labels,
     roc_auc,
     run_key,
     screen_features,
+    select_alpha,
     select_features,
     sigmoid,
     stratified_auc,
@@ -147,6 +154,7 @@ def test_screening_keeps_informative_features_with_their_sign() -> None:
     assert kept == {"up": 1, "down": -1}
     # nothing clears an impossible threshold: the single strongest feature is kept
     assert len(screen_features(rows, y, ["noise", "up", "down"], 0.6)) == 1
+    assert screen_features(rows, y, ["noise", "up", "down"], 0.6, fallback=False) == []
     model = fit_screened(rows, y, ["noise", "up", "down"], threshold=0.1)
     assert model.features == ("up", "down")
     assert model.weights[0] > 0 > model.weights[1] and abs(model.weights[0] + model.weights[1]) < 1e-12
@@ -167,6 +175,98 @@ def test_nested_cv_of_the_screened_procedure_chooses_inside_folds() -> None:
         rows, y, ["noise", "up", "down"], folds=4, seed=0, procedure=Procedure.SCREENED, select=False
     )
     assert fixed.fold_thresholds == (0.05,) * 4
+
+
+def _anchored_data(n: int, seed: int, other_weight: float) -> tuple[list[dict[str, float]], list[int]]:
+    """``fill`` (positive, logged) carries a weak signal; ``other`` carries ``other_weight``."""
+    rng = random.Random(seed)
+    rows, y = [], []
+    for _ in range(n):
+        a, b = rng.gauss(0, 1), rng.gauss(0, 1)
+        rows.append({"fill": math.exp(8 + a), "other": -b, "noise": rng.gauss(0, 1)})
+        y.append(int(rng.random() < sigmoid(0.7 * a + other_weight * b)))
+    return rows, y
+
+
+def test_anchored_model_keeps_the_anchor_and_weighs_the_rest_by_alpha() -> None:
+    rows, y = _anchored_data(300, 11, 2.0)
+    logs = frozenset({"fill"})
+    alone = fit_anchored(rows, y, ["fill", "other", "noise"], alpha=0.0, anchor="fill", log_features=logs)
+    assert alone.features == ("fill",) and alone.meta["procedure"] == "anchored"
+    fill_auc = roc_auc([r["fill"] for r in rows], y)
+    assert roc_auc([alone.score(r) for r in rows], y) == pytest.approx(fill_auc)
+    model = fit_anchored(
+        rows, y, ["fill", "other", "noise"], alpha=2.0, anchor="fill", threshold=0.1, log_features=logs
+    )
+    assert model.features == ("fill", "other") and model.meta["alpha"] == 2.0
+    # the other feature enters with its sign, at alpha times the anchor's standardised weight
+    assert model.weights[0] > 0 > model.weights[1]
+    assert abs(model.weights[1]) == pytest.approx(2.0 * model.weights[0])
+    assert roc_auc([model.score(r) for r in rows], y) > fill_auc + 0.1
+    # no other feature clears the threshold: the anchor alone, whatever alpha
+    assert fit_anchored(rows, y, ["fill", "noise"], alpha=2.0, anchor="fill", threshold=0.4).features == (
+        "fill",
+    )
+    assert RiskModel.from_dict(json.loads(json.dumps(model.to_dict()))) == model
+
+
+def test_alpha_is_chosen_by_inner_cv_and_inside_outer_folds() -> None:
+    names = ["fill", "other", "noise"]
+    logs = frozenset({"fill"})
+    strong = _anchored_data(240, 12, 2.5)
+    assert select_alpha(*strong, names, anchor="fill", log_features=logs, grid=(0.0, 0.5, 2.0)) == 2.0
+    useless = _anchored_data(240, 13, 0.0)
+    assert select_alpha(*useless, names, anchor="fill", log_features=logs, grid=(0.0, 2.0)) == 0.0
+    rows, y = strong
+    cv = cross_validate(
+        [{"peak_fill": r["fill"], "other": r["other"]} for r in rows],
+        y,
+        ["peak_fill", "other"],
+        log_features=frozenset({"peak_fill"}),
+        folds=4,
+        procedure=Procedure.ANCHORED,
+        threshold=0.03,
+        grid=(0.0, 2.0),
+    )
+    assert cv.fold_alphas == (2.0,) * 4 and cv.auc[1.0] > 0.8
+    fixed = cross_validate(
+        [{"peak_fill": r["fill"], "other": r["other"]} for r in rows],
+        y,
+        ["peak_fill", "other"],
+        folds=4,
+        procedure=Procedure.ANCHORED,
+        select=False,
+        alpha=0.0,
+    )
+    assert fixed.fold_alphas == (0.0,) * 4 and all(f == ("peak_fill",) for f in fixed.fold_features)
+
+
+def _labelled_runs(n: int, seed: int) -> list[LabelledRun]:
+    rng = random.Random(seed)
+    runs = []
+    for i in range(n):
+        failed = int(i % 4 == 0)
+        feats = {}
+        for p in (0.25, 0.5, 0.75, 1.0):
+            row = {f: rng.random() * 10 for f in CANDIDATE_FEATURES}
+            row["peak_fill"] = p * (30000 + 40000 * failed + 20000 * rng.random())
+            feats[p] = row
+        runs.append(LabelledRun(f"r{i}.json", failed, feats))
+    return runs
+
+
+def test_fit_risk_per_procedure_and_refusal_of_logistic() -> None:
+    runs = _labelled_runs(40, 3)
+    model, cv = fit_risk(runs, folds=4, procedure=Procedure.ANCHORED)
+    assert model.features[0] == "peak_fill" and model.meta["procedure"] == "anchored"
+    assert len(model.meta["fold_alphas"]) == 4 and "fold_thresholds" not in model.meta
+    assert procedure_of(model) is Procedure.ANCHORED and cv.auc[1.0] > 0.9
+    screened, _ = fit_risk(runs, folds=4, procedure=Procedure.SCREENED)
+    assert procedure_of(screened) is Procedure.SCREENED and len(screened.meta["fold_thresholds"]) == 4
+    unknown = RiskModel(("x",), (1.0,), 0.0, (0.0,), (1.0,), meta={"procedure": "???"})
+    assert procedure_of(unknown) is PROCEDURE
+    with pytest.raises(ConfigError):
+        cross_validate_runs(runs, folds=4, procedure=Procedure.LOGISTIC)
 
 
 def test_pooled_training_rows_and_required_features() -> None:
@@ -390,6 +490,26 @@ def test_calibrate_then_validate_end_to_end(labelled: tuple[Path, Path], tmp_pat
         cli, ["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3"]
     )
     assert "honest figure" in r.output and "baseline: peak fill" in r.output
+
+
+def test_calibrate_with_the_anchored_procedure(labelled: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, labels = labelled
+    out = tmp_path / "anchored.json"
+    runner = CliRunner()
+    args = ["calibrate", str(runs), "--labels", str(labels), "--out", str(out), "--folds", "3"]
+    r = runner.invoke(cli, [*args, "--procedure", "anchored", "--json"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output)
+    assert summary["procedure"] == "anchored" and summary["features"][0] == "peak_fill"
+    profile = load_profile(out)
+    assert profile.risk is not None and profile.risk.meta["procedure"] == "anchored"
+    r = runner.invoke(
+        cli, ["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    # validation cross-validates the procedure the profile was fitted with: the anchor in every fold
+    assert all(f[0] == "peak_fill" for f in json.loads(r.output)["cv_fold_features"])
+    assert runner.invoke(cli, [*args, "--procedure", "logistic"]).exit_code == 2
 
 
 def test_validate_without_matching_labels_is_an_input_error(

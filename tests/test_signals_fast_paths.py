@@ -1,8 +1,8 @@
 """The fast paths of the signal layer give exactly what the plain definitions give.
 
 Each check compares the optimised code with a straightforward reference written here: the error
-text and signature regexes applied to the whole probe, and the drift window rebuilt from the
-concatenated output text.
+text and signature regexes applied to the whole probe, the shell splitting and redirection patterns
+as plain regexes, and the drift window kept as one tail string recounted the plain way.
 """
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxhealth.model import ToolResult
+from ctxhealth.model import Message, Role, TextBlock, ToolResult
 from ctxhealth.signals import calls
 from ctxhealth.signals.calls import error_signature, is_failure
+from ctxhealth.signals.drift import DriftDetector
+from ctxhealth.signals.events import Event
+from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.text import content_words
 
 _ERROR_TEXT = re.compile(
     r"Traceback \(most recent call last\)|<tool_use_error>|command not found|No such file or directory|"
@@ -130,3 +134,54 @@ def test_verify_pattern_finds_what_the_plain_pattern_finds(parts: list[str]) -> 
     probe = "".join(parts)
     plain = re.compile(calls._VERIFY.pattern.replace("(?=[cefgjmnprtuvy])", "", 1))
     assert (calls._VERIFY.search(probe) is None) == (plain.search(probe) is None)
+
+
+class _ReferenceDrift:
+    """The drift window the plain way: the output tail as one string, recounted from it on a long
+    reply, else word-by-word with each word weighted by its share of the reply's characters."""
+
+    def __init__(self, instruction: str, limit: int) -> None:
+        self.limit = limit
+        self.instruction = set(content_words(instruction))
+        self.tail = ""
+        self.window: list[tuple[str, int]] = []
+
+    def add(self, text: str) -> None:
+        self.tail = (self.tail + "\n" + text if self.tail else text)[-self.limit :]
+        if len(text) * 4 >= self.limit:
+            stems = content_words(self.tail)
+            each = len(self.tail) // len(stems) if stems else 0
+            self.window = [(w, each) for w in stems]
+            return
+        stems = content_words(text)
+        if stems:
+            each, extra = divmod(len(text), len(stems))
+            self.window += [(w, each + (extra if i == 0 else 0)) for i, w in enumerate(stems)]
+        while sum(c for _, c in self.window) > self.limit and self.window:
+            self.window.pop(0)
+
+    def similarity(self) -> float:
+        present = {w for w, _ in self.window}
+        n = len(self.instruction)
+        return len(self.instruction & present) / n if n and self.window else 1.0
+
+
+_WORDS = ["parser", "offsets", "tests", "green", "weather", "Lisbon", "the", "a", "x1", "fixing", "é"]
+replies = st.lists(
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=400).map(" ".join), min_size=1, max_size=12
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(replies, st.sampled_from([60, 200, 2_000]))
+def test_drift_window_matches_the_plain_definition(texts: list[str], limit: int) -> None:
+    instruction = "Fix the parser so offsets round-trip and the tests stay green."
+    profile = Profile(risk=None, drift_window_chars=limit)
+    detector = DriftDetector(profile, sweet_spot=1)
+    reference = _ReferenceDrift(instruction, limit)
+    detector.update(Event(0, Message(Role.USER, (TextBlock(instruction),)), 0, 0))
+    for i, text in enumerate(texts, start=1):
+        detector.update(Event(i, Message(Role.ASSISTANT, (TextBlock(text),)), i, 0))
+        reference.add(text)
+        assert detector.tail == reference.tail == "\n".join(texts[:i])[-limit:]
+        assert detector.similarity == reference.similarity()

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from builders import reader_counts
 from ctxhealth.model import CompactionSummary, Format, ImageBlock, Role, Session, ToolResult
 from ctxhealth.sources import read_session, read_sessions
 from ctxhealth.sources.claude_code import ClaudeCodeTail, parse
@@ -85,9 +86,7 @@ def _plain_numbers(path: Path) -> dict[str, Any]:
 def _numbers(session: Session) -> dict[str, Any]:
     fills = [m.usage.context_tokens for m in session.messages if m.usage is not None]
     return {
-        "turns": session.assistant_turns,
-        "tool_calls": sum(len(m.tool_calls) for m in session.messages),
-        "tool_errors": sum(r.is_error for m in session.messages for r in m.tool_results),
+        **reader_counts(session),
         "compactions": sum(m.compaction is not None for m in session.messages),
         "first_fill": fills[0] if fills else None,
         "last_fill": fills[-1] if fills else None,

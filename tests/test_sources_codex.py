@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from builders import reader_counts
 from ctxhealth.model import Format, Role, ThinkingBlock
 from ctxhealth.sources import read_session
 from ctxhealth.sources.codex import parse, tool_result
@@ -49,10 +50,8 @@ def test_fixture_matches_a_plain_json_walk() -> None:
     assert session.warnings == ()
     fills = [m.usage.context_tokens for m in session.messages if m.usage is not None]
     numbers = {
-        "turns": session.assistant_turns,
+        **reader_counts(session),
         "fills": fills,
-        "tool_calls": sum(len(m.tool_calls) for m in session.messages),
-        "tool_errors": sum(r.is_error for m in session.messages for r in m.tool_results),
         "compactions": sum(m.compaction is not None for m in session.messages),
     }
     assert numbers == _plain(FIXTURE)

@@ -11,6 +11,7 @@ import orjson
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from builders import mutate_bytes
 from ctxhealth.model import (
     Message,
     Role,
@@ -156,17 +157,7 @@ def test_fuzzed_records_read_the_same_on_both_paths(rows: list[dict[str, Any]]) 
 @FUZZ
 @given(st.data())
 def test_byte_mutations_read_the_same_on_both_paths(data: st.DataObject) -> None:
-    seed = bytearray(EXAMPLE)
-    for _ in range(data.draw(st.integers(1, 6))):
-        pos = data.draw(st.integers(0, len(seed) - 1))
-        action = data.draw(st.sampled_from(["flip", "delete", "insert"]))
-        if action == "flip":
-            seed[pos] = data.draw(st.integers(0, 255))
-        elif action == "delete":
-            del seed[pos : pos + data.draw(st.integers(1, 30))]
-        else:
-            seed[pos:pos] = data.draw(st.binary(min_size=1, max_size=12))
-    mutated = bytes(seed)
+    mutated = mutate_bytes(data, EXAMPLE, most_edits=6, most_deleted=30, most_inserted=12)
     assume(not any(_overflows_a_double(line) for line in mutated.split(b"\n")))
     fast, lenient = _both(mutated)
     assert fast == lenient

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import mutate_bytes
 from ctxhealth.errors import CtxHealthError
 from ctxhealth.model import Format, Message, Session
 from ctxhealth.sources import anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat
@@ -144,17 +145,8 @@ def test_wrong_types_at_any_level(data: st.DataObject) -> None:
 @FUZZ
 @given(st.data())
 def test_random_byte_mutations(data: st.DataObject) -> None:
-    seed = bytearray(data.draw(st.sampled_from(SEEDS)))
-    for _ in range(data.draw(st.integers(1, 8))):
-        pos = data.draw(st.integers(0, len(seed) - 1))
-        action = data.draw(st.sampled_from(["flip", "delete", "insert"]))
-        if action == "flip":
-            seed[pos] = data.draw(st.integers(0, 255))
-        elif action == "delete":
-            del seed[pos : pos + data.draw(st.integers(1, 50))]
-        else:
-            seed[pos:pos] = data.draw(st.binary(min_size=1, max_size=20))
-    mutated = bytes(seed)
+    seed = data.draw(st.sampled_from(SEEDS))
+    mutated = mutate_bytes(data, seed, most_edits=8, most_deleted=50, most_inserted=20)
     _check(read_data, mutated, "x")
     for parse in PARSERS.values():
         _check(parse, mutated, "x")

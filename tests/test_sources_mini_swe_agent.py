@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from builders import reader_counts
 from ctxhealth.model import Format, Role, Session, ToolResult
 from ctxhealth.sources import read_session, read_sessions
 from ctxhealth.sources.mini_swe_agent import parse
@@ -40,9 +41,7 @@ def _plain(path: Path) -> dict[str, Any]:
 def _numbers(session: Session) -> dict[str, Any]:
     fills = [m.usage.context_tokens for m in session.messages if m.usage is not None]
     return {
-        "turns": session.assistant_turns,
-        "tool_calls": sum(len(m.tool_calls) for m in session.messages),
-        "tool_errors": sum(r.is_error for m in session.messages for r in m.tool_results),
+        **reader_counts(session),
         "first_fill": fills[0],
         "last_fill": fills[-1],
         "id": session.session_id,

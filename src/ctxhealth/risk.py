@@ -5,9 +5,10 @@ by Newton's method (a handful of features, a few hundred runs: exact and fast). 
 Mann-Whitney statistic with ties counted as one half; ``bootstrap_auc_ci`` resamples runs with a seeded
 generator so every figure is reproducible. ``cross_validate`` chooses the regularisation strength and
 the feature set *inside* each training fold (nested), so the held-out AUC it reports is honest.
-Two fitting procedures (:class:`Procedure`): greedy-selected logistic regression, and the one the
-shipped profile uses, screened unit weights (:func:`fit_screened`), which estimates far fewer numbers
-and won the cross-validation on the development runs.
+Three fitting procedures (:class:`Procedure`): greedy-selected logistic regression; screened unit
+weights (:func:`fit_screened`), which estimates far fewer numbers and is the one the shipped profile
+uses (it won the cross-validation on the development runs at the end of a run); and fill-anchored
+(:func:`fit_anchored`), peak fill plus an inner-CV-chosen weight on the other screened features.
 
 A :class:`RiskModel` maps a feature mapping to a probability of failure in 0..1: each feature is
 transformed (``log1p`` for counts), standardised with the training mean / deviation, then weighted.
@@ -16,7 +17,7 @@ transformed (``log1p`` for counts), standardised with the training mean / deviat
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -334,6 +335,7 @@ class CVResult:
     fold_features: tuple[tuple[str, ...], ...]
     fold_l2: tuple[float, ...]
     fold_thresholds: tuple[float, ...] = ()
+    fold_alphas: tuple[float, ...] = ()
 
 
 def _cv_scores(
@@ -426,14 +428,26 @@ class Procedure(Enum):
     ``threshold`` away from 0.5 enters with unit weight and its sign, on the standardised scale; the
     threshold is chosen by inner cross-validation; one slope and bias then turn the sum into a
     probability. Unit weights estimate far fewer numbers than free weights, which is what a few
-    hundred runs can support.
+    hundred runs can support. ``ANCHORED``: the anchor feature (peak fill) at unit weight plus
+    ``alpha`` times the standardised signed equal-weight sum of the other screened features, ``alpha``
+    chosen from a small grid by inner cross-validation (0 is the anchor alone); then slope and bias.
     """
 
     LOGISTIC = "logistic"
     SCREENED = "screened"
+    ANCHORED = "anchored"
 
 
 DEFAULT_THRESHOLD_GRID: tuple[float, ...] = (0.03, 0.05, 0.08)
+
+DEFAULT_ALPHA_GRID: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0)
+"""How much the :attr:`Procedure.ANCHORED` model may lean on the other features, relative to the anchor."""
+
+ANCHOR_FEATURE = "peak_fill"
+"""The feature :attr:`Procedure.ANCHORED` always keeps at unit weight (the best single feature)."""
+
+ANCHORED_THRESHOLD = 0.03
+"""The screening threshold :attr:`Procedure.ANCHORED` applies to the features besides the anchor."""
 
 
 def screen_features(
@@ -442,16 +456,19 @@ def screen_features(
     candidates: Sequence[str],
     threshold: float,
     strata: Sequence[int] | None = None,
+    *,
+    fallback: bool = True,
 ) -> list[tuple[str, int]]:
     """Candidates whose (stratified) AUC on ``rows`` is at least ``threshold`` from 0.5, with the sign
-    of their relation to failure; the single strongest candidate when none clears the threshold."""
+    of their relation to failure; the single strongest candidate when none clears the threshold
+    (none when not ``fallback``)."""
     scored = []
     for name in candidates:
         auc = stratified_auc([r.get(name, 0.0) for r in rows], y, strata)
         if not math.isnan(auc):
             scored.append((abs(auc - 0.5), name, 1 if auc >= 0.5 else -1))
     kept = [(name, sign) for gap, name, sign in scored if gap >= threshold]
-    if not kept and scored:
+    if fallback and not kept and scored:
         _, name, sign = max(scored, key=lambda t: (t[0], -candidates.index(t[1])))
         kept = [(name, sign)]
     return kept
@@ -495,6 +512,33 @@ def fit_screened(
     )
 
 
+def _inner_criterion(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    fit: Callable[[Sequence[Mapping[str, float]], Sequence[int], Sequence[int] | None], RiskModel],
+    splits: Sequence[Sequence[int]],
+    inner_folds: int,
+    strata: Sequence[int] | None,
+) -> float:
+    """Mean over ``splits`` of the (stratified) AUC of held-out log-odds, each inner fold scored by
+    ``fit(train rows, train labels, train strata)``."""
+    total = 0.0
+    for fold in splits:
+        scores = [0.0] * len(y)
+        for f in range(inner_folds):
+            train = [i for i in range(len(y)) if fold[i] != f]
+            model = fit(
+                [rows[i] for i in train],
+                [y[i] for i in train],
+                None if strata is None else [strata[i] for i in train],
+            )
+            for i in range(len(y)):
+                if fold[i] == f:
+                    scores[i] = model.linear(rows[i])
+        total += stratified_auc(scores, y, strata)
+    return total / len(splits)
+
+
 def select_threshold(
     rows: Sequence[Mapping[str, float]],
     y: Sequence[int],
@@ -513,27 +557,117 @@ def select_threshold(
     splits = [group_folds(y, groups, inner_folds, seed=seed + 1000 * r) for r in range(max(1, inner_repeats))]
     best: tuple[float, float] | None = None
     for threshold in grid:
-        total = 0.0
-        for fold in splits:
-            scores = [0.0] * len(y)
-            for f in range(inner_folds):
-                train = [i for i in range(len(y)) if fold[i] != f]
-                model = fit_screened(
-                    [rows[i] for i in train],
-                    [y[i] for i in train],
-                    candidates,
-                    threshold=threshold,
-                    log_features=log_features,
-                    strata=None if strata is None else [strata[i] for i in train],
-                )
-                for i in range(len(y)):
-                    if fold[i] == f:
-                        scores[i] = model.linear(rows[i])
-            total += stratified_auc(scores, y, strata)
-        key = (total / len(splits), threshold)
+
+        def fit(
+            r: Sequence[Mapping[str, float]],
+            t: Sequence[int],
+            st: Sequence[int] | None,
+            thr: float = threshold,
+        ) -> RiskModel:
+            return fit_screened(r, t, candidates, threshold=thr, log_features=log_features, strata=st)
+
+        key = (_inner_criterion(rows, y, fit, splits, inner_folds, strata), threshold)
         if best is None or key >= best:
             best = key
     return grid[0] if best is None else best[1]
+
+
+def fit_anchored(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    *,
+    alpha: float,
+    anchor: str = ANCHOR_FEATURE,
+    threshold: float = ANCHORED_THRESHOLD,
+    log_features: frozenset[str] = frozenset(),
+    strata: Sequence[int] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> RiskModel:
+    """Fit the :attr:`Procedure.ANCHORED` model: ``z(anchor) + alpha * z(sum of the other screened
+    features with their signs)``, then a calibrating slope and bias. With ``alpha == 0`` (or no other
+    feature clearing ``threshold``) it ranks runs exactly as the anchor alone."""
+    others = [c for c in candidates if c != anchor]
+    kept: list[tuple[str, int]] = []
+    if alpha > 0 and others:
+        kept = screen_features(rows, y, others, threshold, strata, fallback=False)
+    names = [anchor, *(n for n, _ in kept)]
+    raw = _transform(rows, names, log_features)
+    n, d = len(raw), len(names)
+    mean = [sum(r[i] for r in raw) / n for i in range(d)]
+    scale = []
+    for i in range(d):
+        var = sum((r[i] - mean[i]) ** 2 for r in raw) / n
+        scale.append(math.sqrt(var) if var > 1e-12 else 1.0)
+    unit = [1.0]
+    if kept:
+        k = len(kept)
+        other = [
+            sum(sg * (r[i + 1] - mean[i + 1]) / scale[i + 1] for i, (_, sg) in enumerate(kept)) / k
+            for r in raw
+        ]
+        mu = sum(other) / n
+        sd = math.sqrt(sum((v - mu) ** 2 for v in other) / n) or 1.0
+        unit += [alpha * sg / (k * sd) for _, sg in kept]
+    composite = [[sum(w * (r[i] - mean[i]) / scale[i] for i, w in enumerate(unit))] for r in raw]
+    (slope,), bias = fit_weights(composite, y, l2=1.0)
+    return RiskModel(
+        features=tuple(names),
+        weights=tuple(w * slope for w in unit),
+        bias=bias,
+        mean=tuple(mean),
+        scale=tuple(scale),
+        log_features=frozenset(f for f in log_features if f in names),
+        l2=1.0,
+        meta={
+            "procedure": Procedure.ANCHORED.value,
+            "anchor": anchor,
+            "alpha": alpha,
+            "threshold": threshold,
+            **dict(meta or {}),
+        },
+    )
+
+
+def select_alpha(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    *,
+    anchor: str = ANCHOR_FEATURE,
+    threshold: float = ANCHORED_THRESHOLD,
+    log_features: frozenset[str] = frozenset(),
+    grid: Sequence[float] = DEFAULT_ALPHA_GRID,
+    inner_folds: int = 5,
+    inner_repeats: int = 1,
+    seed: int = 0,
+    groups: Sequence[int] | None = None,
+    strata: Sequence[int] | None = None,
+) -> float:
+    """The ``alpha`` of :func:`fit_anchored` with the best inner cross-validated (stratified) AUC;
+    uses only ``rows``. Ties go to the smaller ``alpha`` (closer to the anchor alone)."""
+    splits = [group_folds(y, groups, inner_folds, seed=seed + 1000 * r) for r in range(max(1, inner_repeats))]
+    best: tuple[float, float] | None = None
+    for alpha in sorted(grid):
+
+        def fit(
+            r: Sequence[Mapping[str, float]], t: Sequence[int], st: Sequence[int] | None, a: float = alpha
+        ) -> RiskModel:
+            return fit_anchored(
+                r,
+                t,
+                candidates,
+                alpha=a,
+                anchor=anchor,
+                threshold=threshold,
+                log_features=log_features,
+                strata=st,
+            )
+
+        auc = _inner_criterion(rows, y, fit, splits, inner_folds, strata)
+        if best is None or auc > best[0]:
+            best = (auc, alpha)
+    return min(grid) if best is None else best[1]
 
 
 def training_rows(
@@ -584,11 +718,17 @@ def cross_validate(
     pool: bool = False,
     procedure: Procedure = Procedure.LOGISTIC,
     threshold: float = 0.05,
+    alpha: float = 1.0,
     **selection: Any,
 ) -> CVResult:
     """Nested k-fold CV: inside each training fold choose features and L2 (when ``select``), fit on
     ``rows``, then score the held-out runs, at every evaluation point of ``eval_rows`` (default: the
     training rows themselves, under key 1.0). The AUC of the pooled held-out scores is the honest figure.
+
+    ``procedure`` picks the fitting; ``selection`` goes to its inner choice (:func:`select_features`,
+    :func:`select_threshold` or :func:`select_alpha`). ``threshold`` is the screening threshold
+    (the fixed one of ``SCREENED`` when not ``select``; the one for the non-anchor features of
+    ``ANCHORED``), ``alpha`` the fixed ``ANCHORED`` weight when not ``select``.
     """
     if folds < 2 or folds > len(y):
         raise ConfigError(
@@ -600,6 +740,7 @@ def cross_validate(
     chosen_all: list[tuple[str, ...]] = []
     l2_all: list[float] = []
     thresholds: list[float] = []
+    alphas: list[float] = []
     for f in range(folds):
         train = [i for i in range(len(y)) if fold[i] != f]
         tr_rows, tr_y, tr_groups = training_rows(rows, y, train, points if pool else None)
@@ -622,6 +763,34 @@ def cross_validate(
             )
             feats, reg = model.features, model.l2
             thresholds.append(thr)
+        elif procedure is Procedure.ANCHORED:
+            strata = point_strata(tr_groups)
+            chosen = (
+                select_alpha(
+                    tr_rows,
+                    tr_y,
+                    candidates,
+                    threshold=threshold,
+                    log_features=log_features,
+                    seed=seed + 1,
+                    groups=tr_groups,
+                    strata=strata,
+                    **selection,
+                )
+                if select
+                else alpha
+            )
+            model = fit_anchored(
+                tr_rows,
+                tr_y,
+                candidates,
+                alpha=chosen,
+                threshold=threshold,
+                log_features=log_features,
+                strata=strata,
+            )
+            feats, reg = model.features, model.l2
+            alphas.append(chosen)
         elif select:
             feats, reg = select_features(
                 tr_rows,
@@ -651,6 +820,7 @@ def cross_validate(
         fold_features=tuple(chosen_all),
         fold_l2=tuple(l2_all),
         fold_thresholds=tuple(thresholds),
+        fold_alphas=tuple(alphas),
     )
 
 
@@ -701,8 +871,15 @@ PROCEDURE = Procedure.SCREENED
 """How the shipped profile and ``ctxhealth calibrate`` fit the risk model (it won the nested
 cross-validation on the development runs against greedy-selected logistic regression)."""
 
-SELECTION: dict[str, Any] = {"grid": DEFAULT_THRESHOLD_GRID}
-"""The procedure's fixed settings: the screening thresholds the inner cross-validation chooses from."""
+SETTINGS: dict[Procedure, dict[str, Any]] = {
+    Procedure.SCREENED: {"grid": DEFAULT_THRESHOLD_GRID},
+    Procedure.ANCHORED: {"grid": DEFAULT_ALPHA_GRID, "threshold": ANCHORED_THRESHOLD},
+}
+"""Each calibration procedure's fixed settings: the grid its inner cross-validation chooses from
+(screening thresholds, or anchored ``alpha`` values) and, for ``ANCHORED``, the screening threshold."""
+
+CALIBRATION_PROCEDURES: tuple[Procedure, ...] = tuple(SETTINGS)
+"""The procedures ``ctxhealth calibrate`` can fit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -809,9 +986,21 @@ def fingerprint(keys: Sequence[str]) -> list[str]:
     return sorted(hashlib.sha256(k.encode()).hexdigest()[:10] for k in keys)
 
 
-def cross_validate_runs(runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0) -> CVResult:
-    """Nested cross-validation of :data:`PROCEDURE` on labelled runs, scored at every evaluation point
-    (trained on every run's rows at all points; the threshold and features chosen inside each fold)."""
+def _check_procedure(procedure: Procedure) -> dict[str, Any]:
+    if procedure not in SETTINGS:
+        raise ConfigError(
+            f"cannot calibrate with the {procedure.value} procedure",
+            hint="use one of: " + ", ".join(p.value for p in CALIBRATION_PROCEDURES),
+        )
+    return SETTINGS[procedure]
+
+
+def cross_validate_runs(
+    runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0, procedure: Procedure = PROCEDURE
+) -> CVResult:
+    """Nested cross-validation of ``procedure`` on labelled runs, scored at every evaluation point
+    (trained on every run's rows at all points; its settings chosen inside each fold)."""
+    settings = _check_procedure(procedure)
     points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
     return cross_validate(
         points[1.0],
@@ -822,31 +1011,36 @@ def cross_validate_runs(runs: Sequence[LabelledRun], *, folds: int = 5, seed: in
         folds=folds,
         seed=seed,
         pool=True,
-        procedure=PROCEDURE,
-        **SELECTION,
+        procedure=procedure,
+        **settings,
     )
+
+
+def procedure_of(model: RiskModel) -> Procedure:
+    """The calibration procedure a model was fitted with (its meta), else the shipped one."""
+    try:
+        found = Procedure(model.meta.get("procedure", PROCEDURE.value))
+    except ValueError:
+        return PROCEDURE
+    return found if found in SETTINGS else PROCEDURE
 
 
 def fit_risk(
-    runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0, cv_seeds: Sequence[int] = ()
+    runs: Sequence[LabelledRun],
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    cv_seeds: Sequence[int] = (),
+    procedure: Procedure = PROCEDURE,
 ) -> tuple[RiskModel, CVResult]:
-    """Fit the risk model on all runs with :data:`PROCEDURE` and report its nested CV (fold seed
+    """Fit the risk model on all runs with ``procedure`` and report its nested CV (fold seed
     ``seed``; ``cv_seeds`` adds more fold seeds to the recorded figures)."""
+    settings = _check_procedure(procedure)
     points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
     y = [r.failed for r in runs]
-    cv = cross_validate_runs(runs, folds=folds, seed=seed)
+    cv = cross_validate_runs(runs, folds=folds, seed=seed, procedure=procedure)
     rows, labels, groups = training_rows(points[1.0], y, range(len(y)), points)
     strata = point_strata(groups)
-    threshold = select_threshold(
-        rows,
-        labels,
-        CANDIDATE_FEATURES,
-        log_features=LOG_FEATURES,
-        seed=seed + 1,
-        groups=groups,
-        strata=strata,
-        **SELECTION,
-    )
     meta: dict[str, Any] = {
         "runs": len(runs),
         "failed": sum(y),
@@ -854,13 +1048,19 @@ def fit_risk(
         "seed": seed,
         "cv_auc": {str(p): round(a, 4) for p, a in cv.auc.items()},
         "fold_features": [list(f) for f in cv.fold_features],
-        "fold_thresholds": list(cv.fold_thresholds),
         "training_runs": fingerprint([run_key(r.path) for r in runs]),
         "target": "failure (1 - resolved)",
     }
+    if procedure is Procedure.ANCHORED:
+        meta["fold_alphas"] = list(cv.fold_alphas)
+    else:
+        meta["fold_thresholds"] = list(cv.fold_thresholds)
     if cv_seeds:
         seeds = sorted({seed, *cv_seeds})
-        per_seed = {s: (cv if s == seed else cross_validate_runs(runs, folds=folds, seed=s)) for s in seeds}
+        per_seed = {
+            s: (cv if s == seed else cross_validate_runs(runs, folds=folds, seed=s, procedure=procedure))
+            for s in seeds
+        }
         meta["cv_auc_by_seed"] = {
             str(s): {str(p): round(a, 4) for p, a in c.auc.items()} for s, c in per_seed.items()
         }
@@ -870,6 +1070,38 @@ def fit_risk(
             }
             for label, feat in BASELINES
         }
+    if procedure is Procedure.ANCHORED:
+        alpha = select_alpha(
+            rows,
+            labels,
+            CANDIDATE_FEATURES,
+            log_features=LOG_FEATURES,
+            seed=seed + 1,
+            groups=groups,
+            strata=strata,
+            **settings,
+        )
+        model = fit_anchored(
+            rows,
+            labels,
+            CANDIDATE_FEATURES,
+            alpha=alpha,
+            threshold=settings["threshold"],
+            log_features=LOG_FEATURES,
+            strata=strata,
+            meta=meta,
+        )
+        return model, cv
+    threshold = select_threshold(
+        rows,
+        labels,
+        CANDIDATE_FEATURES,
+        log_features=LOG_FEATURES,
+        seed=seed + 1,
+        groups=groups,
+        strata=strata,
+        **settings,
+    )
     model = fit_screened(
         rows,
         labels,
@@ -966,7 +1198,7 @@ def validate_runs(
     cv_table: dict[float, AucFigure] | None = None
     fold_features: tuple[tuple[str, ...], ...] = ()
     if do_cv:
-        cv = cross_validate_runs(runs, folds=folds, seed=seed)
+        cv = cross_validate_runs(runs, folds=folds, seed=seed, procedure=procedure_of(model))
         cv_table = {p: auc_figure(cv.scores[p], y, rounds=rounds, seed=seed) for p in EVAL_POINTS}
         fold_features = cv.fold_features
     return Validation(

@@ -48,12 +48,19 @@ def iter_responses(session: Session) -> Iterator[tuple[Session, Message]]:
         for message in thread.messages:
             if message.role is not Role.ASSISTANT or message.usage is None:
                 continue
-            rid = message.response_id
-            if rid is not None:
-                if rid in seen:
-                    continue
-                seen.add(rid)
-            yield thread, message
+            if is_new_response(message.response_id, seen):
+                yield thread, message
+
+
+def is_new_response(response_id: str | None, seen: set[str]) -> bool:
+    """False when ``response_id`` is already in ``seen`` (a response written on several lines counts
+    once); otherwise True, and the id joins ``seen``. A message without an id is always new."""
+    if response_id is None:
+        return True
+    if response_id in seen:
+        return False
+    seen.add(response_id)
+    return True
 
 
 def _is_zero(usage: Usage) -> bool:

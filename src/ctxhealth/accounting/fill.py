@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ctxhealth.accounting.cost import iter_threads, session_cost
+from ctxhealth.accounting.cost import is_new_response, iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.tokens import (
     DEFAULT_CHARS_PER_TOKEN,
@@ -145,12 +145,8 @@ def _scan(session: Session) -> _Scan:
             continue
         if always_reports and message.usage is None and message.model is None:
             continue
-        rid = message.response_id
-        if rid is not None:
-            if rid in seen:
-                continue
-            seen.add(rid)
-        scan.turns.append(i)
+        if is_new_response(message.response_id, seen):
+            scan.turns.append(i)
     for thread in iter_threads(session):
         if thread is not session:
             for message in thread.messages:

@@ -25,6 +25,7 @@ from ctxhealth.state.store import StateStore
 if TYPE_CHECKING:
     from ctxhealth.state.ledger import Ledger
     from ctxhealth.state.schema import TaskState
+    from ctxhealth.state.startup import StartupResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -86,6 +87,19 @@ def _state_dict(state: TaskState | None) -> dict[str, Any] | None:
     return None if state is None else state_to_dict(state)
 
 
+def _startup_payload(root: Path, result: StartupResult, **extra: Any) -> dict[str, Any]:
+    """The JSON fields of a startup result; ``extra`` fields go just before the state."""
+    return {
+        "root": str(root),
+        "detail": result.detail,
+        "hint": result.hint,
+        "missing": list(result.missing),
+        "summary_conflict": result.summary_conflict,
+        **extra,
+        "state": _state_dict(result.state),
+    }
+
+
 @click.group("state")
 def state() -> None:
     """Durable task state: status, ensure, checkpoint (the pressure gate), bundle, archive, override."""
@@ -99,14 +113,7 @@ def status_cmd(root: Path, as_json: bool) -> None:
     from ctxhealth.state.startup import inspect
 
     result = inspect(StateStore(root))
-    payload = {
-        "root": str(root),
-        "detail": result.detail,
-        "hint": result.hint,
-        "missing": list(result.missing),
-        "summary_conflict": result.summary_conflict,
-        "state": _state_dict(result.state),
-    }
+    payload = _startup_payload(root, result)
     lines = [result.detail]
     if result.summary_conflict:
         lines.append("summary does not match the state (`ctxhealth state ensure` rewrites it)")
@@ -122,15 +129,7 @@ def ensure_cmd(root: Path, as_json: bool, goal: str) -> None:
     from ctxhealth.state.startup import ensure
 
     result = ensure(StateStore(root), goal=goal)
-    payload = {
-        "root": str(root),
-        "detail": result.detail,
-        "hint": result.hint,
-        "missing": list(result.missing),
-        "summary_conflict": result.summary_conflict,
-        "written": [str(p) for p in result.written],
-        "state": _state_dict(result.state),
-    }
+    payload = _startup_payload(root, result, written=[str(p) for p in result.written])
     lines = [result.detail] + [f"wrote {p}" for p in result.written]
     _finish(result.status, payload, as_json, lines, result.hint)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from ctxhealth.model import Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, text_tokens
 from ctxhealth.recovery.digest import Decision, Digest, digest, sentences
+from ctxhealth.report.text import bullets
 
 DEFAULT_BUDGET_TOKENS = 500
 CHECKPOINT_HEADER = "[CONTEXT CHECKPOINT -- PREVIOUS PROGRESS]"
@@ -232,32 +233,28 @@ def render_paths(paths: tuple[str, ...]) -> str:
     return "; ".join([grouped, ", ".join(relative)]) if relative else grouped
 
 
-def _bullets(title: str, items: tuple[str, ...] | list[str]) -> list[str]:
-    return [f"{title}:", *(f"  - {item}" for item in items)] if items else []
-
-
 def render_block(cp: Checkpoint) -> str:
     """The ``[CONTEXT CHECKPOINT ...] ... [END CHECKPOINT]`` block alone (no directive)."""
     lines = [CHECKPOINT_HEADER, f"Original task: {cp.task}"]
     if cp.tools_used:
         lines.append(f"Tools used: {', '.join(cp.tools_used)} ({cp.tool_call_count} calls)")
-    lines += _bullets("Key findings", cp.key_findings)
+    lines += bullets("Key findings", cp.key_findings)
     if cp.last_progress:
         lines.append(f"Last progress: {cp.last_progress}")
     if cp.current_goal and cp.current_goal != cp.task:
         lines.append(f"Current goal: {cp.current_goal}")
-    lines += _bullets("Later user requests", cp.requests)
-    lines += _bullets("User constraints (verbatim)", cp.constraints)
-    lines += _bullets("Decisions", [x.text for x in cp.decisions])
-    lines += _bullets("Latest errors", cp.errors)
+    lines += bullets("Later user requests", cp.requests)
+    lines += bullets("User constraints (verbatim)", cp.constraints)
+    lines += bullets("Decisions", [x.text for x in cp.decisions])
+    lines += bullets("Latest errors", cp.errors)
     if cp.files:
         lines.append(f"Files being worked on: {render_paths(cp.files)}")
     if cp.uncommitted:
         lines.append(f"Uncommitted changes: {cp.uncommitted}")
     if cp.identifiers:
         lines.append(f"Ids and branches: {', '.join(cp.identifiers)}")
-    lines += _bullets("Completed", cp.completed)
-    lines += _bullets("Remaining", cp.remaining)
+    lines += bullets("Completed", cp.completed)
+    lines += bullets("Remaining", cp.remaining)
     lines.append(CHECKPOINT_FOOTER)
     return "\n".join(lines)
 
@@ -282,15 +279,9 @@ def render_markdown(cp: Checkpoint) -> str:
         status.append(f"- Ids and branches: {', '.join(f'`{i}`' for i in cp.identifiers)}")
     if cp.tools_used:
         status.append(f"- Tools used: {', '.join(cp.tools_used)} ({cp.tool_call_count} calls)")
-    if cp.constraints:
-        status.append("- User constraints (verbatim):")
-        status += [f"  - {c}" for c in cp.constraints]
-    if cp.requests:
-        status.append("- Later user requests:")
-        status += [f"  - {r}" for r in cp.requests]
-    if cp.key_findings:
-        status.append("- Key findings:")
-        status += [f"  - {f}" for f in cp.key_findings]
+    status += bullets("- User constraints (verbatim)", cp.constraints)
+    status += bullets("- Later user requests", cp.requests)
+    status += bullets("- Key findings", cp.key_findings)
 
     def section(name: str, items: list[str]) -> list[str]:
         return ["", f"### {name}", *([f"- {i}" for i in items] or ["- none recorded"])]

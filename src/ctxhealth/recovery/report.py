@@ -70,6 +70,11 @@ class RecoveryReport:
         return max(0, self.tokens_before - self.tokens_after)
 
 
+def empty_report(strategy: Strategy) -> RecoveryReport:
+    """The report of ``strategy`` on a session without messages: nothing to do."""
+    return RecoveryReport(strategy, 0, 0, 0, 0, notes=("empty session: nothing to recover",))
+
+
 _ACTIONS = {
     Strategy.TRUNCATE: Action.TRUNCATE,
     Strategy.RESTART: Action.RESTART,

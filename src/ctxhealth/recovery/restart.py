@@ -12,7 +12,7 @@ from ctxhealth.model import Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens, text_tokens
 from ctxhealth.recovery.checkpoint import DEFAULT_BUDGET_TOKENS, build_checkpoint, render_block
 from ctxhealth.recovery.parts import system_indices, user_text
-from ctxhealth.recovery.report import RecoveryReport, Removal, RemovalKind, Strategy
+from ctxhealth.recovery.report import RecoveryReport, Removal, RemovalKind, Strategy, empty_report
 from ctxhealth.recovery.truncate import budget_error
 
 RESTART_DIRECTIVE = (
@@ -38,9 +38,7 @@ def restart(
     """Restart ``session`` from a checkpoint (see the module docstring). Deterministic."""
     messages = session.messages
     if not messages:
-        return session, RecoveryReport(
-            Strategy.RESTART, 0, 0, 0, 0, notes=("empty session: nothing to recover",)
-        )
+        return session, empty_report(Strategy.RESTART)
     sizes = messages_tokens(messages, encoding)
     keep = system_indices(messages)
     head = [messages[i] for i in keep]

@@ -24,7 +24,7 @@ from ctxhealth.recovery.parts import (
     turn_starts,
     user_text,
 )
-from ctxhealth.recovery.report import RecoveryReport, Removal, RemovalKind, Strategy
+from ctxhealth.recovery.report import RecoveryReport, Removal, RemovalKind, Strategy, empty_report
 
 DEFAULT_KEEP_PAIRS = 2
 MIN_CHECKPOINT_TOKENS = 120
@@ -61,9 +61,7 @@ def truncate(
     """Truncate ``session`` (see the module docstring). Deterministic."""
     messages = session.messages
     if not messages:
-        return session, RecoveryReport(
-            Strategy.TRUNCATE, 0, 0, 0, 0, notes=("empty session: nothing to recover",)
-        )
+        return session, empty_report(Strategy.TRUNCATE)
     sizes = messages_tokens(messages, encoding)
     head_idx = system_indices(messages)
     instr = instruction_index(messages)

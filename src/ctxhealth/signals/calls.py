@@ -99,6 +99,8 @@ _VERIFY_HINTS = (
     "check",
     "verify",
 )
+_VERIFY_HINT = re.compile("|".join(map(re.escape, _VERIFY_HINTS)))
+"""The hints as one pattern: faster than substring tests on a short command, slower on a long one."""
 _SED_SUB = re.compile(r"s([/|#,])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
 _READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
@@ -184,7 +186,8 @@ def _parse_shell(
         if len(command) <= SHELL_HEAD + SHELL_TAIL
         else f"{command[:SHELL_HEAD]}\n{command[-SHELL_TAIL:]}"
     )
-    if any(h in probe for h in _VERIFY_HINTS) and _VERIFY.search(probe):
+    hinted = _VERIFY_HINT.search(probe) if len(probe) < 256 else any(h in probe for h in _VERIFY_HINTS)
+    if hinted and _VERIFY.search(probe):
         kinds.add(CallKind.VERIFY)
     return kinds, reads, edits, deletes, change
 

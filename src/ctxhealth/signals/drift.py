@@ -147,21 +147,31 @@ class DriftDetector(CachedDetector):
     def _push(self, words: list[tuple[str, int]], index: int) -> None:
         instr = self.instruction_words
         counts = self._counts
-        for w, chars in words:
-            self._words.append((w, chars, index))
-            self._chars += chars
-            counts[w] += 1
-            if counts[w] == 1 and w in instr:
-                self._hits += 1
+        window = self._words
+        append = window.append
+        chars = self._chars
+        hits = self._hits
+        for w, c in words:
+            append((w, c, index))
+            chars += c
+            n = counts.get(w, 0) + 1
+            counts[w] = n
+            if n == 1 and w in instr:
+                hits += 1
         limit = self.profile.drift_window_chars
-        while self._chars > limit and self._words:
-            w, c, _ = self._words.popleft()
-            self._chars -= c
-            counts[w] -= 1
-            if counts[w] == 0:
+        popleft = window.popleft
+        while chars > limit and window:
+            w, c, _ = popleft()
+            chars -= c
+            n = counts[w] - 1
+            if n:
+                counts[w] = n
+            else:
                 del counts[w]
                 if w in instr:
-                    self._hits -= 1
+                    hits -= 1
+        self._chars = chars
+        self._hits = hits
 
     def _recompute(self) -> None:
         n = len(self.instruction_words)

@@ -15,7 +15,6 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -192,10 +191,18 @@ def _merge_tiers(current: Mapping[Tier, TierThresholds], table: Any) -> dict[Tie
 @lru_cache(maxsize=1)
 def default_profile() -> Profile:
     """The built-in thresholds plus the shipped, fitted risk model (when the package data is present)."""
+    # The data file next to the package, read directly: ``importlib.resources`` costs about as much as
+    # Python's own start-up, and hooks load this profile in a fresh process. Resources are the fallback
+    # (a package imported from a zip file).
     try:
-        text = resources.files("ctxhealth").joinpath("data/default_profile.json").read_text("utf-8")
-    except (FileNotFoundError, OSError):
-        return Profile()
+        text = (Path(__file__).resolve().parent.parent / "data" / "default_profile.json").read_text("utf-8")
+    except OSError:
+        from importlib import resources
+
+        try:
+            text = resources.files("ctxhealth").joinpath("data/default_profile.json").read_text("utf-8")
+        except (FileNotFoundError, OSError):
+            return Profile()
     return Profile.from_dict(json.loads(text))
 
 

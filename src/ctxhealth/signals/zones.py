@@ -43,7 +43,9 @@ def tier_zone_of(fill: int, sweet_spot: int, compact_zone: int, hard_limit: int)
     return Zone.GREEN
 
 
-def window_zone_of(fraction: float, yellow: float, orange: float, critical: float, autocompact: float) -> Zone:
+def window_zone_of(
+    fraction: float, yellow: float, orange: float, critical: float, autocompact: float
+) -> Zone:
     """The window zone of a fill ``fraction`` of the usable window (auto-compact is strictly above)."""
     if fraction > autocompact:
         return Zone.CRITICAL

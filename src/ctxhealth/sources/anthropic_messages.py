@@ -32,11 +32,12 @@ from ctxhealth.sources.lines import (
     WarningSink,
     as_int,
     dumps,
+    each_message,
     get_bool,
     get_dict,
-    get_list,
     get_str,
     loads,
+    message_list,
     type_name,
 )
 
@@ -170,31 +171,12 @@ def parse(data: bytes, path: str) -> Session:
         sink.add(None, f"invalid JSON: {exc}")
         return Session(path=path, format=Format.ANTHROPIC_MESSAGES, messages=(), warnings=sink.result())
     messages: list[Message] = []
-    model: str | None = None
-    raw_messages: list[Any]
-    if isinstance(doc, list):
-        raw_messages = doc
-    elif isinstance(doc, dict):
-        model = get_str(doc, "model")
-        system = doc.get("system")
-        if system is not None:
-            blocks = parse_blocks(system, sink, 0)
-            messages.append(Message(role=Role.SYSTEM, blocks=tuple(blocks), line=0))
-        found = get_list(doc, "messages")
-        if found is None:
-            sink.add(None, "no 'messages' array in the document")
-        raw_messages = found or []
-    else:
-        sink.add(None, f"document is {type_name(doc)}, expected an object or array")
-        raw_messages = []
-    for index, raw in enumerate(raw_messages, start=1):
-        if not isinstance(raw, dict):
-            sink.add(index, f"message is {type_name(raw)}, expected object")
-            continue
-        role = _ROLES.get(str(raw.get("role")))
-        if role is None:
-            sink.add(index, f"unknown role {dumps(raw.get('role'))[:40]}")
-            continue
+    system = doc.get("system") if isinstance(doc, dict) else None
+    if system is not None:
+        blocks = parse_blocks(system, sink, 0)
+        messages.append(Message(role=Role.SYSTEM, blocks=tuple(blocks), line=0))
+    model, raw_messages = message_list(doc, sink)
+    for index, raw, role in each_message(raw_messages, _ROLES, sink):
         blocks = parse_blocks(raw.get("content"), sink, index)
         msg_model = get_str(raw, "model")
         if role is Role.ASSISTANT and msg_model:

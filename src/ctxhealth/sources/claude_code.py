@@ -41,7 +41,6 @@ for how it differs from the full reader).
 
 from __future__ import annotations
 
-from codecs import utf_8_decode as _utf8_decode
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -70,14 +69,15 @@ from ctxhealth.sources.lines import (
     get_dict,
     get_int,
     get_str,
+    head_objects,
     loads,
     make_call,
     make_message,
     make_result,
     make_text,
     make_usage,
-    split_lines,
     type_name,
+    valid_utf8,
 )
 
 #: Top-level ``type`` values Claude Code writes that are not conversation messages.
@@ -92,24 +92,16 @@ _THREAD_KINDS = ("user", "assistant", "system")
 
 def detect(head: bytes) -> bool:
     """True when the first complete JSON lines of ``head`` look like Claude Code records."""
-    seen = 0
-    for tried, (_, raw) in enumerate(split_lines(head)):
-        if seen >= 5 or tried >= 8:
-            break
-        if not raw.lstrip().startswith(b"{"):
-            continue
-        try:
-            obj = loads(raw)
-        except BadJSON:
-            continue
-        seen += 1
+    seen = False
+    for obj in head_objects(head):
+        seen = True
         if not isinstance(obj, dict) or get_str(obj, "type") not in _DETECT_TYPES:
             continue
         if obj.get("type") == "summary" and "leafUuid" in obj:
             return True
         if "uuid" in obj or "sessionId" in obj or "messageId" in obj:
             return True
-    if seen == 0:
+    if not seen:
         # The first line is longer than the head: judge its opening keys.
         first = head.lstrip()[:4096]
         return first.startswith(b"{") and b'"sessionId"' in first and b'"parentUuid"' in first
@@ -279,12 +271,8 @@ def _typed_image(item: _Image | _Document) -> ImageBlock:
 
 def _typed_node(raw: bytes | memoryview, check_utf8: bool) -> _Node | None:
     """The typed path: a node, or None when the lenient path must read this line."""
-    if check_utf8:
-        # msgspec does not check the UTF-8 of fields it skips, and orjson rejects the whole line.
-        try:
-            _utf8_decode(raw, "strict", True)
-        except UnicodeDecodeError:
-            return None
+    if check_utf8 and not valid_utf8(raw):
+        return None
     try:
         node = _DECODE(raw)
     except (msgspec.DecodeError, RecursionError):

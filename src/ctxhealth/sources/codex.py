@@ -51,6 +51,7 @@ from ctxhealth.sources.lines import (
     get_int,
     get_list,
     get_str,
+    head_objects,
     loads,
     split_lines,
     type_name,
@@ -69,20 +70,12 @@ _ROLES = {"user": Role.USER, "developer": Role.SYSTEM, "system": Role.SYSTEM}
 
 def detect(head: bytes) -> bool:
     """True when the first complete lines are ``{timestamp, type, payload}`` rollout records."""
-    checked = 0
-    for tried, (_, raw) in enumerate(split_lines(head)):
-        if checked >= 5 or tried >= 8:
-            break
-        if not raw.lstrip().startswith(b"{"):
-            continue
-        try:
-            obj = loads(raw)
-        except BadJSON:
-            continue
-        checked += 1
+    checked = False
+    for obj in head_objects(head):
+        checked = True
         if isinstance(obj, dict) and get_str(obj, "type") in _LINE_TYPES and "payload" in obj:
             return True
-    if checked == 0:
+    if not checked:
         first = head.lstrip()[:1024]
         return first.startswith(b"{") and _CUT_LINE.search(first) is not None
     return False

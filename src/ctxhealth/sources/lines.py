@@ -6,6 +6,10 @@ expected JSON type, so format modules can read untrusted dictionaries without ``
 noise. :class:`WarningSink` collects ``file:line: reason`` warnings with a cap, so a file of a
 million junk lines cannot exhaust memory.
 
+The steps several readers share live here too: :func:`head_objects` (what ``detect`` of a JSONL
+format looks at), :func:`load_document`, :func:`message_list` and :func:`each_message` (the outer
+layers of a chat-style JSON document), and :func:`valid_utf8` (the guard before a typed decode).
+
 The ``make_*`` functions build model values the way their dataclass ``__init__`` would, only
 faster (a reader builds thousands per file): they create the instance and set every slot
 directly. Each is checked at import against the model's field list and falls back to the
@@ -17,7 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from collections.abc import Callable, Iterator
+from codecs import utf_8_decode
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -155,6 +160,89 @@ class WarningSink:
         if self.dropped:
             items.append(ReadWarning(self.path, None, f"{self.dropped} more warnings not shown"))
         return tuple(items)
+
+
+# --- steps several readers share ----------------------------------------------------------------
+
+#: ``detect`` of a JSONL format judges at most this many decoded lines ...
+_HEAD_OBJECTS = 5
+#: ... among this many non-blank lines of the head.
+_HEAD_LINES = 8
+
+
+def head_objects(head: bytes) -> Iterator[Any]:
+    """The decoded values of the first lines of ``head`` that open with ``{`` and decode: at most
+    5 of them, from the first 8 non-blank lines (a line cut off by the end of ``head`` is skipped
+    like any other that does not decode)."""
+    decoded = 0
+    for tried, (_, raw) in enumerate(split_lines(head)):
+        if decoded >= _HEAD_OBJECTS or tried >= _HEAD_LINES:
+            break
+        if not raw.lstrip().startswith(b"{"):
+            continue
+        try:
+            obj = loads(raw)
+        except BadJSON:
+            continue
+        decoded += 1
+        yield obj
+
+
+def load_document(data: bytes, sink: WarningSink) -> Any:
+    """The decoded JSON document; ``None``, with an ``invalid JSON`` warning, when it is not JSON."""
+    try:
+        return loads(data)
+    except BadJSON as exc:
+        sink.add(None, f"invalid JSON: {exc}")
+        return None
+
+
+def message_list(doc: Any, sink: WarningSink) -> tuple[str | None, list[Any]]:
+    """``(model, messages)`` of a chat document: a bare array of messages, or an object with a
+    ``messages`` array and an optional ``model``. Any other shape is warned about and has none."""
+    if isinstance(doc, list):
+        return None, doc
+    if isinstance(doc, dict):
+        model = get_str(doc, "model")
+        found = get_list(doc, "messages")
+        if found is None:
+            sink.add(None, "no 'messages' array in the document")
+        return model, found or []
+    sink.add(None, f"document is {type_name(doc)}, expected an object or array")
+    return None, []
+
+
+def _json_excerpt(value: Any) -> str:
+    return dumps(value)[:40]
+
+
+def each_message(
+    raw_messages: list[Any],
+    roles: Mapping[str, Role],
+    sink: WarningSink,
+    quote_role: Callable[[Any], str] = _json_excerpt,
+) -> Iterator[tuple[int, dict[str, Any], Role]]:
+    """``(index, message, role)`` for each message object whose ``role`` is in ``roles`` (index
+    1-based); any other entry is warned about (its role worded by ``quote_role``) and skipped."""
+    for index, raw in enumerate(raw_messages, start=1):
+        if not isinstance(raw, dict):
+            sink.add(index, f"message is {type_name(raw)}, expected object")
+            continue
+        role = roles.get(str(raw.get("role")))
+        if role is None:
+            sink.add(index, f"unknown role {quote_role(raw.get('role'))}")
+            continue
+        yield index, raw, role
+
+
+def valid_utf8(data: bytes | memoryview) -> bool:
+    """True when ``data`` is valid UTF-8. A typed (``msgspec``) decode checks this first: it does
+    not check the UTF-8 of the fields it skips, while orjson rejects the whole input."""
+    try:
+        utf_8_decode(data, "strict", True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 # --- fast construction of model values ----------------------------------------------------------

@@ -28,18 +28,19 @@ import msgspec
 
 from ctxhealth.model import Block, Format, Message, Role, Session, ToolResult, Usage
 from ctxhealth.sources.lines import (
-    BadJSON,
     WarningSink,
     as_int,
+    each_message,
     get_dict,
     get_list,
     get_str,
-    loads,
+    load_document,
     make_call,
     make_message,
     make_result,
     make_text,
     type_name,
+    valid_utf8,
 )
 from ctxhealth.sources.openai_chat import parse_usage
 
@@ -74,6 +75,10 @@ def _text(content: Any, sink: WarningSink, index: int) -> str:
     if content is not None:
         sink.add(index, f"message content is {type_name(content)}, expected string")
     return ""
+
+
+def _quote_role(role: Any) -> str:
+    return repr(str(role)[:40])
 
 
 def _observation(call_id: str, text: str) -> ToolResult:
@@ -167,12 +172,8 @@ def _typed_usage(raw: _Usage | None) -> Usage | None:
 
 def _typed_read(data: bytes) -> tuple[list[_Entry], str | None, str | None] | None:
     """(entries, configured model, instance id), or None when the lenient path must read ``data``."""
-    if not data.isascii():
-        # msgspec does not check the UTF-8 of fields it skips; orjson rejects the whole document.
-        try:
-            data.decode()
-        except UnicodeDecodeError:
-            return None
+    if not data.isascii() and not valid_utf8(data):
+        return None
     try:
         doc = _DECODE(data)
     except (msgspec.DecodeError, RecursionError):
@@ -212,11 +213,7 @@ def _typed_read(data: bytes) -> tuple[list[_Entry], str | None, str | None] | No
 
 def _lenient_read(data: bytes, sink: WarningSink) -> tuple[list[_Entry], str | None, str | None] | None:
     """(entries, configured model, instance id); None when the document is not an object."""
-    try:
-        doc = loads(data)
-    except BadJSON as exc:
-        sink.add(None, f"invalid JSON: {exc}")
-        doc = None
+    doc = load_document(data, sink)
     if not isinstance(doc, dict):
         if doc is not None:
             sink.add(None, f"document is {type_name(doc)}, expected an object")
@@ -227,14 +224,7 @@ def _lenient_read(data: bytes, sink: WarningSink) -> tuple[list[_Entry], str | N
         raw_messages = []
     config_model = get_str(get_dict(get_dict(get_dict(doc, "info"), "config"), "model"), "model_name")
     entries: list[_Entry] = []
-    for index, raw in enumerate(raw_messages, start=1):
-        if not isinstance(raw, dict):
-            sink.add(index, f"message is {type_name(raw)}, expected object")
-            continue
-        role = _ROLES.get(str(raw.get("role")))
-        if role is None:
-            sink.add(index, f"unknown role {str(raw.get('role'))[:40]!r}")
-            continue
+    for index, raw, role in each_message(raw_messages, _ROLES, sink, _quote_role):
         text = _text(raw.get("content"), sink, index)
         if role is Role.ASSISTANT:
             response = get_dict(get_dict(raw, "extra"), "response")

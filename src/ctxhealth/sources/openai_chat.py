@@ -31,11 +31,13 @@ from ctxhealth.sources.lines import (
     BadJSON,
     WarningSink,
     dumps,
+    each_message,
     get_dict,
     get_int,
-    get_list,
     get_str,
+    load_document,
     loads,
+    message_list,
     type_name,
 )
 
@@ -129,32 +131,11 @@ def parse_usage(raw: Any) -> Usage | None:
 def parse(data: bytes, path: str) -> Session:
     """Read one Chat Completions message list into a :class:`Session`."""
     sink = WarningSink(path)
-    try:
-        doc = loads(data)
-    except BadJSON as exc:
-        sink.add(None, f"invalid JSON: {exc}")
-        doc = None
-    model: str | None = None
-    raw_messages: list[Any] = []
-    if isinstance(doc, list):
-        raw_messages = doc
-    elif isinstance(doc, dict):
-        model = get_str(doc, "model")
-        found = get_list(doc, "messages")
-        if found is None:
-            sink.add(None, "no 'messages' array in the document")
-        raw_messages = found or []
-    elif doc is not None:
-        sink.add(None, f"document is {type_name(doc)}, expected an object or array")
+    doc = load_document(data, sink)
+    # Invalid JSON (already warned about) and a JSON null both read as an empty list.
+    model, raw_messages = message_list(doc, sink) if doc is not None else (None, [])
     messages: list[Message] = []
-    for index, raw in enumerate(raw_messages, start=1):
-        if not isinstance(raw, dict):
-            sink.add(index, f"message is {type_name(raw)}, expected object")
-            continue
-        role = _ROLES.get(str(raw.get("role")))
-        if role is None:
-            sink.add(index, f"unknown role {dumps(raw.get('role'))[:40]}")
-            continue
+    for index, raw, role in each_message(raw_messages, _ROLES, sink):
         blocks = _content(raw.get("content"), sink, index)
         msg_model = get_str(raw, "model")
         usage = None

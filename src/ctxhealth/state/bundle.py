@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ctxhealth.report.text import bullets
 from ctxhealth.state.schema import Artifact, Decision, Outcome, TaskState
 
 __all__ = ["WorkingBundle", "working_bundle"]
@@ -55,21 +56,12 @@ class WorkingBundle:
             f"- Next action: {self.next_action}",
             f"- Last successful action: {self.last_successful_action or '_none_'}",
         ]
-        if self.constraints:
-            lines.append("- Constraints:")
-            lines += [f"  - {c}" for c in self.constraints]
-        if self.artifacts:
-            lines.append("- Artifacts:")
-            lines += [f"  - `{a.path}`" + (f" ({a.role})" if a.role else "") for a in self.artifacts]
-        if self.invariants:
-            lines.append("- Invariants:")
-            lines += [f"  - {i}" for i in self.invariants]
-        if self.decisions:
-            lines.append("- Decisions:")
-            lines += [f"  - {d.decision} (why: {d.why})" for d in self.decisions]
-        if self.blockers:
-            lines.append("- Blockers:")
-            lines += [f"  - {b}" for b in self.blockers]
+        lines += bullets("- Constraints", self.constraints)
+        artifacts = [f"`{a.path}`" + (f" ({a.role})" if a.role else "") for a in self.artifacts]
+        lines += bullets("- Artifacts", artifacts)
+        lines += bullets("- Invariants", self.invariants or ())
+        lines += bullets("- Decisions", [f"{d.decision} (why: {d.why})" for d in self.decisions or ()])
+        lines += bullets("- Blockers", self.blockers or ())
         return "\n".join(lines) + "\n"
 
 

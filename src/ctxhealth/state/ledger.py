@@ -417,40 +417,21 @@ class Ledger:
         return [SessionRow(p, s, int(o), int(n), f, u) for p, s, o, n, f, u in rows]
 
     def assessments(self, session_id: str | None = None, limit: int = 1000) -> list[AssessmentRow]:
-        where, params = self._by_session(session_id)
-        rows = self._query(
-            f"""SELECT id, session_id, turn, tokens, pressure, zone, details, recorded_at
-                FROM assessments {where} ORDER BY id LIMIT ?""",
-            (*params, limit),
-        )
+        columns = "id, session_id, turn, tokens, pressure, zone, details, recorded_at"
+        rows = self._session_rows("assessments", columns, session_id, limit)
         return [AssessmentRow(i, s, t, k, p, z, _loads(d), r) for i, s, t, k, p, z, d, r in rows]
 
     def decisions(self, session_id: str | None = None, limit: int = 1000) -> list[DecisionRow]:
-        where, params = self._by_session(session_id)
-        rows = self._query(
-            f"""SELECT id, session_id, turn, action, reason, outcome, recorded_at, outcome_at
-                FROM decisions {where} ORDER BY id LIMIT ?""",
-            (*params, limit),
-        )
-        return [DecisionRow(*row) for row in rows]
+        columns = "id, session_id, turn, action, reason, outcome, recorded_at, outcome_at"
+        return [DecisionRow(*row) for row in self._session_rows("decisions", columns, session_id, limit)]
 
     def checkpoints(self, session_id: str | None = None, limit: int = 1000) -> list[CheckpointRow]:
-        where, params = self._by_session(session_id)
-        rows = self._query(
-            f"""SELECT id, session_id, source_path, json_path, markdown_path, tokens, created_at
-                FROM checkpoints {where} ORDER BY id LIMIT ?""",
-            (*params, limit),
-        )
-        return [CheckpointRow(*row) for row in rows]
+        columns = "id, session_id, source_path, json_path, markdown_path, tokens, created_at"
+        return [CheckpointRow(*row) for row in self._session_rows("checkpoints", columns, session_id, limit)]
 
     def hook_events(self, session_id: str | None = None, limit: int = 1000) -> list[HookEventRow]:
-        where, params = self._by_session(session_id)
-        rows = self._query(
-            f"""SELECT id, event, session_id, payload_summary, recorded_at
-                FROM hook_events {where} ORDER BY id LIMIT ?""",
-            (*params, limit),
-        )
-        return [HookEventRow(*row) for row in rows]
+        columns = "id, event, session_id, payload_summary, recorded_at"
+        return [HookEventRow(*row) for row in self._session_rows("hook_events", columns, session_id, limit)]
 
     def errors(self, limit: int = 100) -> list[ErrorRow]:
         """The most recent internal errors, newest first."""
@@ -459,8 +440,9 @@ class Ledger:
         )
         return [ErrorRow(*row) for row in rows]
 
-    @staticmethod
-    def _by_session(session_id: str | None) -> tuple[str, tuple[Any, ...]]:
-        if session_id is None:
-            return "", ()
-        return "WHERE session_id = ?", (session_id,)
+    def _session_rows(
+        self, table: str, columns: str, session_id: str | None, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """``columns`` of the first ``limit`` rows of ``table`` by id: one session's, or all."""
+        where, params = ("", ()) if session_id is None else ("WHERE session_id = ?", (session_id,))
+        return self._query(f"SELECT {columns} FROM {table} {where} ORDER BY id LIMIT ?", (*params, limit))

@@ -9,6 +9,10 @@ the ledger, so reading the verdict never needs the monitor itself.
 Claude Code manages its own history: each compaction in the transcript is recorded as a truncation
 (:meth:`Monitor.record_recovery`), and the policy's turn-count trigger (history compression after
 ``max_turns`` turns) is off, since Claude Code compacts by itself when it needs to.
+
+The snapshot keeps excerpts of the conversation (the instruction, the last characters of output), so
+the monitor is fed the messages with secrets in their text blocks redacted
+(:func:`ctxhealth.redact.redact`), as the counters' own excerpts are.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from typing import Any
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import StateError
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
-from ctxhealth.model import Message
+from ctxhealth.model import Message, TextBlock
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
+from ctxhealth.redact import redact
 from ctxhealth.signals.profile import Profile, default_profile
 
-__all__ = ["NO_TURN_LIMIT", "claude_code_profile", "observe_messages", "summarise"]
+__all__ = ["NO_TURN_LIMIT", "claude_code_profile", "observe_messages", "redacted", "summarise"]
 
 NO_TURN_LIMIT = 2**31 - 1
 """``max_turns`` for Claude Code sessions: the host compacts by itself, so no turn-count trigger."""
@@ -60,12 +65,21 @@ def observe_messages(
     for message in messages:
         if message.compaction is not None:
             monitor.record_recovery(Action.TRUNCATE)
-        last = monitor.observe(message)
+        last = monitor.observe(redacted(message))
     counters.monitor = monitor.snapshot()
     if last is not None:
         counters.assessment = summarise(last, monitor)
         counters.drift = counters.assessment["drift"]
     return last
+
+
+def redacted(message: Message) -> Message:
+    """``message`` with secrets in its text blocks redacted (the same message when there are none)."""
+    blocks = message.blocks
+    clean = tuple(TextBlock(redact(b.text)) if isinstance(b, TextBlock) else b for b in blocks)
+    if all(a is b or a == b for a, b in zip(clean, blocks, strict=True)):
+        return message
+    return replace(message, blocks=clean)
 
 
 def summarise(assessment: Assessment, monitor: Monitor) -> dict[str, Any]:
