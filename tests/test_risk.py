@@ -45,6 +45,8 @@ from ctxhealth.risk import (
     screen_features,
     select_alpha,
     select_features,
+    select_screening,
+    select_threshold,
     sigmoid,
     stratified_auc,
     stratified_folds,
@@ -241,6 +243,68 @@ def test_alpha_is_chosen_by_inner_cv_and_inside_outer_folds() -> None:
     assert fixed.fold_alphas == (0.0,) * 4 and all(f == ("peak_fill",) for f in fixed.fold_features)
 
 
+def test_phased_model_damps_all_but_the_anchor_over_the_first_turns() -> None:
+    model = RiskModel(
+        features=("fill", "x", "turns"),
+        weights=(1.0, 2.0, 0.0),
+        bias=-1.0,
+        mean=(0.0, 0.0, 0.0),
+        scale=(1.0, 1.0, 1.0),
+        phase_in=10.0,
+        anchor="fill",
+    )
+    assert model.linear({"fill": 1.0, "x": 1.0, "turns": 5.0}) == pytest.approx(-1.0 + 1.0 + 0.5 * 2.0)
+    assert model.linear({"fill": 1.0, "x": 1.0, "turns": 40.0}) == pytest.approx(2.0)
+    assert model.linear({"fill": 1.0, "x": 1.0}) == pytest.approx(2.0)  # turns unknown: fully in
+    assert model.contributions({"fill": 1.0, "x": 1.0, "turns": 0.0}) == {"fill": 1.0, "x": 0.0, "turns": 0.0}
+    assert RiskModel.from_dict(json.loads(json.dumps(model.to_dict()))) == model
+    plain = RiskModel(("x",), (1.0,), 0.0, (0.0,), (1.0,))
+    assert "phase_in" not in plain.to_dict() and RiskModel.from_dict(plain.to_dict()).phase_in == 0.0
+    with pytest.raises(ConfigError):
+        RiskModel(("fill", "x"), (1.0, 1.0), 0.0, (0.0, 0.0), (1.0, 1.0), phase_in=5.0, anchor="fill")
+
+
+def _phased_data(n: int, seed: int) -> tuple[list[dict[str, float]], list[int], list[int], list[int]]:
+    """Each run gives an early row (3 turns, ``x`` is noise) and a late row (40 turns, ``x`` tells)."""
+    rng = random.Random(seed)
+    rows, y, groups, strata = [], [], [], []
+    for run in range(n):
+        a, b = rng.gauss(0, 1), rng.gauss(0, 1)
+        label = int(rng.random() < sigmoid(1.0 * a + 2.0 * b))
+        rows.append({"peak_fill": a + 0.3 * rng.gauss(0, 1), "x": 3.0 * rng.gauss(0, 1), "turns": 3.0})
+        rows.append({"peak_fill": a, "x": b, "turns": 40.0})
+        y += [label, label]
+        groups += [run, run]
+        strata += [0, 1]
+    return rows, y, groups, strata
+
+
+def test_phase_in_is_chosen_by_inner_cv_when_early_rows_are_noise() -> None:
+    rows, y, groups, strata = _phased_data(150, 21)
+    names = ["peak_fill", "x"]
+    thr, phase = select_screening(
+        rows, y, names, grid=(0.03,), phase_grid=(0.0, 30.0), groups=groups, strata=strata
+    )
+    assert (thr, phase) == (0.03, 30.0)
+    assert (
+        select_threshold(rows, y, names, grid=(0.03, 0.05), groups=groups, strata=strata)
+        == (select_screening(rows, y, names, grid=(0.03, 0.05), groups=groups, strata=strata)[0])
+    )
+    model = fit_screened(rows, y, names, threshold=thr, strata=strata, phase_in=phase)
+    assert model.features == ("peak_fill", "x", "turns") and model.weights[2] == 0.0
+    assert model.meta["procedure"] == "phased" and model.meta["phase_in"] == 30.0
+    assert model.anchor == "peak_fill" and model.phase_in == 30.0
+    assert fit_screened(rows, y, names, threshold=thr).features == ("peak_fill", "x")
+    fixed = cross_validate(
+        rows, y, names, folds=3, procedure=Procedure.PHASED, select=False, threshold=0.03, phase_in=20.0
+    )
+    assert fixed.fold_phase_in == (20.0,) * 3 and all(f[-1] == "turns" for f in fixed.fold_features)
+    screened = cross_validate(
+        rows, y, names, folds=3, procedure=Procedure.SCREENED, select=False, threshold=0.03, phase_in=20.0
+    )
+    assert screened.fold_phase_in == (0.0,) * 3 and all("turns" not in f for f in screened.fold_features)
+
+
 def _labelled_runs(n: int, seed: int) -> list[LabelledRun]:
     rng = random.Random(seed)
     runs = []
@@ -263,6 +327,9 @@ def test_fit_risk_per_procedure_and_refusal_of_logistic() -> None:
     assert procedure_of(model) is Procedure.ANCHORED and cv.auc[1.0] > 0.9
     screened, _ = fit_risk(runs, folds=4, procedure=Procedure.SCREENED)
     assert procedure_of(screened) is Procedure.SCREENED and len(screened.meta["fold_thresholds"]) == 4
+    assert "fold_phase_in" not in screened.meta and screened.phase_in == 0.0
+    phased, _ = fit_risk(runs, folds=4, procedure=Procedure.PHASED)
+    assert procedure_of(phased) is Procedure.PHASED and len(phased.meta["fold_phase_in"]) == 4
     unknown = RiskModel(("x",), (1.0,), 0.0, (0.0,), (1.0,), meta={"procedure": "???"})
     assert procedure_of(unknown) is PROCEDURE
     with pytest.raises(ConfigError):

@@ -10,7 +10,9 @@
 
 Shared pieces: :mod:`~ctxhealth.signals.base` (``Signal``, the detector protocol, bounded helpers),
 :mod:`~ctxhealth.signals.events` (a message parsed once for all detectors),
-:mod:`~ctxhealth.signals.calls` (what a tool call does), :mod:`~ctxhealth.signals.text` (words).
+:mod:`~ctxhealth.signals.calls` (what a tool call does), :mod:`~ctxhealth.signals.text` (words),
+:mod:`~ctxhealth.signals.zones` (the zone arithmetic on plain numbers, importing nothing),
+:mod:`~ctxhealth.signals.state` (detector state as JSON-safe data, for ``Monitor.snapshot``).
 :class:`ctxhealth.monitor.Monitor` wires them together. Nothing is imported here, so importing one
 detector stays cheap.
 """

@@ -9,7 +9,9 @@ The original instruction is the first real user request; a compaction summary ne
 The recent-output window is kept incrementally: a deque of (stem, chars) whose character total is
 trimmed to the window, and a count of how many window stems are instruction words, so an update
 costs O(new text), never O(history); a reply of a quarter of the window or more recounts the window
-from its last characters instead (bounded by the window, and faster than word-by-word updates).
+from its last characters instead (bounded by the window, and faster than word-by-word updates). The
+tail's text is kept as segments with their content words, so that recount re-reads only the text of
+the new reply and of a segment the window cut into, not the whole window.
 """
 
 from __future__ import annotations
