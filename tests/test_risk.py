@@ -457,8 +457,12 @@ def test_default_profile_ships_a_fitted_model() -> None:
     p = default_profile()
     assert p.risk is not None and p.risk.features
     assert p.risk.meta["runs"] == 249 and "cv_auc" in p.risk.meta
-    assert p.risk.meta["procedure"] == Procedure.SCREENED.value
-    assert set(p.risk.features) <= set(CANDIDATE_FEATURES)
+    assert p.risk.meta["procedure"] == PROCEDURE.value == Procedure.PHASED.value
+    assert p.risk.phase_in > 0 and p.risk.anchor == "peak_fill"
+    # six weighted candidates at most; the turn count only phases them in (weight 0)
+    weighted = {f for f, w in zip(p.risk.features, p.risk.weights, strict=True) if w != 0.0}
+    assert weighted <= set(CANDIDATE_FEATURES) and set(p.risk.features) - weighted == {"turns"}
+    assert p.risk.meta["fold_phase_in"] and len(p.risk.meta["fold_thresholds"]) == p.risk.meta["folds"]
     assert len(p.risk.meta["cv_auc_by_seed"]) >= 3 and "peak fill" in p.risk.meta["baseline_auc"]
     assert p.cooldown == Profile().cooldown  # thresholds stay the code's defaults
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,6 +51,26 @@ Clock = Callable[[], datetime]
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch the database to WAL, once per file (the mode is stored in the file).
+
+    Changing the journal mode takes an exclusive lock, and SQLite answers ``database is
+    locked`` at once, without waiting on the busy timeout, when several processes open a new
+    ledger together: so skip the change when the file is already in WAL mode, and retry briefly.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +191,7 @@ class Ledger:
             ) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             known = {m.__name__ for m in MIGRATIONS}
