@@ -2,11 +2,12 @@
 
 Reads every transcript under PATH that the labels CSV (``file,resolved``) names, computes the signal
 features after 25/50/75/100% of each run's turns and fits the risk model on all runs with
-``--procedure``: ``screened`` (default, the shipped one: the candidate features that separate the
-runs enter with equal signed weights, the screening threshold chosen by inner cross-validation) or
-``anchored`` (peak fill plus a weight, chosen by inner cross-validation, on the others); a slope and
-bias then turn the sum into a probability. Writes a profile (atomically) and prints the nested
-cross-validated AUC so the user knows how much to trust it.
+``--procedure``: ``phased`` (default, the shipped one: the candidate features that separate the runs
+enter with equal signed weights, all but peak fill phased in over the first turns; the screening
+threshold and the phase-in chosen by inner cross-validation), ``screened`` (the same without the
+phase-in) or ``anchored`` (peak fill plus a weight, chosen by inner cross-validation, on the
+others); a slope and bias then turn the sum into a probability. Writes a profile (atomically) and
+prints the nested cross-validated AUC so the user knows how much to trust it.
 """
 
 from __future__ import annotations
