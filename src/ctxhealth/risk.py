@@ -81,7 +81,15 @@ class RiskModel:
 
     def linear(self, values: Mapping[str, float]) -> float:
         """The log-odds of failure for one feature mapping (missing features count as the mean)."""
-        return self.bias + sum(self.contributions(values).values())
+        phase = self._phase(values)
+        z = self.bias
+        for name, w, mu, sd in zip(self.features, self.weights, self.mean, self.scale, strict=True):
+            raw = values.get(name)
+            if raw is None or w == 0.0:
+                continue
+            x = math.log1p(max(raw, 0.0)) if name in self.log_features else raw
+            z += (1.0 if name == self.anchor else phase) * w * (x - mu) / sd
+        return z
 
     def score(self, values: Mapping[str, float]) -> float:
         """Probability of failure, 0..1."""
