@@ -298,3 +298,15 @@ def test_real_transcripts_reach_every_branch(claude_code_data: Path, mini_swe_da
                         cooldown_left = 3
     assert rules == set(Rule)
     assert breaker > 0
+
+
+def test_snapshot_of_builds_the_same_snapshot_as_the_constructor() -> None:
+    from dataclasses import fields
+
+    from ctxhealth.policy import Snapshot, snapshot_of
+    from ctxhealth.signals.pressure import Zone
+
+    values = (Zone.ORANGE, 0.71, 123_456, 0.8, 0.5, 6, 0.12, True, 2, 3, 1, 0.42)
+    built = snapshot_of(*values)
+    assert built == Snapshot(*values)
+    assert tuple(getattr(built, f.name) for f in fields(Snapshot)) == values

@@ -185,3 +185,109 @@ def test_drift_window_matches_the_plain_definition(texts: list[str], limit: int)
         reference.add(text)
         assert detector.tail == reference.tail == "\n".join(texts[:i])[-limit:]
         assert detector.similarity == reference.similarity()
+
+
+_HEDGE_PLAIN = re.compile(
+    r"\b(?:but|however|hm{2,}|still|seems?|wait|actually|maybe|might|perhaps|probably|not sure)\b"
+)
+_HEDGE_PIECES = [
+    "but",
+    "But",
+    "however",
+    "hmm",
+    "hmmmm",
+    "hm",
+    "still",
+    "seems",
+    "seem",
+    "wait",
+    "actually",
+    "maybe",
+    "might",
+    "perhaps",
+    "probably",
+    "not sure",
+    "not  sure",
+    " ",
+    "x",
+    "_",
+    "é",
+    "2",
+    "🚀",
+    ".",
+    "\n",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_HEDGE_PIECES) | st.text(max_size=3), max_size=30).map("".join))
+def test_hedge_pattern_counts_what_the_plain_pattern_counts(text: str) -> None:
+    from ctxhealth.signals.hedging import count_hedges
+
+    assert count_hedges(text) == len(_HEDGE_PLAIN.findall(text.lower()))
+
+
+def _reference_content_words(text: str) -> list[str]:
+    from ctxhealth.signals.text import STOP_WORDS, WORD, stem
+
+    return [stem(w) for w in WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
+_WORD_PIECES = [
+    "Testing",
+    "the",
+    "parser",
+    "OFFSETS",
+    "x1",
+    "é",
+    "🚀",
+    "İstanbul",
+    "\u212aelvin",
+    "ΣΑΣ",
+    "µs",
+    "_a",
+    " ",
+    "\n",
+    "?",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_WORD_PIECES) | st.text(max_size=4), max_size=40).map("".join))
+def test_content_words_fast_path_matches_the_plain_definition(text: str) -> None:
+    assert content_words(text) == _reference_content_words(text)
+
+
+def test_content_words_stem_table_stays_bounded() -> None:
+    from ctxhealth.signals import text as text_mod
+
+    for i in range(text_mod.STEM_TABLE_LIMIT + 50):
+        assert content_words(f"word{i} testing") == [f"word{i}", "test"]
+    assert len(text_mod._STEMS) <= text_mod.STEM_TABLE_LIMIT + 2
+
+
+_SENTENCE_PIECES = [
+    "The parser keeps the offsets of every timestamp it reads",
+    "THE PARSER KEEPS THE OFFSETS OF EVERY TIMESTAMP IT READS",
+    "İstanbul offsets are parsed the same way as every other zone",
+    "ΣΟΦΙΑ ΟΔΟΣ is a Greek street name that ends in a final sigma letter",
+    "🚀 Results: the benchmark keeps every offset round-tripping now",
+    ". ",
+    "! ",
+    "\n",
+    "  ",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_SENTENCE_PIECES) | st.text(max_size=5), min_size=1, max_size=12))
+def test_over_explanation_hashes_the_same_sentences_as_the_plain_way(parts: list[str]) -> None:
+    from ctxhealth.signals.base import stable_hash
+    from ctxhealth.signals.indicators import _SENTENCE, TEXT_LIMIT, IndicatorDetector
+
+    text = "".join(parts)
+    detector = IndicatorDetector(Profile(risk=None))
+    detector._text(text, 1, 7)
+    prose = text[:TEXT_LIMIT].split("```", 1)[0]
+    expected = {stable_hash(" ".join(s.lower().split())) for s in _SENTENCE.findall(prose)}
+    assert set(detector.sentences) == expected

@@ -37,7 +37,7 @@ from ctxhealth.model import (
     ToolCall,
     ToolResult,
 )
-from ctxhealth.policy import Action, Counters, Decision, Rule, Snapshot, decide, record
+from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
 from ctxhealth.signals.base import Detector, LazySignals, Signal
 from ctxhealth.signals.drift import DriftDetector
 from ctxhealth.signals.events import EventBuilder
@@ -343,19 +343,20 @@ class Monitor:
         else:
             features, risk = {}, None
         failures = self.failures
-        snapshot = Snapshot(
-            zone=zone,
-            pressure=tracker.pressure,
-            fill=fill,
-            utilisation=tracker.capacity,
-            failure_rate=failures.rate,
-            recent_calls=len(failures.window),
-            drift=self.drift.similarity,
-            above_sweet_spot=self.drift.above_sweet_spot,
-            same_mistake=failures.same_mistake_count,
-            consecutive_failures=failures.streak_len,
-            indicators=len(names),
-            risk=risk,
+        drift = self.drift
+        snapshot = snapshot_of(
+            zone,
+            tracker.pressure,
+            fill,
+            tracker.capacity,
+            failures.rate,
+            len(failures.window),
+            drift.similarity,
+            drift.fill >= drift.sweet_spot,
+            failures.same_mistake_count,
+            failures.streak_len,
+            len(names),
+            risk,
         )
         decision: Decision = decide(snapshot, self.counters, p)
         reasons = decision.reasons

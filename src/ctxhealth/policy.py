@@ -26,7 +26,7 @@ reasons tell the user so. :func:`record` says how the counters change when a rec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from ctxhealth.signals.pressure import Zone
@@ -84,6 +84,42 @@ class Snapshot:
     consecutive_failures: int = 0
     indicators: int = 0
     risk: float | None = None
+
+
+_SNAPSHOT_SETTERS = tuple(getattr(Snapshot, f.name).__set__ for f in fields(Snapshot))
+
+
+def snapshot_of(
+    zone: Zone,
+    pressure: float,
+    fill: int,
+    utilisation: float,
+    failure_rate: float,
+    recent_calls: int,
+    drift: float,
+    above_sweet_spot: bool,
+    same_mistake: int,
+    consecutive_failures: int,
+    indicators: int,
+    risk: float | None,
+) -> Snapshot:
+    """``Snapshot(...)`` with every field given in order, built without the frozen dataclass's
+    per-field ``object.__setattr__`` calls (the monitor builds one per turn)."""
+    s: Snapshot = object.__new__(Snapshot)
+    (z, pr, fi, ut, fr, rc, dr, ab, sm, cf, ind, ri) = _SNAPSHOT_SETTERS
+    z(s, zone)
+    pr(s, pressure)
+    fi(s, fill)
+    ut(s, utilisation)
+    fr(s, failure_rate)
+    rc(s, recent_calls)
+    dr(s, drift)
+    ab(s, above_sweet_spot)
+    sm(s, same_mistake)
+    cf(s, consecutive_failures)
+    ind(s, indicators)
+    ri(s, risk)
+    return s
 
 
 @dataclass(frozen=True, slots=True)

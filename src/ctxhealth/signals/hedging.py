@@ -25,11 +25,13 @@ HEDGE_WORDS: tuple[str, ...] = (
 )
 """Words of doubt or self-correction, matched as whole words, case-insensitively (plus "hmm")."""
 
-# HEDGE_WORDS grouped by first letter: the regex engine then rejects most positions at once (twice
-# as fast as a flat alternation); tests check it matches exactly HEDGE_WORDS plus "hmm", "hmmm" ...
+# Each alternative opens with a literal letter, so the regex engine jumps between the positions that
+# hold one of those letters (a leading ``\b`` would defeat that skip and test every position); the
+# lookbehind ``(?<!\w.)`` right after that letter is the ``\b`` before it. Twice as fast as
+# ``\b(?:but|however|...)\b``; tests check it finds exactly what that plain pattern finds.
 _HEDGE = re.compile(
-    r"\b(?:b(?:ut)|h(?:owever|m{2,})|s(?:till|eems?)|w(?:ait)|a(?:ctually)|m(?:aybe|ight)"
-    r"|p(?:erhaps|robably)|n(?:ot sure))\b"
+    r"(?:b(?<!\w.)ut|h(?<!\w.)(?:owever|m{2,})|s(?<!\w.)(?:till|eems?)|w(?<!\w.)ait|a(?<!\w.)ctually"
+    r"|m(?<!\w.)(?:aybe|ight)|p(?<!\w.)(?:erhaps|robably)|n(?<!\w.)ot sure)\b"
 )
 
 

@@ -71,6 +71,8 @@ _SENTENCE = re.compile(r"[^.!?\n]{40,}")
 SENTENCE_LIMIT = 512
 TEXT_LIMIT = 2000
 OPENING_LIMIT = 800
+_LOWER_CONTEXT = ("\u0130", "\u03a3")
+"""``İ`` (lowers to two characters) and ``Σ`` (lowers by context): texts with them take the plain path."""
 
 
 class IndicatorDetector(CachedDetector):
@@ -121,7 +123,15 @@ class IndicatorDetector(CachedDetector):
         prose = probe.split("```", 1)[0]
         # reversals and requests open a reply: probe its start, with cheap substring hints first
         opening = prose[:OPENING_LIMIT]
-        low = opening.lower()
+        # lower-casing is per character and keeps lengths except for "İ" and a final "Σ": without
+        # them the prose is lowered once and its sentences are the same spans of the lowered text
+        if _LOWER_CONTEXT[0] in prose or _LOWER_CONTEXT[1] in prose:
+            low = opening.lower()
+            found = [s.lower() for s in _SENTENCE.findall(prose)]
+        else:
+            low_prose = prose.lower()
+            low = low_prose[:OPENING_LIMIT]
+            found = _SENTENCE.findall(low_prose)
         if any(h in low for h in _CONTRADICTION_HINTS) and _CONTRADICTION.search(opening):
             self.contradictions.add(turn, index)
             changed = True
@@ -129,13 +139,13 @@ class IndicatorDetector(CachedDetector):
             self.missing.add(turn, index)
             changed = True
         repeated = 0
-        total = 0
-        for s in _SENTENCE.findall(prose):
-            total += 1
-            h = stable_hash(" ".join(s.lower().split()))
-            if h in self.sentences:
+        sentences = self.sentences
+        for s in found:
+            h = stable_hash(" ".join(s.split()))
+            if h in sentences:
                 repeated += 1
-            self.sentences.put(h, index)
+            sentences.put(h, index)
+        total = len(found)
         self.repeated_sentences += repeated
         if total and (repeated >= 2 or (repeated and repeated * 2 >= total)):
             self.over_explained.add(turn, index)

@@ -1,4 +1,12 @@
-"""Words for overlap measures: lower-cased, stop words removed, lightly stemmed (cached)."""
+"""Words for overlap measures: lower-cased, stop words removed, lightly stemmed (cached).
+
+:func:`content_words` is on every turn's path, so it is written for speed with the same result as
+``[stem(w) for w in WORD.findall(text.lower()) if w not in STOP_WORDS]``: words are only ASCII, so
+a text with other characters is first folded to ASCII (each other character becomes ``?``, a
+separator like it was; the two characters whose lower case is ASCII, ``İ`` and the Kelvin sign, keep
+the plain path), which makes lowering and matching cheap on text with emoji; and the stop-word test
+and the stemming are one lookup in a bounded table of known words.
+"""
 
 from __future__ import annotations
 
@@ -166,10 +174,33 @@ def stem(word: str) -> str:
     return w
 
 
+STEM_TABLE_LIMIT = 8192
+"""Known words kept for :func:`content_words` (the table is emptied when it grows past this)."""
+_STEMS: dict[str, str] = dict.fromkeys(STOP_WORDS, "")
+"""word -> its stem, or "" for a stop word (a stem is never empty: it keeps at least 3 letters)."""
+_NOT_ASCII_LOWER = ("\u0130", "\u212a")
+"""The characters whose lower case contains ASCII letters (``İ`` -> ``i̇``, Kelvin sign -> ``k``)."""
+
+
 def content_words(text: str) -> list[str]:
     """Stems of the words of ``text`` that carry meaning, in order (duplicates kept)."""
-    stop = STOP_WORDS
-    return [stem(w) for w in WORD.findall(text.lower()) if w not in stop]
+    if text.isascii() or _NOT_ASCII_LOWER[0] in text or _NOT_ASCII_LOWER[1] in text:
+        low = text.lower()
+    else:
+        low = text.encode("ascii", "replace").decode("ascii").lower()
+    words = WORD.findall(low)
+    table = _STEMS
+    try:
+        return list(filter(None, map(table.__getitem__, words)))
+    except KeyError:
+        pass
+    if len(table) > STEM_TABLE_LIMIT:
+        table.clear()
+        table.update(dict.fromkeys(STOP_WORDS, ""))
+    for w in words:
+        if w not in table:
+            table[w] = stem(w)
+    return list(filter(None, map(table.__getitem__, words)))
 
 
 def weighted_words(text: str) -> list[tuple[str, int]]:

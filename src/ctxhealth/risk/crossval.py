@@ -1,0 +1,171 @@
+"""Nested cross-validation (:func:`cross_validate`) and its result (:class:`CVResult`).
+
+Each procedure's settings and features are chosen *inside* each training fold, so the held-out
+AUC it reports is honest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxhealth.errors import ConfigError
+from ctxhealth.risk.fitting import fit_model
+from ctxhealth.risk.folds import point_strata, stratified_folds, training_rows
+from ctxhealth.risk.metrics import roc_auc
+from ctxhealth.risk.procedures import Procedure, fit_anchored, fit_screened
+from ctxhealth.risk.selection import select_alpha, select_features, select_screening
+
+
+@dataclass(frozen=True, slots=True)
+class CVResult:
+    """Held-out scores of a (nested) cross-validation: every run scored by a model that never saw it.
+
+    ``scores`` / ``auc`` are keyed by the evaluation point (e.g. 0.25 for the first quarter of the
+    turns, 1.0 for the whole run); ``fold_features`` lists the features chosen inside each training
+    fold (they may differ from fold to fold).
+    """
+
+    scores: Mapping[float, tuple[float, ...]]
+    labels: tuple[int, ...]
+    auc: Mapping[float, float]
+    folds: int
+    fold_features: tuple[tuple[str, ...], ...]
+    fold_l2: tuple[float, ...]
+    fold_thresholds: tuple[float, ...] = ()
+    fold_alphas: tuple[float, ...] = ()
+    fold_phase_in: tuple[float, ...] = ()
+
+
+def cross_validate(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    *,
+    eval_rows: Mapping[float, Sequence[Mapping[str, float]]] | None = None,
+    log_features: frozenset[str] = frozenset(),
+    folds: int = 5,
+    seed: int = 0,
+    select: bool = True,
+    l2: float = 3.0,
+    pool: bool = False,
+    procedure: Procedure = Procedure.LOGISTIC,
+    threshold: float = 0.05,
+    alpha: float = 1.0,
+    phase_in: float = 0.0,
+    **selection: Any,
+) -> CVResult:
+    """Nested k-fold CV: inside each training fold choose features and L2 (when ``select``), fit on
+    ``rows``, then score the held-out runs, at every evaluation point of ``eval_rows`` (default: the
+    training rows themselves, under key 1.0). The AUC of the pooled held-out scores is the honest figure.
+
+    ``procedure`` picks the fitting; ``selection`` goes to its inner choice (:func:`select_features`,
+    :func:`select_threshold` or :func:`select_alpha`). ``threshold`` is the screening threshold
+    (the fixed one of ``SCREENED`` when not ``select``; the one for the non-anchor features of
+    ``ANCHORED``), ``alpha`` the fixed ``ANCHORED`` weight and ``phase_in`` the fixed ``PHASED``
+    turns when not ``select``.
+    """
+    if folds < 2 or folds > len(y):
+        raise ConfigError(
+            f"cannot run {folds}-fold cross-validation on {len(y)} runs", hint="use 2 <= folds <= runs"
+        )
+    points = dict(eval_rows) if eval_rows is not None else {1.0: rows}
+    fold = stratified_folds(y, folds, seed=seed)
+    scores = {point: [0.0] * len(y) for point in points}
+    chosen_all: list[tuple[str, ...]] = []
+    l2_all: list[float] = []
+    thresholds: list[float] = []
+    alphas: list[float] = []
+    phases: list[float] = []
+    for f in range(folds):
+        train = [i for i in range(len(y)) if fold[i] != f]
+        tr_rows, tr_y, tr_groups = training_rows(rows, y, train, points if pool else None)
+        if procedure in (Procedure.SCREENED, Procedure.PHASED):
+            strata = point_strata(tr_groups)
+            thr, phase = threshold, phase_in
+            if select:
+                thr, phase = select_screening(
+                    tr_rows,
+                    tr_y,
+                    candidates,
+                    log_features=log_features,
+                    seed=seed + 1,
+                    groups=tr_groups,
+                    strata=strata,
+                    **selection,
+                )
+            if procedure is Procedure.SCREENED:
+                phase = 0.0
+            model = fit_screened(
+                tr_rows,
+                tr_y,
+                candidates,
+                threshold=thr,
+                log_features=log_features,
+                strata=strata,
+                phase_in=phase,
+            )
+            feats, reg = model.features, model.l2
+            thresholds.append(thr)
+            phases.append(phase)
+        elif procedure is Procedure.ANCHORED:
+            strata = point_strata(tr_groups)
+            chosen = (
+                select_alpha(
+                    tr_rows,
+                    tr_y,
+                    candidates,
+                    threshold=threshold,
+                    log_features=log_features,
+                    seed=seed + 1,
+                    groups=tr_groups,
+                    strata=strata,
+                    **selection,
+                )
+                if select
+                else alpha
+            )
+            model = fit_anchored(
+                tr_rows,
+                tr_y,
+                candidates,
+                alpha=chosen,
+                threshold=threshold,
+                log_features=log_features,
+                strata=strata,
+            )
+            feats, reg = model.features, model.l2
+            alphas.append(chosen)
+        elif select:
+            feats, reg = select_features(
+                tr_rows,
+                tr_y,
+                candidates,
+                log_features=log_features,
+                seed=seed + 1,
+                groups=tr_groups,
+                strata=point_strata(tr_groups),
+                **selection,
+            )
+        else:
+            feats, reg = tuple(candidates), l2
+        if procedure is Procedure.LOGISTIC:
+            model = fit_model(tr_rows, tr_y, feats, log_features=log_features, l2=reg)
+        for point, prow in points.items():
+            for i in range(len(y)):
+                if fold[i] == f:
+                    scores[point][i] = model.score(prow[i])
+        chosen_all.append(feats)
+        l2_all.append(reg)
+    return CVResult(
+        scores={p: tuple(v) for p, v in scores.items()},
+        labels=tuple(y),
+        auc={p: roc_auc(v, y) for p, v in scores.items()},
+        folds=folds,
+        fold_features=tuple(chosen_all),
+        fold_l2=tuple(l2_all),
+        fold_thresholds=tuple(thresholds),
+        fold_alphas=tuple(alphas),
+        fold_phase_in=tuple(phases),
+    )

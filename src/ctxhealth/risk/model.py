@@ -1,0 +1,133 @@
+"""The risk model value: :class:`RiskModel` (weights, normalisation, phase-in) and :func:`sigmoid`.
+
+A :class:`RiskModel` maps a feature mapping to a probability of failure in 0..1: each feature is
+transformed (``log1p`` for counts), standardised with the training mean / deviation, then weighted.
+This is all the monitor needs to score a turn; fitting lives in the sibling modules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxhealth.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class RiskModel:
+    """Weights of the logistic risk model and the normalisation they expect.
+
+    ``features`` names the inputs in order; ``log_features`` are passed through ``log1p`` first;
+    ``mean`` / ``scale`` standardise; ``weights`` and ``bias`` are the fitted coefficients.
+    ``phase_in`` > 0 phases the features other than ``anchor`` in over the first ``phase_in`` turns:
+    their terms are multiplied by ``min(1, turns / phase_in)`` (rates and totals over a few turns
+    are noise); the ``turns`` input is then one of ``features`` (with weight 0).
+    """
+
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    log_features: frozenset[str] = frozenset()
+    l2: float = 1.0
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    phase_in: float = 0.0
+    anchor: str = ""
+
+    def __post_init__(self) -> None:
+        n = len(self.features)
+        if not (len(self.weights) == len(self.mean) == len(self.scale) == n):
+            raise ConfigError(
+                "risk model has mismatched lengths of features, weights, mean and scale",
+                hint="refit the profile with `ctxhealth calibrate`",
+            )
+        if self.phase_in < 0 or (self.phase_in > 0 and PHASE_FEATURE not in self.features):
+            raise ConfigError(
+                f"risk model phases features in but does not read `{PHASE_FEATURE}`",
+                hint="refit the profile with `ctxhealth calibrate`",
+            )
+
+    def _phase(self, values: Mapping[str, float]) -> float:
+        if self.phase_in <= 0:
+            return 1.0
+        turns = values.get(PHASE_FEATURE)
+        return 1.0 if turns is None else min(1.0, max(turns, 0.0) / self.phase_in)
+
+    def contributions(self, values: Mapping[str, float]) -> dict[str, float]:
+        """Each feature's share of the log-odds (for explaining a score)."""
+        out: dict[str, float] = {}
+        phase = self._phase(values)
+        for name, w, mu, sd in zip(self.features, self.weights, self.mean, self.scale, strict=True):
+            raw = values.get(name)
+            if raw is None:
+                continue
+            x = math.log1p(max(raw, 0.0)) if name in self.log_features else raw
+            out[name] = (1.0 if name == self.anchor else phase) * w * (x - mu) / sd
+        return out
+
+    def linear(self, values: Mapping[str, float]) -> float:
+        """The log-odds of failure for one feature mapping (missing features count as the mean)."""
+        phase = self._phase(values)
+        z = self.bias
+        for name, w, mu, sd in zip(self.features, self.weights, self.mean, self.scale, strict=True):
+            raw = values.get(name)
+            if raw is None or w == 0.0:
+                continue
+            x = math.log1p(max(raw, 0.0)) if name in self.log_features else raw
+            z += (1.0 if name == self.anchor else phase) * w * (x - mu) / sd
+        return z
+
+    def score(self, values: Mapping[str, float]) -> float:
+        """Probability of failure, 0..1."""
+        return sigmoid(self.linear(values))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "features": list(self.features),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "log_features": sorted(self.log_features),
+            "l2": self.l2,
+            "meta": dict(self.meta),
+        }
+        if self.phase_in > 0:
+            out["phase_in"] = self.phase_in
+            out["anchor"] = self.anchor
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RiskModel:
+        try:
+            return cls(
+                features=tuple(str(f) for f in data["features"]),
+                weights=tuple(float(w) for w in data["weights"]),
+                bias=float(data["bias"]),
+                mean=tuple(float(m) for m in data["mean"]),
+                scale=tuple(float(s) for s in data["scale"]),
+                log_features=frozenset(str(f) for f in data.get("log_features", ())),
+                l2=float(data.get("l2", 1.0)),
+                meta=dict(data.get("meta", {})),
+                phase_in=float(data.get("phase_in", 0.0)),
+                anchor=str(data.get("anchor", "")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"invalid risk model in profile: {exc}",
+                hint="refit the profile with `ctxhealth calibrate` or remove its `risk` entry",
+            ) from exc
+
+
+PHASE_FEATURE = "turns"
+"""The input a phased-in model reads the number of turns so far from."""
+
+
+def sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)

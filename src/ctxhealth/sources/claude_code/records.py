@@ -1,0 +1,156 @@
+"""Lines of a Claude Code transcript decoded into :class:`_Node` records, never an exception.
+
+Decoding has two paths that give the same result. The typed path decodes a line with the
+``msgspec`` schema (:mod:`.schema`) declaring only the fields the reader uses, so the rest of the
+line (notably the top-level ``toolUseResult``, a structured copy of the tool result and over 40%
+of the bytes) is skipped without building Python objects. Any line the schema rejects (a wrong
+type, an unknown block type, a missing field, invalid JSON) or that is not valid UTF-8 is decoded
+again by the lenient path (orjson plus typed getters), which produces the same warnings as ever.
+Tool-call inputs are decoded by orjson in both paths, so their values are identical too. The one
+difference: a number too large for a double, inside a field the reader never reads, makes orjson
+reject the whole line, whereas the typed path reads the line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import orjson
+
+from ctxhealth.sources.anthropic_messages import count_tokens
+from ctxhealth.sources.claude_code.blocks import _typed_blocks
+from ctxhealth.sources.claude_code.schema import (
+    _DECODE,
+    _MESSAGE_KINDS,
+    _CompactMeta,
+    _Msg,
+    _Node,
+    _Usage,
+)
+from ctxhealth.sources.lines import (
+    BadJSON,
+    WarningSink,
+    get_bool,
+    get_dict,
+    get_int,
+    get_str,
+    loads,
+    type_name,
+    valid_utf8,
+)
+
+
+def _typed_node(raw: bytes | memoryview, check_utf8: bool) -> _Node | None:
+    """The typed path: a node, or None when the lenient path must read this line."""
+    if check_utf8 and not valid_utf8(raw):
+        return None
+    try:
+        node = _DECODE(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if node.type in _MESSAGE_KINDS:
+        message = node.message
+        if message is None:
+            return None  # the lenient path words the warning
+        try:
+            message.blocks = _typed_blocks(message.content)
+        except orjson.JSONDecodeError:
+            return None
+    return node
+
+
+def _lenient_node(line: int, raw: bytes, sink: WarningSink) -> _Node | None:
+    """The lenient path: any JSON, wrong types coerced or warned about, never an exception."""
+    try:
+        obj = loads(raw)
+    except BadJSON as exc:
+        sink.add(line, f"invalid JSON: {exc}")
+        return None
+    if not isinstance(obj, dict):
+        sink.add(line, f"line is a JSON {type_name(obj)}, expected an object")
+        return None
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        sink.add(line, "line has no string 'type'")
+        return None
+    uuid = get_str(obj, "uuid")
+    message: _Msg | None = None
+    if kind in _MESSAGE_KINDS:
+        raw_message = obj.get("message")
+        if isinstance(raw_message, dict):
+            message = _lenient_message(raw_message)
+        else:
+            sink.add(line, f"{kind} line without a 'message' object")
+            if uuid is None:
+                return None
+    meta = get_dict(obj, "compactMetadata")
+    return _Node(
+        type=kind,
+        uuid=uuid,
+        parentUuid=get_str(obj, "parentUuid"),
+        isSidechain=obj.get("isSidechain") is True,
+        message=message,
+        timestamp=get_str(obj, "timestamp"),
+        sessionId=get_str(obj, "sessionId"),
+        isCompactSummary=get_bool(obj, "isCompactSummary"),
+        subtype=get_str(obj, "subtype"),
+        compactMetadata=None
+        if meta is None
+        else _CompactMeta(get_str(meta, "trigger"), get_int(meta, "preTokens")),
+        logicalParentUuid=get_str(obj, "logicalParentUuid"),
+        line=line,
+    )
+
+
+def _lenient_message(raw: dict[str, Any]) -> _Msg:
+    usage = raw.get("usage")
+    return _Msg(
+        content=raw.get("content"),
+        id=get_str(raw, "id"),
+        model=get_str(raw, "model"),
+        usage=None
+        if not isinstance(usage, dict)
+        else _Usage(
+            count_tokens(usage, "input_tokens"),
+            count_tokens(usage, "output_tokens"),
+            count_tokens(usage, "cache_creation_input_tokens"),
+            count_tokens(usage, "cache_read_input_tokens"),
+        ),
+    )
+
+
+def _iter_nodes(
+    data: bytes, sink: WarningSink, first_line: int = 1, *, typed: bool = True
+) -> Iterator[_Node]:
+    """Nodes of the non-blank lines of ``data`` in order; bad lines become warnings."""
+    # Lines are views into ``data`` (no copies); a file that is all ASCII needs no UTF-8 check.
+    view = memoryview(data)
+    find = data.find
+    check_utf8 = not data.isascii()
+    end = len(data)
+    start = 0
+    number = first_line - 1
+    while start < end:
+        stop = find(b"\n", start)
+        if stop < 0:
+            stop = end
+        number += 1
+        node = _typed_node(view[start:stop], check_utf8) if typed and stop > start else None
+        if node is None:
+            raw = data[start:stop]
+            start = stop + 1
+            if not raw or raw.isspace():
+                continue
+            node = _lenient_node(number, raw, sink)
+            if node is None:
+                continue
+        else:
+            start = stop + 1
+            node.line = number
+        yield node
+
+
+def _read_nodes(data: bytes, sink: WarningSink, *, typed: bool = True) -> list[_Node]:
+    return list(_iter_nodes(data, sink, typed=typed))

@@ -1,0 +1,119 @@
+"""The typed msgspec schema of a Claude Code line: only the fields the reader uses.
+
+Owns the structs both decoding paths build (:class:`_Node` for a line, :class:`_Msg` for its
+``message``), the typed decoder ``_DECODE`` and the line kinds that carry a message.
+
+Every field is as strict as the lenient path's getters are forgiving: a value the lenient path
+would coerce, ignore or warn about is rejected here, so that line goes to the lenient path.
+Integers are bounded to int64 because orjson turns larger ones into floats.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+_MESSAGE_KINDS = ("user", "assistant")
+
+_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: _Int = 0
+    output_tokens: _Int = 0
+    cache_creation_input_tokens: _Int = 0
+    cache_read_input_tokens: _Int = 0
+
+
+class _Text(msgspec.Struct, tag="text", gc=False):
+    text: str
+
+
+class _Thinking(msgspec.Struct, tag="thinking", gc=False):
+    thinking: str = ""
+
+
+class _RedactedThinking(msgspec.Struct, tag="redacted_thinking", gc=False):
+    pass
+
+
+class _ToolUse(msgspec.Struct, tag="tool_use", gc=False):
+    id: str
+    name: str
+    # Kept raw and decoded by orjson, so a tool input has exactly the lenient path's values.
+    input: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _ServerToolUse(_ToolUse, tag="server_tool_use", gc=False):
+    pass
+
+
+class _McpToolUse(_ToolUse, tag="mcp_tool_use", gc=False):
+    pass
+
+
+class _Source(msgspec.Struct, gc=False):
+    data: str = ""
+    media_type: str = ""
+
+
+class _Image(msgspec.Struct, tag="image", gc=False):
+    source: _Source | None = None
+
+
+class _Document(msgspec.Struct, tag="document", gc=False):
+    source: _Source | None = None
+
+
+class _ResultText(msgspec.Struct, tag="text", gc=False):
+    text: str = ""
+
+
+class _ToolResult(msgspec.Struct, tag="tool_result", gc=False):
+    tool_use_id: str
+    content: str | list[str | _ResultText | _Image | _Document] | None = None
+    is_error: bool | None = None
+
+
+_TypedBlock = (
+    str | _Text | _Thinking | _RedactedThinking | _ToolUse | _ServerToolUse | _McpToolUse | _ToolResult
+)
+
+
+class _Msg(msgspec.Struct, gc=False):
+    """``message`` of a line. ``content`` is raw JSON on the lenient path (``blocks`` None)."""
+
+    content: str | list[_TypedBlock | _Image | _Document] | None = None
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+    # Filled after decoding (typed path only): the content as model blocks. The odd JSON name
+    # keeps it apart from real keys; a line that had such a key is overwritten anyway.
+    blocks: list[Any] | None = msgspec.field(default=None, name="(ctxhealth blocks)")
+
+
+class _CompactMeta(msgspec.Struct, gc=False):
+    trigger: str | None = None
+    preTokens: _Int | None = None
+
+
+class _Node(msgspec.Struct, gc=False):
+    """One line of the transcript, with its tree links (both decoding paths build this)."""
+
+    type: str
+    uuid: str | None = None
+    parentUuid: str | None = None  # camelCase: JSON keys, decoded by name
+    isSidechain: bool = False
+    message: _Msg | None = None
+    timestamp: str | None = None
+    sessionId: str | None = None
+    isCompactSummary: bool = False
+    subtype: str | None = None
+    compactMetadata: _CompactMeta | None = None
+    logicalParentUuid: str | None = None
+    # Set after decoding: the 1-based line number (see ``_Msg.blocks`` for the name).
+    line: int = msgspec.field(default=0, name="(ctxhealth line)")
+
+
+_DECODE = msgspec.json.Decoder(_Node).decode

@@ -1,0 +1,82 @@
+"""Assembly of a whole Claude Code session: main thread, sidechains and ``subagents/`` files.
+
+Sidechain lines (``isSidechain``) and ``<session>/subagents/*.jsonl`` files become
+``Session.sidechains``: one Session per sidechain tree. A file with no main-thread lines at all
+(a sub-agent file read on its own) is read as its own main thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ctxhealth.model import Format, ReadWarning, Session
+from ctxhealth.sources.claude_code.builder import _messages
+from ctxhealth.sources.claude_code.records import _read_nodes
+from ctxhealth.sources.claude_code.schema import _Node
+from ctxhealth.sources.claude_code.thread import _chain, _is_message, _sidechain_groups
+from ctxhealth.sources.lines import WarningSink
+
+
+def _session_id(nodes: Iterable[_Node]) -> str | None:
+    for n in nodes:
+        if n.sessionId:
+            return n.sessionId
+    return None
+
+
+def _thread_session(path: str, nodes: list[_Node], sink: WarningSink, label: str) -> Session:
+    chain = _chain([n for n in nodes if n.uuid is not None or _is_message(n)], sink, label, main=False)
+    messages, model = _messages(chain, sink, sidechain=True)
+    return Session(
+        path=path,
+        format=Format.CLAUDE_CODE,
+        messages=tuple(messages),
+        session_id=_session_id(nodes),
+        model=model,
+    )
+
+
+def parse(
+    data: bytes, path: str, subagents: Sequence[tuple[str, bytes]] = (), *, typed: bool = True
+) -> Session:
+    """Read one Claude Code session file (plus its sub-agent files) into a :class:`Session`.
+
+    ``subagents`` are ``(path, bytes)`` pairs of ``<session>/subagents/*.jsonl`` files; each
+    becomes one sidechain Session. Their warnings are reported on the returned session too.
+    ``typed=False`` decodes every line with the lenient path only (same result, slower; for
+    comparisons and tests).
+    """
+    sink = WarningSink(path)
+    nodes = _read_nodes(data, sink, typed=typed)
+    main_nodes = [n for n in nodes if not n.isSidechain]
+    if len(main_nodes) == len(nodes):
+        side_nodes: list[_Node] = []
+    else:
+        side_nodes = [n for n in nodes if n.isSidechain]
+    main_is_side = False
+    if side_nodes and not any(_is_message(n) for n in main_nodes):
+        main_nodes, side_nodes = side_nodes, []
+        main_is_side = True
+    chain = _chain(main_nodes, sink, "main thread")
+    messages, model = _messages(chain, sink, sidechain=main_is_side)
+
+    sidechains: list[Session] = []
+    for group in _sidechain_groups(side_nodes):
+        sidechains.append(_thread_session(path, group, sink, "sidechain"))
+    extra_warnings: list[ReadWarning] = []
+    for sub_path, sub_data in subagents:
+        sub_sink = WarningSink(sub_path)
+        sub_nodes = _read_nodes(sub_data, sub_sink, typed=typed)
+        if sub_nodes:
+            sidechains.append(_thread_session(sub_path, sub_nodes, sub_sink, "sub-agent thread"))
+        extra_warnings.extend(sub_sink.result())
+
+    return Session(
+        path=path,
+        format=Format.CLAUDE_CODE,
+        messages=tuple(messages),
+        session_id=_session_id(nodes),
+        model=model,
+        sidechains=tuple(sidechains),
+        warnings=sink.result() + tuple(extra_warnings),
+    )
