@@ -291,3 +291,50 @@ def test_over_explanation_hashes_the_same_sentences_as_the_plain_way(parts: list
     prose = text[:TEXT_LIMIT].split("```", 1)[0]
     expected = {stable_hash(" ".join(s.lower().split())) for s in _SENTENCE.findall(prose)}
     assert set(detector.sentences) == expected
+
+
+_REVERSAL_PIECES = [
+    "Actually, that",
+    "actually it",
+    "WAIT.",
+    "wait,",
+    "On second thought",
+    "I was wrong",
+    "İ was wrong",
+    "ı made a mistake",
+    "that was incorrect",
+    "My previous fix was",
+    "let me revert",
+    "reverting the change",
+    "scratch that",
+    "I misread",
+    "that didn't work",
+    "That broke",
+    "could you please provide",
+    "Please share",
+    "I don't have access",
+    "what was the original task",
+    "remind me",
+    "I would need more context",
+    "can you paste",
+    "ſcratch that",
+    " ",
+    "é",
+    "x",
+    ".",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_REVERSAL_PIECES) | st.text(max_size=3), max_size=20).map("".join))
+def test_indicator_patterns_match_where_the_plain_patterns_match(text: str) -> None:
+    from ctxhealth.signals import indicators
+
+    for fast, lookahead in (
+        (indicators._CONTRADICTION, "(?=[awoitmlrs])"),
+        (indicators._MISSING, "(?=[cpiwr])"),
+    ):
+        assert fast.pattern.startswith(lookahead)
+        plain = re.compile(fast.pattern[len(lookahead) :], fast.flags)
+        found, expected = fast.search(text), plain.search(text)
+        assert (found and found.span()) == (expected and expected.span())

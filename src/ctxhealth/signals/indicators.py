@@ -21,8 +21,11 @@ from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWind
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
+# Each pattern opens with a lookahead on the letters its alternatives start with: a position that
+# cannot start a match is rejected by one class test instead of trying every alternative (the same
+# matches, case-insensitively as before; tests compare with the plain patterns).
 _CONTRADICTION = re.compile(
-    r"\b(?:actually,? (?:that|this|it|I|the)\b|wait[,.!]|on second thought|I was wrong|"
+    r"(?=[awoitmlrs])\b(?:actually,? (?:that|this|it|I|the)\b|wait[,.!]|on second thought|I was wrong|"
     r"(?:that|this) (?:was|is) (?:wrong|incorrect|not right)|my (?:previous|earlier) (?:approach|assumption|"
     r"fix|change|edit|analysis) (?:was|is)|let me (?:revert|undo)|"
     r"revert(?:ing)? (?:my|the|this) (?:change|edit|fix)|"
@@ -30,7 +33,8 @@ _CONTRADICTION = re.compile(
     re.I,
 )
 _MISSING = re.compile(
-    r"(?:could you (?:please )?(?:provide|share|tell|clarify|paste)|please (?:provide|share|clarify|paste)|"
+    r"(?=[cpiwr])(?:could you (?:please )?(?:provide|share|tell|clarify|paste)|"
+    r"please (?:provide|share|clarify|paste)|"
     r"I (?:don't|do not) (?:have|see) (?:access|the original|any information)|"
     r"what (?:is|was) the (?:original )?(?:task|request|goal)|remind me|"
     r"I (?:need|would need) (?:more|the) (?:context|information|details)|can you (?:provide|share|paste))",
