@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def loaded_after(statement: str) -> set[str]:
@@ -26,3 +29,25 @@ def test_monitor_loads_only_the_scoring_part_of_risk() -> None:
 def test_package_import_is_lazy() -> None:
     modules = loaded_after("import ctxhealth")
     assert not {m for m in modules if m.startswith(("ctxhealth.monitor", "ctxhealth.sources", "click"))}
+
+
+def test_a_small_tail_feed_does_not_import_msgspec(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes((REPO / "examples" / "claude-code-session.jsonl").read_bytes())
+    modules = loaded_after(
+        "from ctxhealth.integrations.claude_code import tail; "
+        "from ctxhealth.sources.claude_code import ClaudeCodeTail; "
+        f"assert ClaudeCodeTail().feed(open({str(transcript)!r}, 'rb').read())"
+    )
+    assert "ctxhealth.integrations.claude_code.tail" in modules
+    assert not {m for m in modules if m.startswith("msgspec")}
+    assert "ctxhealth.sources.claude_code.typed" not in modules
+
+
+def test_the_hooks_per_turn_path_compiles_no_rarely_used_patterns() -> None:
+    modules = loaded_after(
+        "import ctxhealth.integrations.claude_code.tail; "
+        "import ctxhealth.signals.indicators as i; assert i._pattern.cache_info().currsize == 0; "
+        "import ctxhealth.redact as r; assert r._compiled.cache_info().currsize == 0"
+    )
+    assert "ctxhealth.redact" in modules

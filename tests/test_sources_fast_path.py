@@ -213,6 +213,72 @@ def test_tail_matches_a_full_read_of_the_example() -> None:
     assert tail.state.warnings == []
 
 
+def _tail_read(data: bytes, typed_from: int) -> tuple[list[Message], Any]:
+    """A tail fed ``data`` in one call, typed-first when the feed is at least ``typed_from`` bytes."""
+    from ctxhealth.sources.claude_code import tail as tail_module
+
+    saved = tail_module._TYPED_FEED_BYTES
+    tail_module._TYPED_FEED_BYTES = typed_from
+    try:
+        tail = claude_code.ClaudeCodeTail("x.jsonl")
+        messages = tail.feed(data)
+    finally:
+        tail_module._TYPED_FEED_BYTES = saved
+    state = tail.state
+    seen = (
+        state.session_id,
+        state.model,
+        state.sidechain_lines,
+        state.compactions,
+        state.last_compaction,
+        state.warnings,
+        tail.consumed,
+        tail.pending,
+    )
+    return messages, seen
+
+
+def _tail_both(data: bytes) -> None:
+    typed, lenient_first = _tail_read(data, 0), _tail_read(data, len(data) + 1)
+    assert typed == lenient_first
+
+
+def test_small_and_large_tail_feeds_read_the_same_example() -> None:
+    _tail_both(EXAMPLE)
+    messages, _ = _tail_read(EXAMPLE, len(EXAMPLE) + 1)
+    assert messages and any(m.role is Role.ASSISTANT for m in messages)
+
+
+def test_small_and_large_tail_feeds_read_every_real_file_the_same(claude_code_data: Path) -> None:
+    files = sorted(claude_code_data.rglob("*.jsonl"))
+    assert files
+    for file in files[:40]:
+        data = file.read_bytes()
+        _tail_both(data)
+        # The per-turn size: the last few lines of the file on their own.
+        _tail_both(b"".join(data.splitlines(keepends=True)[-4:]))
+
+
+def test_a_small_tail_feed_reads_a_double_overflow_line_as_the_typed_path_does() -> None:
+    row = _record("user", {"message": {"content": "hi"}, "toolUseResult": {"n": 1}})
+    raw = json.dumps(row).encode().replace(b'{"n": 1}', b'{"n": 1e999}') + b"\n"
+    messages, seen = _tail_read(raw, len(raw) + 1)
+    assert [m.text for m in messages] == ["hi"] and seen[5] == []
+    _tail_both(raw + b"{not json\n")
+
+
+@FUZZ
+@given(st.data())
+def test_byte_mutations_read_the_same_on_small_and_large_tail_feeds(data: st.DataObject) -> None:
+    _tail_both(mutate_bytes(data, EXAMPLE, most_edits=6, most_deleted=30, most_inserted=12))
+
+
+@FUZZ
+@given(st.lists(record, min_size=1, max_size=8))
+def test_fuzzed_records_read_the_same_on_small_and_large_tail_feeds(rows: list[dict[str, Any]]) -> None:
+    _tail_both("\n".join(json.dumps(r) for r in rows).encode() + b"\n")
+
+
 def test_fast_constructors_equal_the_dataclasses() -> None:
     assert all(s is not None for s in (lines._TEXT, lines._CALL, lines._RESULT, lines._USAGE, lines._MESSAGE))
     assert make_text("a") == TextBlock("a")

@@ -17,6 +17,7 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 __all__ = ["SecretKind", "find_secrets", "redact", "redact_value"]
@@ -46,15 +47,27 @@ class _Rule:
     # Literals one of which any match contains (lower-case unless ``exact_hints``): a fast
     # test that skips the regex for most text.
     hints: tuple[str, ...]
-    pattern: re.Pattern[str]
+    # Compiled on first use (:func:`_compiled`): most text never needs most rules.
+    source: str
     # Group kept in front of the redaction (``Bearer ``, ``://user:``); 0 = none.
     keep_prefix_group: int = 0
     # Hints are matched against the text as is (case matters), not its lower-case copy.
     exact_hints: bool = False
+    flags: int = 0
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return _compiled(self.source, self.flags)
+
+
+@cache
+def _compiled(source: str, flags: int = 0) -> re.Pattern[str]:
+    """``re.compile`` once per pattern, on first use: a hook process seldom needs them all."""
+    return re.compile(source, flags)
 
 
 # A value that is already a marker or an obvious placeholder is not a secret.
-_PLACEHOLDER = re.compile(r"^(?:\[REDACTED|\$\{|\$[A-Z_]|<[^>]*>?$|\*{3,}|x{6,}$|\.\.\.|None$|null$)", re.I)
+_PLACEHOLDER = r"^(?:\[REDACTED|\$\{|\$[A-Z_]|<[^>]*>?$|\*{3,}|x{6,}$|\.\.\.|None$|null$)"
 
 # Names that say "the value is a secret". ``pwd`` and ``credentials`` are left out on purpose:
 # their values are usually paths. ``tokens`` (plural) is a count, hence the right boundary.
@@ -69,51 +82,47 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         SecretKind.PRIVATE_KEY,
         ("private key",),
-        re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)"
-        ),
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)",
     ),
-    _Rule(SecretKind.ANTHROPIC, ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
+    _Rule(SecretKind.ANTHROPIC, ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
     _Rule(
         SecretKind.OPENAI,
         ("sk-",),
-        re.compile(r"\bsk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
+        r"\bsk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}",
     ),
     _Rule(
         SecretKind.AWS,
         ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
-        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",
         exact_hints=True,
     ),
     _Rule(
         SecretKind.GITHUB,
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
     ),
-    _Rule(SecretKind.SLACK, ("xox",), re.compile(r"\bxox[abposrce]-[A-Za-z0-9-]{10,}")),
-    _Rule(SecretKind.GOOGLE, ("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
+    _Rule(SecretKind.SLACK, ("xox",), r"\bxox[abposrce]-[A-Za-z0-9-]{10,}"),
+    _Rule(SecretKind.GOOGLE, ("aiza",), r"\bAIza[0-9A-Za-z_-]{30,}"),
     _Rule(
         SecretKind.JWT,
         ("eyj",),
-        re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}"),
+        r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}",
     ),
     _Rule(
         SecretKind.URL_CREDENTIALS,
         ("://",),
         # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
-        re.compile(r"(://[^\s:/@\"'\[\]]+:)(?!\[REDACTED)[^\s/@\"']+(?=@)"),
+        r"(://[^\s:/@\"'\[\]]+:)(?!\[REDACTED)[^\s/@\"']+(?=@)",
         keep_prefix_group=1,
     ),
     _Rule(
         SecretKind.BEARER,
         ("bearer", "authorization"),
-        re.compile(
-            r"((?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|token|basic)?|\bbearer)\s+)"
-            r"(?!\[REDACTED)[A-Za-z0-9._~+/=-]{8,}",
-            re.I,
-        ),
+        r"((?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|token|basic)?|\bbearer)\s+)"
+        r"(?!\[REDACTED)[A-Za-z0-9._~+/=-]{8,}",
         keep_prefix_group=1,
+        flags=re.I,
     ),
 )
 
@@ -121,7 +130,7 @@ _RULES: tuple[_Rule, ...] = (
 # matched by its secret-saying end (``OPENAI_API_KEY`` ends in ``api_key``). The pattern is
 # matched case-sensitively against a lower-cased copy of the text: several times faster than
 # ``re.IGNORECASE``, and the copy has the same length, so its spans index the original.
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = (
     r"(?P<head>" + _SECRET_NAME + r"(?![a-z0-9])[\"']?\s*(?::=|=>|:|=)\s*[\"']?)"
     r"(?P<value>[^\s\"',;&)}\]\\]+)"
 )
@@ -135,7 +144,7 @@ def _same_length_lower(text: str) -> str:
 
 
 def _is_secret_value(value: str) -> bool:
-    if len(value) < 4 or _PLACEHOLDER.match(value):
+    if len(value) < 4 or _compiled(_PLACEHOLDER, re.I).match(value):
         return False
     # Numbers and booleans are settings, not secrets (``token: 3``, ``password_required=true``).
     return not (value.isdigit() or value.lower() in {"true", "false", "none", "null", "yes", "no"})
@@ -144,12 +153,12 @@ def _is_secret_value(value: str) -> bool:
 # An unquoted value that reads as code (``self.secret``, ``conn.get(``, ``data[``) is not a literal.
 # So does a bare lower-case name without digits (``password = raw_password``); a real secret
 # written unquoted nearly always carries digits or capitals.
-_CODE_VALUE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[a-z_]+$|[(\[]")
+_CODE_VALUE = r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[a-z_]+$|[(\[]"
 _NAME_WORDS = frozenset({"password", "passwd", "passphrase", "secret", "token", "key", "api_key"})
 
 
 def _is_code(value: str) -> bool:
-    return bool(_CODE_VALUE.search(value)) or value.lower() in _NAME_WORDS
+    return bool(_compiled(_CODE_VALUE).search(value)) or value.lower() in _NAME_WORDS
 
 
 def _assignment_is_secret(head: str, value: str) -> bool:
@@ -160,7 +169,7 @@ def _assignment_is_secret(head: str, value: str) -> bool:
 def _redact_assignments(text: str, found: list[SecretKind] | None) -> str:
     pieces: list[str] = []
     position = 0
-    for match in _ASSIGNMENT.finditer(_same_length_lower(text)):
+    for match in _compiled(_ASSIGNMENT).finditer(_same_length_lower(text)):
         start, end = match.span("value")
         if not _assignment_is_secret(match.group("head"), text[start:end]):
             continue
@@ -184,8 +193,18 @@ def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match
     return replace
 
 
+# Every hint of every rule, lower-cased, and the assignment rule's: text containing none of them
+# (most text) is returned as is after one pass of substring tests.
+_ALL_HINTS = tuple(dict.fromkeys([h.lower() for rule in _RULES for h in rule.hints] + list(_NAME_HINTS)))
+
+
 def _run(text: str, found: list[SecretKind] | None) -> str:
     lowered = text.lower()
+    for hint in _ALL_HINTS:
+        if hint in lowered:
+            break
+    else:
+        return text
     for rule in _RULES:
         haystack = text if rule.exact_hints else lowered
         if any(hint in haystack for hint in rule.hints):
@@ -236,8 +255,8 @@ def redact_value(value: Any) -> Any:
     return value
 
 
-_SECRET_KEY = re.compile(r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$", re.I)
+_SECRET_KEY = r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$"
 
 
 def _is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.match(key))
+    return bool(_compiled(_SECRET_KEY, re.I).match(key))

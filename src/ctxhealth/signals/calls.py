@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 from ctxhealth.model import ToolCall, ToolResult
@@ -66,7 +67,7 @@ _PATH = re.compile(r"(?<![\w$])(?:\.{0,2}/)?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-
 _REDIRECT = re.compile(r">(?<![0-9&<]>)>?\s*([^\s;&|<>]+)")
 """``>`` or ``>>`` not after a digit, ``&`` or ``<``, then the target (starts with the literal ``>``
 so the engine jumps from one ``>`` to the next)."""
-_VERIFY = re.compile(
+_VERIFY_SOURCE = (
     # every alternative starts with one of these letters: the lookahead lets the engine skip the rest
     r"(?=[cefgjmnprtuvy])\b(pytest|py\.test|runtests(?:\.py)?|unittest|tox|nox|"
     r"cargo (?:test|check|build|clippy)|"
@@ -101,8 +102,8 @@ _VERIFY_HINTS = (
 )
 _VERIFY_HINT = re.compile("|".join(map(re.escape, _VERIFY_HINTS)))
 """The hints as one pattern: faster than substring tests on a short command, slower on a long one."""
-_SED_SUB = re.compile(r"s([/|#,])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+_SED_SUB_SOURCE = r"s([/|#,])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1"
+_PATCH_FILE_SOURCE = r"^\*\*\* (?:Update|Add|Delete) File: (.+)$"
 _READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
 _SEARCH_VERBS = {"grep", "rg", "ag", "find", "ls", "tree", "git", "fd", "locate", "which"}
 
@@ -165,7 +166,7 @@ def _parse_shell(
         paths = [a for a in args if "." in a and _PATH.fullmatch(a)]
         if verb == "sed" and any(w.startswith("-i") for w in words[1:]):
             edits.extend(paths)
-            m = _SED_SUB.search(segment)
+            m = _re("_SED_SUB").search(segment)
             if m:
                 change = (m.group(2), m.group(3))
         elif verb in {"perl"} and any(w.startswith("-pi") or w.startswith("-i") for w in words[1:]):
@@ -187,7 +188,7 @@ def _parse_shell(
         else f"{command[:SHELL_HEAD]}\n{command[-SHELL_TAIL:]}"
     )
     hinted = _VERIFY_HINT.search(probe) if len(probe) < 256 else any(h in probe for h in _VERIFY_HINTS)
-    if hinted and _VERIFY.search(probe):
+    if hinted and _re("_VERIFY").search(probe):
         kinds.add(CallKind.VERIFY)
     return kinds, reads, edits, deletes, change
 
@@ -220,7 +221,7 @@ def parse_call(call: ToolCall) -> CallInfo:
             change = (value["old_string"], str(value.get("new_string", "")))
     elif lname == "apply_patch":
         text = _command_text(value) if not isinstance(value, str) else value
-        edits.extend(_PATCH_FILE.findall(text))
+        edits.extend(_re("_PATCH_FILE").findall(text))
     elif lname in _SEARCH_TOOLS:
         kinds.add(CallKind.SEARCH)
     if reads:
@@ -244,17 +245,12 @@ def parse_call(call: ToolCall) -> CallInfo:
     )
 
 
-_ERROR_TEXT = re.compile(
+_ERROR_TEXT_SOURCE = (
     r"Traceback \(most recent call last\)|<tool_use_error>|command not found|No such file or directory|"
-    r"^(?:Error|ERROR|error)[:\s]|^\w*(?:Error|Exception): ",
-    re.M,
+    r"^(?:Error|ERROR|error)[:\s]|^\w*(?:Error|Exception): "
 )
-_SIGNATURE = re.compile(
-    r"^\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$", re.M
-)
-_SIGNATURE_LINE = re.compile(
-    r"\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$"
-)
+_SIGNATURE_SOURCE = r"^\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$"
+_SIGNATURE_LINE_SOURCE = r"\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$"
 """:data:`_SIGNATURE` for one line (no newline inside)."""
 _SIGNATURE_HINTS = ("Error", "Exception", "error: ", "command not found", "No such file")
 _ERROR_HINTS = (
@@ -267,7 +263,31 @@ _ERROR_HINTS = (
 )
 """Substrings every match of :data:`_ERROR_TEXT` contains ("rror" covers Error, error and
 ``<tool_use_error>``; "RROR" covers ERROR; "Exception" and the three phrases the rest)."""
-_NUMBERS = re.compile(r"\d+")
+_NUMBERS_SOURCE = r"\d+"
+
+# Patterns only some calls or results need, compiled on first use (a hook process sees one turn);
+# the module attributes of the same names (``calls._VERIFY``) give the compiled patterns too.
+_LAZY: dict[str, tuple[str, int]] = {
+    "_VERIFY": (_VERIFY_SOURCE, 0),
+    "_SED_SUB": (_SED_SUB_SOURCE, 0),
+    "_PATCH_FILE": (_PATCH_FILE_SOURCE, re.M),
+    "_ERROR_TEXT": (_ERROR_TEXT_SOURCE, re.M),
+    "_SIGNATURE": (_SIGNATURE_SOURCE, re.M),
+    "_SIGNATURE_LINE": (_SIGNATURE_LINE_SOURCE, 0),
+    "_NUMBERS": (_NUMBERS_SOURCE, 0),
+}
+
+
+@cache
+def _re(name: str) -> re.Pattern[str]:
+    source, flags = _LAZY[name]
+    return re.compile(source, flags)
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    if name in _LAZY:
+        return _re(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_failure(result: ToolResult) -> bool:
@@ -281,7 +301,7 @@ def is_failure(result: ToolResult) -> bool:
     # every alternative of the pattern contains one of these substrings: most results have none
     if not any(hint in probe for hint in _ERROR_HINTS):
         return False
-    return _ERROR_TEXT.search(probe) is not None
+    return _re("_ERROR_TEXT").search(probe) is not None
 
 
 def error_signature(result: ToolResult) -> str:
@@ -290,7 +310,7 @@ def error_signature(result: ToolResult) -> str:
     probe = text if len(text) <= 4000 else text[:1000] + "\n" + text[-3000:]
     found = _last_signature_line(probe) if any(h in probe for h in _SIGNATURE_HINTS) else None
     line = found if found is not None else (probe.strip().splitlines() or [""])[-1]
-    return _NUMBERS.sub("N", line.strip())[:160]
+    return _re("_NUMBERS").sub("N", line.strip())[:160]
 
 
 def _last_signature_line(probe: str) -> str | None:
@@ -299,7 +319,7 @@ def _last_signature_line(probe: str) -> str | None:
     lines = probe.split("\n")
     for line in reversed(lines):
         if any(h in line for h in _SIGNATURE_HINTS):
-            m = _SIGNATURE_LINE.match(line)
+            m = _re("_SIGNATURE_LINE").match(line)
             if m is not None:
                 return m.group(1)
     return None

@@ -14,6 +14,7 @@ Two or more fired indicators raise the zone one step (the monitor applies it).
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from ctxhealth.model import Role, TextBlock
@@ -24,22 +25,37 @@ from ctxhealth.signals.profile import Profile
 # Each pattern opens with a lookahead on the letters its alternatives start with: a position that
 # cannot start a match is rejected by one class test instead of trying every alternative (the same
 # matches, case-insensitively as before; tests compare with the plain patterns).
-_CONTRADICTION = re.compile(
+_CONTRADICTION_SOURCE = (
     r"(?=[awoitmlrs])\b(?:actually,? (?:that|this|it|I|the)\b|wait[,.!]|on second thought|I was wrong|"
     r"(?:that|this) (?:was|is) (?:wrong|incorrect|not right)|my (?:previous|earlier) (?:approach|assumption|"
     r"fix|change|edit|analysis) (?:was|is)|let me (?:revert|undo)|"
     r"revert(?:ing)? (?:my|the|this) (?:change|edit|fix)|"
-    r"scratch that|I made a mistake|I misread|that didn't work|that broke)",
-    re.I,
+    r"scratch that|I made a mistake|I misread|that didn't work|that broke)"
 )
-_MISSING = re.compile(
+_MISSING_SOURCE = (
     r"(?=[cpiwr])(?:could you (?:please )?(?:provide|share|tell|clarify|paste)|"
     r"please (?:provide|share|clarify|paste)|"
     r"I (?:don't|do not) (?:have|see) (?:access|the original|any information)|"
     r"what (?:is|was) the (?:original )?(?:task|request|goal)|remind me|"
-    r"I (?:need|would need) (?:more|the) (?:context|information|details)|can you (?:provide|share|paste))",
-    re.I,
+    r"I (?:need|would need) (?:more|the) (?:context|information|details)|can you (?:provide|share|paste))"
 )
+
+
+@cache
+def _pattern(source: str) -> re.Pattern[str]:
+    """A case-insensitive pattern compiled on first use (most turns need neither; see the hints)."""
+    return re.compile(source, re.I)
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    """``_CONTRADICTION`` and ``_MISSING``: the compiled patterns, compiled on first use."""
+    if name == "_CONTRADICTION":
+        return _pattern(_CONTRADICTION_SOURCE)
+    if name == "_MISSING":
+        return _pattern(_MISSING_SOURCE)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _CONTRADICTION_HINTS = (
     "actually",
     "wait",
@@ -136,10 +152,10 @@ class IndicatorDetector(CachedDetector):
             low_prose = prose.lower()
             low = low_prose[:OPENING_LIMIT]
             found = _SENTENCE.findall(low_prose)
-        if any(h in low for h in _CONTRADICTION_HINTS) and _CONTRADICTION.search(opening):
+        if any(h in low for h in _CONTRADICTION_HINTS) and _pattern(_CONTRADICTION_SOURCE).search(opening):
             self.contradictions.add(turn, index)
             changed = True
-        if any(h in low for h in _MISSING_HINTS) and _MISSING.search(opening):
+        if any(h in low for h in _MISSING_HINTS) and _pattern(_MISSING_SOURCE).search(opening):
             self.missing.add(turn, index)
             changed = True
         repeated = 0

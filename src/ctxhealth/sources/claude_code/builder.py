@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ctxhealth.model import Block, CompactionSummary, Message, Role, ToolResult, Usage
 from ctxhealth.sources.claude_code.blocks import _blocks, _usage
-from ctxhealth.sources.claude_code.schema import _MESSAGE_KINDS, _Msg, _Node
+from ctxhealth.sources.claude_code.plain import _MESSAGE_KINDS
 from ctxhealth.sources.lines import WarningSink, make_message, make_usage
+
+if TYPE_CHECKING:
+    from ctxhealth.sources.claude_code.schema import _Msg, _Node
 
 _SYNTHETIC = "<synthetic>"
 

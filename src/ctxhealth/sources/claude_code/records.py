@@ -1,4 +1,4 @@
-"""Lines of a Claude Code transcript decoded into :class:`_Node` records, never an exception.
+"""Lines of a Claude Code transcript decoded into :class:`PlainNode` records, never an exception.
 
 Decoding has two paths that give the same result. The typed path decodes a line with the
 ``msgspec`` schema (:mod:`.schema`) declaring only the fields the reader uses, so the rest of the
@@ -9,6 +9,11 @@ again by the lenient path (orjson plus typed getters), which produces the same w
 Tool-call inputs are decoded by orjson in both paths, so their values are identical too. The one
 difference: a number too large for a double, inside a field the reader never reads, makes orjson
 reject the whole line, whereas the typed path reads the line.
+
+The typed path lives in :mod:`.typed` and is imported only when used. A hook reading a few new
+lines goes lenient-first instead (``typed=False, retry_typed=True``): a line orjson rejects is
+tried on the typed path before it is warned about, so the result is the typed-first one, and
+``msgspec`` is imported only if such a line turns up. Lenient nodes are :mod:`.plain` records.
 """
 
 from __future__ import annotations
@@ -16,18 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import msgspec
-import orjson
-
 from ctxhealth.sources.anthropic_messages import count_tokens
-from ctxhealth.sources.claude_code.blocks import _typed_blocks
-from ctxhealth.sources.claude_code.schema import (
-    _DECODE,
+from ctxhealth.sources.claude_code.plain import (
     _MESSAGE_KINDS,
-    _CompactMeta,
-    _Msg,
-    _Node,
-    _Usage,
+    PlainCompactMeta,
+    PlainMsg,
+    PlainNode,
+    PlainUsage,
 )
 from ctxhealth.sources.lines import (
     BadJSON,
@@ -38,34 +38,25 @@ from ctxhealth.sources.lines import (
     get_str,
     loads,
     type_name,
-    valid_utf8,
 )
 
 
-def _typed_node(raw: bytes | memoryview, check_utf8: bool) -> _Node | None:
-    """The typed path: a node, or None when the lenient path must read this line."""
-    if check_utf8 and not valid_utf8(raw):
-        return None
-    try:
-        node = _DECODE(raw)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    if node.type in _MESSAGE_KINDS:
-        message = node.message
-        if message is None:
-            return None  # the lenient path words the warning
-        try:
-            message.blocks = _typed_blocks(message.content)
-        except orjson.JSONDecodeError:
-            return None
-    return node
+def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = False) -> PlainNode | None:
+    """The lenient path: any JSON, wrong types coerced or warned about, never an exception.
 
-
-def _lenient_node(line: int, raw: bytes, sink: WarningSink) -> _Node | None:
-    """The lenient path: any JSON, wrong types coerced or warned about, never an exception."""
+    ``retry_typed``: a line orjson rejects is tried on the typed path before it is warned
+    about, so reading lenient-first gives what reading typed-first gives (see the module doc).
+    """
     try:
         obj = loads(raw)
     except BadJSON as exc:
+        if retry_typed:
+            from ctxhealth.sources.claude_code.typed import _typed_node
+
+            node = _typed_node(raw, True)
+            if node is not None:
+                node.line = line
+                return node
         sink.add(line, f"invalid JSON: {exc}")
         return None
     if not isinstance(obj, dict):
@@ -76,7 +67,7 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink) -> _Node | None:
         sink.add(line, "line has no string 'type'")
         return None
     uuid = get_str(obj, "uuid")
-    message: _Msg | None = None
+    message: PlainMsg | None = None
     if kind in _MESSAGE_KINDS:
         raw_message = obj.get("message")
         if isinstance(raw_message, dict):
@@ -86,7 +77,7 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink) -> _Node | None:
             if uuid is None:
                 return None
     meta = get_dict(obj, "compactMetadata")
-    return _Node(
+    return PlainNode(
         type=kind,
         uuid=uuid,
         parentUuid=get_str(obj, "parentUuid"),
@@ -98,21 +89,21 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink) -> _Node | None:
         subtype=get_str(obj, "subtype"),
         compactMetadata=None
         if meta is None
-        else _CompactMeta(get_str(meta, "trigger"), get_int(meta, "preTokens")),
+        else PlainCompactMeta(get_str(meta, "trigger"), get_int(meta, "preTokens")),
         logicalParentUuid=get_str(obj, "logicalParentUuid"),
         line=line,
     )
 
 
-def _lenient_message(raw: dict[str, Any]) -> _Msg:
+def _lenient_message(raw: dict[str, Any]) -> PlainMsg:
     usage = raw.get("usage")
-    return _Msg(
+    return PlainMsg(
         content=raw.get("content"),
         id=get_str(raw, "id"),
         model=get_str(raw, "model"),
         usage=None
         if not isinstance(usage, dict)
-        else _Usage(
+        else PlainUsage(
             count_tokens(usage, "input_tokens"),
             count_tokens(usage, "output_tokens"),
             count_tokens(usage, "cache_creation_input_tokens"),
@@ -122,9 +113,15 @@ def _lenient_message(raw: dict[str, Any]) -> _Msg:
 
 
 def _iter_nodes(
-    data: bytes, sink: WarningSink, first_line: int = 1, *, typed: bool = True
-) -> Iterator[_Node]:
-    """Nodes of the non-blank lines of ``data`` in order; bad lines become warnings."""
+    data: bytes, sink: WarningSink, first_line: int = 1, *, typed: bool = True, retry_typed: bool = False
+) -> Iterator[PlainNode]:
+    """Nodes of the non-blank lines of ``data`` in order; bad lines become warnings.
+
+    ``typed=False, retry_typed=True`` reads lenient-first with the same result as the default
+    (typed-first), without importing ``msgspec`` unless a line is not valid JSON to orjson.
+    """
+    if typed:
+        from ctxhealth.sources.claude_code.typed import _typed_node
     # Lines are views into ``data`` (no copies); a file that is all ASCII needs no UTF-8 check.
     view = memoryview(data)
     find = data.find
@@ -143,7 +140,7 @@ def _iter_nodes(
             start = stop + 1
             if not raw or raw.isspace():
                 continue
-            node = _lenient_node(number, raw, sink)
+            node = _lenient_node(number, raw, sink, retry_typed)
             if node is None:
                 continue
         else:
@@ -152,5 +149,5 @@ def _iter_nodes(
         yield node
 
 
-def _read_nodes(data: bytes, sink: WarningSink, *, typed: bool = True) -> list[_Node]:
+def _read_nodes(data: bytes, sink: WarningSink, *, typed: bool = True) -> list[PlainNode]:
     return list(_iter_nodes(data, sink, typed=typed))

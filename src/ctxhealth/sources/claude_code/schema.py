@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-_MESSAGE_KINDS = ("user", "assistant")
+from ctxhealth.sources.claude_code.plain import _MESSAGE_KINDS as _MESSAGE_KINDS
 
 _Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 

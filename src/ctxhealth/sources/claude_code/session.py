@@ -8,13 +8,16 @@ Sidechain lines (``isSidechain``) and ``<session>/subagents/*.jsonl`` files beco
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ctxhealth.model import Format, ReadWarning, Session
 from ctxhealth.sources.claude_code.builder import _messages
 from ctxhealth.sources.claude_code.records import _read_nodes
-from ctxhealth.sources.claude_code.schema import _Node
 from ctxhealth.sources.claude_code.thread import _chain, _is_message, _sidechain_groups
 from ctxhealth.sources.lines import WarningSink
+
+if TYPE_CHECKING:
+    from ctxhealth.sources.claude_code.schema import _Node
 
 
 def _session_id(nodes: Iterable[_Node]) -> str | None:

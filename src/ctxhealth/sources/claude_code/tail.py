@@ -13,6 +13,13 @@ from ctxhealth.sources.claude_code.builder import _Builder
 from ctxhealth.sources.claude_code.records import _iter_nodes
 from ctxhealth.sources.lines import WarningSink
 
+_TYPED_FEED_BYTES = 4 * 1024 * 1024
+"""Feeds at least this long take the typed (msgspec) path first; shorter ones lenient-first.
+
+Importing msgspec and the schema costs a hook process about 20 ms; the typed path saves about
+2 ms per MB over the lenient one, so only a very large feed earns the import back.
+"""
+
 
 @dataclass(slots=True)
 class TailState:
@@ -76,7 +83,10 @@ class ClaudeCodeTail:
         sink = WarningSink(self.path)
         builder = _Builder(sink, sidechain=False)
         builder.boundary = self._boundary
-        for node in _iter_nodes(complete, sink, first):
+        # A feed below a few MB (a hook's new turn, even a cold read) reads lenient-first: the
+        # same nodes, and msgspec is not imported (it costs more than the typed path saves).
+        typed = len(complete) >= _TYPED_FEED_BYTES
+        for node in _iter_nodes(complete, sink, first, typed=typed, retry_typed=not typed):
             sid = node.sessionId
             if sid and self.state.session_id is None:
                 self.state.session_id = sid

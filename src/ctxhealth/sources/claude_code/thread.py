@@ -15,9 +15,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ctxhealth.sources.claude_code.schema import _MESSAGE_KINDS, _Node
+from ctxhealth.sources.claude_code.plain import _MESSAGE_KINDS
 from ctxhealth.sources.lines import WarningSink
+
+if TYPE_CHECKING:
+    from ctxhealth.sources.claude_code.schema import _Node
 
 _THREAD_KINDS = ("user", "assistant", "system")
 

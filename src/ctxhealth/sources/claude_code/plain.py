@@ -1,0 +1,111 @@
+"""Plain records the lenient path builds for a Claude Code line, without importing ``msgspec``.
+
+Owns :class:`PlainNode` and its parts: slotted classes with the same fields, order and defaults
+as the typed schema's structs (:mod:`.schema`), so the builder and the tree walk read either
+kind alike. A hook feeding a few new lines decodes them on the lenient path and so never pays
+for importing ``msgspec``. For the type checker they are the schema's structs (same attributes).
+Also owns the line kinds that carry a message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["_MESSAGE_KINDS", "PlainCompactMeta", "PlainMsg", "PlainNode", "PlainUsage"]
+
+_MESSAGE_KINDS = ("user", "assistant")
+
+if TYPE_CHECKING:
+    from ctxhealth.sources.claude_code.schema import _CompactMeta as PlainCompactMeta
+    from ctxhealth.sources.claude_code.schema import _Msg as PlainMsg
+    from ctxhealth.sources.claude_code.schema import _Node as PlainNode
+    from ctxhealth.sources.claude_code.schema import _Usage as PlainUsage
+else:
+
+    class PlainUsage:
+        __slots__ = (
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "input_tokens",
+            "output_tokens",
+        )
+
+        def __init__(
+            self,
+            input_tokens: int = 0,
+            output_tokens: int = 0,
+            cache_creation_input_tokens: int = 0,
+            cache_read_input_tokens: int = 0,
+        ) -> None:
+            self.input_tokens = input_tokens
+            self.output_tokens = output_tokens
+            self.cache_creation_input_tokens = cache_creation_input_tokens
+            self.cache_read_input_tokens = cache_read_input_tokens
+
+    class PlainMsg:
+        __slots__ = ("blocks", "content", "id", "model", "usage")
+
+        def __init__(
+            self,
+            content: Any = None,
+            id: str | None = None,
+            model: str | None = None,
+            usage: PlainUsage | None = None,
+            blocks: list[Any] | None = None,
+        ) -> None:
+            self.content = content
+            self.id = id
+            self.model = model
+            self.usage = usage
+            self.blocks = blocks
+
+    class PlainCompactMeta:
+        __slots__ = ("preTokens", "trigger")
+
+        def __init__(self, trigger: str | None = None, preTokens: int | None = None) -> None:
+            self.trigger = trigger
+            self.preTokens = preTokens
+
+    class PlainNode:
+        __slots__ = (
+            "compactMetadata",
+            "isCompactSummary",
+            "isSidechain",
+            "line",
+            "logicalParentUuid",
+            "message",
+            "parentUuid",
+            "sessionId",
+            "subtype",
+            "timestamp",
+            "type",
+            "uuid",
+        )
+
+        def __init__(
+            self,
+            type: str,
+            uuid: str | None = None,
+            parentUuid: str | None = None,
+            isSidechain: bool = False,
+            message: PlainMsg | None = None,
+            timestamp: str | None = None,
+            sessionId: str | None = None,
+            isCompactSummary: bool = False,
+            subtype: str | None = None,
+            compactMetadata: PlainCompactMeta | None = None,
+            logicalParentUuid: str | None = None,
+            line: int = 0,
+        ) -> None:
+            self.type = type
+            self.uuid = uuid
+            self.parentUuid = parentUuid
+            self.isSidechain = isSidechain
+            self.message = message
+            self.timestamp = timestamp
+            self.sessionId = sessionId
+            self.isCompactSummary = isCompactSummary
+            self.subtype = subtype
+            self.compactMetadata = compactMetadata
+            self.logicalParentUuid = logicalParentUuid
+            self.line = line

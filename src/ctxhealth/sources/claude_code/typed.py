@@ -1,0 +1,102 @@
+"""The typed path: a Claude Code line decoded by the ``msgspec`` schema into a node.
+
+Owns :func:`_typed_node` and the conversion of schema blocks into model :class:`Block` values
+(tool-call inputs decoded by orjson, exactly as the lenient path does). Imported only when a
+read takes the typed path (see :mod:`.records`), so small hook feeds never load ``msgspec``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import orjson
+
+from ctxhealth.model import Block, ImageBlock, ThinkingBlock
+from ctxhealth.sources.claude_code.schema import (
+    _DECODE,
+    _MESSAGE_KINDS,
+    _Document,
+    _Image,
+    _McpToolUse,
+    _Node,
+    _RedactedThinking,
+    _ResultText,
+    _ServerToolUse,
+    _Text,
+    _Thinking,
+    _ToolResult,
+    _ToolUse,
+)
+from ctxhealth.sources.lines import make_call, make_result, make_text, valid_utf8
+
+
+def _typed_node(raw: bytes | memoryview, check_utf8: bool) -> _Node | None:
+    """The typed path: a node, or None when the lenient path must read this line."""
+    if check_utf8 and not valid_utf8(raw):
+        return None
+    try:
+        node = _DECODE(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if node.type in _MESSAGE_KINDS:
+        message = node.message
+        if message is None:
+            return None  # the lenient path words the warning
+        try:
+            message.blocks = _typed_blocks(message.content)
+        except orjson.JSONDecodeError:
+            return None
+    return node
+
+
+def _typed_blocks(content: Any) -> list[Block]:
+    """Model blocks of a typed ``content``; raises ``orjson.JSONDecodeError`` on a bad tool input."""
+    if content is None:
+        return []
+    if type(content) is str:
+        return [make_text(content)]
+    blocks: list[Block] = []
+    append = blocks.append
+    for item in content:
+        cls = type(item)
+        if cls is _Text:
+            append(make_text(item.text))
+        elif cls is _ToolResult:
+            inner = item.content
+            if inner is None:
+                append(make_result(item.tool_use_id, "", item.is_error is True))
+            elif type(inner) is str:
+                append(make_result(item.tool_use_id, inner, item.is_error is True))
+            else:
+                parts: list[str] = []
+                images: list[Block] = []
+                for part in inner:
+                    kind = type(part)
+                    if kind is _ResultText:
+                        parts.append(part.text)
+                    elif kind is str:
+                        parts.append(part)
+                    else:
+                        images.append(_typed_image(part))
+                append(make_result(item.tool_use_id, "\n".join(parts), item.is_error is True))
+                blocks.extend(images)
+        elif cls is _ToolUse or cls is _ServerToolUse or cls is _McpToolUse:
+            append(make_call(item.id, item.name, orjson.loads(memoryview(item.input))))
+        elif cls is _Thinking:
+            append(ThinkingBlock(item.thinking))
+        elif cls is str:
+            append(make_text(item))
+        elif cls is _RedactedThinking:
+            append(ThinkingBlock(""))
+        else:
+            append(_typed_image(item))
+    return blocks
+
+
+def _typed_image(item: _Image | _Document) -> ImageBlock:
+    source = item.source
+    kind = "image" if type(item) is _Image else "document"
+    if source is None:
+        return ImageBlock(media_type=kind, approx_bytes=0)
+    return ImageBlock(media_type=source.media_type or kind, approx_bytes=len(source.data) * 3 // 4)
