@@ -7,7 +7,7 @@ Add a public name by adding it to ``_EXPORTS`` (name -> module); ``__all__`` fol
 
 from __future__ import annotations
 
-import importlib
+from ctxhealth.lazy import load_export
 
 # typing costs a noticeable share of a hook's start-up; it is needed only by the type checker here.
 TYPE_CHECKING = False
@@ -60,12 +60,7 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ctxhealth' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_export(globals(), _EXPORTS, __name__, name)
 
 
 def __dir__() -> list[str]:

@@ -20,8 +20,7 @@ here; every other name is imported from its module on first access (``_LAZY``: n
 
 from __future__ import annotations
 
-import importlib
-
+from ctxhealth.lazy import load_export
 from ctxhealth.risk.model import PHASE_FEATURE as PHASE_FEATURE
 from ctxhealth.risk.model import RiskModel as RiskModel
 from ctxhealth.risk.model import sigmoid as sigmoid
@@ -128,15 +127,11 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = sorted({"PHASE_FEATURE", "RiskModel", "sigmoid", *_LAZY})
+_EXPORTS = {name: f".{module}" for name, module in _LAZY.items()}
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return load_export(globals(), _EXPORTS, __name__, name)
 
 
 def __dir__() -> list[str]:

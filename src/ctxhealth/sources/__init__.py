@@ -20,8 +20,9 @@ One module per format (``claude_code``, ``codex``, ``mini_swe_agent``, ``openai_
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from ctxhealth.lazy import load_export
 
 _EXPORTS = {
     "detect_format": "ctxhealth.sources.reader",
@@ -34,9 +35,4 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str) -> Any:
     # Lazy so that hooks importing one reader (e.g. claude_code.ClaudeCodeTail) load only that.
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ctxhealth.sources' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_export(globals(), _EXPORTS, __name__, name)
