@@ -82,7 +82,9 @@ def test_recover_real_session_json_shape(claude_code_data: Path) -> None:
     assert set(body) <= {"system", "messages"}
     assert anthropic_errors(body) == []
     texts = [b["text"] for b in body["messages"][0]["content"] if b["type"] == "text"]
-    assert texts[0].startswith("We installed the cuda stuff") and texts[1].startswith(CHECKPOINT_HEADER)
+    with open(path, encoding="utf-8") as handle:
+        first_request = json.loads(handle.readline())["message"]["content"]  # the raw first user line
+    assert texts[0] == first_request and texts[1].startswith(CHECKPOINT_HEADER)
     assert len(body["messages"]) <= 1 + 4  # instruction+checkpoint, then at most 2 pairs
     code, out, err = run(path, "--strategy", "clear", "--format", "openai", "--json")
     assert code == 0, err
