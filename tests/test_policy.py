@@ -78,6 +78,20 @@ def test_more_than_max_turns_compresses_history() -> None:
     assert decide(Snapshot(), Counters(steps=30), P).action is Action.CONTINUE
 
 
+def test_low_cache_hits_for_enough_responses_warn_to_restructure_the_prefix() -> None:
+    d = decide(Snapshot(cache_hit_rate=0.1, low_cache_turns=5), Counters(), P)
+    assert (d.action, d.rule) == (Action.WARN, Rule.CACHE_MISSES)
+    assert "restructure the prefix" in d.reasons[0] and "10%" in d.reasons[0]
+    assert decide(Snapshot(cache_hit_rate=0.1, low_cache_turns=4), Counters(), P).rule is Rule.HEALTHY
+
+
+def test_cache_misses_come_after_history_compression_and_before_plain_warnings() -> None:
+    low = Snapshot(cache_hit_rate=0.0, low_cache_turns=9, pressure=0.6)
+    assert decide(low, Counters(steps=31), P).rule is Rule.TOO_MANY_TURNS
+    assert decide(low, Counters(), P).rule is Rule.CACHE_MISSES
+    assert decide(replace(low, low_cache_turns=0), Counters(), P).rule is Rule.WARNING
+
+
 @pytest.mark.parametrize(
     "snapshot, words",
     [
@@ -145,6 +159,8 @@ snapshots = st.builds(
     consecutive_failures=st.integers(min_value=0, max_value=10),
     indicators=st.integers(min_value=0, max_value=5),
     risk=st.one_of(st.none(), st.floats(min_value=0, max_value=1)),
+    cache_hit_rate=st.floats(min_value=0, max_value=1),
+    low_cache_turns=st.integers(min_value=0, max_value=20),
 )
 counters = st.builds(
     Counters,

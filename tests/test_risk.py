@@ -28,6 +28,7 @@ from ctxhealth.risk import (
     Procedure,
     RiskModel,
     bootstrap_auc_ci,
+    bootstrap_auc_difference_ci,
     cross_validate,
     cross_validate_runs,
     fingerprint,
@@ -85,6 +86,24 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_estimate() -> None:
     lo, hi = bootstrap_auc_ci(scores, y, rounds=300, seed=1)
     assert (lo, hi) == bootstrap_auc_ci(scores, y, rounds=300, seed=1)
     assert lo <= roc_auc(scores, y) <= hi and hi - lo < 0.3
+
+
+def test_paired_difference_ci_is_seeded_and_tells_a_better_score_from_a_copy() -> None:
+    rng = random.Random(5)
+    y = [int(i % 3 == 0) for i in range(120)]
+    good = [rng.random() + (0.8 if v else 0.0) for v in y]
+    weak = [g + rng.gauss(0.0, 1.0) for g in good]
+    lo, hi = bootstrap_auc_difference_ci(good, weak, y, rounds=300, seed=2)
+    assert (lo, hi) == bootstrap_auc_difference_ci(good, weak, y, rounds=300, seed=2)
+    assert 0.0 < lo <= roc_auc(good, y) - roc_auc(weak, y) <= hi
+    # a score against itself: exactly zero in every resample
+    assert bootstrap_auc_difference_ci(good, good, y, rounds=50) == (0.0, 0.0)
+    # paired is narrower than the two separate intervals side by side
+    a_lo, a_hi = bootstrap_auc_ci(good, y, rounds=300, seed=2)
+    b_lo, b_hi = bootstrap_auc_ci(weak, y, rounds=300, seed=2)
+    assert hi - lo < (a_hi - b_lo) - (a_lo - b_hi)
+    with pytest.raises(ValueError):
+        bootstrap_auc_difference_ci(good, weak[:-1], y)
 
 
 def test_fit_weights_reaches_a_stationary_point() -> None:
@@ -557,10 +576,17 @@ def test_calibrate_then_validate_end_to_end(labelled: tuple[Path, Path], tmp_pat
     assert set(doc["risk"]) == {"0.25", "0.5", "0.75", "1"}
     # the two classes differ strongly in growth: the fitted score separates them
     assert doc["risk"]["1"]["auc"] > 0.9
+    # the comparison uses the honest (cross-validated) figure against the best baseline at each point
+    for point, comp in doc["risk_minus_best_baseline"].items():
+        best = max(doc["baselines"].values(), key=lambda t: t[point]["auc"])[point]["auc"]
+        expected = doc["cross_validated_risk"][point]["auc"] - best
+        assert abs(comp["difference"] - expected) < 1e-3
+        assert comp["beats"] == (comp["ci95"][0] > 0)
     r = runner.invoke(
         cli, ["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3"]
     )
     assert "honest figure" in r.output and "baseline: peak fill" in r.output
+    assert "risk - best baseline" in r.output and "risk beats the best baseline" in r.output
 
 
 def test_calibrate_with_the_anchored_procedure(labelled: tuple[Path, Path], tmp_path: Path) -> None:

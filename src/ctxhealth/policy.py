@@ -15,9 +15,11 @@ and the reset triggers placed where they do not shadow it):
  8. the same mistake ``same_mistake`` times                              → CLEAR_TOOL_RESULTS (purge error
     output, re-include the specs)
  9. more than ``max_turns`` turns since the last reset                  → COMPRESS_HISTORY
-10. pressure >= ``pressure_warning``, 2+ early-warning indicators, a failure streak, or risk >=
+10. prompt-cache hit rate < ``cache_hit_min`` for ``cache_miss_turns`` responses in a row → WARN
+    (restructure the prefix: keep the system prompt and tools stable, append instead of editing)
+11. pressure >= ``pressure_warning``, 2+ early-warning indicators, a failure streak, or risk >=
     ``risk_warning``                                                      → WARN
-11. otherwise                                                           → CONTINUE
+12. otherwise                                                           → CONTINUE
 
 Circuit breaker: once ``max_restarts`` restarts have happened, every RESTART becomes TRUNCATE and the
 reasons tell the user so. :func:`record` says how the counters change when a recovery is carried out
@@ -58,6 +60,7 @@ class Rule(StrEnum):
     DRIFT = "drift"
     SAME_MISTAKE = "same_mistake"
     TOO_MANY_TURNS = "too_many_turns"
+    CACHE_MISSES = "cache_misses"
     WARNING = "warning"
     HEALTHY = "healthy"
 
@@ -69,7 +72,9 @@ class Snapshot:
     ``zone`` already includes the early-warning raise; ``utilisation`` is fill / usable window;
     ``failure_rate`` is over ``recent_calls`` recent tool results; ``drift`` is the similarity
     (1.0 on topic) and ``above_sweet_spot`` says whether drift counts; ``indicators`` is the number
-    of early-warning indicators firing.
+    of early-warning indicators firing; ``cache_hit_rate`` is the latest response's share of its
+    prompt read from the prompt cache and ``low_cache_turns`` how many responses in a row were under
+    the profile's threshold.
     """
 
     zone: Zone = Zone.GREEN
@@ -84,6 +89,8 @@ class Snapshot:
     consecutive_failures: int = 0
     indicators: int = 0
     risk: float | None = None
+    cache_hit_rate: float = 1.0
+    low_cache_turns: int = 0
 
 
 _SNAPSHOT_SETTERS = tuple(getattr(Snapshot, f.name).__set__ for f in fields(Snapshot))
@@ -102,11 +109,13 @@ def snapshot_of(
     consecutive_failures: int,
     indicators: int,
     risk: float | None,
+    cache_hit_rate: float = 1.0,
+    low_cache_turns: int = 0,
 ) -> Snapshot:
     """``Snapshot(...)`` with every field given in order, built without the frozen dataclass's
     per-field ``object.__setattr__`` calls (the monitor builds one per turn)."""
     s: Snapshot = object.__new__(Snapshot)
-    (z, pr, fi, ut, fr, rc, dr, ab, sm, cf, ind, ri) = _SNAPSHOT_SETTERS
+    (z, pr, fi, ut, fr, rc, dr, ab, sm, cf, ind, ri, ch, lc) = _SNAPSHOT_SETTERS
     z(s, zone)
     pr(s, pressure)
     fi(s, fill)
@@ -119,6 +128,8 @@ def snapshot_of(
     cf(s, consecutive_failures)
     ind(s, indicators)
     ri(s, risk)
+    ch(s, cache_hit_rate)
+    lc(s, low_cache_turns)
     return s
 
 
@@ -219,6 +230,17 @@ def decide(snapshot: Snapshot, counters: Counters, profile: Profile) -> Decision
             Action.COMPRESS_HISTORY,
             (f"{c.steps} turns since the last reset (> {p.max_turns}): compress history",),
             Rule.TOO_MANY_TURNS,
+        )
+    if s.low_cache_turns >= p.cache_miss_turns:
+        return Decision(
+            Action.WARN,
+            (
+                f"prompt cache: {s.cache_hit_rate:.0%} hit rate, under {p.cache_hit_min:.0%} for "
+                f"{s.low_cache_turns} responses in a row (>= {p.cache_miss_turns}): restructure the "
+                "prefix — keep the system prompt and tools byte-stable, append to history instead of "
+                "editing it",
+            ),
+            Rule.CACHE_MISSES,
         )
     warnings: list[str] = []
     if s.pressure >= p.pressure_warning:

@@ -2,9 +2,11 @@
 
 Prints the ROC AUC (bootstrap 95% CI) of the profile's risk score for predicting a failed run, at the
 end of each run and using only the first 25/50/75% of its turns, next to single-feature baselines
-(peak fill, number of turns, tool error rate) computed in the same run. When the profile was fitted
-on these very runs (the default profile on its own development data), it says so and reports the
-nested cross-validated AUC as the honest figure.
+(peak fill, number of turns, tool error rate) computed in the same run, and at each point the
+difference between risk and the best baseline there with a paired bootstrap 95% CI (risk "beats" it
+only where the whole interval is above zero). When the profile was fitted on these very runs (the
+default profile on its own development data), it says so and uses the nested cross-validated AUC as
+the honest figure, in the comparison too.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def _cell(f: AucFigure) -> str:
 
 
 def render_validation(v: Validation) -> str:
-    head = f"{'':<26}" + "".join(f"{f'first {p:.0%}' if p < 1 else 'end of run':>20}" for p in EVAL_POINTS)
+    head = f"{'':<26}" + "".join(f"{f'first {p:.0%}' if p < 1 else 'end of run':>22}" for p in EVAL_POINTS)
     lines = [
         f"{v.runs} runs, {v.failed} failed; ROC AUC for predicting failure [bootstrap 95% CI]",
         head,
@@ -34,12 +36,24 @@ def render_validation(v: Validation) -> str:
     if v.cross_validated is not None:
         lines.append(
             f"{'risk (cross-validated)':<26}"
-            + "".join(f"{_cell(v.cross_validated[p]):>20}" for p in EVAL_POINTS)
+            + "".join(f"{_cell(v.cross_validated[p]):>22}" for p in EVAL_POINTS)
         )
     label = "risk (fitted here)" if v.cross_validated is not None else "risk"
-    lines.append(f"{label:<26}" + "".join(f"{_cell(v.risk[p]):>20}" for p in EVAL_POINTS))
+    lines.append(f"{label:<26}" + "".join(f"{_cell(v.risk[p]):>22}" for p in EVAL_POINTS))
     for name, table in v.baselines.items():
-        lines.append(f"{'baseline: ' + name:<26}" + "".join(f"{_cell(table[p]):>20}" for p in EVAL_POINTS))
+        lines.append(f"{'baseline: ' + name:<26}" + "".join(f"{_cell(table[p]):>22}" for p in EVAL_POINTS))
+    if v.versus_best_baseline is not None:
+        comps = v.versus_best_baseline
+        lines.append(
+            f"{'risk - best baseline':<26}"
+            + "".join(f"{f'{c.difference:+.3f} [{c.low:+.2f},{c.high:+.2f}]':>22}" for c in comps.values())
+        )
+        lines.append(f"{'  (best baseline)':<26}" + "".join(f"{c.baseline:>22}" for c in comps.values()))
+        beats = [p for p, c in comps.items() if c.beats]
+        lines.append(
+            "risk beats the best baseline (paired bootstrap 95% CI above 0) at: "
+            + (", ".join(f"{p:.0%}" if p < 1 else "end of run" for p in beats) if beats else "none")
+        )
     lines.append("risk features: " + ", ".join(v.features))
     if v.trained_on_these_runs >= 0.5:
         lines.append(

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ctxhealth.risk.folds import stratified_folds as stratified_folds
     from ctxhealth.risk.folds import training_rows as training_rows
     from ctxhealth.risk.metrics import bootstrap_auc_ci as bootstrap_auc_ci
+    from ctxhealth.risk.metrics import bootstrap_auc_difference_ci as bootstrap_auc_difference_ci
     from ctxhealth.risk.metrics import roc_auc as roc_auc
     from ctxhealth.risk.metrics import stratified_auc as stratified_auc
     from ctxhealth.risk.procedures import ANCHOR_FEATURE as ANCHOR_FEATURE
@@ -74,12 +75,14 @@ if TYPE_CHECKING:
     from ctxhealth.risk.selection import select_screening as select_screening
     from ctxhealth.risk.selection import select_threshold as select_threshold
     from ctxhealth.risk.validation import AucFigure as AucFigure
+    from ctxhealth.risk.validation import Comparison as Comparison
     from ctxhealth.risk.validation import Validation as Validation
     from ctxhealth.risk.validation import auc_figure as auc_figure
     from ctxhealth.risk.validation import validate_runs as validate_runs
 
 _LAZY: dict[str, str] = {
     "bootstrap_auc_ci": "metrics",
+    "bootstrap_auc_difference_ci": "metrics",
     "roc_auc": "metrics",
     "stratified_auc": "metrics",
     "group_folds": "folds",
@@ -121,6 +124,7 @@ _LAZY: dict[str, str] = {
     "fit_risk": "calibration",
     "procedure_of": "calibration",
     "AucFigure": "validation",
+    "Comparison": "validation",
     "Validation": "validation",
     "auc_figure": "validation",
     "validate_runs": "validation",

@@ -1,6 +1,7 @@
 """Validation: AUC with bootstrap intervals of a profile's risk and of the baselines on labelled
-runs, plus the nested cross-validated risk when the model was trained on those runs
-(:func:`validate_runs`, :class:`Validation`, :class:`AucFigure`).
+runs, the nested cross-validated risk when the model was trained on those runs, and at every
+evaluation point the paired difference between the honest risk figure and the best baseline there
+(:func:`validate_runs`, :class:`Validation`, :class:`AucFigure`, :class:`Comparison`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxhealth.risk.calibration import cross_validate_runs, procedure_of
-from ctxhealth.risk.metrics import bootstrap_auc_ci, roc_auc
+from ctxhealth.risk.metrics import bootstrap_auc_ci, bootstrap_auc_difference_ci, roc_auc
 from ctxhealth.risk.model import RiskModel
 from ctxhealth.risk.runs import BASELINES, EVAL_POINTS, LabelledRun, fingerprint, run_key
 
@@ -35,9 +36,33 @@ def auc_figure(
 
 
 @dataclass(frozen=True, slots=True)
+class Comparison:
+    """Risk AUC minus the best baseline's AUC at one evaluation point, with a paired bootstrap 95%
+    interval; ``beats`` when the whole interval is above zero."""
+
+    baseline: str
+    difference: float
+    low: float
+    high: float
+
+    @property
+    def beats(self) -> bool:
+        return self.low > 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "difference": round(self.difference, 4),
+            "ci95": [round(self.low, 4), round(self.high, 4)],
+            "beats": self.beats,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Validation:
     """What ``ctxhealth validate`` reports: AUC (95% bootstrap CI) per evaluation point for the
-    profile's risk, for each baseline, and (when computed) the nested cross-validated risk."""
+    profile's risk, for each baseline, (when computed) the nested cross-validated risk, and the
+    paired comparison of the honest risk figure with the best baseline at each point."""
 
     runs: int
     failed: int
@@ -47,6 +72,7 @@ class Validation:
     trained_on_these_runs: float
     features: tuple[str, ...]
     fold_features: tuple[tuple[str, ...], ...] = ()
+    versus_best_baseline: Mapping[float, Comparison] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def table(m: Mapping[float, AucFigure]) -> dict[str, Any]:
@@ -62,6 +88,9 @@ class Validation:
             "cross_validated_risk": None if self.cross_validated is None else table(self.cross_validated),
             "cv_fold_features": [list(f) for f in self.fold_features],
             "baselines": {name: table(m) for name, m in self.baselines.items()},
+            "risk_minus_best_baseline": None
+            if self.versus_best_baseline is None
+            else {f"{p:g}": c.to_dict() for p, c in self.versus_best_baseline.items()},
         }
 
 
@@ -84,16 +113,15 @@ def validate_runs(
     trained = set(model.meta.get("training_runs", ()))
     mine = fingerprint([run_key(r.path) for r in runs])
     overlap = sum(1 for h in mine if h in trained) / len(mine) if mine else 0.0
-    risk = {
-        p: auc_figure([model.score(r.features[p]) for r in runs], y, rounds=rounds, seed=seed)
-        for p in EVAL_POINTS
+    risk_scores = {p: [model.score(r.features[p]) for r in runs] for p in EVAL_POINTS}
+    risk = {p: auc_figure(risk_scores[p], y, rounds=rounds, seed=seed) for p in EVAL_POINTS}
+    baseline_scores = {
+        label: {p: [r.features[p].get(feat, 0.0) for r in runs] for p in EVAL_POINTS}
+        for label, feat in BASELINES
     }
     baselines = {
-        label: {
-            p: auc_figure([r.features[p].get(feat, 0.0) for r in runs], y, rounds=rounds, seed=seed)
-            for p in EVAL_POINTS
-        }
-        for label, feat in BASELINES
+        label: {p: auc_figure(scores[p], y, rounds=rounds, seed=seed) for p in EVAL_POINTS}
+        for label, scores in baseline_scores.items()
     }
     do_cv = overlap >= 0.5 if cross_validate_risk is None else cross_validate_risk
     cv_table: dict[float, AucFigure] | None = None
@@ -102,6 +130,15 @@ def validate_runs(
         cv = cross_validate_runs(runs, folds=folds, seed=seed, procedure=procedure_of(model))
         cv_table = {p: auc_figure(cv.scores[p], y, rounds=rounds, seed=seed) for p in EVAL_POINTS}
         fold_features = cv.fold_features
+        risk_scores = {p: list(cv.scores[p]) for p in EVAL_POINTS}
+    versus: dict[float, Comparison] = {}
+    for p in EVAL_POINTS:
+        best = max(baselines, key=lambda label: baselines[label][p].auc)
+        honest = (cv_table or risk)[p].auc
+        lo, hi = bootstrap_auc_difference_ci(
+            risk_scores[p], baseline_scores[best][p], y, rounds=rounds, seed=seed
+        )
+        versus[p] = Comparison(best, honest - baselines[best][p].auc, lo, hi)
     return Validation(
         runs=len(runs),
         failed=sum(y),
@@ -111,4 +148,5 @@ def validate_runs(
         trained_on_these_runs=overlap,
         features=model.features,
         fold_features=fold_features,
+        versus_best_baseline=versus,
     )

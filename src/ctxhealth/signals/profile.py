@@ -89,6 +89,10 @@ class Profile:
     indicators_to_raise_zone: int = 2
     # fidelity
     fidelity_window: int = 10
+    # prompt cache (reset trigger: restructure the prefix)
+    cache_hit_min: float = 0.40
+    cache_miss_turns: int = 5
+    cache_min_prompt: int = 1_024
     # policy
     max_restarts: int = 3
     cooldown: int = 3

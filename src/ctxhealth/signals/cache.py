@@ -1,0 +1,97 @@
+"""Prompt-cache hits per response, and the run of responses that mostly missed the cache.
+
+The hit rate of one response is the share of its prompt the provider read from its prompt cache
+(``cache_read_tokens / context_tokens``). A stable prefix (system prompt, tools, earlier turns
+appended, never edited) keeps it high; a prefix that changes every request (a timestamp in the
+system prompt, reordered tools, edited history) keeps it near zero and pays full price for every
+prompt. The spec's reset trigger: a hit rate under ``cache_hit_min`` for ``cache_miss_turns``
+responses in a row → restructure the prefix.
+
+Only responses whose prompt is at least ``cache_min_prompt`` tokens count (providers do not cache
+shorter prompts), and the run only counts once the session has shown one cache hit: a provider
+or log that reports no caching at all is not a cache problem the agent can fix. State is a few
+numbers.
+"""
+
+from __future__ import annotations
+
+from ctxhealth.model import Role
+from ctxhealth.signals.base import CachedDetector, Signal
+from ctxhealth.signals.events import Event
+from ctxhealth.signals.profile import Profile
+
+
+class CacheDetector(CachedDetector):
+    """The latest response's cache hit rate, the session's, and the current run of low ones."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.rate: float | None = None
+        self.read_tokens = 0
+        self.prompt_tokens = 0
+        self.seen_hit = False
+        self.run = 0
+        self.run_start: int | None = None
+        self.last_index: int | None = None
+
+    def update(self, event: Event) -> None:
+        msg = event.message
+        usage = msg.usage
+        if msg.role is not Role.ASSISTANT or usage is None:
+            return
+        prompt = usage.context_tokens
+        if prompt < self.profile.cache_min_prompt:
+            return
+        read = min(usage.cache_read_tokens, prompt)
+        rate = read / prompt
+        self.rate = rate
+        self.read_tokens += read
+        self.prompt_tokens += prompt
+        self.last_index = event.index
+        if read > 0:
+            self.seen_hit = True
+        if rate < self.profile.cache_hit_min:
+            if self.run == 0:
+                self.run_start = event.index
+            self.run += 1
+        else:
+            self.run = 0
+            self.run_start = None
+        self._snap = None
+
+    @property
+    def low_turns(self) -> int:
+        """Responses in a row under the hit-rate threshold (0 until the session has had a hit)."""
+        return self.run if self.seen_hit else 0
+
+    @property
+    def session_rate(self) -> float | None:
+        """Cached share of every counted prompt so far (None before the first one)."""
+        return self.read_tokens / self.prompt_tokens if self.prompt_tokens else None
+
+    def _take(self) -> tuple[float | None, float | None, int, int | None, int | None]:
+        return (self.rate, self.session_rate, self.low_turns, self.run_start, self.last_index)
+
+    def render(
+        self, snap: tuple[float | None, float | None, int, int | None, int | None]
+    ) -> tuple[Signal, ...]:
+        rate, overall, low, start, last = snap
+        p = self.profile
+        evidence = tuple(i for i in (start, last) if i is not None) if low else ()
+        if rate is None:
+            detail = f"no response with a prompt of {p.cache_min_prompt}+ tokens yet"
+        else:
+            detail = (
+                f"latest response {rate:.0%} of its prompt from cache, session {overall or 0.0:.0%}; "
+                f"{low} responses in a row under {p.cache_hit_min:.0%} "
+                f"(fires at {p.cache_miss_turns}; counts once the session had a cache hit)"
+            )
+        return (
+            Signal(
+                "cache_hits",
+                1.0 if rate is None else rate,
+                low >= p.cache_miss_turns,
+                evidence,
+                detail,
+            ),
+        )
