@@ -7,7 +7,10 @@ Run: ``python benchmarks/bench_observe.py [--data ../shared/data] [--turns 4000]
 * per session: p50 / p99 / mean microseconds per ``observe`` over all observations; the same per
   message as the fastest of the repeats (``observe_best_of``: steadier on a busy machine, since a
   message's cost does not change between repeats, only the interference does) with the mean CPU time
-  per message; the retained memory (tracemalloc) of a monitor after 10% / 50% / 100% of the history,
+  per message; ``observe`` plus reading every signal of each assessment (``observe_plus_all_signals``:
+  ``observe`` returns the decision, zone, pressure, risk and features and defers the per-signal
+  snapshots and explanations until they are read, so this is the cost for a caller who reads them
+  all); the retained memory (tracemalloc) of a monitor after 10% / 50% / 100% of the history,
   to show it stays flat; the size of ``Monitor.snapshot()`` as JSON at those points and the time to
   save and restore it; and in the same run two baselines: a bare Python call per message (the floor)
   and a naive assessment that rebuilds a fresh monitor over the whole prefix (what a non-incremental
@@ -112,6 +115,30 @@ def time_observe(session: Session, repeats: int) -> tuple[dict[str, float], dict
             "repeats": repeats,
         },
     )
+
+
+def time_observe_and_signals(session: Session, repeats: int) -> dict[str, float]:
+    """``observe`` plus reading every signal of its assessment (value, evidence, detail) per message.
+
+    ``observe`` computes what a caller acts on (zone, pressure, risk, action, reasons, features) and
+    defers the per-signal explanations until they are read; this is the cost when they all are.
+    """
+    samples: list[float] = []
+    clock = time.perf_counter_ns
+    for _ in range(repeats):
+        m = Monitor(session.model)
+        for msg in session.messages:
+            t0 = clock()
+            a = m.observe(msg)
+            read = [(sig.value, sig.evidence, sig.detail) for sig in a.signals.values()]
+            samples.append((clock() - t0) / 1000.0)
+    assert read, "every assessment has signals"
+    return {
+        "p50_us": round(_percentile(samples, 0.50), 2),
+        "p99_us": round(_percentile(samples, 0.99), 2),
+        "mean_us": round(statistics.fmean(samples), 2),
+        "observations": len(samples),
+    }
 
 
 def snapshot_profile(session: Session) -> dict[str, Any]:
@@ -221,6 +248,7 @@ def bench(session: Session, repeats: int) -> dict[str, Any]:
             "turns": session.assistant_turns,
             "observe": observed,
             "observe_best_of": best_of,
+            "observe_plus_all_signals": time_observe_and_signals(session, repeats),
             "baseline_bare_call": time_bare_call(session, repeats),
             "baseline_naive_recompute": time_naive(session),
         }

@@ -146,7 +146,10 @@ def test_snapshot_size_stays_bounded_as_the_history_grows() -> None:
         if i in (600, 1_200, 2_400):
             sizes.append(len(json.dumps(m.snapshot())))
     assert sizes[-1] < 256 * 1024
-    assert sizes[-1] <= sizes[0] * 1.25  # flat: bounded windows, not history
+    # flat: bounded windows, not history (the table of seen sentences, 512 at most, fills during the
+    # first 512 turns; from then on nothing grows)
+    assert sizes[-1] <= sizes[1] * 1.1
+    assert sizes[-1] <= sizes[0] * 1.35
 
 
 # --------------------------------------------------------------------------- real sessions

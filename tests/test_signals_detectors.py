@@ -140,7 +140,10 @@ def test_drift_window_is_bounded_by_characters() -> None:
     for i in range(200):
         m.observe(Message(Role.ASSISTANT, (TextBlock(f"word{i} " * 50),)))
     assert m.drift._chars <= P.drift_window_chars
-    assert len(m.drift._words) < 400
+    assert m.drift._count < 400
+    # the window keeps few runs, and only instruction words are tracked
+    assert len(m.drift._runs) <= P.drift_window_chars // 400 + 1
+    assert len(m.drift._heap) <= len(m.drift.instruction_words) * len(m.drift._runs)
 
 
 def test_indicators_contradiction_missing_context_over_explanation_stale() -> None:
@@ -216,7 +219,7 @@ def test_drift_similarity_is_a_fraction_and_matches_a_recount(instruction: str, 
         m.observe(Message(Role.ASSISTANT, (TextBlock(out),)))
     assert 0.0 <= m.drift.similarity <= 1.0
     # independent recount over the exact window the detector holds
-    window = {w for w, _, _ in m.drift._words}
+    window = set(m.drift.window_words())
     instr = m.drift.instruction_words
     if instr and window:
         assert m.drift.similarity == len(instr & window) / len(instr)
@@ -228,12 +231,14 @@ def test_lazy_signals_mapping() -> None:
     a = m.last
     assert a is not None
     names = list(a.signals)
-    assert names[0] == "pressure" and len(a.signals) == len(names) == 19
+    assert names[0] == "pressure" and len(a.signals) == len(names) == 20
     assert a.signals["drift"].name == "drift"
-    # a later observation does not change an earlier assessment's readings
+    # a later observation does not change an earlier assessment's readings, read before or after it
     before = a.signals["pressure"].value
-    m.observe(act(1, "ls", fill=90_000))
+    unread = m.observe(act(1, "ls", fill=90_000))
     assert a.signals["pressure"].value == before
+    m.observe(act(2, "ls", fill=150_000))
+    assert unread.signals["pressure"].value == unread.pressure != m.last.pressure
 
 
 def test_pinned_instruction_is_not_replaced_by_later_requests() -> None:

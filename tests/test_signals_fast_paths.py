@@ -16,7 +16,7 @@ from ctxhealth.model import Message, Role, TextBlock, ToolResult
 from ctxhealth.signals import calls
 from ctxhealth.signals.calls import error_signature, is_failure
 from ctxhealth.signals.drift import DriftDetector
-from ctxhealth.signals.events import Event
+from ctxhealth.signals.events import EventBuilder
 from ctxhealth.signals.profile import Profile
 from ctxhealth.signals.text import content_words
 
@@ -179,9 +179,10 @@ def test_drift_window_matches_the_plain_definition(texts: list[str], limit: int)
     profile = Profile(risk=None, drift_window_chars=limit)
     detector = DriftDetector(profile, sweet_spot=1)
     reference = _ReferenceDrift(instruction, limit)
-    detector.update(Event(0, Message(Role.USER, (TextBlock(instruction),)), 0, 0))
+    events = EventBuilder()
+    detector.update(events.build(0, Message(Role.USER, (TextBlock(instruction),)), 0, 0))
     for i, text in enumerate(texts, start=1):
-        detector.update(Event(i, Message(Role.ASSISTANT, (TextBlock(text),)), i, 0))
+        detector.update(events.build(i, Message(Role.ASSISTANT, (TextBlock(text),)), i, 0))
         reference.add(text)
         assert detector.tail == reference.tail == "\n".join(texts[:i])[-limit:]
         assert detector.similarity == reference.similarity()

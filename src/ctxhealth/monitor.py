@@ -3,7 +3,15 @@
 This is what hooks, the proxy and SDK middleware call on every turn, so it is incremental and cheap:
 each ``observe`` parses the one new message once, updates every detector in O(1) amortised time
 with memory bounded by their windows, estimates the fill without re-reading history, then builds the
-snapshot, the risk score and the decision. Importing this module pulls in neither click nor orjson.
+decision snapshot, the risk score (the profile's model bound once to the feature functions) and the
+decision. Importing this module pulls in neither click nor orjson.
+
+What a caller acts on (action, reasons, rule, zone, pressure, risk, features, fill) is computed in
+``observe``; the per-signal readings (``Assessment.signals``: values, evidence, explanations) are
+deferred: the detectors' snapshots are taken when a signal is first read, or, if the assessment is
+still held by someone, just before the next change to the detectors (a weak reference tells the
+monitor; ``Monitor.last`` is dropped at the start of ``observe`` for that), so a reading always
+shows the turn it was assessed at and a caller who never reads them does not pay for them.
 
 Fill: the provider's reported prompt size when the message carries usage (``reported``); otherwise
 the last known fill plus an estimate of each message since (about 4 characters per token, the spec;
@@ -20,6 +28,7 @@ processes: observe(m1..mk), snapshot, restore, observe(mk+1..mn) assesses exactl
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -38,12 +47,14 @@ from ctxhealth.model import (
     ToolResult,
 )
 from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
+from ctxhealth.risk.model import PHASE_FEATURE, RiskModel, sigmoid
 from ctxhealth.signals.base import Detector, LazySignals, Signal
+from ctxhealth.signals.cache import CacheDetector
 from ctxhealth.signals.drift import DriftDetector
 from ctxhealth.signals.events import EventBuilder
 from ctxhealth.signals.failures import FailureDetector
 from ctxhealth.signals.fidelity import FidelityDetector
-from ctxhealth.signals.hedging import count_hedges
+from ctxhealth.signals.hedging import count_folded, count_hedges
 from ctxhealth.signals.indicators import IndicatorDetector
 from ctxhealth.signals.pressure import PressureTracker, Zone
 from ctxhealth.signals.profile import Profile, default_profile
@@ -189,7 +200,7 @@ def estimate_message_tokens(message: Message) -> int:
         if isinstance(b, (TextBlock, ThinkingBlock, CompactionSummary)):
             chars += len(b.text)
         elif isinstance(b, ToolCall):
-            chars += len(b.name) + (len(b.input) if isinstance(b.input, str) else len(str(b.input)))
+            chars += len(b.name) + (len(b.input) if isinstance(b.input, str) else _str_len(b.input))
             extra += TOOL_BLOCK_OVERHEAD
         elif isinstance(b, ToolResult):
             chars += len(b.text)
@@ -197,6 +208,53 @@ def estimate_message_tokens(message: Message) -> int:
         elif isinstance(b, ImageBlock):
             extra += IMAGE_TOKENS
     return math.ceil(chars / CHARS_PER_TOKEN) + extra
+
+
+LONG_TEXT = 512
+"""Strings at least this long are measured as :func:`repr` would write them without writing them."""
+
+
+def _str_len(value: Any) -> int:
+    """``len(str(value))`` for a tool input (decoded JSON: dicts, lists, strings, numbers)."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        return _repr_len(value)
+    return len(str(value))
+
+
+def _repr_len(value: Any) -> int:
+    """``len(repr(value))``, without building the text of long strings inside it."""
+    kind = type(value)
+    if kind is str:
+        return _text_repr_len(value) if len(value) >= LONG_TEXT else len(repr(value))
+    if kind is dict:
+        if not value:
+            return 2
+        return sum(_repr_len(k) + _repr_len(v) for k, v in value.items()) + 4 * len(value)
+    if kind is list:
+        if not value:
+            return 2
+        return sum(map(_repr_len, value)) + 2 * len(value)
+    return len(repr(value))
+
+
+def _text_repr_len(text: str) -> int:
+    """``len(repr(text))`` of an ASCII text by counting what ``repr`` escapes: a backslash, a newline,
+    a carriage return or a tab each take two characters, and the quote it is written in (``'``
+    unless the text holds ``'`` and no ``"``) is escaped inside; a text with another control
+    character, or not ASCII, is measured by ``repr`` itself."""
+    if not text.isascii():
+        return len(repr(text))
+    data = text.encode("ascii")
+    controls = data.translate(None, _PRINTABLE)
+    if controls.translate(None, b"\n\r\t"):
+        return len(repr(text))
+    single = data.count(b"'")
+    quotes = 0 if single and b'"' not in data else single
+    return len(text) + 2 + len(controls) + data.count(b"\\") + quotes
+
+
+_PRINTABLE = bytes(range(0x20, 0x7F))
 
 
 class Monitor:
@@ -236,6 +294,7 @@ class Monitor:
         self._track_hedges = (
             (risk is not None and "hedges" in risk.features) if track_hedges is None else track_hedges
         )
+        self._scorer = _Scorer.of(risk) if risk is not None else None
         self._events = EventBuilder()
         th = self.profile.thresholds(self.info.tier)
         self.pressure = PressureTracker(self.info, self.profile)
@@ -244,6 +303,7 @@ class Monitor:
         self.repetition = RepetitionDetector(self.profile)
         self.indicators = IndicatorDetector(self.profile)
         self.fidelity = FidelityDetector(self.profile)
+        self.cache = CacheDetector(self.profile)
         self._detectors: tuple[Detector, ...] = (
             self.pressure,
             self.drift,
@@ -251,12 +311,25 @@ class Monitor:
             self.repetition,
             self.indicators,
             self.fidelity,
+            self.cache,
         )
         self.last: Assessment | None = None
+        self._pending: weakref.ref[LazySignals] | None = None
 
     # ------------------------------------------------------------------ model and instruction
 
+    def _seal(self) -> None:
+        """Before the detectors change: the last assessment's signals, if someone still holds them,
+        take their snapshots now (they are deferred until read, see ``LazySignals.deferred``)."""
+        ref = self._pending
+        if ref is not None:
+            self._pending = None
+            signals = ref()
+            if signals is not None:
+                signals.freeze()
+
     def _set_model(self, model_id: str) -> None:
+        self._seal()
         self.info = self.registry.lookup(model_id)
         self.pressure.set_model(self.info)
         self.drift.sweet_spot = self.profile.thresholds(self.info.tier).sweet_spot
@@ -265,6 +338,7 @@ class Monitor:
 
     def set_instruction(self, text: str, index: int | None = None) -> None:
         """Pin the original instruction (otherwise the first user request is used)."""
+        self._seal()
         self.drift.set_instruction(text, index)
 
     # ------------------------------------------------------------------ observing
@@ -289,6 +363,9 @@ class Monitor:
 
     def observe(self, message: Message, *, fill: int | None = None) -> Assessment:
         """Assess the session after ``message``; ``fill`` overrides the fill when the caller knows it."""
+        self.last = None
+        if self._pending is not None:
+            self._seal()
         self.index += 1
         index = self.index
         assistant = message.role is Role.ASSISTANT
@@ -310,12 +387,16 @@ class Monitor:
             self.output_tokens += out
             if usage is not None:
                 self.reasoning_tokens += usage.reasoning_tokens
-            if self._track_hedges:
-                self.hedges += count_hedges(message.text)
             if self.fill_source is FillSource.REPORTED and fill is None and usage is not None:
                 # what follows this response sits on top of the prompt plus the response itself
                 self.fill += max(out, estimate_message_tokens(message))
         event = self._events.build(index, message, self.turn, assessed_fill)
+        if assistant and self._track_hedges:
+            if message.compaction is not None:
+                self.hedges += count_hedges(message.text)
+            elif event.text:
+                # the text blocks are the whole visible text: reuse the event's word runs
+                self.hedges += count_folded(event.text, event.folded, event.runs)
         for detector in self._detectors:
             detector.update(event)
         assessment = self._assess(index, assessed_fill)
@@ -334,19 +415,24 @@ class Monitor:
     def _assess(self, index: int, fill: int) -> Assessment:
         p = self.profile
         tracker = self.pressure
-        names = self._indicators_fired()
+        fired = self.indicators.fired_count() + self.repetition.repeated_fired
         base_zone = tracker.zone
-        zone = base_zone.raised() if len(names) >= p.indicators_to_raise_zone else base_zone
-        if p.risk is not None:
+        zone = base_zone.raised() if fired >= p.indicators_to_raise_zone else base_zone
+        scorer = self._scorer
+        if scorer is not None:
+            features, risk = scorer(self)
+        elif p.risk is not None:
             features = self.features(p.risk.features)
-            risk: float | None = p.risk.score(features)
+            risk = p.risk.score(features)
         else:
             features, risk = {}, None
         failures = self.failures
         drift = self.drift
+        cache = self.cache
+        pressure = tracker.pressure
         snapshot = snapshot_of(
             zone,
-            tracker.pressure,
+            pressure,
             fill,
             tracker.capacity,
             failures.rate,
@@ -355,28 +441,25 @@ class Monitor:
             drift.fill >= drift.sweet_spot,
             failures.same_mistake_count,
             failures.streak_len,
-            len(names),
+            fired,
             risk,
+            1.0 if cache.rate is None else cache.rate,
+            cache.low_turns,
         )
         decision: Decision = decide(snapshot, self.counters, p)
         reasons = decision.reasons
         if zone is not base_zone:
-            reasons = (*reasons, f"zone raised {base_zone.value} → {zone.value}: {', '.join(names)}")
-        pr, dr, fa, re_, ind, fi = self._detectors
-        parts = (
-            (pr, pr.snapshot()),
-            (dr, dr.snapshot()),
-            (fa, fa.snapshot()),
-            (re_, re_.snapshot()),
-            (ind, ind.snapshot()),
-            (fi, fi.snapshot()),
-        )
+            names = ", ".join(self._indicators_fired())
+            reasons = (*reasons, f"zone raised {base_zone.value} → {zone.value}: {names}")
+        # the signals' snapshots are taken when first read (or before the detectors next change)
+        signals = LazySignals.deferred(self._detectors)
+        self._pending = weakref.ref(signals)
         return _assessment(
             self.turn,
             index,
             zone,
             base_zone,
-            tracker.pressure,
+            pressure,
             risk,
             decision.action,
             reasons,
@@ -384,7 +467,7 @@ class Monitor:
             fill,
             self.fill_source,
             self.info.id,
-            LazySignals(parts),
+            signals,
             features,
         )
 
@@ -404,6 +487,7 @@ class Monitor:
         ``fill`` is the context size after the recovery, when known (else the next reported usage
         corrects it).
         """
+        self._seal()
         self.counters = record(self.counters, action, self.profile)
         if action is Action.RESTART:
             self.failures.reset()
@@ -490,7 +574,7 @@ class Monitor:
                 ),
                 None,
             )
-            self.drift.set_instruction(session.instruction, index)
+            self.set_instruction(session.instruction, index)
         stop = cut_index(session, upto)
         reported = session.reported_fill
         for i, message in enumerate(session.messages[:stop]):
@@ -506,10 +590,66 @@ class Monitor:
         return last
 
 
+class _Scorer:
+    """The profile's risk model bound to the feature functions: one call gives the features the
+    model reads and its score, with the arithmetic of :meth:`RiskModel.score` done in the same order
+    (so the same floats) but without looking names up per turn.
+
+    :meth:`of` checks the binding against ``RiskModel.score`` on a few inputs and gives None when
+    they differ (a model whose scoring changed), so the monitor then scores the generic way.
+    """
+
+    __slots__ = ("bias", "fns", "names", "phase_in", "terms", "turns_at")
+
+    def __init__(self, model: RiskModel) -> None:
+        table = _FEATURES
+        self.names = tuple(n for n in model.features if n in table)
+        self.fns = tuple(table[n] for n in self.names)
+        at = {n: i for i, n in enumerate(self.names)}
+        self.terms = tuple(
+            (at[name], w, mu, sd, name in model.log_features, name == model.anchor)
+            for name, w, mu, sd in zip(model.features, model.weights, model.mean, model.scale, strict=True)
+            if name in at and w != 0.0
+        )
+        self.bias = model.bias
+        self.phase_in = model.phase_in
+        self.turns_at = at.get(PHASE_FEATURE)
+
+    @classmethod
+    def of(cls, model: RiskModel) -> _Scorer | None:
+        scorer = cls(model)
+        n = len(scorer.names)
+        for probe in (
+            [0.0] * n,
+            [i * 1.7 + 0.3 for i in range(n)],
+            [(-1.0) ** i * (i + 2.5) for i in range(n)],
+        ):
+            if scorer.score(probe) != model.score(dict(zip(scorer.names, probe, strict=True))):
+                return None
+        return scorer
+
+    def score(self, values: list[float]) -> float:
+        if self.phase_in <= 0:
+            phase = 1.0
+        else:
+            t = self.turns_at
+            phase = 1.0 if t is None else min(1.0, max(values[t], 0.0) / self.phase_in)
+        z = self.bias
+        for i, w, mu, sd, log, anchor in self.terms:
+            raw = values[i]
+            x = math.log1p(max(raw, 0.0)) if log else raw
+            z += (1.0 if anchor else phase) * w * (x - mu) / sd
+        return sigmoid(z)
+
+    def __call__(self, monitor: Monitor) -> tuple[dict[str, float], float]:
+        values = [f(monitor) for f in self.fns]
+        return dict(zip(self.names, values, strict=True)), self.score(values)
+
+
 SNAPSHOT_KIND = "ctxhealth.monitor"
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
 """Bumped whenever the saved state changes shape; an older snapshot is refused, not misread."""
-_TRANSIENT = frozenset({"profile", "registry", "info", "_detectors", "last"})
+_TRANSIENT = frozenset({"profile", "registry", "info", "_detectors", "last", "_scorer", "_pending"})
 """Monitor attributes rebuilt by :meth:`Monitor.restore` rather than saved."""
 
 

@@ -47,7 +47,8 @@ class Detector(Protocol):
 
     ``snapshot()`` is a cheap immutable copy of the state (cached until the next change) and
     ``render(snapshot)`` turns one into signals using nothing else, so a monitor can keep a
-    snapshot per turn and build the explanations only when someone reads them.
+    snapshot per turn and build the explanations only when someone reads them (or, with
+    :meth:`LazySignals.deferred`, take the snapshot only then too).
     """
 
     def update(self, event: Any) -> None: ...
@@ -97,17 +98,39 @@ class CachedDetector:
 
 
 class LazySignals(Mapping[str, Signal]):
-    """A read-only ``name -> Signal`` mapping built from detector snapshots on first access."""
+    """A read-only ``name -> Signal`` mapping built from detector snapshots on first access.
 
-    __slots__ = ("_built", "_parts")
+    Built from ``(detector, snapshot)`` pairs, or from the detectors alone (:meth:`deferred`): then
+    the snapshots are taken on first access or by :meth:`freeze`, which whoever changes the
+    detectors must call first while this mapping is alive (the monitor does, through a weak
+    reference), so a reading always shows the state at the time it was made.
+    """
 
-    def __init__(self, parts: tuple[tuple[Detector, Any], ...]) -> None:
+    __slots__ = ("__weakref__", "_built", "_detectors", "_parts")
+
+    def __init__(
+        self, parts: tuple[tuple[Detector, Any], ...] | None, detectors: tuple[Detector, ...] = ()
+    ) -> None:
         self._parts = parts
+        self._detectors = detectors
         self._built: dict[str, Signal] | None = None
+
+    @classmethod
+    def deferred(cls, detectors: tuple[Detector, ...]) -> LazySignals:
+        """Readings of ``detectors`` as they are now, their snapshots taken when first needed."""
+        return cls(None, detectors)
+
+    def freeze(self) -> None:
+        """Take the detectors' snapshots now (before they change), if not taken yet."""
+        if self._parts is None:
+            self._parts = tuple((d, d.snapshot()) for d in self._detectors)
+            self._detectors = ()
 
     def _items(self) -> dict[str, Signal]:
         built = self._built
         if built is None:
+            self.freeze()
+            assert self._parts is not None
             built = {}
             for detector, snap in self._parts:
                 for sig in detector.render(snap):

@@ -106,6 +106,8 @@ _SED_SUB_SOURCE = r"s([/|#,])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1"
 _PATCH_FILE_SOURCE = r"^\*\*\* (?:Update|Add|Delete) File: (.+)$"
 _READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
 _SEARCH_VERBS = {"grep", "rg", "ag", "find", "ls", "tree", "git", "fd", "locate", "which"}
+_PATH_VERBS = frozenset({"sed", "perl", "tee", "rm", *_READ_VERBS})
+"""The verbs whose arguments are read as paths (every other verb only sets the command's kind)."""
 
 
 def _command_text(value: Any) -> str:
@@ -162,6 +164,14 @@ def _parse_shell(
         if not words:
             continue
         verb = words[0].rsplit("/", 1)[-1]
+        if verb not in _PATH_VERBS:
+            # no path argument matters for this verb: only the kind of command (lines of a quoted
+            # payload land here, so their words are never matched against the path pattern)
+            if verb in {"patch"} or (verb == "git" and len(words) > 1 and words[1] in {"apply", "checkout"}):
+                kinds.add(CallKind.EDIT)
+            elif verb in _SEARCH_VERBS:
+                kinds.add(CallKind.SEARCH)
+            continue
         args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
         paths = [a for a in args if "." in a and _PATH.fullmatch(a)]
         if verb == "sed" and any(w.startswith("-i") for w in words[1:]):
@@ -188,9 +198,55 @@ def _parse_shell(
         else f"{command[:SHELL_HEAD]}\n{command[-SHELL_TAIL:]}"
     )
     hinted = _VERIFY_HINT.search(probe) if len(probe) < 256 else any(h in probe for h in _VERIFY_HINTS)
-    if hinted and _re("_VERIFY").search(probe):
+    if hinted and _verifies(probe):
         kinds.add(CallKind.VERIFY)
     return kinds, reads, edits, deletes, change
+
+
+_VERIFY_ANCHORS = (
+    "pytest",
+    "py.test",
+    "runtests",
+    "unittest",
+    "tox",
+    "nox",
+    "cargo ",
+    "go ",
+    "npm ",
+    "yarn ",
+    "pnpm ",
+    "jest",
+    "vitest",
+    "mvn",
+    "gradle",
+    "ctest",
+    "make",
+    "mypy",
+    "ruff",
+    "flake8",
+    "pylint",
+    "tsc",
+    "eslint",
+    "python",
+)
+"""Every match of :data:`_VERIFY` starts with one of these (one per alternative)."""
+
+
+def _verifies(probe: str) -> bool:
+    """``_VERIFY.search(probe)`` is not None, trying the pattern only where an anchor occurs (a
+    ``match`` at a position sees the text before it, as a search does); short probes are searched."""
+    pattern = _re("_VERIFY")
+    if len(probe) < 256:
+        return pattern.search(probe) is not None
+    match = pattern.match
+    find = probe.find
+    for anchor in _VERIFY_ANCHORS:
+        at = find(anchor)
+        while at >= 0:
+            if match(probe, at) is not None:
+                return True
+            at = find(anchor, at + 1)
+    return False
 
 
 def parse_call(call: ToolCall) -> CallInfo:

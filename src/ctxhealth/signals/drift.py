@@ -6,27 +6,48 @@ request). Words are stop-word filtered and lightly stemmed. The signal fires whe
 below ``drift_threshold`` and the fill is above the sweet spot.
 
 The original instruction is the first real user request; a compaction summary never replaces it.
-The recent-output window is kept incrementally: a deque of (stem, chars) whose character total is
-trimmed to the window, and a count of how many window stems are instruction words, so an update
-costs O(new text), never O(history); a reply of a quarter of the window or more recounts the window
-from its last characters instead (bounded by the window, and faster than word-by-word updates). The
-tail's text is kept as segments with their content words, so that recount re-reads only the text of
-the new reply and of a segment the window cut into, not the whole window.
+
+The recent-output window is a sequence of words, each standing for a share of the characters of
+the reply it came from, trimmed from the front to ``drift_window_chars`` characters; a reply of a
+quarter of the window or more recounts the window from the last characters of output instead
+(bounded by the window). It is kept as *runs*, one per reply (its stems, how many of them were
+trimmed, the characters each stands for), so trimming is arithmetic on a run, never a loop over
+words; and only the instruction's words are tracked, each by the last position (a running word
+number) where it occurs: it is in the window while that position is, and a heap of positions says
+when it leaves. An update costs O(new words + instruction words in them), never O(history). The
+tail's text is kept as segments with their content words, so a recount re-reads only the text of
+the new reply and of a segment the window cut into.
 """
 
 from __future__ import annotations
 
-from collections import Counter, deque
-from itertools import repeat
+import heapq
+from collections import deque
+from itertools import count
 from typing import Any
 
-from ctxhealth.model import Role, TextBlock
+from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
-from ctxhealth.signals.text import content_words, weighted
+from ctxhealth.signals.text import content_words, run_stems
 
 INSTRUCTION_WORD_LIMIT = 400
+
+# a run of the window: [stems, trimmed (stems dropped from its front), each (characters per word),
+# extra (more characters of its first word), index (the message it came from), base (the running
+# number of its first word)]
+_STEMS, _CUT, _EACH, _EXTRA, _INDEX, _BASE = range(6)
+
+
+def _last_positions(stems: list[str], words: frozenset[str], base: int, start: int = 0) -> dict[str, int]:
+    """The running number of the last occurrence in ``stems[start:]`` of each of ``words`` found."""
+    found = words.intersection(stems[start:] if start else stems)
+    if not found:
+        return {}
+    # a dict built from (stem, number) pairs keeps each stem's last number (built at C speed)
+    last = dict(zip(stems, count(base)))
+    return {w: last[w] for w in found}
 
 
 class DriftDetector(CachedDetector):
@@ -39,9 +60,14 @@ class DriftDetector(CachedDetector):
         self.instruction_index: int | None = None
         self.pinned = False
         self.instruction_words: frozenset[str] = frozenset()
-        self._words: deque[tuple[str, int, int]] = deque()
+        self._runs: deque[list[Any]] = deque()
         self._chars = 0
-        self._counts: Counter[str] = Counter()
+        self._count = 0
+        self._next = 0
+        # instruction word -> running number of its last occurrence in the window; a heap of
+        # (number, word) says when each leaves (entries superseded by a later occurrence are skipped)
+        self._last: dict[str, int] = {}
+        self._heap: list[tuple[int, str]] = []
         self._hits = 0
         # the last ``drift_window_chars`` characters of output as "\n"-joined segments (text, its
         # content words or None when the text was cut and not yet recounted); ``_seg_chars`` is the
@@ -63,8 +89,18 @@ class DriftDetector(CachedDetector):
             if len(words) >= INSTRUCTION_WORD_LIMIT:
                 break
         self.instruction_words = frozenset(words)
-        self._hits = sum(1 for w in self._counts if w in self.instruction_words)
+        self._track_all()
         self._recompute()
+
+    def _track_all(self) -> None:
+        """Track the instruction's words afresh over the whole window (a new instruction)."""
+        last: dict[str, int] = {}
+        for run in self._runs:
+            last.update(_last_positions(run[_STEMS], self.instruction_words, run[_BASE], run[_CUT]))
+        self._last = last
+        self._heap = [(pos, w) for w, pos in last.items()]
+        heapq.heapify(self._heap)
+        self._hits = len(last)
 
     def update(self, event: Event) -> None:
         msg = event.message
@@ -82,7 +118,7 @@ class DriftDetector(CachedDetector):
             return
         if msg.role is not Role.ASSISTANT:
             return
-        text = "\n".join(b.text for b in msg.blocks if isinstance(b, TextBlock))
+        text = event.text
         if not text:
             return
         limit = self.profile.drift_window_chars
@@ -96,13 +132,13 @@ class DriftDetector(CachedDetector):
             self._last_output = event.index
             self._recompute()
             return
-        stems = content_words(text)
+        stems = run_stems(event.runs)
         self._append_segment(text, stems, limit)
         if len(text) * 4 >= limit:
             # a long reply: recounting the window from its text is cheaper than word-by-word updates
             self._replace(self._tail_words(), self._seg_chars, event.index)
         else:
-            self._push(weighted(text, stems), event.index)
+            self._push(stems, len(text), event.index)
         self._last_output = event.index
         self._recompute()
 
@@ -138,46 +174,90 @@ class DriftDetector(CachedDetector):
         return "\n".join(t for t, _ in self._segs)
 
     def _replace(self, stems: list[str], chars: int, index: int) -> None:
-        """The new text fills the whole window on its own: rebuild it in one go (C-speed counting)."""
+        """The new text fills the whole window on its own: the window is its words, each standing
+        for an equal share of ``chars``."""
         n = len(stems)
         each = chars // n if n else 0
-        self._words = deque(zip(stems, repeat(each), repeat(index)))
+        base = self._next
+        self._next = base + n
+        self._runs = deque(([stems, 0, each, 0, index, base],)) if n else deque()
         self._chars = each * n
-        self._counts = Counter(stems)
-        self._hits = len(self.instruction_words.intersection(self._counts))
+        self._count = n
+        self._last = _last_positions(stems, self.instruction_words, base)
+        self._heap = sorted((pos, w) for w, pos in self._last.items())
+        self._hits = len(self._last)
 
-    def _push(self, words: list[tuple[str, int]], index: int) -> None:
-        instr = self.instruction_words
-        counts = self._counts
-        window = self._words
-        append = window.append
-        chars = self._chars
-        hits = self._hits
-        for w, c in words:
-            append((w, c, index))
-            chars += c
-            n = counts.get(w, 0) + 1
-            counts[w] = n
-            if n == 1 and w in instr:
-                hits += 1
+    def _push(self, stems: list[str], chars: int, index: int) -> None:
+        """Append a reply's words (its ``chars`` shared evenly, the first word taking the remainder)
+        and trim the window's front to the limit."""
+        n = len(stems)
+        if n:
+            each, extra = divmod(chars, n)
+            base = self._next
+            self._next = base + n
+            self._runs.append([stems, 0, each, extra, index, base])
+            self._chars += chars
+            self._count += n
+            last = self._last
+            heap = self._heap
+            for w, pos in _last_positions(stems, self.instruction_words, base).items():
+                if w not in last:
+                    self._hits += 1
+                last[w] = pos
+                heapq.heappush(heap, (pos, w))
+        if self._chars > self.profile.drift_window_chars:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Drop words from the front while the window holds more than its characters: whole runs,
+        then the share of the first run that is needed (its words weigh the same but the first)."""
         limit = self.profile.drift_window_chars
-        popleft = window.popleft
-        while chars > limit and window:
-            w, c, _ = popleft()
-            chars -= c
-            n = counts[w] - 1
-            if n:
-                counts[w] = n
+        runs = self._runs
+        chars = self._chars
+        count = self._count
+        while chars > limit and runs:
+            run = runs[0]
+            cut = run[_CUT]
+            left = len(run[_STEMS]) - cut
+            each = run[_EACH]
+            if cut == 0 and run[_EXTRA]:
+                # the first word carries the remainder of its reply's characters
+                chars -= each + run[_EXTRA]
+                count -= 1
+                run[_CUT] = cut = 1
+                left -= 1
+            if chars <= limit:
+                pass
+            elif each <= 0 or each * left <= chars - limit:
+                chars -= each * left
+                count -= left
+                left = 0
             else:
-                del counts[w]
-                if w in instr:
-                    hits -= 1
+                k = -(-(chars - limit) // each)
+                chars -= each * k
+                count -= k
+                run[_CUT] = cut + k
+                left -= k
+            if left == 0:
+                runs.popleft()
         self._chars = chars
-        self._hits = hits
+        self._count = count
+        start = runs[0][_BASE] + runs[0][_CUT] if runs else self._next
+        heap = self._heap
+        last = self._last
+        while heap and heap[0][0] < start:
+            pos, w = heapq.heappop(heap)
+            if last.get(w) == pos:
+                del last[w]
+                self._hits -= 1
+
+    def window_words(self) -> list[str]:
+        """The words in the window now, oldest first (O(window): for tests and explanations)."""
+        return [w for run in self._runs for w in run[_STEMS][run[_CUT] :]]
 
     def _recompute(self) -> None:
         n = len(self.instruction_words)
-        self.similarity = self._hits / n if n and self._words else 1.0
+        self.similarity = self._hits / n if n and self._count else 1.0
         self._snap = None
 
     @property
@@ -194,7 +274,7 @@ class DriftDetector(CachedDetector):
         return self.above_sweet_spot and self.similarity < self.profile.drift_threshold
 
     def _take(self) -> tuple[Any, ...]:
-        first = self._words[0][2] if self._words else self._last_output
+        first = self._runs[0][_INDEX] if self._runs else self._last_output
         return (
             self.similarity,
             self.drifting,

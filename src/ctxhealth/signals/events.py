@@ -1,5 +1,6 @@
 """The :class:`Event` every detector is fed: one message, parsed once (tool calls classified, tool
-results paired with the call they answer and judged failed or not).
+results paired with the call they answer and judged failed or not, an assistant reply's text joined
+once and folded into word runs once for every detector that reads words).
 
 :class:`EventBuilder` keeps the only cross-message state this needs, the calls still waiting for
 their result, in a bounded map, so building an event is O(size of the message).
@@ -10,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ctxhealth.model import Message, Role, ToolCall, ToolResult
+from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult
 from ctxhealth.signals.base import BoundedDict
 from ctxhealth.signals.calls import CallInfo, error_signature, is_failure, parse_call
+from ctxhealth.signals.text import fold
 
 PENDING_LIMIT = 256
 PARSE_CACHE_LIMIT = 64
@@ -42,6 +44,8 @@ class Event:
 
     ``index`` is its position in the session, ``turn`` counts assistant responses so far (this one
     included), ``fill`` is the context fill after it, ``calls`` / ``results`` its parsed tool blocks.
+    For an assistant message, ``text`` is its text blocks joined with newlines, ``folded`` that text
+    through :func:`~ctxhealth.signals.text.fold` and ``runs`` the word runs of ``folded``.
     """
 
     index: int
@@ -50,6 +54,9 @@ class Event:
     fill: int
     calls: tuple[CallInfo, ...] = ()
     results: tuple[ResultInfo, ...] = ()
+    text: str = ""
+    folded: bytes = b""
+    runs: tuple[bytes, ...] | list[bytes] = ()
 
     @property
     def is_assistant(self) -> bool:
@@ -89,8 +96,11 @@ class EventBuilder:
     def build(self, index: int, message: Message, turn: int, fill: int) -> Event:
         calls: list[CallInfo] = []
         results: list[ResultInfo] = []
+        texts: list[str] = []
         for block in message.blocks:
-            if isinstance(block, ToolCall):
+            if isinstance(block, TextBlock):
+                texts.append(block.text)
+            elif isinstance(block, ToolCall):
                 info = self._parse(block)
                 calls.append(info)
                 self._pending.put(block.id, (info, index))
@@ -104,4 +114,8 @@ class EventBuilder:
                         failed=is_failure(block),
                     )
                 )
-        return Event(index, message, turn, fill, tuple(calls), tuple(results))
+        if message.role is not Role.ASSISTANT or not texts:
+            return Event(index, message, turn, fill, tuple(calls), tuple(results))
+        text = texts[0] if len(texts) == 1 else "\n".join(texts)
+        folded = fold(text) if text else b""
+        return Event(index, message, turn, fill, tuple(calls), tuple(results), text, folded, folded.split())

@@ -2,12 +2,17 @@
 
 An agent that keeps qualifying its own reasoning ("this still fails", "maybe the issue is", "wait,
 actually") is less sure of its path; the count per turn is one input of the risk score. Counting is
-one pass of one compiled pattern over the lower-cased text, so it is linear in the message.
+linear in the message: one translation of the text into word runs (shared with the drift detector's
+word extraction), a set intersection with the hedge words and a count of the few found; the
+regular expression is only run for "hmm" and "not sure" when they may occur.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+from ctxhealth.signals.text import fold, words_are_ascii
 
 HEDGE_WORDS: tuple[str, ...] = (
     "however",
@@ -25,16 +30,62 @@ HEDGE_WORDS: tuple[str, ...] = (
 )
 """Words of doubt or self-correction, matched as whole words, case-insensitively (plus "hmm")."""
 
-# Each alternative opens with a literal letter, so the regex engine jumps between the positions that
-# hold one of those letters (a leading ``\b`` would defeat that skip and test every position); the
-# lookbehind ``(?<!\w.)`` right after that letter is the ``\b`` before it. Twice as fast as
-# ``\b(?:but|however|...)\b``; tests check it finds exactly what that plain pattern finds.
+# The plain definition, kept for the rare parts of a count and for the tests: each alternative opens
+# with a literal letter, and the lookbehind ``(?<!\w.)`` right after it is the ``\b`` before it.
 _HEDGE = re.compile(
     r"(?:b(?<!\w.)ut|h(?<!\w.)(?:owever|m{2,})|s(?<!\w.)(?:till|eems?)|w(?<!\w.)ait|a(?<!\w.)ctually"
     r"|m(?<!\w.)(?:aybe|ight)|p(?<!\w.)(?:erhaps|robably)|n(?<!\w.)ot sure)\b"
 )
+_RARE = re.compile(r"\b(?:hm{2,}|not sure)\b")
+"""The two alternatives that are not one fixed word (counted apart, only when they may occur)."""
+_WORD_RUNS = frozenset(w.encode("ascii") for w in (*HEDGE_WORDS, "seem") if " " not in w)
+"""The hedges that are one fixed word, as :func:`~ctxhealth.signals.text.fold` runs."""
 
 
 def count_hedges(text: str) -> int:
     """Number of hedge words in ``text`` (whole words, any case; "hmm", "hmmm" ... count too)."""
-    return len(_HEDGE.findall(text.lower()))
+    folded = fold(text)
+    return count_folded(text, folded, folded.split())
+
+
+def count_folded(text: str, folded: bytes, runs: Sequence[bytes]) -> int:
+    """:func:`count_hedges` from ``folded = fold(text)`` and its runs, already computed.
+
+    A hedge is a whole ``\\w+`` word of the lower-cased text, and the word runs of ``folded`` are
+    exactly those words when no non-ASCII character is a word character, so most replies are
+    counted with a set intersection and a list count (C speed, no regex). Otherwise a run may
+    continue into a non-ASCII letter, so each candidate's neighbours are checked in the text itself.
+    """
+    found = _WORD_RUNS.intersection(runs)
+    n = 0
+    if found:
+        n = sum(map(runs.count, found)) if words_are_ascii(text) else _verified(text, folded, found)
+    if b"hmm" in folded or b"not sure" in folded:
+        n += len(_RARE.findall(text.lower()))
+    return n
+
+
+def _verified(text: str, folded: bytes, words: frozenset[bytes]) -> int:
+    """Occurrences of ``words`` as whole runs of ``folded`` that no non-ASCII letter adjoins in the
+    lower-cased text (``folded`` is position for position that text, see ``fold``)."""
+    base = text.lower() if "\u0130" in text or "\u212a" in text else text
+    size = len(folded)
+    n = 0
+    for word in words:
+        pos = folded.find(word)
+        while pos >= 0:
+            end = pos + len(word)
+            if (
+                (pos == 0 or folded[pos - 1] == 32)
+                and (end == size or folded[end] == 32)
+                and not (pos and _is_word(base[pos - 1]))
+                and not (end < size and _is_word(base[end]))
+            ):
+                n += 1
+            pos = folded.find(word, end)
+    return n
+
+
+def _is_word(ch: str) -> bool:
+    """Whether ``ch`` is a ``\\w`` character (for one character of the text)."""
+    return ch.isalnum() or ch == "_"

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from itertools import repeat
+from operator import lshift, or_
 from typing import Any
+from zlib import adler32, crc32
 
-from ctxhealth.model import Role, TextBlock
-from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, stable_hash
+from ctxhealth.model import Role
+from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
@@ -42,8 +45,15 @@ _MISSING_SOURCE = (
 
 
 @cache
-def _pattern(source: str) -> re.Pattern[str]:
-    """A case-insensitive pattern compiled on first use (most turns need neither; see the hints)."""
+def _pattern(source: str, ascii_lower: bool = False) -> re.Pattern[str]:
+    """A case-insensitive pattern compiled on first use (most turns need neither; see the hints).
+
+    ``ascii_lower``: the same pattern lower-cased and case-sensitive, for lower-cased ASCII text (where
+    it matches exactly where the case-insensitive one matches the text, about twice as fast).
+    """
+    if ascii_lower:
+        assert "\\" not in source.replace("\\b", ""), "only \\b escapes are lower-case safe"
+        return re.compile(source.lower())
     return re.compile(source, re.I)
 
 
@@ -88,6 +98,104 @@ _MISSING_HINTS = (
     "need the",
 )
 _SENTENCE = re.compile(r"[^.!?\n]{40,}")
+"""A sentence: 40 characters or more between ``.``, ``!``, ``?`` and newlines (the definition;
+:func:`sentences` finds the same ones without the regex, whose retries are quadratic in a line)."""
+SENTENCE_MIN = 40
+
+
+_ANCHORS = {
+    _CONTRADICTION_SOURCE: (
+        "actually",
+        "wait",
+        "on second thought",
+        "i was wrong",
+        "that ",
+        "this ",
+        "my previous",
+        "my earlier",
+        "let me ",
+        "revert",
+        "scratch that",
+        "i made a mistake",
+        "i misread",
+    ),
+    _MISSING_SOURCE: (
+        "could you ",
+        "please ",
+        "i don't ",
+        "i do not ",
+        "what is the ",
+        "what was the ",
+        "remind me",
+        "i need ",
+        "i would need ",
+        "can you ",
+    ),
+}
+"""For each pattern, lower-case texts that every match of it starts with (one per alternative)."""
+
+
+_FOLDS_TO_ASCII = frozenset("\u0130\u0131\u017f\u212a")
+"""The characters that match an ASCII letter case-insensitively (``İ ı ſ`` and the Kelvin sign)."""
+
+
+def _ascii_stand_in(text: str) -> str | None:
+    """``text`` with each non-ASCII character replaced by ``_`` when it is a word character, else by
+    ``?``: the indicator patterns match the lower-cased stand-in where they match ``text``
+    case-insensitively (word boundaries stay; neither ``_`` nor ``?`` occurs in a pattern) unless a
+    character matches an ASCII letter case-insensitively — then None."""
+    data = bytearray(text.encode("ascii", "replace"))
+    at = data.find(63)
+    while at >= 0:
+        c = text[at]
+        if c != "?":
+            if c in _FOLDS_TO_ASCII:
+                return None
+            if c.isalnum():
+                data[at] = 95
+        at = data.find(63, at + 1)
+    return data.decode("ascii")
+
+
+def _opens_with(source: str, opening: str, plain: str | None) -> bool:
+    """Whether the case-insensitive ``source`` matches in ``opening``; ``plain`` is ``opening``
+    lower-cased when ASCII, else its lower-cased ASCII stand-in, or None when it has none.
+
+    A match starts where one of the pattern's anchors occurs, so on ``plain`` the lower-cased
+    pattern is tried only there (``match`` at a position sees the text before it, as a search does)
+    instead of at every position; without ``plain`` the text is searched the plain way.
+    """
+    if plain is None:
+        return _pattern(source).search(opening) is not None
+    match = _pattern(source, True).match
+    find = plain.find
+    for anchor in _ANCHORS[source]:
+        at = find(anchor)
+        while at >= 0:
+            if match(plain, at) is not None:
+                return True
+            at = find(anchor, at + 1)
+    return False
+
+
+def sentences(text: str) -> list[str]:
+    """``_SENTENCE.findall(text)``: the maximal runs of ``text`` without ``.!?`` or a newline that are
+    at least :data:`SENTENCE_MIN` characters long, found by splitting at C speed."""
+    pieces = text.replace("!", ".").replace("?", ".").replace("\n", ".").split(".")
+    return [p for p in pieces if len(p) >= SENTENCE_MIN]
+
+
+def sentence_hashes(found: list[str]) -> list[int]:
+    """``[stable_hash(" ".join(s.split())) for s in found]``, each step mapped at C speed (plain UTF-8
+    encodes the same bytes as ``surrogatepass`` on text without lone surrogates, and much faster)."""
+    normed = list(map(" ".join, map(str.split, found)))
+    try:
+        data = list(map(str.encode, normed))
+    except UnicodeEncodeError:
+        data = [n.encode("utf-8", "surrogatepass") for n in normed]
+    return list(map(or_, map(lshift, map(crc32, data), repeat(32)), map(adler32, data)))
+
+
 SENTENCE_LIMIT = 512
 TEXT_LIMIT = 2000
 OPENING_LIMIT = 800
@@ -116,7 +224,7 @@ class IndicatorDetector(CachedDetector):
         msg = event.message
         changed = False
         if msg.role is Role.ASSISTANT:
-            text = "\n".join(b.text for b in msg.blocks if isinstance(b, TextBlock))
+            text = event.text
             if text:
                 changed = self._text(text, turn, event.index)
         for call in event.calls:
@@ -147,24 +255,37 @@ class IndicatorDetector(CachedDetector):
         # them the prose is lowered once and its sentences are the same spans of the lowered text
         if _LOWER_CONTEXT[0] in prose or _LOWER_CONTEXT[1] in prose:
             low = opening.lower()
-            found = [s.lower() for s in _SENTENCE.findall(prose)]
+            found = [s.lower() for s in sentences(prose)]
         else:
             low_prose = prose.lower()
             low = low_prose[:OPENING_LIMIT]
-            found = _SENTENCE.findall(low_prose)
-        if any(h in low for h in _CONTRADICTION_HINTS) and _pattern(_CONTRADICTION_SOURCE).search(opening):
-            self.contradictions.add(turn, index)
-            changed = True
-        if any(h in low for h in _MISSING_HINTS) and _pattern(_MISSING_SOURCE).search(opening):
-            self.missing.add(turn, index)
-            changed = True
+            found = sentences(low_prose)
+        contradiction = any(h in low for h in _CONTRADICTION_HINTS)
+        missing = any(h in low for h in _MISSING_HINTS)
+        if contradiction or missing:
+            if opening.isascii():
+                plain: str | None = low
+            else:
+                stand_in = _ascii_stand_in(opening)
+                plain = None if stand_in is None else stand_in.lower()
+            if contradiction and _opens_with(_CONTRADICTION_SOURCE, opening, plain):
+                self.contradictions.add(turn, index)
+                changed = True
+            if missing and _opens_with(_MISSING_SOURCE, opening, plain):
+                self.missing.add(turn, index)
+                changed = True
         repeated = 0
-        sentences = self.sentences
-        for s in found:
-            h = stable_hash(" ".join(s.split()))
-            if h in sentences:
+        sentences_seen = self.sentences
+        limit = sentences_seen.limit
+        move = sentences_seen.move_to_end
+        for h in sentence_hashes(found):
+            # BoundedDict.put, inlined
+            if h in sentences_seen:
                 repeated += 1
-            sentences.put(h, index)
+                move(h)
+            sentences_seen[h] = index
+            if len(sentences_seen) > limit:
+                sentences_seen.popitem(last=False)
         total = len(found)
         self.repeated_sentences += repeated
         if total and (repeated >= 2 or (repeated and repeated * 2 >= total)):
@@ -182,6 +303,15 @@ class IndicatorDetector(CachedDetector):
             self.over_explained.evidence(),
             len(self.stale),
             self.stale.evidence(),
+        )
+
+    def fired_count(self) -> int:
+        """How many indicators fire now (the length of :meth:`fired`)."""
+        return (
+            (len(self.contradictions) >= 2)
+            + (len(self.missing) >= 1)
+            + (len(self.over_explained) >= 2)
+            + (len(self.stale) >= 1)
         )
 
     def fired(self) -> list[str]:

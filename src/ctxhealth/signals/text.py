@@ -2,15 +2,17 @@
 
 :func:`content_words` is on every turn's path, so it is written for speed with the same result as
 ``[stem(w) for w in WORD.findall(text.lower()) if w not in STOP_WORDS]``: words are only ASCII, so
-a text with other characters is first folded to ASCII (each other character becomes ``?``, a
-separator like it was; the two characters whose lower case is ASCII, ``İ`` and the Kelvin sign, keep
-the plain path), which makes lowering and matching cheap on text with emoji; and the stop-word test
-and the stemming are one lookup in a bounded table of known words.
+the text is folded to ASCII bytes (:func:`fold`: letters lower-cased, every other character but
+digits and ``_`` a space; ``İ`` and the Kelvin sign, the two characters whose lower case is ASCII,
+are lower-cased first), split into runs at C speed, and each run is one lookup in a bounded table
+of known runs (stop-word test and stemming in one). The folded text is shared with the hedge count
+(:mod:`~ctxhealth.signals.hedging`), which needs the same runs.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
@@ -175,32 +177,89 @@ def stem(word: str) -> str:
 
 
 STEM_TABLE_LIMIT = 8192
-"""Known words kept for :func:`content_words` (the table is emptied when it grows past this)."""
-_STEMS: dict[str, str] = dict.fromkeys(STOP_WORDS, "")
-"""word -> its stem, or "" for a stop word (a stem is never empty: it keeps at least 3 letters)."""
+"""Known word runs kept for :func:`content_words` (the table is emptied when it grows past this)."""
+
+_RUN_TABLE = bytes(
+    (c | 0x20) if 65 <= c <= 90 else c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32
+    for c in range(256)
+)
+"""Byte translation for :func:`fold`: ASCII letters lower-cased, digits and ``_`` kept, the rest a space."""
+_LEADING = b"0123456789_"
+
+
+def _stop_runs() -> dict[bytes, str]:
+    return {w.encode("ascii"): "" for w in STOP_WORDS}
+
+
+_STEMS: dict[bytes, str] = _stop_runs()
+"""word run -> the stem of its word, or "" when it holds no content word (a stop word, or fewer than
+3 characters from its first letter on); a stem is never empty: it keeps at least 3 letters."""
 _NOT_ASCII_LOWER = ("\u0130", "\u212a")
 """The characters whose lower case contains ASCII letters (``İ`` -> ``i̇``, Kelvin sign -> ``k``)."""
 
 
-def content_words(text: str) -> list[str]:
-    """Stems of the words of ``text`` that carry meaning, in order (duplicates kept)."""
-    if text.isascii() or _NOT_ASCII_LOWER[0] in text or _NOT_ASCII_LOWER[1] in text:
-        low = text.lower()
+def fold(text: str) -> bytes:
+    """``text`` lower-cased as ASCII bytes with every character that is not an ASCII letter, digit or
+    ``_`` turned into a space, one byte per character of ``text.lower()``.
+
+    ``fold(text).split()`` are then the runs of ``[a-z0-9_]`` of the lower-cased text: the words of
+    :data:`WORD` are those runs from their first letter on (when 3 characters or more remain), and on
+    an ASCII text they are exactly its ``\\w+`` runs. Only ``İ`` changes length when lower-cased.
+    """
+    if text.isascii():
+        data = text.encode("ascii")
+    elif _NOT_ASCII_LOWER[0] in text or _NOT_ASCII_LOWER[1] in text:
+        data = text.lower().encode("ascii", "replace")
     else:
-        low = text.encode("ascii", "replace").decode("ascii").lower()
-    words = WORD.findall(low)
+        # no other character lower-cases to ASCII: each one is a separator, whatever its case
+        data = text.encode("ascii", "replace")
+    return data.translate(_RUN_TABLE)
+
+
+def words_are_ascii(text: str) -> bool:
+    """Whether no character of ``text`` outside ASCII is a word character (``\\w``): then the word runs
+    of :func:`fold` are exactly the ``\\w+`` words of the lower-cased text (emoji, dashes and curly
+    quotes separate words like spaces do). Linear in the non-ASCII characters after one encoding."""
+    if text.isascii():
+        return True
+    data = text.encode("ascii", "replace")
+    at = data.find(63)
+    while at >= 0:
+        c = text[at]
+        if c != "?" and c.isalnum():
+            return False
+        at = data.find(63, at + 1)
+    return True
+
+
+def _stem_run(run: bytes) -> str:
+    word = run.lstrip(_LEADING).decode("ascii")
+    return "" if len(word) < 3 or word in STOP_WORDS else stem(word)
+
+
+def run_stems(runs: Sequence[bytes]) -> list[str]:
+    """Content words (stems) of the word runs of a :func:`fold`-ed text, in order."""
     table = _STEMS
     try:
-        return list(filter(None, map(table.__getitem__, words)))
+        return list(filter(None, map(table.__getitem__, runs)))
     except KeyError:
         pass
     if len(table) > STEM_TABLE_LIMIT:
         table.clear()
-        table.update(dict.fromkeys(STOP_WORDS, ""))
-    for w in words:
-        if w not in table:
-            table[w] = stem(w)
-    return list(filter(None, map(table.__getitem__, words)))
+        table.update(_stop_runs())
+    for r in set(runs).difference(table):
+        table[r] = _stem_run(r)
+    return list(filter(None, map(table.__getitem__, runs)))
+
+
+def content_words(text: str) -> list[str]:
+    """Stems of the words of ``text`` that carry meaning, in order (duplicates kept).
+
+    The same list as ``[stem(w) for w in WORD.findall(text.lower()) if w not in STOP_WORDS]``,
+    computed from the byte runs of :func:`fold` (C-speed translation and splitting) and one table
+    lookup per run.
+    """
+    return run_stems(fold(text).split())
 
 
 def weighted_words(text: str) -> list[tuple[str, int]]:

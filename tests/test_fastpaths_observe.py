@@ -1,0 +1,380 @@
+"""The per-turn fast paths of ``Monitor.observe`` give exactly what the plain definitions give.
+
+Each test compares one optimised piece with a straightforward reference written here: the indicator
+and check patterns searched the plain way, sentences found by the plain regex and hashed one by one,
+shell commands parsed without skipping verbs, ``repr`` lengths measured on ``repr`` itself, the risk
+score from ``RiskModel.score``, the drift window recounted from a flat word list, and signals read
+immediately against signals read after later turns (deferred snapshots).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
+from ctxhealth.monitor import _FEATURES, Monitor, _repr_len, _Scorer
+from ctxhealth.policy import Action
+from ctxhealth.risk.model import RiskModel
+from ctxhealth.signals import calls, indicators
+from ctxhealth.signals.base import stable_hash
+from ctxhealth.signals.drift import DriftDetector
+from ctxhealth.signals.events import EventBuilder
+from ctxhealth.signals.hedging import count_hedges
+from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.text import content_words
+
+# --------------------------------------------------------------------------- indicator patterns
+
+_REVERSALS = [
+    "Actually, that",
+    "actually it",
+    "actually the",
+    "WAIT.",
+    "wait!",
+    "On second thought",
+    "I was wrong",
+    "this is not right",
+    "That was incorrect",
+    "My earlier analysis is",
+    "my previous fix was",
+    "Let me undo",
+    "reverting this edit",
+    "revert my change",
+    "scratch that",
+    "I made a mistake",
+    "I misread",
+    "that didn't work",
+    "That broke",
+    "Could you please share",
+    "could you tell",
+    "Please paste",
+    "I do not see the original",
+    "I don't have access",
+    "What is the task",
+    "what was the original goal",
+    "Remind me",
+    "I would need more details",
+    "I need the context",
+    "can you provide",
+]
+_ODD = ["é", "μ", "🚨", "ſ", "\u212a", "ı", "İ", "’", "_", "x", "1", " ", ",", ".", "\n", "?", "!"]
+openings = st.lists(st.sampled_from(_REVERSALS + _ODD) | st.text(max_size=3), max_size=24).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(openings)
+def test_anchored_indicator_match_is_the_case_insensitive_search(opening: str) -> None:
+    if opening.isascii():
+        plain: str | None = opening.lower()
+    else:
+        stand_in = indicators._ascii_stand_in(opening)
+        plain = None if stand_in is None else stand_in.lower()
+    for source in (indicators._CONTRADICTION_SOURCE, indicators._MISSING_SOURCE):
+        expected = re.compile(source, re.I).search(opening) is not None
+        assert indicators._opens_with(source, opening, plain) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*_REVERSALS, *_ODD, "a long line of plain words"]), max_size=40).map("".join)
+)
+def test_sentences_and_their_hashes_are_the_plain_ones(text: str) -> None:
+    assert indicators.sentences(text) == indicators._SENTENCE.findall(text)
+    found = indicators.sentences(text)
+    assert indicators.sentence_hashes(found) == [stable_hash(" ".join(s.split())) for s in found]
+
+
+def test_sentence_hashes_keep_lone_surrogates() -> None:
+    found = ["a sentence with a lone \ud800 surrogate in the middle of it", "plain"]
+    assert indicators.sentence_hashes(found) == [stable_hash(" ".join(s.split())) for s in found]
+
+
+# --------------------------------------------------------------------------- shell commands
+
+_SHELL = [
+    "pytest -q",
+    "python -m pytest",
+    "python3 repro_bug.py",
+    "make test",
+    "cargo test",
+    "go vet ./...",
+    "npm run lint",
+    "ruff check",
+    "mypy src",
+    "tox",
+    "algo run",
+    "echo 'x'",
+    "cat a.py",
+    "sed -i 's/a/b/' f.py",
+    "rm old.py",
+    "tee out.txt",
+    "git apply p.diff",
+    "ls -la",
+    "grep -r foo .",
+    "printf '%s' x > out.log",
+    "int main() {",
+    "perl -pi -e 's/x/y/' z.c",
+    "nl f.py",
+    "X=1 cat b.py",
+    " && ",
+    " | ",
+    "; ",
+    "\n",
+    " ",
+    "_",
+    "x",
+]
+commands = st.lists(st.sampled_from(_SHELL) | st.text(max_size=3), max_size=80).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(commands)
+def test_verify_check_finds_what_a_search_finds(command: str) -> None:
+    for probe in (command, command * 4):
+        assert calls._verifies(probe) == (calls._VERIFY.search(probe) is not None)
+
+
+def _reference_segments(head: str) -> tuple[set[calls.CallKind], list[str], list[str], list[str]]:
+    """The per-segment classification of every segment, every verb's arguments parsed."""
+    kinds: set[calls.CallKind] = set()
+    reads: list[str] = []
+    edits: list[str] = []
+    deletes: list[str] = []
+    for segment in calls._segments(head):
+        words = segment.split()
+        while words and ("=" in words[0] and not words[0].startswith("-")):
+            words = words[1:]
+        if not words:
+            continue
+        verb = words[0].rsplit("/", 1)[-1]
+        args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
+        paths = [a for a in args if "." in a and calls._PATH.fullmatch(a)]
+        in_place = any(w.startswith(("-i", "-pi")) for w in words[1:])
+        if (verb == "sed" and any(w.startswith("-i") for w in words[1:])) or (verb == "perl" and in_place):
+            edits.extend(paths)
+        elif verb == "sed" or (verb in calls._READ_VERBS and ">" not in segment):
+            reads.extend(paths)
+        elif verb == "tee":
+            edits.extend(paths)
+        elif verb == "rm":
+            deletes.extend(args)
+        elif verb == "patch" or (verb == "git" and len(words) > 1 and words[1] in {"apply", "checkout"}):
+            kinds.add(calls.CallKind.EDIT)
+        elif verb in calls._SEARCH_VERBS:
+            kinds.add(calls.CallKind.SEARCH)
+    return kinds, reads, edits, deletes
+
+
+@settings(max_examples=400, deadline=None)
+@given(commands)
+def test_shell_parse_skips_only_verbs_whose_arguments_do_not_matter(command: str) -> None:
+    if "<<" in command or ">" in command or len(command) > calls.SHELL_HEAD:
+        command = command.replace("<", " ").replace(">", " ")[: calls.SHELL_HEAD]
+    kinds, reads, edits, deletes, _ = calls._parse_shell(command)
+    ref_kinds, ref_reads, ref_edits, ref_deletes = _reference_segments(command)
+    assert (reads, edits, deletes) == (ref_reads, ref_edits, ref_deletes)
+    assert kinds - {calls.CallKind.VERIFY} == ref_kinds
+
+
+# --------------------------------------------------------------------------- token estimate
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=5)
+    | st.lists(
+        st.sampled_from(["'", '"', "\\", "\n", "\t", "\r", "é", "🚀", "\x00", "\x7f", "a" * 300]), max_size=8
+    ).map("".join),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values)
+def test_repr_length_is_the_length_of_repr(value: Any) -> None:
+    assert _repr_len(value) == len(repr(value))
+
+
+# --------------------------------------------------------------------------- risk score
+
+_NAMES = sorted(_FEATURES)
+
+
+@st.composite
+def risk_models(draw: st.DrawFn) -> RiskModel:
+    names = draw(st.lists(st.sampled_from([*_NAMES, "not_a_feature"]), min_size=1, max_size=8, unique=True))
+    phased = draw(st.booleans())
+    if phased and "turns" not in names:
+        names.append("turns")
+    n = len(names)
+    finite = st.floats(-5, 5, allow_nan=False)
+    return RiskModel(
+        features=tuple(names),
+        weights=tuple(draw(st.lists(finite | st.just(0.0), min_size=n, max_size=n))),
+        bias=draw(finite),
+        mean=tuple(draw(st.lists(finite, min_size=n, max_size=n))),
+        scale=tuple(draw(st.lists(st.floats(0.1, 5), min_size=n, max_size=n))),
+        log_features=frozenset(draw(st.lists(st.sampled_from(names), max_size=n))),
+        phase_in=draw(st.sampled_from([0.0, 5.0])) if phased else 0.0,
+        anchor=draw(st.sampled_from(["", *names])),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(risk_models(), st.lists(st.floats(-50, 1e6, allow_nan=False), min_size=10, max_size=10))
+def test_bound_risk_score_is_the_models_score(model: RiskModel, values: list[float]) -> None:
+    scorer = _Scorer.of(model)
+    assert scorer is not None
+    vals = values[: len(scorer.names)] + [0.0] * max(0, len(scorer.names) - len(values))
+    assert scorer.score(vals) == model.score(dict(zip(scorer.names, vals, strict=True)))
+
+
+# --------------------------------------------------------------------------- drift window
+
+
+class _FlatDrift:
+    """The drift window as one flat list of (word, characters), trimmed word by word."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.instruction: set[str] = set()
+        self.tail = ""
+        self.window: list[tuple[str, int]] = []
+
+    def add(self, text: str) -> None:
+        self.tail = (self.tail + "\n" + text if self.tail else text)[-self.limit :]
+        if len(text) * 4 >= self.limit:
+            stems = content_words(self.tail)
+            each = len(self.tail) // len(stems) if stems else 0
+            self.window = [(w, each) for w in stems]
+            return
+        stems = content_words(text)
+        if stems:
+            each, extra = divmod(len(text), len(stems))
+            self.window += [(w, each + (extra if i == 0 else 0)) for i, w in enumerate(stems)]
+        while sum(c for _, c in self.window) > self.limit and self.window:
+            self.window.pop(0)
+
+    def similarity(self) -> float:
+        n = len(self.instruction)
+        return len(self.instruction & {w for w, _ in self.window}) / n if n and self.window else 1.0
+
+
+_WORDS = ["parser", "offsets", "tests", "green", "weather", "Lisbon", "the", "a", "x1", "fixing", "rounding"]
+replies = st.lists(st.lists(st.sampled_from(_WORDS), min_size=0, max_size=300).map(" ".join), max_size=14)
+
+
+@settings(max_examples=150, deadline=None)
+@given(replies, st.sampled_from([40, 200, 2_000]), st.integers(0, 14), st.sampled_from(_WORDS))
+def test_drift_runs_match_a_flat_window_across_a_new_instruction(
+    texts: list[str], limit: int, switch: int, word: str
+) -> None:
+    detector = DriftDetector(Profile(risk=None, drift_window_chars=limit), sweet_spot=1)
+    reference = _FlatDrift(limit)
+    events = EventBuilder()
+    detector.set_instruction("Fix the parser offsets and keep the tests green")
+    reference.instruction = set(detector.instruction_words)
+    for i, text in enumerate(texts, start=1):
+        if i == switch:
+            detector.set_instruction(f"{word} and rounding of the weather")
+            reference.instruction = set(detector.instruction_words)
+        detector.update(events.build(i, Message(Role.ASSISTANT, (TextBlock(text),)), i, 0))
+        if text:
+            reference.add(text)
+        assert detector.window_words() == [w for w, _ in reference.window]
+        assert detector.similarity == reference.similarity()
+        assert detector._chars == sum(c for _, c in reference.window)
+
+
+# --------------------------------------------------------------------------- deferred signals
+
+
+def _session(turns: int) -> list[Message]:
+    msgs = [Message(Role.USER, (TextBlock("Fix the parser so offsets round-trip; keep the tests green."),))]
+    for t in range(turns):
+        text = ["Actually, that was wrong. I misread the parser.", f"Running the tests for case {t}.", ""][
+            t % 3
+        ]
+        command = ["cat src/p.py", "python -m pytest -q", f"sed -i 's/a{t}/b/' src/p.py", "rm src/old.py"][
+            t % 4
+        ]
+        msgs.append(
+            Message(
+                Role.ASSISTANT,
+                (TextBlock(text), ToolCall(f"c{t}", "bash", {"command": command})),
+                usage=Usage(input_tokens=20_000 + 9_000 * t, output_tokens=50, cache_read_tokens=1_000),
+            )
+        )
+        msgs.append(
+            Message(Role.USER, (ToolResult(f"c{t}", "Error: boom" if t % 3 else "ok", exit_code=t % 3),))
+        )
+    return msgs
+
+
+def _reading(signals: Any) -> dict[str, Any]:
+    return {name: s.to_dict() for name, s in signals.items()}
+
+
+def test_signals_read_later_show_the_turn_they_were_assessed_at() -> None:
+    msgs = _session(24)
+    now = Monitor("claude-sonnet-4")
+    later = Monitor("claude-sonnet-4")
+    immediate, kept = [], []
+    for i, msg in enumerate(msgs):
+        a = now.observe(msg)
+        immediate.append((a.to_dict(), _reading(a.signals)))
+        kept.append(later.observe(msg))
+        for m in (now, later):
+            if i == 10:
+                m.set_instruction("keep the weather tests green")
+            if m.last is not None and m.last.action in (Action.RESTART, Action.TRUNCATE):
+                m.record_recovery(m.last.action)
+    assert [(a.to_dict(), _reading(a.signals)) for a in kept] == immediate
+
+
+def test_an_assessment_dropped_by_its_caller_costs_no_snapshot() -> None:
+    m = Monitor("claude-sonnet-4")
+    msgs = _session(3)
+    m.observe(msgs[0])
+    ref = m._pending
+    assert ref is not None and ref() is not None  # still held as ``m.last``
+    m.observe(msgs[1])  # drops ``m.last`` first: nobody holds the previous reading
+    assert ref() is None
+    held = m.observe(msgs[2])
+    m.observe(msgs[3])
+    assert held.signals._parts is not None  # frozen before the detectors changed
+
+
+_PLAIN_HEDGE = re.compile(
+    r"\b(?:but|however|hm{2,}|still|seems?|wait|actually|maybe|might|perhaps|probably|not sure)\b"
+)
+
+
+def test_hedges_counted_from_the_shared_word_runs_match_the_plain_count() -> None:
+    texts = [
+        "But maybe it still fails, hmm.",
+        "Ébut not sure — 🚀 wait",
+        "\u212aBUT however",
+        "x_but but2 but",
+    ]
+    m = Monitor("claude-sonnet-4", track_hedges=True)
+    for text in texts:
+        m.observe(Message(Role.ASSISTANT, (TextBlock(text),)))
+    assert m.hedges == sum(count_hedges(t) for t in texts)
+    assert m.hedges == sum(len(_PLAIN_HEDGE.findall(t.lower())) for t in texts)
+
+
+_HEDGY = ["but", "But", "still", "seems", "hmm", "not sure", "wait", "maybe", "perhaps"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_HEDGY + _ODD + ["—", "é"]) | st.text(max_size=2), max_size=30).map("".join))
+def test_hedge_count_from_word_runs_is_the_regex_count(text: str) -> None:
+    assert count_hedges(text) == len(_PLAIN_HEDGE.findall(text.lower()))
