@@ -9,6 +9,7 @@ immediately against signals read after later turns (deferred snapshots).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -227,13 +228,33 @@ def risk_models(draw: st.DrawFn) -> RiskModel:
     )
 
 
+def reference_score(model: RiskModel, values: dict[str, float]) -> float:
+    """The documented formula, written out: phased, standardised, log1p for counts, then a sigmoid."""
+    turns = values.get("turns")
+    phase = 1.0 if model.phase_in <= 0 or turns is None else min(1.0, max(turns, 0.0) / model.phase_in)
+    z = model.bias
+    for name, w, mu, sd in zip(model.features, model.weights, model.mean, model.scale, strict=True):
+        if name not in values:
+            continue
+        x = math.log1p(max(values[name], 0.0)) if name in model.log_features else values[name]
+        z += (1.0 if name == model.anchor else phase) * w * (x - mu) / sd
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
 @settings(max_examples=300, deadline=None)
 @given(risk_models(), st.lists(st.floats(-50, 1e6, allow_nan=False), min_size=10, max_size=10))
-def test_bound_risk_score_is_the_models_score(model: RiskModel, values: list[float]) -> None:
-    scorer = _Scorer.of(model)
-    assert scorer is not None
-    vals = values[: len(scorer.names)] + [0.0] * max(0, len(scorer.names) - len(values))
-    assert scorer.score(vals) == model.score(dict(zip(scorer.names, vals, strict=True)))
+def test_bound_risk_score_is_the_models_formula(model: RiskModel, values: list[float]) -> None:
+    monitor = Monitor("claude-sonnet-4-5")
+    names = model.features
+    vals = dict(zip(names, values, strict=False))
+    for i, name in enumerate(names):
+        vals.setdefault(name, float(i))
+    bound = _Scorer(model)
+    bound.fns = tuple((lambda m, v=vals[n]: v) for n in names)
+    features, score = bound(monitor)
+    assert features == {n: vals[n] for n in names}
+    assert score == model.score(vals)
+    assert math.isclose(score, reference_score(model, vals), rel_tol=1e-9, abs_tol=1e-12)
 
 
 # --------------------------------------------------------------------------- drift window

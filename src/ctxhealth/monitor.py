@@ -47,7 +47,7 @@ from ctxhealth.model import (
     ToolResult,
 )
 from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
-from ctxhealth.risk.model import PHASE_FEATURE, RiskModel, sigmoid
+from ctxhealth.risk.model import RiskModel, sigmoid
 from ctxhealth.signals.base import Detector, LazySignals, Signal
 from ctxhealth.signals.cache import CacheDetector
 from ctxhealth.signals.drift import DriftDetector
@@ -294,7 +294,7 @@ class Monitor:
         self._track_hedges = (
             (risk is not None and "hedges" in risk.features) if track_hedges is None else track_hedges
         )
-        self._scorer = _Scorer.of(risk) if risk is not None else None
+        self._scorer = _Scorer(risk) if risk is not None else None
         self._events = EventBuilder()
         th = self.profile.thresholds(self.info.tier)
         self.pressure = PressureTracker(self.info, self.profile)
@@ -419,11 +419,9 @@ class Monitor:
         base_zone = tracker.zone
         zone = base_zone.raised() if fired >= p.indicators_to_raise_zone else base_zone
         scorer = self._scorer
+        risk: float | None
         if scorer is not None:
             features, risk = scorer(self)
-        elif p.risk is not None:
-            features = self.features(p.risk.features)
-            risk = p.risk.score(features)
         else:
             features, risk = {}, None
         failures = self.failures
@@ -591,59 +589,21 @@ class Monitor:
 
 
 class _Scorer:
-    """The profile's risk model bound to the feature functions: one call gives the features the
-    model reads and its score, with the arithmetic of :meth:`RiskModel.score` done in the same order
-    (so the same floats) but without looking names up per turn.
+    """The profile's risk model bound to the monitor's feature functions once, so scoring a turn
+    looks no names up: one call gives the features the model reads and its score
+    (:meth:`RiskModel.linear_values`, the same arithmetic as :meth:`RiskModel.score`)."""
 
-    :meth:`of` checks the binding against ``RiskModel.score`` on a few inputs and gives None when
-    they differ (a model whose scoring changed), so the monitor then scores the generic way.
-    """
-
-    __slots__ = ("bias", "fns", "names", "phase_in", "terms", "turns_at")
+    __slots__ = ("fns", "model", "names")
 
     def __init__(self, model: RiskModel) -> None:
-        table = _FEATURES
-        self.names = tuple(n for n in model.features if n in table)
-        self.fns = tuple(table[n] for n in self.names)
-        at = {n: i for i, n in enumerate(self.names)}
-        self.terms = tuple(
-            (at[name], w, mu, sd, name in model.log_features, name == model.anchor)
-            for name, w, mu, sd in zip(model.features, model.weights, model.mean, model.scale, strict=True)
-            if name in at and w != 0.0
-        )
-        self.bias = model.bias
-        self.phase_in = model.phase_in
-        self.turns_at = at.get(PHASE_FEATURE)
-
-    @classmethod
-    def of(cls, model: RiskModel) -> _Scorer | None:
-        scorer = cls(model)
-        n = len(scorer.names)
-        for probe in (
-            [0.0] * n,
-            [i * 1.7 + 0.3 for i in range(n)],
-            [(-1.0) ** i * (i + 2.5) for i in range(n)],
-        ):
-            if scorer.score(probe) != model.score(dict(zip(scorer.names, probe, strict=True))):
-                return None
-        return scorer
-
-    def score(self, values: list[float]) -> float:
-        if self.phase_in <= 0:
-            phase = 1.0
-        else:
-            t = self.turns_at
-            phase = 1.0 if t is None else min(1.0, max(values[t], 0.0) / self.phase_in)
-        z = self.bias
-        for i, w, mu, sd, log, anchor in self.terms:
-            raw = values[i]
-            x = math.log1p(max(raw, 0.0)) if log else raw
-            z += (1.0 if anchor else phase) * w * (x - mu) / sd
-        return sigmoid(z)
+        self.model = model
+        self.names = model.features
+        self.fns = tuple(_FEATURES.get(name) for name in model.features)
 
     def __call__(self, monitor: Monitor) -> tuple[dict[str, float], float]:
-        values = [f(monitor) for f in self.fns]
-        return dict(zip(self.names, values, strict=True)), self.score(values)
+        values = [None if f is None else f(monitor) for f in self.fns]
+        features = {n: v for n, v in zip(self.names, values, strict=True) if v is not None}
+        return features, sigmoid(self.model.linear_values(values))
 
 
 SNAPSHOT_KIND = "ctxhealth.monitor"

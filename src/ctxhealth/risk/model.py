@@ -8,7 +8,7 @@ This is all the monitor needs to score a turn; fitting lives in the sibling modu
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,10 @@ class RiskModel:
     meta: Mapping[str, Any] = field(default_factory=dict)
     phase_in: float = 0.0
     anchor: str = ""
+    _terms: tuple[tuple[int, float, float, float, bool, bool], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
+    _turns_at: int | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         n = len(self.features)
@@ -49,6 +53,17 @@ class RiskModel:
                 f"risk model phases features in but does not read `{PHASE_FEATURE}`",
                 hint="refit the profile with `ctxhealth calibrate`",
             )
+        # (position, weight, mean, scale, log?, anchor?) of every weighted feature, in order
+        terms = tuple(
+            (i, w, mu, sd, name in self.log_features, name == self.anchor)
+            for i, (name, w, mu, sd) in enumerate(
+                zip(self.features, self.weights, self.mean, self.scale, strict=True)
+            )
+            if w != 0.0
+        )
+        object.__setattr__(self, "_terms", terms)
+        turns_at = self.features.index(PHASE_FEATURE) if PHASE_FEATURE in self.features else None
+        object.__setattr__(self, "_turns_at", turns_at)
 
     def _phase(self, values: Mapping[str, float]) -> float:
         if self.phase_in <= 0:
@@ -70,14 +85,23 @@ class RiskModel:
 
     def linear(self, values: Mapping[str, float]) -> float:
         """The log-odds of failure for one feature mapping (missing features count as the mean)."""
-        phase = self._phase(values)
+        return self.linear_values([values.get(name) for name in self.features])
+
+    def linear_values(self, values: Sequence[float | None]) -> float:
+        """:meth:`linear` for values given in the order of :attr:`features` (None: missing).
+
+        The monitor scores every turn this way, with its feature functions bound once.
+        """
+        t = self._turns_at
+        turns = values[t] if t is not None else None
+        phase = 1.0 if self.phase_in <= 0 or turns is None else min(1.0, max(turns, 0.0) / self.phase_in)
         z = self.bias
-        for name, w, mu, sd in zip(self.features, self.weights, self.mean, self.scale, strict=True):
-            raw = values.get(name)
-            if raw is None or w == 0.0:
+        for i, w, mu, sd, log, anchor in self._terms:
+            raw = values[i]
+            if raw is None:
                 continue
-            x = math.log1p(max(raw, 0.0)) if name in self.log_features else raw
-            z += (1.0 if name == self.anchor else phase) * w * (x - mu) / sd
+            x = math.log1p(max(raw, 0.0)) if log else raw
+            z += (1.0 if anchor else phase) * w * (x - mu) / sd
         return z
 
     def score(self, values: Mapping[str, float]) -> float:
