@@ -42,7 +42,15 @@ def test_a_good_response_ends_the_run() -> None:
 def test_no_cache_reported_at_all_never_fires() -> None:
     d = CacheDetector(P)
     feed(d, [reply(0)] * 12)
-    assert d.run == 12 and d.low_turns == 0 and not d.signals()[0].fired
+    assert d.low_turns == 0 and not d.signals()[0].fired
+
+
+def test_misses_before_the_first_hit_are_the_cache_warming_up() -> None:
+    d = CacheDetector(P)
+    feed(d, [reply(0)] * 4 + [reply(7_000)])  # 35%: the first hit, itself low
+    assert d.low_turns == 1 and d.run_start == 4
+    feed(d, [reply(12_000)])
+    assert d.low_turns == 0
 
 
 def test_short_prompts_and_non_assistant_messages_do_not_count() -> None:
@@ -64,9 +72,9 @@ def test_low_turns_equals_the_trailing_run_counted_directly(pairs: list[tuple[in
     d = CacheDetector(P)
     feed(d, messages)
     counted = [(min(r, p), p) for r, p in pairs if p >= P.cache_min_prompt]
+    first_hit = next((i for i, (read, _) in enumerate(counted) if read > 0), len(counted))
     run = 0
-    for read, prompt in counted:
+    for read, prompt in counted[first_hit:]:
         run = run + 1 if read / prompt < P.cache_hit_min else 0
-    expected = run if any(read > 0 for read, _ in counted) else 0
-    assert d.low_turns == expected
+    assert d.low_turns == run
     assert 0.0 <= d.signals()[0].value <= 1.0

@@ -8,9 +8,9 @@ prompt. The spec's reset trigger: a hit rate under ``cache_hit_min`` for ``cache
 responses in a row → restructure the prefix.
 
 Only responses whose prompt is at least ``cache_min_prompt`` tokens count (providers do not cache
-shorter prompts), and the run only counts once the session has shown one cache hit: a provider
-or log that reports no caching at all is not a cache problem the agent can fix. State is a few
-numbers.
+shorter prompts), and the run is counted from the session's first cache hit on: the misses before
+it are the cache warming up (or a provider or log that reports no caching at all, which is not a
+cache problem the agent can fix). State is a few numbers.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class CacheDetector(CachedDetector):
         self.last_index = event.index
         if read > 0:
             self.seen_hit = True
-        if rate < self.profile.cache_hit_min:
+        if self.seen_hit and rate < self.profile.cache_hit_min:
             if self.run == 0:
                 self.run_start = event.index
             self.run += 1
@@ -61,8 +61,8 @@ class CacheDetector(CachedDetector):
 
     @property
     def low_turns(self) -> int:
-        """Responses in a row under the hit-rate threshold (0 until the session has had a hit)."""
-        return self.run if self.seen_hit else 0
+        """Responses in a row under the hit-rate threshold, counted from the session's first hit."""
+        return self.run
 
     @property
     def session_rate(self) -> float | None:
@@ -84,7 +84,7 @@ class CacheDetector(CachedDetector):
             detail = (
                 f"latest response {rate:.0%} of its prompt from cache, session {overall or 0.0:.0%}; "
                 f"{low} responses in a row under {p.cache_hit_min:.0%} "
-                f"(fires at {p.cache_miss_turns}; counts once the session had a cache hit)"
+                f"(fires at {p.cache_miss_turns}; counted from the first cache hit)"
             )
         return (
             Signal(
