@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import PlainDriftWindow
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import _FEATURES, Monitor, _repr_len, _Scorer
 from ctxhealth.policy import Action
@@ -26,7 +27,6 @@ from ctxhealth.signals.drift import DriftDetector
 from ctxhealth.signals.events import EventBuilder
 from ctxhealth.signals.hedging import count_hedges
 from ctxhealth.signals.profile import Profile
-from ctxhealth.signals.text import content_words
 
 # --------------------------------------------------------------------------- indicator patterns
 
@@ -260,34 +260,6 @@ def test_bound_risk_score_is_the_models_formula(model: RiskModel, values: list[f
 # --------------------------------------------------------------------------- drift window
 
 
-class _FlatDrift:
-    """The drift window as one flat list of (word, characters), trimmed word by word."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.instruction: set[str] = set()
-        self.tail = ""
-        self.window: list[tuple[str, int]] = []
-
-    def add(self, text: str) -> None:
-        self.tail = (self.tail + "\n" + text if self.tail else text)[-self.limit :]
-        if len(text) * 4 >= self.limit:
-            stems = content_words(self.tail)
-            each = len(self.tail) // len(stems) if stems else 0
-            self.window = [(w, each) for w in stems]
-            return
-        stems = content_words(text)
-        if stems:
-            each, extra = divmod(len(text), len(stems))
-            self.window += [(w, each + (extra if i == 0 else 0)) for i, w in enumerate(stems)]
-        while sum(c for _, c in self.window) > self.limit and self.window:
-            self.window.pop(0)
-
-    def similarity(self) -> float:
-        n = len(self.instruction)
-        return len(self.instruction & {w for w, _ in self.window}) / n if n and self.window else 1.0
-
-
 _WORDS = ["parser", "offsets", "tests", "green", "weather", "Lisbon", "the", "a", "x1", "fixing", "rounding"]
 replies = st.lists(st.lists(st.sampled_from(_WORDS), min_size=0, max_size=300).map(" ".join), max_size=14)
 
@@ -298,7 +270,7 @@ def test_drift_runs_match_a_flat_window_across_a_new_instruction(
     texts: list[str], limit: int, switch: int, word: str
 ) -> None:
     detector = DriftDetector(Profile(risk=None, drift_window_chars=limit), sweet_spot=1)
-    reference = _FlatDrift(limit)
+    reference = PlainDriftWindow("", limit)
     events = EventBuilder()
     detector.set_instruction("Fix the parser offsets and keep the tests green")
     reference.instruction = set(detector.instruction_words)

@@ -12,6 +12,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import PlainDriftWindow
 from ctxhealth.model import Message, Role, TextBlock, ToolResult
 from ctxhealth.signals import calls
 from ctxhealth.signals.calls import error_signature, is_failure
@@ -136,36 +137,6 @@ def test_verify_pattern_finds_what_the_plain_pattern_finds(parts: list[str]) -> 
     assert (calls._VERIFY.search(probe) is None) == (plain.search(probe) is None)
 
 
-class _ReferenceDrift:
-    """The drift window the plain way: the output tail as one string, recounted from it on a long
-    reply, else word-by-word with each word weighted by its share of the reply's characters."""
-
-    def __init__(self, instruction: str, limit: int) -> None:
-        self.limit = limit
-        self.instruction = set(content_words(instruction))
-        self.tail = ""
-        self.window: list[tuple[str, int]] = []
-
-    def add(self, text: str) -> None:
-        self.tail = (self.tail + "\n" + text if self.tail else text)[-self.limit :]
-        if len(text) * 4 >= self.limit:
-            stems = content_words(self.tail)
-            each = len(self.tail) // len(stems) if stems else 0
-            self.window = [(w, each) for w in stems]
-            return
-        stems = content_words(text)
-        if stems:
-            each, extra = divmod(len(text), len(stems))
-            self.window += [(w, each + (extra if i == 0 else 0)) for i, w in enumerate(stems)]
-        while sum(c for _, c in self.window) > self.limit and self.window:
-            self.window.pop(0)
-
-    def similarity(self) -> float:
-        present = {w for w, _ in self.window}
-        n = len(self.instruction)
-        return len(self.instruction & present) / n if n and self.window else 1.0
-
-
 _WORDS = ["parser", "offsets", "tests", "green", "weather", "Lisbon", "the", "a", "x1", "fixing", "é"]
 replies = st.lists(
     st.lists(st.sampled_from(_WORDS), min_size=1, max_size=400).map(" ".join), min_size=1, max_size=12
@@ -178,7 +149,7 @@ def test_drift_window_matches_the_plain_definition(texts: list[str], limit: int)
     instruction = "Fix the parser so offsets round-trip and the tests stay green."
     profile = Profile(risk=None, drift_window_chars=limit)
     detector = DriftDetector(profile, sweet_spot=1)
-    reference = _ReferenceDrift(instruction, limit)
+    reference = PlainDriftWindow(instruction, limit)
     events = EventBuilder()
     detector.update(events.build(0, Message(Role.USER, (TextBlock(instruction),)), 0, 0))
     for i, text in enumerate(texts, start=1):

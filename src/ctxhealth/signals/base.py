@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -176,6 +176,21 @@ def stable_hash(text: str) -> int:
 def pair_hash(first: str, second: str) -> int:
     """:func:`stable_hash` of an ordered pair of strings (length-prefixed, so it is unambiguous)."""
     return stable_hash(f"{len(first)}:{first}{second}")
+
+
+def matches_at_anchors(match: Callable[[str, int], object | None], text: str, anchors: Iterable[str]) -> bool:
+    """Whether a pattern whose every match starts with one of ``anchors`` matches in ``text``,
+    trying ``match`` (a compiled pattern's ``match``) only where an anchor occurs instead of at
+    every position. ``match`` at a position sees the text before it (``\\b``, lookbehinds), as a
+    search does, so the answer is ``pattern.search(text) is not None``."""
+    find = text.find
+    for anchor in anchors:
+        at = find(anchor)
+        while at >= 0:
+            if match(text, at) is not None:
+                return True
+            at = find(anchor, at + 1)
+    return False
 
 
 def recent(evidence: list[int] | tuple[int, ...]) -> tuple[int, ...]:

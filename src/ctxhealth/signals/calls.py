@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 from ctxhealth.model import ToolCall, ToolResult
-from ctxhealth.signals.base import normalise_text, stable_hash
+from ctxhealth.signals.base import matches_at_anchors, normalise_text, stable_hash
 
 
 class CallKind(StrEnum):
@@ -238,15 +238,7 @@ def _verifies(probe: str) -> bool:
     pattern = _re("_VERIFY")
     if len(probe) < 256:
         return pattern.search(probe) is not None
-    match = pattern.match
-    find = probe.find
-    for anchor in _VERIFY_ANCHORS:
-        at = find(anchor)
-        while at >= 0:
-            if match(probe, at) is not None:
-                return True
-            at = find(anchor, at + 1)
-    return False
+    return matches_at_anchors(pattern.match, probe, _VERIFY_ANCHORS)
 
 
 def parse_call(call: ToolCall) -> CallInfo:

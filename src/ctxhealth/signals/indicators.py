@@ -21,7 +21,7 @@ from typing import Any
 from zlib import adler32, crc32
 
 from ctxhealth.model import Role
-from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow
+from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, matches_at_anchors
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
@@ -167,15 +167,7 @@ def _opens_with(source: str, opening: str, plain: str | None) -> bool:
     """
     if plain is None:
         return _pattern(source).search(opening) is not None
-    match = _pattern(source, True).match
-    find = plain.find
-    for anchor in _ANCHORS[source]:
-        at = find(anchor)
-        while at >= 0:
-            if match(plain, at) is not None:
-                return True
-            at = find(anchor, at + 1)
-    return False
+    return matches_at_anchors(_pattern(source, True).match, plain, _ANCHORS[source])
 
 
 def sentences(text: str) -> list[str]:
