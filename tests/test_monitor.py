@@ -116,6 +116,18 @@ def test_too_many_turns_compresses_until_recorded() -> None:
     assert m.observe(Message(Role.ASSISTANT, (TextBlock("next"),))).action is Action.CONTINUE
 
 
+def test_the_agents_own_compaction_restarts_the_turn_count() -> None:
+    m = Monitor("claude-sonnet-4", P)
+    m.observe(user("go"))
+    for i in range(31):
+        m.observe(Message(Role.ASSISTANT, (TextBlock(f"step {i}"),)))
+    assert m.last is not None and m.last.rule is Rule.TOO_MANY_TURNS
+    m.observe(Message(Role.USER, (CompactionSummary("summary of the work so far"),)))
+    assert m.counters.steps == 0
+    actions = [m.observe(Message(Role.ASSISTANT, (TextBlock(f"more {i}"),))).action for i in range(31)]
+    assert actions[29] is Action.CONTINUE and actions[30] is Action.COMPRESS_HISTORY
+
+
 def test_assessment_is_explainable_and_serialisable() -> None:
     m = Monitor("claude-sonnet-4", P)
     m.observe(user("go"))

@@ -17,6 +17,9 @@ Fill: the provider's reported prompt size when the message carries usage (``repo
 the last known fill plus an estimate of each message since (about 4 characters per token, the spec;
 ``estimated``). A compaction summary resets the running estimate to system prompt + summary.
 
+A compaction summary also resets the count of turns since the last reset (the agent compressed its
+own history), so "too many turns" counts from the latest compaction.
+
 ``record_recovery(action)`` tells the monitor a recovery was carried out (restart, truncation,
 history compression, tool-result clearing), which drives the circuit breaker and the cooldown.
 
@@ -379,6 +382,10 @@ class Monitor:
             )
             if not self._model_fixed and message.model:
                 self._set_model(message.model)
+        elif message.compaction is not None and self.counters.steps:
+            # the agent compacted its own history: that is the reset the turn count waits for
+            c = self.counters
+            self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
         self._update_fill(message, fill)
         assessed_fill = self.fill
         usage = message.usage
