@@ -24,6 +24,7 @@ from ctxhealth.model import (
 )
 from ctxhealth.monitor import Monitor, cut_index, estimate_message_tokens
 from ctxhealth.policy import Action, Rule
+from ctxhealth.risk import RiskModel
 from ctxhealth.signals.profile import Profile
 
 P = Profile(risk=None)
@@ -126,6 +127,27 @@ def test_the_agents_own_compaction_restarts_the_turn_count() -> None:
     assert m.counters.steps == 0
     actions = [m.observe(Message(Role.ASSISTANT, (TextBlock(f"more {i}"),))).action for i in range(31)]
     assert actions[29] is Action.CONTINUE and actions[30] is Action.COMPRESS_HISTORY
+
+
+def test_a_risk_warning_names_what_drives_the_score() -> None:
+    model = RiskModel(
+        features=("output_tokens", "edits", "hedges"),
+        weights=(1.0, -1.0, 0.5),
+        bias=-6.0,
+        mean=(0.0, 0.0, 0.0),
+        scale=(1.0, 1.0, 1.0),
+        log_features=frozenset({"output_tokens", "edits"}),
+    )
+    m = Monitor("claude-sonnet-4", Profile(risk=model))
+    m.observe(user("go"))
+    quiet = m.observe(Message(Role.ASSISTANT, (TextBlock("ok"),), usage=Usage(output_tokens=20)))
+    assert quiet.action is Action.CONTINUE and quiet.risk is not None and quiet.risk < 0.5
+    a = m.observe(Message(Role.ASSISTANT, (TextBlock("but maybe"),), usage=Usage(output_tokens=5_000)))
+    assert a.rule is Rule.WARNING and a.risk is not None and a.risk >= 0.5
+    drivers = a.reasons[-1]
+    # log1p(5020) ~ 8.52 from output tokens, then hedges (2 words over 2 turns) 0.5; edits add nothing
+    assert drivers.startswith("risk driven by: output tokens +8.52, hedges +0.50")
+    assert "edits" not in drivers
 
 
 def test_assessment_is_explainable_and_serialisable() -> None:

@@ -456,6 +456,8 @@ class Monitor:
         if zone is not base_zone:
             names = ", ".join(self._indicators_fired())
             reasons = (*reasons, f"zone raised {base_zone.value} → {zone.value}: {names}")
+        if decision.rule is Rule.WARNING and risk is not None and risk >= p.risk_warning and p.risk:
+            reasons = (*reasons, risk_drivers(p.risk, features))
         # the signals' snapshots are taken when first read (or before the detectors next change)
         signals = LazySignals.deferred(self._detectors)
         self._pending = weakref.ref(signals)
@@ -593,6 +595,18 @@ class Monitor:
         if last is None:
             return self._assess(max(self.index, 0), self.fill)
         return last
+
+
+RISK_DRIVERS = 3
+"""At most this many features are named when a warning gives the risk score as a reason."""
+
+
+def risk_drivers(model: RiskModel, features: Mapping[str, float]) -> str:
+    """The features that push ``model``'s score up the most, with their share of the log-odds
+    (what to look at when risk is a reason to warn)."""
+    shares = sorted(model.contributions(features).items(), key=lambda kv: (-kv[1], kv[0]))
+    top = [f"{name.replace('_', ' ')} {value:+.2f}" for name, value in shares[:RISK_DRIVERS] if value > 0.0]
+    return "risk driven by: " + (", ".join(top) if top else "no single feature (the bias)")
 
 
 class _Scorer:
