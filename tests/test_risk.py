@@ -18,7 +18,7 @@ from ctxhealth.accounting.types import Tier
 from ctxhealth.cli.main import cli
 from ctxhealth.errors import ConfigError
 from ctxhealth.model import Message, Role, TextBlock, Usage
-from ctxhealth.monitor import Monitor
+from ctxhealth.monitor import FEATURE_NAMES, Monitor
 from ctxhealth.risk import (
     BASELINES,
     CANDIDATE_FEATURES,
@@ -366,10 +366,22 @@ def test_pooled_training_rows_and_required_features() -> None:
 
 
 def test_shipped_candidates_are_monitor_features() -> None:
-    names = set(Monitor(profile=Profile()).features())
+    names = set(FEATURE_NAMES)
     assert set(CANDIDATE_FEATURES) <= names and len(CANDIDATE_FEATURES) <= 6
     assert {feat for _, feat in BASELINES} <= names
     assert names >= LOG_FEATURES
+
+
+def test_reasoning_tokens_are_missing_until_a_response_reports_them() -> None:
+    m = Monitor(profile=default_profile())
+    assert default_profile().risk is not None and "reasoning_tokens" in default_profile().risk.features
+    m.observe(Message(Role.USER, (TextBlock("fix it"),)))
+    m.observe(Message(Role.ASSISTANT, (TextBlock("on it"),), usage=Usage(output_tokens=40)))
+    assert "reasoning_tokens" not in m.features() and "output_tokens" in m.features()
+    a = m.observe(
+        Message(Role.ASSISTANT, (TextBlock("done"),), usage=Usage(output_tokens=9, reasoning_tokens=30))
+    )
+    assert m.features()["reasoning_tokens"] == 30.0 and a.features["reasoning_tokens"] == 30.0
 
 
 # ------------------------------------------------------------------ hedging and the new monitor features
@@ -441,7 +453,8 @@ def test_default_monitor_scores_with_the_shipped_model() -> None:
     for t in range(5):
         a = m.observe(_assistant(f"Step {t}: maybe the bug is here, but it still fails.", out=200))
     assert a.risk is not None and a.risk == risk.score(m.features())
-    assert set(a.features) == set(risk.features)
+    # no response reported reasoning tokens: that feature is missing, not zero
+    assert set(a.features) == set(risk.features) - {"reasoning_tokens"}
 
 
 def test_risk_model_round_trips_and_validates_shape() -> None:

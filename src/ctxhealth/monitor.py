@@ -480,11 +480,15 @@ class Monitor:
 
     def features(self, names: Iterable[str] | None = None) -> dict[str, float]:
         """The risk model's inputs (``names`` only, when given), normalised per turn where a count
-        would just measure length."""
-        if names is not None:
-            table = _FEATURES
-            return {n: table[n](self) for n in names if n in table}
-        return {n: f(self) for n, f in _FEATURES.items()}
+        would just measure length; a feature the log cannot report yet is left out (missing)."""
+        table = _FEATURES
+        wanted = table if names is None else [n for n in names if n in table]
+        out = {}
+        for n in wanted:
+            value = table[n](self)
+            if value is not None:
+                out[n] = value
+        return out
 
     # ------------------------------------------------------------------ recovery bookkeeping
 
@@ -638,14 +642,16 @@ def _turns(m: Monitor) -> int:
     return m.turn if m.turn > 0 else 1
 
 
-_FEATURES: dict[str, Callable[[Monitor], float]] = {
+_FEATURES: dict[str, Callable[[Monitor], float | None]] = {
     "turns": lambda m: float(m.turn),
     "peak_fill": lambda m: float(m.pressure.peak),
     "fill": lambda m: float(m.pressure.fill),
     "fill_growth": lambda m: (m.pressure.fill - m.pressure.first_fill) / _turns(m) / 1000.0,
     "output_tokens": lambda m: float(m.output_tokens),
     "output_per_turn": lambda m: m.output_tokens / _turns(m),
-    "reasoning_tokens": lambda m: float(m.reasoning_tokens),
+    # missing until a response reports reasoning tokens (Claude Code logs never do: its thinking is
+    # part of the output tokens), so a log that cannot report them is not scored as "no reasoning"
+    "reasoning_tokens": lambda m: float(m.reasoning_tokens) if m.reasoning_tokens else None,
     "hedges": lambda m: m.hedges / _turns(m),
     "failure_rate": lambda m: (
         m.failures.total_failures / m.failures.total_calls if m.failures.total_calls else 0.0
@@ -665,6 +671,9 @@ _FEATURES: dict[str, Callable[[Monitor], float]] = {
     "pressure": lambda m: m.pressure.pressure,
 }
 """Every risk feature by name, each a function of the monitor's current state (O(1))."""
+
+FEATURE_NAMES: tuple[str, ...] = tuple(_FEATURES)
+"""Every feature :meth:`Monitor.features` may give (one the log cannot report yet is left out)."""
 
 
 def cut_index(session: Session, upto: float | None) -> int:
