@@ -79,6 +79,25 @@ def test_fill_from_payload_context_window(tmp_path: Path) -> None:
     assert "125.0K/" in line and "$1.23" in line and "\x1b[" not in line
 
 
+def test_a_low_prompt_cache_hit_rate_shows_and_a_good_one_does_not(tmp_path: Path) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    home = str(tmp_path / "h")
+    good = _payload("claude-statusline-current.json", transcript)  # 120,000 of 125,000 from cache
+    assert parse_status_payload(good).context_window.cache_read_tokens == 120_000  # type: ignore[union-attr]
+    assert "cache" not in render_status(good, home=home, color=False)
+    doc = json.loads(good)
+    doc["context_window"]["current_usage"].update(
+        input_tokens=100_000, cache_creation_input_tokens=20_000, cache_read_input_tokens=5_000
+    )
+    line = render_status(json.dumps(doc), home=home, color=False)
+    assert "cache 4%" in line  # 5,000 / 125,000
+    # a prompt too short to be cached says nothing
+    doc["context_window"]["current_usage"].update(
+        input_tokens=900, cache_creation_input_tokens=0, cache_read_input_tokens=0
+    )
+    assert "cache" not in render_status(json.dumps(doc), home=home, color=False)
+
+
 def test_fill_from_transcript_for_legacy_payload(tmp_path: Path) -> None:
     transcript = _transcript(tmp_path / "t.jsonl", [20_000, 50_000])
     home = str(tmp_path / "h")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["Reading", "Verdict", "read_counters", "verdict"]
+__all__ = ["Reading", "Verdict", "low_cache_hit_rate", "read_counters", "verdict"]
 
 # Used only when the slow path has never run for this transcript (nothing cached yet): the spec's
 # full-tier defaults and Claude Code's 200K window less its auto-compact buffer.
@@ -42,6 +42,8 @@ _FALLBACK: dict[str, Any] = {
     "failure_rate": 0.40,
     "failure_min_calls": 4,
     "consecutive_failures": 3,
+    "cache_hit_min": 0.40,
+    "cache_min_prompt": 1_024,
 }
 
 
@@ -138,3 +140,15 @@ def verdict(counters: SessionCounters) -> Verdict:
         tuple(str(r) for r in reasons) if isinstance(reasons, list) else (),
         str(last.get("rule", "")),
     )
+
+
+def low_cache_hit_rate(counters: SessionCounters, read: int | None, prompt: int | None) -> float | None:
+    """The latest response's prompt-cache hit rate (``read`` / ``prompt`` tokens) when it is under the
+    profile's ``cache_hit_min`` on a prompt long enough to be cached, else None (nothing to show)."""
+    if read is None or not prompt:
+        return None
+    th = counters.thresholds or _FALLBACK
+    if prompt < th.get("cache_min_prompt", _FALLBACK["cache_min_prompt"]):
+        return None
+    rate = min(read, prompt) / prompt
+    return rate if rate < th.get("cache_hit_min", _FALLBACK["cache_hit_min"]) else None

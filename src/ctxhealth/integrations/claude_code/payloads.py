@@ -186,16 +186,25 @@ class ContextWindow(_Value):
     """The status-line ``context_window`` block (newer Claude Code versions).
 
     ``used_tokens`` is input + cache creation + cache read of ``current_usage`` (the prompt size of the
-    latest response), None when the payload has no ``current_usage`` (no response yet).
+    latest response), None when the payload has no ``current_usage`` (no response yet);
+    ``cache_read_tokens`` is the part of it read from the prompt cache.
     """
 
-    __slots__ = ("size", "total_input_tokens", "total_output_tokens", "used_percentage", "used_tokens")
+    __slots__ = (
+        "cache_read_tokens",
+        "size",
+        "total_input_tokens",
+        "total_output_tokens",
+        "used_percentage",
+        "used_tokens",
+    )
 
     size: int | None
     used_percentage: float | None
     used_tokens: int | None
     total_input_tokens: int | None
     total_output_tokens: int | None
+    cache_read_tokens: int | None
 
     def __init__(
         self,
@@ -204,16 +213,19 @@ class ContextWindow(_Value):
         used_tokens: int | None = None,
         total_input_tokens: int | None = None,
         total_output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
     ) -> None:
         self._set("size", size)
         self._set("used_percentage", used_percentage)
         self._set("used_tokens", used_tokens)
         self._set("total_input_tokens", total_input_tokens)
         self._set("total_output_tokens", total_output_tokens)
+        self._set("cache_read_tokens", cache_read_tokens)
 
     @classmethod
     def _read(cls, r: _Reader) -> ContextWindow:
         used: int | None = None
+        cache_read: int | None = None
         usage = r.obj("current_usage")
         if usage is not None:
             parts = [
@@ -222,12 +234,14 @@ class ContextWindow(_Value):
             ]
             if any(p is not None for p in parts):
                 used = sum(p or 0 for p in parts)
+                cache_read = parts[2] or 0
         return cls(
             size=r.integer("context_window_size"),
             used_percentage=r.number("used_percentage"),
             used_tokens=used,
             total_input_tokens=r.integer("total_input_tokens"),
             total_output_tokens=r.integer("total_output_tokens"),
+            cache_read_tokens=cache_read,
         )
 
 

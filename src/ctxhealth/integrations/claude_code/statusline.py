@@ -1,4 +1,5 @@
-"""The one-line status Claude Code shows under the prompt: zone, fill / usable window, drift, spiral, cost.
+"""The one-line status Claude Code shows under the prompt: zone, fill / usable window, drift, spiral,
+a low prompt-cache hit rate, cost.
 
 Input is the status-line JSON Claude Code pipes in. The fill comes from its ``context_window`` block
 when present (newer versions), else from the transcript's latest reported usage. Drift and the
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ctxhealth.integrations.claude_code.assess import Reading, read_counters
+from ctxhealth.integrations.claude_code.assess import Reading, low_cache_hit_rate, read_counters
 from ctxhealth.integrations.claude_code.payloads import StatusPayload, parse_status_payload
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_counters, save_counters
 from ctxhealth.signals.zones import Zone
@@ -98,6 +99,11 @@ def format_status(payload: StatusPayload, counters: SessionCounters, *, color: b
         parts.append(_paint(f"spiral: {r.spiral_reason}", _RED, color) if r.spiral else fails)
     if r.doom_loop:
         parts.append(_paint(f"loop ×{counters.doom_loops}", _RED, color))
+    window = payload.context_window
+    if window is not None:
+        low = low_cache_hit_rate(counters, window.cache_read_tokens, window.used_tokens)
+        if low is not None:
+            parts.append(_paint(f"cache {low:.0%}", _RED, color))
     cost = payload.cost_usd if payload.cost_usd is not None else counters.cost_usd
     if cost is not None:
         parts.append(f"${cost:.2f}")

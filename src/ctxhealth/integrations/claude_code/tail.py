@@ -157,5 +157,7 @@ def resolve_thresholds(
         "failure_rate": profile.failure_rate,
         "failure_min_calls": profile.failure_min_calls,
         "consecutive_failures": profile.consecutive_failures,
+        "cache_hit_min": profile.cache_hit_min,
+        "cache_min_prompt": profile.cache_min_prompt,
     }
     return counters.thresholds
