@@ -9,7 +9,7 @@ from typing import Any
 
 from ctxhealth.errors import ConfigError
 from ctxhealth.risk.crossval import CVResult, cross_validate
-from ctxhealth.risk.folds import point_strata, training_rows
+from ctxhealth.risk.folds import training_rows
 from ctxhealth.risk.metrics import roc_auc
 from ctxhealth.risk.model import RiskModel
 from ctxhealth.risk.procedures import (
@@ -18,8 +18,6 @@ from ctxhealth.risk.procedures import (
     DEFAULT_PHASE_GRID,
     DEFAULT_THRESHOLD_GRID,
     Procedure,
-    fit_anchored,
-    fit_screened,
 )
 from ctxhealth.risk.runs import (
     BASELINES,
@@ -30,7 +28,7 @@ from ctxhealth.risk.runs import (
     fingerprint,
     run_key,
 )
-from ctxhealth.risk.selection import select_alpha, select_screening
+from ctxhealth.risk.selection import fit_selected
 
 PROCEDURE = Procedure.PHASED
 """How the shipped profile and ``ctxhealth calibrate`` fit the risk model. In the nested
@@ -104,7 +102,6 @@ def fit_risk(
     y = [r.failed for r in runs]
     cv = cross_validate_runs(runs, folds=folds, seed=seed, procedure=procedure)
     rows, labels, groups = training_rows(points[1.0], y, range(len(y)), points)
-    strata = point_strata(groups)
     meta: dict[str, Any] = {
         "procedure": procedure.value,
         "runs": len(runs),
@@ -137,46 +134,15 @@ def fit_risk(
             }
             for label, feat in BASELINES
         }
-    if procedure is Procedure.ANCHORED:
-        alpha = select_alpha(
-            rows,
-            labels,
-            CANDIDATE_FEATURES,
-            log_features=LOG_FEATURES,
-            seed=seed + 1,
-            groups=groups,
-            strata=strata,
-            **settings,
-        )
-        model = fit_anchored(
-            rows,
-            labels,
-            CANDIDATE_FEATURES,
-            alpha=alpha,
-            threshold=settings["threshold"],
-            log_features=LOG_FEATURES,
-            strata=strata,
-            meta=meta,
-        )
-        return model, cv
-    threshold, phase_in = select_screening(
+    model, _, _, _ = fit_selected(
         rows,
         labels,
         CANDIDATE_FEATURES,
-        log_features=LOG_FEATURES,
-        seed=seed + 1,
+        procedure,
         groups=groups,
-        strata=strata,
-        **settings,
-    )
-    model = fit_screened(
-        rows,
-        labels,
-        CANDIDATE_FEATURES,
-        threshold=threshold,
+        seed=seed + 1,
         log_features=LOG_FEATURES,
-        strata=strata,
         meta=meta,
-        phase_in=phase_in if procedure is Procedure.PHASED else 0.0,
+        **settings,
     )
     return model, cv

@@ -14,8 +14,8 @@ from ctxhealth.errors import ConfigError
 from ctxhealth.risk.fitting import fit_model
 from ctxhealth.risk.folds import point_strata, stratified_folds, training_rows
 from ctxhealth.risk.metrics import roc_auc
-from ctxhealth.risk.procedures import Procedure, fit_anchored, fit_screened
-from ctxhealth.risk.selection import select_alpha, select_features, select_screening
+from ctxhealth.risk.procedures import Procedure
+from ctxhealth.risk.selection import fit_selected, select_features
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,62 +81,27 @@ def cross_validate(
     for f in range(folds):
         train = [i for i in range(len(y)) if fold[i] != f]
         tr_rows, tr_y, tr_groups = training_rows(rows, y, train, points if pool else None)
-        if procedure in (Procedure.SCREENED, Procedure.PHASED):
-            strata = point_strata(tr_groups)
-            thr, phase = threshold, phase_in
-            if select:
-                thr, phase = select_screening(
-                    tr_rows,
-                    tr_y,
-                    candidates,
-                    log_features=log_features,
-                    seed=seed + 1,
-                    groups=tr_groups,
-                    strata=strata,
-                    **selection,
-                )
-            if procedure is Procedure.SCREENED:
-                phase = 0.0
-            model = fit_screened(
+        if procedure is not Procedure.LOGISTIC:
+            model, thr, phase, chosen = fit_selected(
                 tr_rows,
                 tr_y,
                 candidates,
-                threshold=thr,
+                procedure,
+                groups=tr_groups,
+                seed=seed + 1,
                 log_features=log_features,
-                strata=strata,
-                phase_in=phase,
-            )
-            feats, reg = model.features, model.l2
-            thresholds.append(thr)
-            phases.append(phase)
-        elif procedure is Procedure.ANCHORED:
-            strata = point_strata(tr_groups)
-            chosen = (
-                select_alpha(
-                    tr_rows,
-                    tr_y,
-                    candidates,
-                    threshold=threshold,
-                    log_features=log_features,
-                    seed=seed + 1,
-                    groups=tr_groups,
-                    strata=strata,
-                    **selection,
-                )
-                if select
-                else alpha
-            )
-            model = fit_anchored(
-                tr_rows,
-                tr_y,
-                candidates,
-                alpha=chosen,
+                select=select,
                 threshold=threshold,
-                log_features=log_features,
-                strata=strata,
+                alpha=alpha,
+                phase_in=phase_in,
+                **selection,
             )
             feats, reg = model.features, model.l2
-            alphas.append(chosen)
+            if procedure is Procedure.ANCHORED:
+                alphas.append(chosen)
+            else:
+                thresholds.append(thr)
+                phases.append(phase)
         elif select:
             feats, reg = select_features(
                 tr_rows,

@@ -1,15 +1,17 @@
 """Choosing a procedure's settings by inner cross-validation on the training rows only: greedy
 feature selection and L2 strength for logistic regression (:func:`select_features`), the screening
 threshold and phase-in (:func:`select_screening`, :func:`select_threshold`) and the anchored
-``alpha`` (:func:`select_alpha`).
+``alpha`` (:func:`select_alpha`); and :func:`fit_selected`, the choose-then-fit step of the screened,
+phased and anchored procedures that cross-validation runs in every fold and calibration on all runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ctxhealth.risk.fitting import fit_model
-from ctxhealth.risk.folds import group_folds
+from ctxhealth.risk.folds import group_folds, point_strata
 from ctxhealth.risk.metrics import stratified_auc
 from ctxhealth.risk.model import RiskModel
 from ctxhealth.risk.procedures import (
@@ -17,6 +19,7 @@ from ctxhealth.risk.procedures import (
     ANCHORED_THRESHOLD,
     DEFAULT_ALPHA_GRID,
     DEFAULT_THRESHOLD_GRID,
+    Procedure,
     fit_anchored,
     fit_screened,
 )
@@ -240,3 +243,78 @@ def select_alpha(
         if best is None or auc > best[0]:
             best = (auc, alpha)
     return min(grid) if best is None else best[1]
+
+
+def fit_selected(
+    rows: Sequence[Mapping[str, float]],
+    y: Sequence[int],
+    candidates: Sequence[str],
+    procedure: Procedure,
+    *,
+    groups: Sequence[int] | None,
+    seed: int,
+    log_features: frozenset[str] = frozenset(),
+    select: bool = True,
+    threshold: float = 0.05,
+    alpha: float = 1.0,
+    phase_in: float = 0.0,
+    meta: Mapping[str, Any] | None = None,
+    **selection: Any,
+) -> tuple[RiskModel, float, float, float]:
+    """Fit a ``SCREENED``, ``PHASED`` or ``ANCHORED`` model on ``rows`` (runs pooled over evaluation
+    points: ``groups`` says which run each row is), its settings chosen by inner cross-validation
+    (seeded with ``seed``; ``selection`` goes to :func:`select_screening` or :func:`select_alpha`)
+    when ``select``, else the fixed ``threshold`` / ``phase_in`` / ``alpha``.
+
+    Returns the model and the screening threshold, phase-in and ``alpha`` it was fitted with
+    (``ANCHORED`` screens its other features at the fixed ``threshold``; ``SCREENED`` never phases).
+    """
+    strata = point_strata(groups)
+    if procedure is Procedure.ANCHORED:
+        if select:
+            alpha = select_alpha(
+                rows,
+                y,
+                candidates,
+                threshold=threshold,
+                log_features=log_features,
+                seed=seed,
+                groups=groups,
+                strata=strata,
+                **selection,
+            )
+        model = fit_anchored(
+            rows,
+            y,
+            candidates,
+            alpha=alpha,
+            threshold=threshold,
+            log_features=log_features,
+            strata=strata,
+            meta=meta,
+        )
+        return model, threshold, 0.0, alpha
+    if select:
+        threshold, phase_in = select_screening(
+            rows,
+            y,
+            candidates,
+            log_features=log_features,
+            seed=seed,
+            groups=groups,
+            strata=strata,
+            **selection,
+        )
+    if procedure is Procedure.SCREENED:
+        phase_in = 0.0
+    model = fit_screened(
+        rows,
+        y,
+        candidates,
+        threshold=threshold,
+        log_features=log_features,
+        strata=strata,
+        meta=meta,
+        phase_in=phase_in,
+    )
+    return model, threshold, phase_in, alpha
