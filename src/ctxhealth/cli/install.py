@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -24,6 +25,20 @@ from ctxhealth.integrations.claude_code.install import (
 )
 
 _SCOPE = click.Choice([s.value for s in Scope])
+
+_SCOPE_OPTION = click.option(
+    "--scope", type=_SCOPE, default=Scope.USER.value, show_default=True, help="Which settings file."
+)
+_SETTINGS_OPTION = click.option(
+    "--settings", type=click.Path(path_type=Path), help="Settings directory (or settings.json) to edit."
+)
+_APPLY_OPTION = click.option("--apply", is_flag=True, help="Write the change (default: show the diff only).")
+_JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+
+
+def _settings_target(command: Any) -> Any:
+    """The options install and uninstall share: which settings file, and whether to write it."""
+    return _SCOPE_OPTION(_SETTINGS_OPTION(_APPLY_OPTION(command)))
 
 
 def _settings_dir(scope: str, settings: Path | None) -> Path:
@@ -69,18 +84,12 @@ def install() -> None:
 
 
 @install.command("claude-code")
-@click.option(
-    "--scope", type=_SCOPE, default=Scope.USER.value, show_default=True, help="Which settings file."
-)
-@click.option(
-    "--settings", type=click.Path(path_type=Path), help="Settings directory (or settings.json) to edit."
-)
-@click.option("--apply", is_flag=True, help="Write the change (default: show the diff only).")
+@_settings_target
 @click.option("--force", is_flag=True, help="Replace an existing status line (uninstall restores it).")
 @click.option(
     "--python", "python", default=sys.executable, show_default=False, help="Interpreter the hooks run."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@_JSON_OPTION
 @guarded
 def claude_code(
     scope: str, settings: Path | None, apply: bool, force: bool, python: str, as_json: bool
@@ -96,14 +105,8 @@ def uninstall() -> None:
 
 
 @uninstall.command("claude-code")
-@click.option(
-    "--scope", type=_SCOPE, default=Scope.USER.value, show_default=True, help="Which settings file."
-)
-@click.option(
-    "--settings", type=click.Path(path_type=Path), help="Settings directory (or settings.json) to edit."
-)
-@click.option("--apply", is_flag=True, help="Write the change (default: show the diff only).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@_settings_target
+@_JSON_OPTION
 @guarded
 def claude_code_uninstall(scope: str, settings: Path | None, apply: bool, as_json: bool) -> None:
     """Take ctxhealth out of Claude Code's settings.json (byte-identical restore when untouched since)."""
