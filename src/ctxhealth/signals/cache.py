@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
+from ctxhealth.signals.cache_rate import cache_hit_rate
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.profile import Profile
 
@@ -40,10 +41,10 @@ class CacheDetector(CachedDetector):
         if msg.role is not Role.ASSISTANT or usage is None:
             return
         prompt = usage.context_tokens
-        if prompt < self.profile.cache_min_prompt:
+        rate = cache_hit_rate(usage.cache_read_tokens, prompt, self.profile.cache_min_prompt)
+        if rate is None:
             return
         read = min(usage.cache_read_tokens, prompt)
-        rate = read / prompt
         self.rate = rate
         self.read_tokens += read
         self.prompt_tokens += prompt

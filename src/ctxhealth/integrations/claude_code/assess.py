@@ -13,6 +13,7 @@ step when the session's monitor saw enough early-warning indicators to raise it.
 from __future__ import annotations
 
 from ctxhealth.integrations.claude_code.tailstate import RECENT_OUTCOMES, SessionCounters
+from ctxhealth.signals.cache_rate import cache_hit_rate
 from ctxhealth.signals.zones import Zone, tier_zone_of, window_zone_of, worse
 
 TYPE_CHECKING = False
@@ -145,10 +146,8 @@ def verdict(counters: SessionCounters) -> Verdict:
 def low_cache_hit_rate(counters: SessionCounters, read: int | None, prompt: int | None) -> float | None:
     """The latest response's prompt-cache hit rate (``read`` / ``prompt`` tokens) when it is under the
     profile's ``cache_hit_min`` on a prompt long enough to be cached, else None (nothing to show)."""
-    if read is None or not prompt:
+    if read is None or prompt is None:
         return None
     th = counters.thresholds or _FALLBACK
-    if prompt < th.get("cache_min_prompt", _FALLBACK["cache_min_prompt"]):
-        return None
-    rate = min(read, prompt) / prompt
-    return rate if rate < th.get("cache_hit_min", _FALLBACK["cache_hit_min"]) else None
+    rate = cache_hit_rate(read, prompt, th.get("cache_min_prompt", _FALLBACK["cache_min_prompt"]))
+    return rate if rate is not None and rate < th.get("cache_hit_min", _FALLBACK["cache_hit_min"]) else None
