@@ -19,6 +19,7 @@ from ctxhealth.cli.main import cli
 from ctxhealth.errors import ConfigError
 from ctxhealth.model import Message, Role, TextBlock, Usage
 from ctxhealth.monitor import FEATURE_NAMES, Monitor
+from ctxhealth.policy.profile import Profile, default_profile, load_profile
 from ctxhealth.risk import (
     BASELINES,
     CANDIDATE_FEATURES,
@@ -54,7 +55,6 @@ from ctxhealth.risk import (
     training_rows,
 )
 from ctxhealth.signals.hedging import HEDGE_WORDS, count_hedges
-from ctxhealth.signals.profile import Profile, default_profile, load_profile
 
 
 def test_auc_hand_computed() -> None:

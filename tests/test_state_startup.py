@@ -302,7 +302,7 @@ def test_pre_compaction_snapshot(store: StateStore) -> None:
 
 
 def test_thresholds_from_a_signals_profile() -> None:
-    from ctxhealth.signals.profile import Profile
+    from ctxhealth.policy.profile import Profile
 
     assert Thresholds.from_profile(Profile()) == Thresholds()
     custom = Profile(pressure_warning=0.5, pressure_compress=0.6, pressure_critical=0.7)

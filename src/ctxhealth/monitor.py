@@ -50,6 +50,7 @@ from ctxhealth.model import (
     ToolResult,
 )
 from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
+from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.risk.model import RiskModel, sigmoid
 from ctxhealth.signals.base import Detector, LazySignals, Signal
 from ctxhealth.signals.cache import CacheDetector
@@ -60,7 +61,6 @@ from ctxhealth.signals.fidelity import FidelityDetector
 from ctxhealth.signals.hedging import count_folded, count_hedges
 from ctxhealth.signals.indicators import IndicatorDetector
 from ctxhealth.signals.pressure import PressureTracker, Zone
-from ctxhealth.signals.profile import Profile, default_profile
 from ctxhealth.signals.repetition import RepetitionDetector
 
 CHARS_PER_TOKEN = 4.0
@@ -265,7 +265,7 @@ class Monitor:
 
     ``model`` picks the tier and window from the model registry; when None, the first message that
     names a model sets it (unknown models get the compact tier, per the spec). ``profile`` defaults
-    to :func:`~ctxhealth.signals.profile.default_profile` (spec thresholds + the shipped risk weights).
+    to :func:`~ctxhealth.policy.profile.default_profile` (spec thresholds + the shipped risk weights).
     ``track_hedges`` counts hedge words in every response (default: only when the profile's risk
     model uses the ``hedges`` feature, since it scans each response's text).
     """

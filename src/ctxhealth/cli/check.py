@@ -19,8 +19,8 @@ from ctxhealth.config import load_settings
 from ctxhealth.errors import ExitCode
 from ctxhealth.model import Format
 from ctxhealth.monitor import Monitor, session_prefix
+from ctxhealth.policy.profile import resolve_profile
 from ctxhealth.report.check_report import build_check_report, render_check_text
-from ctxhealth.signals.profile import resolve_profile
 from ctxhealth.sources import read_sessions
 
 

@@ -16,10 +16,10 @@ cache problem the agent can fix). State is a few numbers.
 from __future__ import annotations
 
 from ctxhealth.model import Role
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.cache_rate import cache_hit_rate
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
 
 
 class CacheDetector(CachedDetector):

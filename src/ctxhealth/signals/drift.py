@@ -27,9 +27,9 @@ from itertools import count
 from typing import Any
 
 from ctxhealth.model import Role
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
 from ctxhealth.signals.text import content_words, run_stems
 
 INSTRUCTION_WORD_LIMIT = 400

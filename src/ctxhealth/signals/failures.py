@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter, deque
 from typing import Any
 
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, recent
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
 
 SIGNATURE_LIMIT = 32
 

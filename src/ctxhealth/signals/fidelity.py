@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from ctxhealth.model import Role, TextBlock
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.calls import CallKind
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
 
 FILE_LIMIT = 256
 

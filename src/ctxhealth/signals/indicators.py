@@ -21,9 +21,9 @@ from typing import Any
 from zlib import adler32, crc32
 
 from ctxhealth.model import Role
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, matches_at_anchors
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
 
 # Each pattern opens with a lookahead on the letters its alternatives start with: a position that
 # cannot start a match is rejected by one class test instead of trying every alternative (the same

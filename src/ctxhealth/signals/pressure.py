@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from ctxhealth.accounting.types import ModelInfo
+from ctxhealth.policy.profile import Profile, TierThresholds
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile, TierThresholds
 from ctxhealth.signals.zones import ZONES, Zone, tier_zone_of, window_zone_of, worse
 
 __all__ = ["ZONES", "PressureTracker", "Zone", "tier_zone", "window_zone", "worse"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, pair_hash
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
 
 KEY_LIMIT = 128
 

@@ -20,7 +20,7 @@ from enum import Enum
 from typing import Any
 
 from ctxhealth.accounting.types import FillSource
-from ctxhealth.policy import Counters
+from ctxhealth.policy.decision import Counters
 from ctxhealth.signals.base import BoundedDict, TurnWindow
 from ctxhealth.signals.calls import CallInfo, CallKind
 from ctxhealth.signals.pressure import Zone

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxhealth.errors import ConfigError, LedgerError
-from ctxhealth.signals.profile import Profile
+from ctxhealth.policy.profile import Profile
 from ctxhealth.state.ledger import Ledger
 from ctxhealth.state.schema import TaskState, merge_update
 from ctxhealth.state.startup import inspect

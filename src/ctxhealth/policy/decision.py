@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.pressure import Zone
-from ctxhealth.signals.profile import Profile
 
 
 class Action(StrEnum):
