@@ -22,8 +22,15 @@ import click
 from ctxhealth.atomic import write_atomic
 from ctxhealth.cli.common import echo_json, guarded
 from ctxhealth.config import load_settings
+from ctxhealth.evaluation import (
+    CALIBRATION_PROCEDURES,
+    PROCEDURE,
+    Procedure,
+    collect_runs,
+    fit_risk,
+    read_labels,
+)
 from ctxhealth.policy.profile import resolve_profile
-from ctxhealth.risk import CALIBRATION_PROCEDURES, PROCEDURE, Procedure, collect_runs, fit_risk, read_labels
 
 
 @click.command("calibrate")

@@ -19,8 +19,8 @@ import click
 from ctxhealth.cli.common import echo_json, guarded
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
+from ctxhealth.evaluation import EVAL_POINTS, AucFigure, Validation, collect_runs, read_labels, validate_runs
 from ctxhealth.policy.profile import resolve_profile
-from ctxhealth.risk import EVAL_POINTS, AucFigure, Validation, collect_runs, read_labels, validate_runs
 
 
 def _cell(f: AucFigure) -> str:

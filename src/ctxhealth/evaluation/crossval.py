@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxhealth.errors import ConfigError
-from ctxhealth.risk.fitting import fit_model
-from ctxhealth.risk.folds import point_strata, stratified_folds, training_rows
-from ctxhealth.risk.metrics import roc_auc
-from ctxhealth.risk.procedures import Procedure
-from ctxhealth.risk.selection import fit_selected, select_features
+from ctxhealth.evaluation.fitting import fit_model
+from ctxhealth.evaluation.folds import point_strata, stratified_folds, training_rows
+from ctxhealth.evaluation.metrics import roc_auc
+from ctxhealth.evaluation.procedures import Procedure
+from ctxhealth.evaluation.selection import fit_selected, select_features
 
 
 @dataclass(frozen=True, slots=True)
