@@ -33,6 +33,7 @@ from enum import StrEnum
 
 from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.pressure import Zone
+from ctxhealth.signals.state import register_value
 
 
 class Action(StrEnum):
@@ -142,6 +143,9 @@ class Counters:
     truncations: int = 0
     cooldown: int = 0
     steps: int = 0
+
+
+register_value(Counters)  # a monitor saves its counters along with its detectors' state
 
 
 @dataclass(frozen=True, slots=True)
