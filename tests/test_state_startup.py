@@ -301,7 +301,7 @@ def test_pre_compaction_snapshot(store: StateStore) -> None:
     assert (store.snapshots_dir / "latest-pre-compaction.json").read_bytes() == path.read_bytes()
 
 
-def test_thresholds_from_a_signals_profile() -> None:
+def test_thresholds_from_a_policy_profile() -> None:
     from ctxhealth.policy.profile import Profile
 
     assert Thresholds.from_profile(Profile()) == Thresholds()

@@ -19,6 +19,7 @@ import orjson
 
 from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, guarded
 from ctxhealth.errors import LedgerError, StateError, UsageError
+from ctxhealth.policy import defaults
 from ctxhealth.state.status import Status
 from ctxhealth.state.store import StateStore
 
@@ -176,9 +177,19 @@ def _read_update(update: str | None, sets: tuple[str, ...]) -> dict[str, Any] | 
 @click.option("--update", default=None, help="JSON file (or - for stdin) with state fields to change.")
 @click.option("--set", "sets", multiple=True, help="FIELD=VALUE for goal, current_phase, next_action.")
 @click.option("--session-id", default=None, help="Session id to record in the ledger.")
-@click.option("--warning", type=float, default=0.55, show_default=True, help="Warning gate.")
-@click.option("--compress", type=float, default=0.70, show_default=True, help="Compress gate.")
-@click.option("--critical", type=float, default=0.85, show_default=True, help="Critical gate (halt).")
+@click.option(
+    "--warning", type=float, default=defaults.PRESSURE_WARNING, show_default=True, help="Warning gate."
+)
+@click.option(
+    "--compress", type=float, default=defaults.PRESSURE_COMPRESS, show_default=True, help="Compress gate."
+)
+@click.option(
+    "--critical",
+    type=float,
+    default=defaults.PRESSURE_CRITICAL,
+    show_default=True,
+    help="Critical gate (halt).",
+)
 @_common
 @guarded
 def checkpoint_state_cmd(

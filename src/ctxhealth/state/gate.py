@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxhealth.errors import ConfigError, LedgerError
-from ctxhealth.policy.profile import Profile
+from ctxhealth.policy import Profile, defaults
 from ctxhealth.state.ledger import Ledger
 from ctxhealth.state.schema import TaskState, merge_update
 from ctxhealth.state.startup import inspect
@@ -46,9 +46,9 @@ class GateZone(StrEnum):
 class Thresholds:
     """Pressure gates on the 0..1 scale; each is inclusive (pressure >= gate)."""
 
-    warning: float = 0.55
-    compress: float = 0.70
-    critical: float = 0.85
+    warning: float = defaults.PRESSURE_WARNING
+    compress: float = defaults.PRESSURE_COMPRESS
+    critical: float = defaults.PRESSURE_CRITICAL
 
     def __post_init__(self) -> None:
         if not 0.0 < self.warning < self.compress < self.critical <= 1.0:
@@ -60,7 +60,7 @@ class Thresholds:
 
     @classmethod
     def from_profile(cls, profile: Profile) -> Thresholds:
-        """The gates of a signals profile (``pressure_warning`` / ``_compress`` / ``_critical``)."""
+        """The gates of a policy profile (``pressure_warning`` / ``_compress`` / ``_critical``)."""
         return cls(profile.pressure_warning, profile.pressure_compress, profile.pressure_critical)
 
 
