@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 
 import click
 
 from ctxhealth import __version__
+from ctxhealth.errors import ExitCode
 
 COMMANDS: dict[str, str] = {
     "check": "ctxhealth.cli.check:check",
@@ -54,5 +56,15 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli.main(args=sys.argv[1:], prog_name="ctxhealth")
+    """Console-script entry point. An exception no command expected exits 5 (internal error) with its
+    traceback, never 1, which means "unhealthy" to scripts."""
+    try:
+        cli.main(args=sys.argv[1:], prog_name="ctxhealth")
+    except Exception as exc:  # the CLI's last resort; click handles its own errors and exits
+        traceback.print_exc()
+        click.echo(
+            f"ctxhealth: internal error: {type(exc).__name__}: {exc}. "
+            "This is a bug: please report it with the traceback above",
+            err=True,
+        )
+        sys.exit(int(ExitCode.INTERNAL))
