@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from ctxhealth.cli import main as cli_main
 from ctxhealth.cli.common import guarded
@@ -57,3 +59,68 @@ def test_a_base_error_exits_5_and_specific_ones_keep_their_codes(
     assert _run_main(monkeypatch, "fail", "ConfigError") == ExitCode.BAD_INPUT
     assert _run_main(monkeypatch, "fail", "LedgerError") == ExitCode.ENVIRONMENT
     assert CtxHealthError("x").exit_code is not ExitCode.UNHEALTHY
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["chek"], "Did you mean 'check'?"),
+        (["inst"], "Did you mean 'install' or 'uninstall'?"),
+        (["state", "stat"], "Did you mean 'status'?"),
+        (["config", "shwo"], "Did you mean 'show'?"),
+    ],
+)
+def test_an_unknown_command_suggests_the_closest(args: list[str], expected: str) -> None:
+    result = CliRunner().invoke(cli_main.cli, args)
+    assert result.exit_code == ExitCode.USAGE
+    assert f"No such command '{args[-1]}'. {expected}" in result.output
+
+
+def test_an_unknown_command_with_nothing_close_lists_the_commands() -> None:
+    result = CliRunner().invoke(cli_main.cli, ["zzz"])
+    assert result.exit_code == ExitCode.USAGE
+    assert "Commands: " + ", ".join(sorted(cli_main.COMMANDS)) in result.output
+
+
+def test_shell_completion_completes_commands_and_options() -> None:
+    runner = CliRunner()
+    script = runner.invoke(
+        cli_main.cli, [], prog_name="ctxhealth", env={"_CTXHEALTH_COMPLETE": "bash_source"}
+    )
+    assert "_ctxhealth_completion()" in script.output
+    env = {"_CTXHEALTH_COMPLETE": "bash_complete", "COMP_WORDS": "ctxhealth che", "COMP_CWORD": "1"}
+    words = runner.invoke(cli_main.cli, [], prog_name="ctxhealth", env=env)
+    assert words.output.split() == ["plain,check", "plain,checkpoint"]
+    env |= {"COMP_WORDS": "ctxhealth install claude-code --cl", "COMP_CWORD": "3"}
+    options = runner.invoke(cli_main.cli, [], prog_name="ctxhealth", env=env)
+    assert options.output.split() == ["plain,--claude-dir"]  # the hidden, deprecated alias is not offered
+
+
+@pytest.mark.parametrize("command", ["calibrate", "validate"])
+def test_commands_needing_labels_say_where_to_get_them(command: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli_main.cli, [command, str(tmp_path)])
+    assert result.exit_code == ExitCode.USAGE
+    assert "Missing option '--labels'" in result.output
+    assert "do not ship with ctxhealth" in result.output and "file,resolved" in result.output
+    assert "none ship with ctxhealth" in CliRunner().invoke(cli_main.cli, [command, "--help"]).output
+
+
+def test_every_command_naming_the_claude_code_directory_calls_it_claude_dir() -> None:
+    def leaves(command: click.Command, path: str) -> list[tuple[str, click.Command]]:
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            return [
+                leaf
+                for name in command.list_commands(ctx)
+                for leaf in leaves(command.get_command(ctx, name), f"{path} {name}")  # type: ignore[arg-type]
+            ]
+        return [(path, command)]
+
+    visible: dict[str, set[str]] = {}
+    for path, command in leaves(cli_main.cli, "ctxhealth"):
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                for flag in param.opts:
+                    visible.setdefault(flag, set()).add(path)
+    assert "--settings" not in visible
+    assert {"ctxhealth doctor", "ctxhealth watch", "ctxhealth install claude-code"} <= visible["--claude-dir"]

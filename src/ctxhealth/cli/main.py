@@ -13,6 +13,7 @@ import traceback
 import click
 
 from ctxhealth import __version__
+from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import ExitCode
 
 COMMANDS: dict[str, str] = {
@@ -33,7 +34,7 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(SuggestingGroup):
     """A click group that imports a sub-command's module only when it is invoked."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -18,6 +18,7 @@ import click
 import orjson
 
 from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, guarded
+from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import LedgerError, StateError, UsageError
 from ctxhealth.policy import defaults
 from ctxhealth.state.status import Status
@@ -101,7 +102,7 @@ def _startup_payload(root: Path, result: StartupResult, **extra: Any) -> dict[st
     }
 
 
-@click.group("state")
+@click.group("state", cls=SuggestingGroup)
 def state() -> None:
     """Durable task state: status, ensure, checkpoint (the pressure gate), bundle, archive, override."""
 
