@@ -4,7 +4,11 @@
   :class:`Snapshot` and the session's recovery :class:`Counters` to an :class:`Action` with its
   reasons, and how the counters change (:func:`record`, :func:`tick`);
 - :mod:`~ctxhealth.policy.profile` — the :class:`Profile`: every threshold the signals and the
-  policy use, per model tier, the cooldown and restart limits, and the risk model it binds.
+  policy use, per model tier, the cooldown and restart limits, and the risk model it binds;
+- :mod:`~ctxhealth.policy.defaults` — the spec's default thresholds as plain numbers, importing
+  nothing (the status line reads them without loading the rest);
+- :mod:`~ctxhealth.policy.origins` — every threshold of the profile a configuration selects, with
+  where it came from (``ctxhealth config show``).
 
 Hooks import parts of this package on every agent turn, so nothing is imported here: each name is
 imported from its module on first access (``_LAZY``: name -> module).
