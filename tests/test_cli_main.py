@@ -124,3 +124,20 @@ def test_every_command_naming_the_claude_code_directory_calls_it_claude_dir() ->
                     visible.setdefault(flag, set()).add(path)
     assert "--settings" not in visible
     assert {"ctxhealth doctor", "ctxhealth watch", "ctxhealth install claude-code"} <= visible["--claude-dir"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check"],
+        ["recover"],
+        ["retention"],
+        ["checkpoint"],
+        ["state", "snapshot"],
+        ["validate", "--labels", "x"],
+    ],
+)
+def test_a_missing_transcript_argument_says_where_transcripts_live(args: list[str]) -> None:
+    result = CliRunner().invoke(cli_main.cli, args)
+    assert result.exit_code == ExitCode.USAGE
+    assert "Missing argument" in result.output and "~/.claude/projects/" in result.output

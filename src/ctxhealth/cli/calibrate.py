@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from ctxhealth.atomic import write_atomic
-from ctxhealth.cli.common import echo_json, guarded, labels_option
+from ctxhealth.cli.common import echo_json, guarded, labels_option, transcripts_argument
 from ctxhealth.config import load_settings
 from ctxhealth.evaluation import (
     CALIBRATION_PROCEDURES,
@@ -34,7 +34,7 @@ from ctxhealth.policy.profile import resolve_profile
 
 
 @click.command("calibrate")
-@click.argument("paths", nargs=-1, required=True)
+@transcripts_argument("paths", many=True)
 @labels_option
 @click.option(
     "--out", "out", default="ctxhealth-profile.json", show_default=True, help="Profile file to write."

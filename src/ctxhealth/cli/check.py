@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from ctxhealth.accounting.fill import account_session
-from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ExitCode
 from ctxhealth.model import Format
@@ -25,7 +25,7 @@ from ctxhealth.sources import read_sessions
 
 
 @click.command("check")
-@click.argument("paths", nargs=-1, required=True)
+@transcripts_argument("paths", many=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON Lines: one object per session.")
 @click.option(
     "--format",

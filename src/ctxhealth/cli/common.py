@@ -75,3 +75,22 @@ def labels_option(command: Callable[P, R]) -> Callable[P, R]:
         return value
 
     return click.option("--labels", "labels_path", callback=require, help=LABELS_HELP)(command)
+
+
+TRANSCRIPTS_WHERE = (
+    "Pass transcript files or folders: Claude Code keeps its sessions in ~/.claude/projects/<project>/, "
+    "Codex CLI in ~/.codex/sessions/, mini-swe-agent writes <instance>.traj.json files; - reads stdin"
+)
+
+
+def transcripts_argument(name: str, *, many: bool = False) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A transcript argument (``many``: one or more); when it is missing, the error says where an
+    agent keeps its transcripts."""
+    metavar = name.upper() + ("..." if many else "")
+
+    def require(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if not value and not ctx.resilient_parsing:
+            raise click.UsageError(f"Missing argument '{metavar}'. {TRANSCRIPTS_WHERE}.", ctx)
+        return value
+
+    return click.argument(name, nargs=-1 if many else 1, required=False, metavar=metavar, callback=require)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 import orjson
 
-from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, guarded
+from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, guarded, transcripts_argument
 from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import LedgerError, StateError, UsageError
 from ctxhealth.policy import defaults
@@ -325,7 +325,7 @@ def override_cmd(root: Path, as_json: bool, reason: str, allow: int) -> None:
 
 
 @state.command("snapshot")
-@click.argument("transcript")
+@transcripts_argument("transcript")
 @_common
 @guarded
 def snapshot_cmd(root: Path, as_json: bool, transcript: str) -> None:
@@ -369,7 +369,7 @@ def remember_cmd(root: Path, as_json: bool, kind: str, text: str) -> None:
 
 
 @click.command("checkpoint")
-@click.argument("path")
+@transcripts_argument("path")
 @click.option("--budget", "budget_tokens", type=int, default=500, show_default=True, help="Token budget.")
 @click.option("--no-ledger", is_flag=True, help="Do not record the checkpoint in the ledger.")
 @_common

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from ctxhealth.cli.common import echo_json, guarded, labels_option
+from ctxhealth.cli.common import echo_json, guarded, labels_option, transcripts_argument
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
 from ctxhealth.evaluation import EVAL_POINTS, AucFigure, Validation, collect_runs, read_labels, validate_runs
@@ -65,7 +65,7 @@ def render_validation(v: Validation) -> str:
 
 
 @click.command("validate")
-@click.argument("paths", nargs=-1, required=True)
+@transcripts_argument("paths", many=True)
 @labels_option
 @click.option(
     "--profile", "profile_path", help="A profile written by `ctxhealth calibrate` (default: built-in)."
