@@ -21,6 +21,7 @@ import click
 
 from ctxhealth.atomic import write_atomic
 from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.labels import label_options, load_labels
 from ctxhealth.config import load_settings
 from ctxhealth.evaluation import (
     CALIBRATION_PROCEDURES,
@@ -28,14 +29,13 @@ from ctxhealth.evaluation import (
     Procedure,
     collect_runs,
     fit_risk,
-    read_labels,
 )
 from ctxhealth.policy.profile import resolve_profile
 
 
 @click.command("calibrate")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--labels", "labels_path", required=True, help="CSV with columns file,resolved (1 = success).")
+@label_options
 @click.option(
     "--out", "out", default="ctxhealth-profile.json", show_default=True, help="Profile file to write."
 )
@@ -55,7 +55,8 @@ from ctxhealth.policy.profile import resolve_profile
 @guarded
 def calibrate(
     paths: tuple[str, ...],
-    labels_path: str,
+    labels_paths: tuple[str, ...],
+    report_path: str | None,
     out: str,
     folds: int,
     seed: int,
@@ -65,7 +66,7 @@ def calibrate(
     """Fit a risk profile on labelled transcripts and write it to --out."""
     settings = load_settings({}, os.environ, Path.cwd())
     base = resolve_profile(settings.profile, settings.profile_overrides)
-    runs = collect_runs(paths, read_labels(labels_path), profile=base)
+    runs = collect_runs(paths, load_labels(labels_paths, report_path), profile=base)
     model, cv = fit_risk(runs, folds=folds, seed=seed, procedure=Procedure(procedure_name))
     profile = replace(base, name=f"calibrated on {len(runs)} runs", risk=model)
     write_atomic(out, json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n")

@@ -17,9 +17,19 @@ from pathlib import Path
 import click
 
 from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.labels import label_options, load_labels
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
-from ctxhealth.evaluation import EVAL_POINTS, AucFigure, Validation, collect_runs, read_labels, validate_runs
+from ctxhealth.evaluation import (
+    EVAL_POINTS,
+    POOLED,
+    AgentValidation,
+    AucFigure,
+    Validation,
+    collect_runs,
+    validate_by_agent,
+    validate_runs,
+)
 from ctxhealth.policy.profile import resolve_profile
 
 
@@ -64,9 +74,42 @@ def render_validation(v: Validation) -> str:
     return "\n".join(lines)
 
 
+def render_by_agent(results: list[AgentValidation]) -> str:
+    """Each agent's table, then the leave-one-agent-out figures side by side."""
+    blocks = []
+    for r in results:
+        title = "all agents pooled" if r.agent == POOLED else f"agent: {r.agent}"
+        blocks.append(f"== {title} ==\n{render_validation(r.within)}")
+    held = [r for r in results if r.held_out is not None]
+    if held:
+        head = f"{'held-out agent':<20}{'':<12}" + "".join(
+            f"{f'first {p:.0%}' if p < 1 else 'end of run':>22}" for p in EVAL_POINTS
+        )
+        lines = ["== leave one agent out: fitted on the other agents, scored on this one ==", head]
+        for r in held:
+            v = r.held_out
+            assert v is not None
+            lines.append(
+                f"{r.agent:<20}{'risk':<12}" + "".join(f"{_cell(v.risk[p]):>22}" for p in EVAL_POINTS)
+            )
+            if v.versus_best_baseline is not None:
+                comps = v.versus_best_baseline
+                lines.append(
+                    f"{'':<20}{'- best':<12}"
+                    + "".join(
+                        f"{f'{c.difference:+.3f} [{c.low:+.2f},{c.high:+.2f}]':>22}" for c in comps.values()
+                    )
+                )
+                lines.append(
+                    f"{'':<20}{'  (which)':<12}" + "".join(f"{c.baseline:>22}" for c in comps.values())
+                )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 @click.command("validate")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--labels", "labels_path", required=True, help="CSV with columns file,resolved (1 = success).")
+@label_options
 @click.option(
     "--profile", "profile_path", help="A profile written by `ctxhealth calibrate` (default: built-in)."
 )
@@ -75,15 +118,23 @@ def render_validation(v: Validation) -> str:
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of folds and bootstrap.")
 @click.option("--cv/--no-cv", "force_cv", default=None, help="Force (or skip) the nested cross-validation.")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["agent"]),
+    help="One table per agent (log format) and pooled, with leave-one-agent-out figures.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @guarded
 def validate(
     paths: tuple[str, ...],
-    labels_path: str,
+    labels_paths: tuple[str, ...],
+    report_path: str | None,
     profile_path: str | None,
     folds: int,
     seed: int,
     force_cv: bool | None,
+    by: str | None,
     as_json: bool,
 ) -> None:
     """Measure how well the risk score predicts failed runs, against simple baselines."""
@@ -91,7 +142,14 @@ def validate(
     profile = resolve_profile(settings.profile, settings.profile_overrides)
     if profile.risk is None:
         raise ConfigError("the profile has no risk model", hint="fit one with `ctxhealth calibrate`")
-    runs = collect_runs(paths, read_labels(labels_path), profile=profile)
+    runs = collect_runs(paths, load_labels(labels_paths, report_path), profile=profile)
+    if by == "agent":
+        per_agent = validate_by_agent(runs, profile.risk, folds=folds, seed=seed)
+        if as_json:
+            echo_json({"schema_version": 1, "by": "agent", "agents": [r.to_dict() for r in per_agent]})
+        else:
+            click.echo(render_by_agent(per_agent))
+        return
     result = validate_runs(runs, profile.risk, folds=folds, seed=seed, cross_validate_risk=force_cv)
     if as_json:
         echo_json({"schema_version": 1, **result.to_dict()})
