@@ -577,6 +577,7 @@ class Monitor:
 
     def iter_session(self, session: Session, upto: float | None = None) -> Iterator[Assessment]:
         """One assessment per message of ``session`` (only its first ``upto`` fraction of turns)."""
+        self._use_format(session.format.value)
         if not self._model_fixed and session.model:
             self._set_model(session.model)
         if not self.drift.pinned and session.instruction:
@@ -593,6 +594,16 @@ class Monitor:
         reported = session.reported_fill
         for i, message in enumerate(session.messages[:stop]):
             yield self.observe(message, fill=reported.get(i))
+
+    def _use_format(self, format: str) -> None:
+        """Score risk with the profile's model for this log format, when it has one (a model
+        fitted on that agent's labelled runs) and nothing was observed yet."""
+        if self.index >= 0 or format not in self.profile.risk_by_format:
+            return
+        self.profile = self.profile.for_format(format)
+        risk = self.profile.risk
+        self._track_hedges = self._track_hedges or (risk is not None and "hedges" in risk.features)
+        self._scorer = _Scorer(risk) if risk is not None else None
 
     def observe_session(self, session: Session, upto: float | None = None) -> Assessment:
         """Feed a whole session (or its first ``upto`` fraction of turns); the last assessment."""

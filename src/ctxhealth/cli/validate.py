@@ -12,6 +12,7 @@ the honest figure, in the comparison too.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -30,7 +31,8 @@ from ctxhealth.evaluation import (
     validate_by_agent,
     validate_runs,
 )
-from ctxhealth.policy.profile import resolve_profile
+from ctxhealth.policy.profile import Profile, resolve_profile
+from ctxhealth.risk import RiskModel
 
 
 def _cell(f: AucFigure) -> str:
@@ -48,7 +50,7 @@ def render_validation(v: Validation) -> str:
             f"{'risk (cross-validated)':<26}"
             + "".join(f"{_cell(v.cross_validated[p]):>22}" for p in EVAL_POINTS)
         )
-    label = "risk (fitted here)" if v.cross_validated is not None else "risk"
+    label = "risk (fitted here)" if v.trained_on_these_runs >= 0.5 else "risk (this profile)"
     lines.append(f"{label:<26}" + "".join(f"{_cell(v.risk[p]):>22}" for p in EVAL_POINTS))
     for name, table in v.baselines.items():
         lines.append(f"{'baseline: ' + name:<26}" + "".join(f"{_cell(table[p]):>22}" for p in EVAL_POINTS))
@@ -78,7 +80,11 @@ def render_by_agent(results: list[AgentValidation]) -> str:
     """Each agent's table, then the leave-one-agent-out figures side by side."""
     blocks = []
     for r in results:
-        title = "all agents pooled" if r.agent == POOLED else f"agent: {r.agent}"
+        title = (
+            "all agents pooled (mixes agents whose failure rates differ: judge by the agents' own rows)"
+            if r.agent == POOLED
+            else f"agent: {r.agent}"
+        )
         blocks.append(f"== {title} ==\n{render_validation(r.within)}")
     held = [r for r in results if r.held_out is not None]
     if held:
@@ -105,6 +111,16 @@ def render_by_agent(results: list[AgentValidation]) -> str:
                 )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _model_for(profile: Profile) -> Callable[[str], RiskModel]:
+    def model_for(agent: str) -> RiskModel:
+        model = profile.for_format(agent).risk
+        if model is None:
+            raise ConfigError("the profile has no risk model", hint="fit one with `ctxhealth calibrate`")
+        return model
+
+    return model_for
 
 
 @click.command("validate")
@@ -143,14 +159,17 @@ def validate(
     if profile.risk is None:
         raise ConfigError("the profile has no risk model", hint="fit one with `ctxhealth calibrate`")
     runs = collect_runs(paths, load_labels(labels_paths, report_path), profile=profile)
+    agents = {r.agent for r in runs}
     if by == "agent":
-        per_agent = validate_by_agent(runs, profile.risk, folds=folds, seed=seed)
+        per_agent = validate_by_agent(runs, _model_for(profile), folds=folds, seed=seed)
         if as_json:
             echo_json({"schema_version": 1, "by": "agent", "agents": [r.to_dict() for r in per_agent]})
         else:
             click.echo(render_by_agent(per_agent))
         return
-    result = validate_runs(runs, profile.risk, folds=folds, seed=seed, cross_validate_risk=force_cv)
+    # runs of one agent are scored with that agent's own model, when the profile has one
+    model = _model_for(profile)(agents.pop() if len(agents) == 1 else POOLED)
+    result = validate_runs(runs, model, folds=folds, seed=seed, cross_validate_risk=force_cv)
     if as_json:
         echo_json({"schema_version": 1, **result.to_dict()})
     else:

@@ -6,7 +6,7 @@ evaluation point the paired difference between the honest risk figure and the be
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,19 +178,24 @@ class AgentValidation:
 
 def validate_by_agent(
     runs: Sequence[LabelledRun],
-    model: RiskModel,
+    model: RiskModel | Callable[[str], RiskModel],
     *,
     folds: int = 5,
     seed: int = 0,
     rounds: int = 1000,
 ) -> list[AgentValidation]:
     """:func:`validate_runs` per agent (the runs' ``agent``) and pooled, each with its nested
-    cross-validation, and for every agent the leave-one-agent-out figures. An agent whose runs are
-    all of one class cannot be scored and is left out."""
+    cross-validation, and for every agent the leave-one-agent-out figures. ``model`` is one model,
+    or a function giving the model for an agent (a profile's ``for_format``; the pooled row gets
+    ``POOLED``). An agent whose runs are all of one class cannot be scored and is left out.
+
+    The pooled AUC mixes agents whose failure rates differ: a score that only tells the agents apart
+    looks good there. The per-agent and leave-one-agent-out figures are the ones to judge by."""
     from ctxhealth.evaluation.calibration import fit_on
 
+    model_for = model if callable(model) else (lambda _agent: model)
     agents = sorted({r.agent for r in runs})
-    procedure = procedure_of(model)
+    procedure = procedure_of(model_for(POOLED))
     out: list[AgentValidation] = []
     for agent in [*agents, POOLED]:
         mine = list(runs) if agent == POOLED else [r for r in runs if r.agent == agent]
@@ -199,7 +204,9 @@ def validate_by_agent(
         if not _two_classes(mine):
             continue
         k = min(folds, _smaller_class(mine))
-        within = validate_runs(mine, model, folds=k, seed=seed, cross_validate_risk=k >= 2, rounds=rounds)
+        within = validate_runs(
+            mine, model_for(agent), folds=k, seed=seed, cross_validate_risk=k >= 2, rounds=rounds
+        )
         held_out = None
         others = [r for r in runs if r.agent != agent]
         if agent != POOLED and _two_classes(others):
