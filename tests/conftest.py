@@ -12,6 +12,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_DATA = Path(os.environ.get("CTXHEALTH_TEST_DATA", REPO_ROOT.parent / "shared" / "data"))
 CLAUDE_CODE_DATA = SHARED_DATA / "claude-code"
 MINI_SWE_DATA = SHARED_DATA / "mini-swe-agent"
+OPENHANDS_DATA = SHARED_DATA / "openhands" / "claude-3-5-sonnet-20241022_verified"
+TAU_BENCH_DATA = SHARED_DATA / "tau-bench"
 
 
 @pytest.fixture(autouse=True)
@@ -35,3 +37,17 @@ def mini_swe_data() -> Path:
     if not MINI_SWE_DATA.is_dir():
         pytest.skip(f"real mini-swe-agent trajectories not found at {MINI_SWE_DATA}")
     return MINI_SWE_DATA
+
+
+@pytest.fixture
+def openhands_data() -> Path:
+    if not OPENHANDS_DATA.is_dir():
+        pytest.skip(f"real OpenHands completion logs not found at {OPENHANDS_DATA}")
+    return OPENHANDS_DATA
+
+
+@pytest.fixture
+def tau_bench_data() -> Path:
+    if not TAU_BENCH_DATA.is_dir():
+        pytest.skip(f"real tau-bench results not found at {TAU_BENCH_DATA}")
+    return TAU_BENCH_DATA

@@ -14,6 +14,8 @@ from ctxhealth.cli import main as cli_main
 from ctxhealth.cli.common import guarded
 from ctxhealth.errors import CtxHealthError, ExitCode
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def _install(monkeypatch: pytest.MonkeyPatch, name: str, command: click.Command) -> None:
     module = types.ModuleType("ctxhealth_test_commands")
@@ -98,9 +100,10 @@ def test_shell_completion_completes_commands_and_options() -> None:
 
 @pytest.mark.parametrize("command", ["calibrate", "validate"])
 def test_commands_needing_labels_say_where_to_get_them(command: str, tmp_path: Path) -> None:
+    (tmp_path / "run.jsonl").write_bytes((REPO / "examples" / "claude-code-session.jsonl").read_bytes())
     result = CliRunner().invoke(cli_main.cli, [command, str(tmp_path)])
-    assert result.exit_code == ExitCode.USAGE
-    assert "Missing option '--labels'" in result.output
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "no --labels or --report was given" in result.output
     assert "do not ship with ctxhealth" in result.output and "file,resolved" in result.output
     assert "none ship with ctxhealth" in CliRunner().invoke(cli_main.cli, [command, "--help"]).output
 

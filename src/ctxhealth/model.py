@@ -34,6 +34,9 @@ class Format(StrEnum):
     MINI_SWE_AGENT = "mini-swe-agent"
     OPENAI_CHAT = "openai-chat"
     ANTHROPIC_MESSAGES = "anthropic-messages"
+    SWE_AGENT = "swe-agent"
+    OPENHANDS = "openhands"
+    TAU_BENCH = "tau-bench"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,10 @@ class Session:
     ``context_window`` is set when the log itself states the window (Codex
     ``model_context_window``); ``reported_fill`` maps message index -> the fill the log
     reported outside any message usage (Codex ``token_count`` events).
+
+    ``outcome`` is the run's result when the log records one (tau-bench ``reward``; 1.0 is a
+    success), ``task_id`` the task the run attempted when the log names it (evaluation runs:
+    repeated trials of one task share it).
     """
 
     path: str
@@ -180,6 +187,8 @@ class Session:
     warnings: tuple[ReadWarning, ...] = ()
     context_window: int | None = None
     reported_fill: dict[int, int] = field(default_factory=dict)
+    outcome: float | None = None
+    task_id: str | None = None
 
     @property
     def instruction(self) -> str:

@@ -291,6 +291,8 @@ class Monitor:
         self.system_tokens = 0
         self.output_tokens = 0
         self.reasoning_tokens = 0
+        # whether any response reported usage: without it output tokens are unknown, not zero
+        self.usage_seen = False
         self.hedges = 0
         # counting hedge words scans every response's text: only when the risk model uses them
         risk = self.profile.risk
@@ -394,6 +396,7 @@ class Monitor:
             self.output_tokens += out
             if usage is not None:
                 self.reasoning_tokens += usage.reasoning_tokens
+                self.usage_seen = True
             if self.fill_source is FillSource.REPORTED and fill is None and usage is not None:
                 # what follows this response sits on top of the prompt plus the response itself
                 self.fill += max(out, estimate_message_tokens(message))
@@ -574,6 +577,7 @@ class Monitor:
 
     def iter_session(self, session: Session, upto: float | None = None) -> Iterator[Assessment]:
         """One assessment per message of ``session`` (only its first ``upto`` fraction of turns)."""
+        self._use_format(session.format.value)
         if not self._model_fixed and session.model:
             self._set_model(session.model)
         if not self.drift.pinned and session.instruction:
@@ -590,6 +594,16 @@ class Monitor:
         reported = session.reported_fill
         for i, message in enumerate(session.messages[:stop]):
             yield self.observe(message, fill=reported.get(i))
+
+    def _use_format(self, format: str) -> None:
+        """Score risk with the profile's model for this log format, when it has one (a model
+        fitted on that agent's labelled runs) and nothing was observed yet."""
+        if self.index >= 0 or format not in self.profile.risk_by_format:
+            return
+        self.profile = self.profile.for_format(format)
+        risk = self.profile.risk
+        self._track_hedges = self._track_hedges or (risk is not None and "hedges" in risk.features)
+        self._scorer = _Scorer(risk) if risk is not None else None
 
     def observe_session(self, session: Session, upto: float | None = None) -> Assessment:
         """Feed a whole session (or its first ``upto`` fraction of turns); the last assessment."""
@@ -647,8 +661,9 @@ _FEATURES: dict[str, Callable[[Monitor], float | None]] = {
     "peak_fill": lambda m: float(m.pressure.peak),
     "fill": lambda m: float(m.pressure.fill),
     "fill_growth": lambda m: (m.pressure.fill - m.pressure.first_fill) / _turns(m) / 1000.0,
-    "output_tokens": lambda m: float(m.output_tokens),
-    "output_per_turn": lambda m: m.output_tokens / _turns(m),
+    # missing when no response reported usage (SWE-agent, tau-bench logs): unknown, not zero
+    "output_tokens": lambda m: float(m.output_tokens) if m.usage_seen else None,
+    "output_per_turn": lambda m: m.output_tokens / _turns(m) if m.usage_seen else None,
     # missing until a response reports reasoning tokens (Claude Code logs never do: its thinking is
     # part of the output tokens), so a log that cannot report them is not scored as "no reasoning"
     "reasoning_tokens": lambda m: float(m.reasoning_tokens) if m.reasoning_tokens else None,

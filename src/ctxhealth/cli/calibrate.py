@@ -16,26 +16,31 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ctxhealth.atomic import write_atomic
-from ctxhealth.cli.common import echo_json, guarded, labels_option, transcripts_argument
+from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
+from ctxhealth.cli.labels import label_options, labelled_runs
 from ctxhealth.config import load_settings
+from ctxhealth.errors import ConfigError
 from ctxhealth.evaluation import (
     CALIBRATION_PROCEDURES,
     PROCEDURE,
+    CVResult,
+    LabelledRun,
     Procedure,
-    collect_runs,
     fit_risk,
-    read_labels,
 )
+from ctxhealth.evaluation.calibration import MIN_AGENT_RUNS, fit_by_agent
 from ctxhealth.policy.profile import resolve_profile
+from ctxhealth.risk import RiskModel
 
 
 @click.command("calibrate")
 @transcripts_argument("paths", many=True)
-@labels_option
+@label_options
 @click.option(
     "--out", "out", default="ctxhealth-profile.json", show_default=True, help="Profile file to write."
 )
@@ -51,48 +56,91 @@ from ctxhealth.policy.profile import resolve_profile
     show_default=True,
     help="How the risk weights are fitted.",
 )
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["agent"]),
+    help="Also fit each agent (log format) with enough labelled runs its own model; the pooled model "
+    "scores every other agent.",
+)
+@click.option(
+    "--min-runs",
+    default=MIN_AGENT_RUNS,
+    show_default=True,
+    type=click.IntRange(2, None),
+    help="With --by agent: the fewest labelled runs for an agent's own model.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the fit summary as JSON.")
 @guarded
 def calibrate(
     paths: tuple[str, ...],
-    labels_path: str,
+    labels_paths: tuple[str, ...],
+    report_path: str | None,
     out: str,
     folds: int,
     seed: int,
     procedure_name: str,
+    by: str | None,
+    min_runs: int,
     as_json: bool,
 ) -> None:
     """Fit a risk profile on labelled transcripts and write it to --out.
 
-    Needs transcripts of finished runs and a CSV saying which of them reached their goal (--labels):
-    none ship with ctxhealth. Label your own runs, or use a benchmark's published runs and results
-    (SWE-bench: the instances an agent resolved, and its trajectories). A few hundred runs with both
+    Needs transcripts of finished runs and which of them reached their goal (--labels CSV, --report
+    SWE-bench report, or the outcome tau-bench and OpenHands logs record): none ship with ctxhealth.
+    Label your own runs, or use a benchmark's published runs and results (SWE-bench: the instances an
+    agent resolved, and its trajectories). A few hundred runs with both
     outcomes give a stable fit.
     """
     settings = load_settings({}, os.environ, Path.cwd())
     base = resolve_profile(settings.profile, settings.profile_overrides)
-    runs = collect_runs(paths, read_labels(labels_path), profile=base)
-    model, cv = fit_risk(runs, folds=folds, seed=seed, procedure=Procedure(procedure_name))
-    profile = replace(base, name=f"calibrated on {len(runs)} runs", risk=model)
+    runs = labelled_runs(paths, labels_paths, report_path, base)
+    procedure = Procedure(procedure_name)
+    if by == "agent":
+        per_agent = fit_by_agent(runs, folds=folds, seed=seed, procedure=procedure, min_runs=min_runs)
+        if not per_agent:
+            raise ConfigError(
+                f"no agent has {min_runs} labelled runs with both outcomes",
+                hint="label more runs, or lower --min-runs",
+            )
+        profile = replace(
+            base,
+            name=f"calibrated per agent on {len(runs)} runs",
+            risk_by_format={**base.risk_by_format, **{agent: fit[0] for agent, fit in per_agent.items()}},
+        )
+        fits = [(agent, fit, [r for r in runs if r.agent == agent]) for agent, fit in per_agent.items()]
+    else:
+        fit = fit_risk(runs, folds=folds, seed=seed, procedure=procedure)
+        profile = replace(base, name=f"calibrated on {len(runs)} runs", risk=fit[0], risk_by_format={})
+        fits = [("all runs", fit, list(runs))]
     write_atomic(out, json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n")
-    summary = {
-        "profile": out,
+    summaries = {title: _fit_summary(fit[0], fit[1], mine) for title, fit, mine in fits}
+    if as_json:
+        if by is None:
+            echo_json({"profile": out, **summaries["all runs"], "procedure": procedure_name})
+        else:
+            echo_json({"profile": out, "procedure": procedure_name, "by": by, "fits": summaries})
+        return
+    click.echo(f"wrote {out}")
+    for title, summary in summaries.items():
+        click.echo(f"{title}: fitted on {summary['runs']} runs ({summary['failed']} failed)")
+        click.echo(
+            "  features: "
+            + ", ".join(
+                f"{f} ({w:+.3f})" for f, w in zip(summary["features"], summary["weights"], strict=True)
+            )
+        )
+        click.echo(
+            f"  {folds}-fold nested cross-validated ROC AUC (predicting failure): "
+            + ", ".join(f"{float(p):.0%} of turns {a:.3f}" for p, a in summary["cv_auc"].items())
+        )
+
+
+def _fit_summary(model: RiskModel, cv: CVResult, runs: list[LabelledRun]) -> dict[str, Any]:
+    return {
         "runs": len(runs),
         "failed": sum(r.failed for r in runs),
         "features": list(model.features),
         "weights": [round(w, 4) for w in model.weights],
-        "procedure": procedure_name,
         "cv_auc": {f"{p:g}": round(a, 4) for p, a in cv.auc.items()},
     }
-    if as_json:
-        echo_json(summary)
-        return
-    click.echo(f"fitted on {summary['runs']} runs ({summary['failed']} failed); wrote {out}")
-    click.echo(
-        "features: "
-        + ", ".join(f"{f} ({w:+.3f})" for f, w in zip(model.features, model.weights, strict=True))
-    )
-    click.echo(
-        f"{folds}-fold nested cross-validated ROC AUC (predicting failure): "
-        + ", ".join(f"{p:.0%} of turns {a:.3f}" for p, a in cv.auc.items())
-    )

@@ -53,30 +53,6 @@ def deprecated_alias(old: str, new: str) -> Callable[[click.Context, click.Param
     return warn
 
 
-LABELS_HELP = (
-    "CSV with columns file,resolved: each transcript's file name, 1 if the run reached its goal, else 0."
-)
-
-LABELS_WHERE = (
-    "Labelled runs do not ship with ctxhealth: label your own with a CSV `file,resolved`, one row per "
-    "transcript (its file name; 1 = the run reached its goal, e.g. its tests passed or its change was "
-    "accepted; 0 = it did not), with both outcomes present. Benchmark runs come labelled too: SWE-bench "
-    "results say which instances an agent resolved, and its published trajectories (mini-swe-agent "
-    "and others) are read directly; a few hundred runs are needed for a stable fit."
-)
-
-
-def labels_option(command: Callable[P, R]) -> Callable[P, R]:
-    """``--labels CSV``, required; without it the error says where labelled runs come from."""
-
-    def require(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-        if value is None and not ctx.resilient_parsing:
-            raise click.UsageError(f"Missing option '--labels'. {LABELS_WHERE}", ctx)
-        return value
-
-    return click.option("--labels", "labels_path", callback=require, help=LABELS_HELP)(command)
-
-
 TRANSCRIPTS_WHERE = (
     "Pass transcript files or folders: Claude Code keeps its sessions in ~/.claude/projects/<project>/, "
     "Codex CLI in ~/.codex/sessions/, mini-swe-agent writes <instance>.traj.json files; - reads stdin"

@@ -12,15 +12,26 @@ the honest figure, in the comparison too.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from ctxhealth.cli.common import echo_json, guarded, labels_option, transcripts_argument
+from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
+from ctxhealth.cli.labels import label_options, labelled_runs
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
-from ctxhealth.evaluation import EVAL_POINTS, AucFigure, Validation, collect_runs, read_labels, validate_runs
-from ctxhealth.policy.profile import resolve_profile
+from ctxhealth.evaluation import (
+    EVAL_POINTS,
+    POOLED,
+    AgentValidation,
+    AucFigure,
+    Validation,
+    validate_by_agent,
+    validate_runs,
+)
+from ctxhealth.policy.profile import Profile, resolve_profile
+from ctxhealth.risk import RiskModel
 
 
 def _cell(f: AucFigure) -> str:
@@ -38,7 +49,7 @@ def render_validation(v: Validation) -> str:
             f"{'risk (cross-validated)':<26}"
             + "".join(f"{_cell(v.cross_validated[p]):>22}" for p in EVAL_POINTS)
         )
-    label = "risk (fitted here)" if v.cross_validated is not None else "risk"
+    label = "risk (fitted here)" if v.trained_on_these_runs >= 0.5 else "risk (this profile)"
     lines.append(f"{label:<26}" + "".join(f"{_cell(v.risk[p]):>22}" for p in EVAL_POINTS))
     for name, table in v.baselines.items():
         lines.append(f"{'baseline: ' + name:<26}" + "".join(f"{_cell(table[p]):>22}" for p in EVAL_POINTS))
@@ -64,9 +75,56 @@ def render_validation(v: Validation) -> str:
     return "\n".join(lines)
 
 
+def render_by_agent(results: list[AgentValidation]) -> str:
+    """Each agent's table, then the leave-one-agent-out figures side by side."""
+    blocks = []
+    for r in results:
+        title = (
+            "all agents pooled (mixes agents whose failure rates differ: judge by the agents' own rows)"
+            if r.agent == POOLED
+            else f"agent: {r.agent}"
+        )
+        blocks.append(f"== {title} ==\n{render_validation(r.within)}")
+    held = [r for r in results if r.held_out is not None]
+    if held:
+        head = f"{'held-out agent':<20}{'':<12}" + "".join(
+            f"{f'first {p:.0%}' if p < 1 else 'end of run':>22}" for p in EVAL_POINTS
+        )
+        lines = ["== leave one agent out: fitted on the other agents, scored on this one ==", head]
+        for r in held:
+            v = r.held_out
+            assert v is not None
+            lines.append(
+                f"{r.agent:<20}{'risk':<12}" + "".join(f"{_cell(v.risk[p]):>22}" for p in EVAL_POINTS)
+            )
+            if v.versus_best_baseline is not None:
+                comps = v.versus_best_baseline
+                lines.append(
+                    f"{'':<20}{'- best':<12}"
+                    + "".join(
+                        f"{f'{c.difference:+.3f} [{c.low:+.2f},{c.high:+.2f}]':>22}" for c in comps.values()
+                    )
+                )
+                lines.append(
+                    f"{'':<20}{'  (which)':<12}" + "".join(f"{c.baseline:>22}" for c in comps.values())
+                )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _model_for(profile: Profile) -> Callable[[str], RiskModel]:
+    def model_for(agent: str) -> RiskModel:
+        model = profile.for_format(agent).risk
+        if model is None:
+            raise ConfigError("the profile has no risk model", hint="fit one with `ctxhealth calibrate`")
+        return model
+
+    return model_for
+
+
 @click.command("validate")
 @transcripts_argument("paths", many=True)
-@labels_option
+@label_options
 @click.option(
     "--profile", "profile_path", help="A profile written by `ctxhealth calibrate` (default: built-in)."
 )
@@ -75,29 +133,48 @@ def render_validation(v: Validation) -> str:
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of folds and bootstrap.")
 @click.option("--cv/--no-cv", "force_cv", default=None, help="Force (or skip) the nested cross-validation.")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["agent"]),
+    help="One table per agent (log format) and pooled, with leave-one-agent-out figures.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @guarded
 def validate(
     paths: tuple[str, ...],
-    labels_path: str,
+    labels_paths: tuple[str, ...],
+    report_path: str | None,
     profile_path: str | None,
     folds: int,
     seed: int,
     force_cv: bool | None,
+    by: str | None,
     as_json: bool,
 ) -> None:
     """Measure how well the risk score predicts failed runs, against simple baselines.
 
-    Needs transcripts of finished runs and a CSV saying which of them reached their goal (--labels):
-    none ship with ctxhealth. Label your own runs, or use a benchmark's published runs and results
-    (SWE-bench: the instances an agent resolved, and its trajectories).
+    Needs transcripts of finished runs and which of them reached their goal (--labels CSV, --report
+    SWE-bench report, or the outcome tau-bench and OpenHands logs record): none ship with ctxhealth.
+    Label your own runs, or use a benchmark's published runs and results (SWE-bench: the instances an
+    agent resolved, and its trajectories).
     """
     settings = load_settings({"profile": profile_path}, os.environ, Path.cwd())
     profile = resolve_profile(settings.profile, settings.profile_overrides)
     if profile.risk is None:
         raise ConfigError("the profile has no risk model", hint="fit one with `ctxhealth calibrate`")
-    runs = collect_runs(paths, read_labels(labels_path), profile=profile)
-    result = validate_runs(runs, profile.risk, folds=folds, seed=seed, cross_validate_risk=force_cv)
+    runs = labelled_runs(paths, labels_paths, report_path, profile)
+    agents = {r.agent for r in runs}
+    if by == "agent":
+        per_agent = validate_by_agent(runs, _model_for(profile), folds=folds, seed=seed)
+        if as_json:
+            echo_json({"schema_version": 1, "by": "agent", "agents": [r.to_dict() for r in per_agent]})
+        else:
+            click.echo(render_by_agent(per_agent))
+        return
+    # runs of one agent are scored with that agent's own model, when the profile has one
+    model = _model_for(profile)(agents.pop() if len(agents) == 1 else POOLED)
+    result = validate_runs(runs, model, folds=folds, seed=seed, cross_validate_risk=force_cv)
     if as_json:
         echo_json({"schema_version": 1, **result.to_dict()})
     else:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ctxhealth.evaluation.calibration import PROCEDURE as PROCEDURE
     from ctxhealth.evaluation.calibration import SETTINGS as SETTINGS
     from ctxhealth.evaluation.calibration import cross_validate_runs as cross_validate_runs
+    from ctxhealth.evaluation.calibration import fit_on as fit_on
     from ctxhealth.evaluation.calibration import fit_risk as fit_risk
     from ctxhealth.evaluation.calibration import procedure_of as procedure_of
     from ctxhealth.evaluation.crossval import CVResult as CVResult
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ctxhealth.evaluation.folds import group_folds as group_folds
     from ctxhealth.evaluation.folds import point_strata as point_strata
     from ctxhealth.evaluation.folds import stratified_folds as stratified_folds
+    from ctxhealth.evaluation.folds import task_folds as task_folds
     from ctxhealth.evaluation.folds import training_rows as training_rows
     from ctxhealth.evaluation.metrics import bootstrap_auc_ci as bootstrap_auc_ci
     from ctxhealth.evaluation.metrics import bootstrap_auc_difference_ci as bootstrap_auc_difference_ci
@@ -60,18 +62,24 @@ if TYPE_CHECKING:
     from ctxhealth.evaluation.runs import LabelledRun as LabelledRun
     from ctxhealth.evaluation.runs import collect_runs as collect_runs
     from ctxhealth.evaluation.runs import fingerprint as fingerprint
+    from ctxhealth.evaluation.runs import label_of as label_of
     from ctxhealth.evaluation.runs import read_labels as read_labels
+    from ctxhealth.evaluation.runs import read_swebench_report as read_swebench_report
     from ctxhealth.evaluation.runs import run_features as run_features
     from ctxhealth.evaluation.runs import run_key as run_key
+    from ctxhealth.evaluation.runs import run_name as run_name
     from ctxhealth.evaluation.selection import DEFAULT_L2_GRID as DEFAULT_L2_GRID
     from ctxhealth.evaluation.selection import select_alpha as select_alpha
     from ctxhealth.evaluation.selection import select_features as select_features
     from ctxhealth.evaluation.selection import select_screening as select_screening
     from ctxhealth.evaluation.selection import select_threshold as select_threshold
+    from ctxhealth.evaluation.validation import POOLED as POOLED
+    from ctxhealth.evaluation.validation import AgentValidation as AgentValidation
     from ctxhealth.evaluation.validation import AucFigure as AucFigure
     from ctxhealth.evaluation.validation import Comparison as Comparison
     from ctxhealth.evaluation.validation import Validation as Validation
     from ctxhealth.evaluation.validation import auc_figure as auc_figure
+    from ctxhealth.evaluation.validation import validate_by_agent as validate_by_agent
     from ctxhealth.evaluation.validation import validate_runs as validate_runs
 
 
@@ -83,6 +91,7 @@ _LAZY: dict[str, str] = {
     "group_folds": "folds",
     "point_strata": "folds",
     "stratified_folds": "folds",
+    "task_folds": "folds",
     "training_rows": "folds",
     "fit_model": "fitting",
     "fit_weights": "fitting",
@@ -109,20 +118,27 @@ _LAZY: dict[str, str] = {
     "LabelledRun": "runs",
     "collect_runs": "runs",
     "fingerprint": "runs",
+    "label_of": "runs",
     "read_labels": "runs",
+    "read_swebench_report": "runs",
+    "run_name": "runs",
     "run_features": "runs",
     "run_key": "runs",
     "CALIBRATION_PROCEDURES": "calibration",
     "PROCEDURE": "calibration",
     "SETTINGS": "calibration",
     "cross_validate_runs": "calibration",
+    "fit_on": "calibration",
     "fit_risk": "calibration",
     "procedure_of": "calibration",
     "AucFigure": "validation",
     "Comparison": "validation",
     "Validation": "validation",
     "auc_figure": "validation",
+    "validate_by_agent": "validation",
     "validate_runs": "validation",
+    "POOLED": "validation",
+    "AgentValidation": "validation",
 }
 
 __all__ = sorted(_LAZY)

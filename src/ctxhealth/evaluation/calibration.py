@@ -25,7 +25,6 @@ from ctxhealth.evaluation.runs import (
     LOG_FEATURES,
     LabelledRun,
     fingerprint,
-    run_key,
 )
 from ctxhealth.evaluation.selection import fit_selected
 from ctxhealth.risk.model import RiskModel
@@ -61,7 +60,8 @@ def cross_validate_runs(
     runs: Sequence[LabelledRun], *, folds: int = 5, seed: int = 0, procedure: Procedure = PROCEDURE
 ) -> CVResult:
     """Nested cross-validation of ``procedure`` on labelled runs, scored at every evaluation point
-    (trained on every run's rows at all points; its settings chosen inside each fold)."""
+    (trained on every run's rows at all points; its settings chosen inside each fold). Runs of one
+    task (``LabelledRun.group``) always share a fold."""
     settings = _check_procedure(procedure)
     points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
     return cross_validate(
@@ -69,6 +69,7 @@ def cross_validate_runs(
         [r.failed for r in runs],
         CANDIDATE_FEATURES,
         eval_rows=points,
+        groups=[r.group for r in runs],
         log_features=LOG_FEATURES,
         folds=folds,
         seed=seed,
@@ -97,11 +98,10 @@ def fit_risk(
 ) -> tuple[RiskModel, CVResult]:
     """Fit the risk model on all runs with ``procedure`` and report its nested CV (fold seed
     ``seed``; ``cv_seeds`` adds more fold seeds to the recorded figures)."""
-    settings = _check_procedure(procedure)
+    _check_procedure(procedure)
     points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
     y = [r.failed for r in runs]
     cv = cross_validate_runs(runs, folds=folds, seed=seed, procedure=procedure)
-    rows, labels, groups = training_rows(points[1.0], y, range(len(y)), points)
     meta: dict[str, Any] = {
         "procedure": procedure.value,
         "runs": len(runs),
@@ -110,7 +110,7 @@ def fit_risk(
         "seed": seed,
         "cv_auc": {str(p): round(a, 4) for p, a in cv.auc.items()},
         "fold_features": [list(f) for f in cv.fold_features],
-        "training_runs": fingerprint([run_key(r.path) for r in runs]),
+        "training_runs": fingerprint([r.name for r in runs]),
         "target": "failure (1 - resolved)",
     }
     if procedure is Procedure.ANCHORED:
@@ -134,6 +134,22 @@ def fit_risk(
             }
             for label, feat in BASELINES
         }
+    return fit_on(runs, procedure=procedure, seed=seed, meta=meta), cv
+
+
+def fit_on(
+    runs: Sequence[LabelledRun],
+    *,
+    procedure: Procedure = PROCEDURE,
+    seed: int = 0,
+    meta: dict[str, Any] | None = None,
+) -> RiskModel:
+    """Fit ``procedure`` on every run's rows at all evaluation points (its settings chosen by inner
+    cross-validation), without the outer cross-validation :func:`fit_risk` reports."""
+    settings = _check_procedure(procedure)
+    points = {p: [r.features[p] for r in runs] for p in EVAL_POINTS}
+    y = [r.failed for r in runs]
+    rows, labels, groups = training_rows(points[1.0], y, range(len(y)), points)
     model, _, _, _ = fit_selected(
         rows,
         labels,
@@ -142,7 +158,38 @@ def fit_risk(
         groups=groups,
         seed=seed + 1,
         log_features=LOG_FEATURES,
-        meta=meta,
+        meta=meta if meta is not None else {"procedure": procedure.value, "runs": len(runs)},
         **settings,
     )
-    return model, cv
+    return model
+
+
+MIN_AGENT_RUNS = 50
+"""The fewest labelled runs (with at least a fifth of them in the smaller class) for which
+``calibrate --by agent`` fits an agent its own model; smaller agents are scored with the pooled one.
+A choice made after seeing the samples (249, 200 and 10 runs): a ten-run agent cannot support a fit
+whose inner cross-validation chooses among settings."""
+
+
+def fit_by_agent(
+    runs: Sequence[LabelledRun],
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    procedure: Procedure = PROCEDURE,
+    min_runs: int = MIN_AGENT_RUNS,
+) -> dict[str, tuple[RiskModel, CVResult]]:
+    """For each agent (``LabelledRun.agent``) with enough labelled runs of both classes, a model
+    fitted on that agent's runs alone, with its nested cross-validation.
+
+    No pooled model: agents differ in their failure rates and context sizes (tau-bench runs are
+    short and fail more often than SWE-bench runs), so a fit over several agents learns which agent
+    a run came from, and on the sample logs it turned the sign of peak fill.
+    """
+    per_agent: dict[str, tuple[RiskModel, CVResult]] = {}
+    for agent in sorted({r.agent for r in runs}):
+        mine = [r for r in runs if r.agent == agent]
+        failed = sum(r.failed for r in mine)
+        if len(mine) >= min_runs and min(failed, len(mine) - failed) * 5 >= len(mine):
+            per_agent[agent] = fit_risk(mine, folds=folds, seed=seed, procedure=procedure)
+    return per_agent

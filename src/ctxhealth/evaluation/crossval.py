@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxhealth.errors import ConfigError
 from ctxhealth.evaluation.fitting import fit_model
-from ctxhealth.evaluation.folds import point_strata, stratified_folds, training_rows
+from ctxhealth.evaluation.folds import point_strata, task_folds, training_rows
 from ctxhealth.evaluation.metrics import roc_auc
 from ctxhealth.evaluation.procedures import Procedure
 from ctxhealth.evaluation.selection import fit_selected, select_features
@@ -45,6 +45,7 @@ def cross_validate(
     candidates: Sequence[str],
     *,
     eval_rows: Mapping[float, Sequence[Mapping[str, float]]] | None = None,
+    groups: Sequence[str] | None = None,
     log_features: frozenset[str] = frozenset(),
     folds: int = 5,
     seed: int = 0,
@@ -60,6 +61,7 @@ def cross_validate(
     """Nested k-fold CV: inside each training fold choose features and L2 (when ``select``), fit on
     ``rows``, then score the held-out runs, at every evaluation point of ``eval_rows`` (default: the
     training rows themselves, under key 1.0). The AUC of the pooled held-out scores is the honest figure.
+    ``groups`` names each run's task: runs of one task are held out together.
 
     ``procedure`` picks the fitting; ``selection`` goes to its inner choice (:func:`select_features`,
     :func:`select_threshold` or :func:`select_alpha`). ``threshold`` is the screening threshold
@@ -69,7 +71,7 @@ def cross_validate(
     """
     _check_folds(folds, len(y))
     points = dict(eval_rows) if eval_rows is not None else {1.0: rows}
-    fold = stratified_folds(y, folds, seed=seed)
+    fold = task_folds(y, groups, folds, seed=seed)
     scores = {point: [0.0] * len(y) for point in points}
     fits: list[_FoldFit] = []
     for f in range(folds):

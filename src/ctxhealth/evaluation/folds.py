@@ -21,6 +21,16 @@ def group_folds(labels: Sequence[int], groups: Sequence[int] | None, k: int, *, 
     return [fold_of[g] for g in groups]
 
 
+def task_folds(labels: Sequence[int], tasks: Sequence[str] | None, k: int, *, seed: int = 0) -> list[int]:
+    """Stratified folds where runs of the same task (repeated trials) always share a fold. With no
+    tasks, or every run its own task, these are exactly :func:`stratified_folds`."""
+    if tasks is None:
+        return stratified_folds(labels, k, seed=seed)
+    ids: dict[str, int] = {}
+    groups = [ids.setdefault(t, len(ids)) for t in tasks]
+    return group_folds(labels, groups, k, seed=seed)
+
+
 def stratified_folds(labels: Sequence[int], k: int, *, seed: int = 0) -> list[int]:
     """Fold number (0..k-1) for each run, stratified by label, seeded."""
     rng = random.Random(seed)

@@ -6,13 +6,13 @@ evaluation point the paired difference between the honest risk figure and the be
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ctxhealth.evaluation.calibration import cross_validate_runs, procedure_of
 from ctxhealth.evaluation.metrics import bootstrap_auc_ci, bootstrap_auc_difference_ci, roc_auc
-from ctxhealth.evaluation.runs import BASELINES, EVAL_POINTS, LabelledRun, fingerprint, run_key
+from ctxhealth.evaluation.runs import BASELINES, EVAL_POINTS, LabelledRun, fingerprint
 from ctxhealth.risk.model import RiskModel
 
 
@@ -111,7 +111,7 @@ def validate_runs(
     """
     y = [r.failed for r in runs]
     trained = set(model.meta.get("training_runs", ()))
-    mine = fingerprint([run_key(r.path) for r in runs])
+    mine = fingerprint([r.name for r in runs])
     overlap = sum(1 for h in mine if h in trained) / len(mine) if mine else 0.0
     risk_scores = {p: [model.score(r.features[p]) for r in runs] for p in EVAL_POINTS}
     risk = {p: auc_figure(risk_scores[p], y, rounds=rounds, seed=seed) for p in EVAL_POINTS}
@@ -150,3 +150,76 @@ def validate_runs(
         fold_features=fold_features,
         versus_best_baseline=versus,
     )
+
+
+POOLED = "pooled"
+"""The name of the all-agents row of :func:`validate_by_agent`."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentValidation:
+    """One agent's figures: ``within`` validates on that agent's runs alone (the given model's
+    risk, and the nested cross-validated risk refitted on those runs), ``held_out`` scores them with
+    a model fitted on the *other* agents only (leave-one-agent-out: what the shipped kind of model
+    does for an agent it never saw). ``held_out`` is None for the pooled row, for a single agent,
+    and when the other agents' runs are all of one class."""
+
+    agent: str
+    within: Validation
+    held_out: Validation | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "within": self.within.to_dict(),
+            "leave_one_agent_out": None if self.held_out is None else self.held_out.to_dict(),
+        }
+
+
+def validate_by_agent(
+    runs: Sequence[LabelledRun],
+    model: RiskModel | Callable[[str], RiskModel],
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    rounds: int = 1000,
+) -> list[AgentValidation]:
+    """:func:`validate_runs` per agent (the runs' ``agent``) and pooled, each with its nested
+    cross-validation, and for every agent the leave-one-agent-out figures. ``model`` is one model,
+    or a function giving the model for an agent (a profile's ``for_format``; the pooled row gets
+    ``POOLED``). An agent whose runs are all of one class cannot be scored and is left out.
+
+    The pooled AUC mixes agents whose failure rates differ: a score that only tells the agents apart
+    looks good there. The per-agent and leave-one-agent-out figures are the ones to judge by."""
+    from ctxhealth.evaluation.calibration import fit_on
+
+    model_for = model if callable(model) else (lambda _agent: model)
+    agents = sorted({r.agent for r in runs})
+    procedure = procedure_of(model_for(POOLED))
+    out: list[AgentValidation] = []
+    for agent in [*agents, POOLED]:
+        mine = list(runs) if agent == POOLED else [r for r in runs if r.agent == agent]
+        if agent == POOLED and len(agents) < 2:
+            continue
+        if not _two_classes(mine):
+            continue
+        k = min(folds, _smaller_class(mine))
+        within = validate_runs(
+            mine, model_for(agent), folds=k, seed=seed, cross_validate_risk=k >= 2, rounds=rounds
+        )
+        held_out = None
+        others = [r for r in runs if r.agent != agent]
+        if agent != POOLED and _two_classes(others):
+            fitted = fit_on(others, procedure=procedure, seed=seed)
+            held_out = validate_runs(mine, fitted, seed=seed, cross_validate_risk=False, rounds=rounds)
+        out.append(AgentValidation(agent, within, held_out))
+    return out
+
+
+def _two_classes(runs: Sequence[LabelledRun]) -> bool:
+    return len({r.failed for r in runs}) == 2
+
+
+def _smaller_class(runs: Sequence[LabelledRun]) -> int:
+    failed = sum(r.failed for r in runs)
+    return min(failed, len(runs) - failed)

@@ -102,6 +102,14 @@ class Profile:
     # risk
     risk_warning: float = 0.5
     risk: RiskModel | None = None
+    #: risk models fitted on one agent's labelled runs, by log format (``Format`` value); a session
+    #: of that format is scored with its own model, any other with ``risk``
+    risk_by_format: Mapping[str, RiskModel] = dataclasses.field(default_factory=dict)
+
+    def for_format(self, format: str | None) -> Profile:
+        """This profile with the risk model fitted for ``format`` (a log format), when it has one."""
+        model = self.risk_by_format.get(format) if format else None
+        return self if model is None else replace(self, risk=model)
 
     def thresholds(self, tier: Tier) -> TierThresholds:
         return self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
@@ -114,12 +122,19 @@ class Profile:
             if key not in known:
                 raise ConfigError(
                     f"unknown profile key {key!r}",
-                    hint=f"use one of: {', '.join(sorted(k for k in known if k != 'risk'))}",
+                    hint=f"use one of: {', '.join(sorted(k for k in known if k not in _MODEL_KEYS))}",
                 )
             if key == "tiers":
                 changes["tiers"] = _merge_tiers(self.tiers, value)
             elif key == "risk":
                 changes["risk"] = None if value is None else RiskModel.from_dict(value)
+            elif key == "risk_by_format":
+                if not isinstance(value, Mapping):
+                    raise ConfigError(
+                        "profile key 'risk_by_format' must be a table of risk models by log format",
+                        hint="rewrite it with `ctxhealth calibrate --by agent`",
+                    )
+                changes[key] = {str(k): RiskModel.from_dict(v) for k, v in value.items()}
             else:
                 current = getattr(self, key)
                 changes[key] = _coerce(key, current, value)
@@ -140,6 +155,8 @@ class Profile:
                 }
             elif f.name == "risk":
                 out["risk"] = None if value is None else value.to_dict()
+            elif f.name == "risk_by_format":
+                out[f.name] = {k: m.to_dict() for k, m in sorted(value.items())}
             else:
                 out[f.name] = value
         return out
@@ -191,6 +208,10 @@ def _merge_tiers(current: Mapping[Tier, TierThresholds], table: Any) -> dict[Tie
             hard_limit=int(values.get("hard_limit", base.hard_limit)),
         )
     return merged
+
+
+#: Profile keys that hold fitted models, not thresholds a person sets.
+_MODEL_KEYS = ("risk", "risk_by_format")
 
 
 @lru_cache(maxsize=1)

@@ -43,7 +43,8 @@ def build_check_report(
     Keys: ``schema_version, path, format, session_id, model, model_known, tier, turns,
     window, usable_window, fill {current, peak, source, current_pct, peak_pct},
     compactions [{index, message_index, pre_tokens, post_tokens, trigger}], tool_calls,
-    tool_errors, cost_usd, sidechains, warnings, healthy`` (+ whatever ``assessment`` adds,
+    tool_errors, cost_usd, sidechains, warnings, healthy``, ``outcome`` and ``task_id`` when the log
+    records them (evaluation runs) (+ whatever ``assessment`` adds,
     e.g. ``zone, pressure, risk, action, reasons, signals``). Percentages are of ``window``.
     """
     window = account.window
@@ -82,6 +83,10 @@ def build_check_report(
         "warnings": [str(w) for w in session.warnings],
         "healthy": not fill_is_unhealthy(account.current, account.usable_window),
     }
+    if session.outcome is not None:
+        report["outcome"] = session.outcome
+    if session.task_id is not None:
+        report["task_id"] = session.task_id
     if assessment:
         report.update(assessment)
     return report
@@ -105,6 +110,10 @@ def _money(cost: float | None) -> str:
     return f"${cost:,.4f}" if cost < 0.01 else f"${cost:,.2f}"
 
 
+#: Formats whose files hold several sessions: the text heading names the session too.
+_MANY_PER_FILE = frozenset({"tau-bench", "openhands"})
+
+
 def render_check_text(report: Mapping[str, Any]) -> str:
     """A human block for one ``check`` object (no trailing newline)."""
     fill = report["fill"]
@@ -112,8 +121,11 @@ def render_check_text(report: Mapping[str, Any]) -> str:
     model = report["model"]
     if not report.get("model_known", True) and model != "unknown":
         model += " (not in the model registry)"
+    heading = report["path"]
+    if report["format"] in _MANY_PER_FILE and report.get("session_id"):
+        heading += f" [{report['session_id']}]"
     lines = [
-        report["path"],
+        heading,
         f"  format       {report['format']}",
         f"  model        {model}, {report.get('tier', '?')} tier",
         f"  turns        {report['turns']:,}",

@@ -113,15 +113,22 @@ def _tool_calls(raw: Any, sink: WarningSink, index: int) -> list[Block]:
 
 
 def parse_usage(raw: Any) -> Usage | None:
-    """OpenAI ``usage`` -> :class:`Usage`: ``prompt_tokens`` split into uncached + cached."""
+    """OpenAI ``usage`` -> :class:`Usage`: ``prompt_tokens`` split into uncached, cache writes
+    (LiteLLM's ``cache_creation_input_tokens``) and cache reads (``cached_tokens``, else LiteLLM's
+    ``cache_read_input_tokens``)."""
     if not isinstance(raw, dict):
         return None
     prompt = max(get_int(raw, "prompt_tokens") or 0, 0)
-    cached = max(get_int(get_dict(raw, "prompt_tokens_details"), "cached_tokens") or 0, 0)
-    cached = min(cached, prompt)
+    cached = get_int(get_dict(raw, "prompt_tokens_details"), "cached_tokens")
+    if cached is None:
+        cached = get_int(raw, "cache_read_input_tokens")
+    cached = min(max(cached or 0, 0), prompt)
+    # LiteLLM-style logs of Anthropic models count cache writes inside prompt_tokens too.
+    written = min(max(get_int(raw, "cache_creation_input_tokens") or 0, 0), prompt - cached)
     reasoning = get_int(get_dict(raw, "completion_tokens_details"), "reasoning_tokens") or 0
     return Usage(
-        input_tokens=prompt - cached,
+        input_tokens=prompt - cached - written,
+        cache_creation_tokens=written,
         cache_read_tokens=cached,
         output_tokens=max(get_int(raw, "completion_tokens") or 0, 0),
         reasoning_tokens=max(reasoning, 0),
@@ -140,40 +147,54 @@ def parse_document(doc: Any, path: str, sink: WarningSink | None = None) -> Sess
     sink = sink if sink is not None else WarningSink(path)
     # Invalid JSON (already warned about) and a JSON null both read as an empty list.
     model, raw_messages = message_list(doc, sink) if doc is not None else (None, [])
-    messages: list[Message] = []
-    for index, raw, role in each_message(raw_messages, _ROLES, sink):
-        blocks = _content(raw.get("content"), sink, index)
-        msg_model = get_str(raw, "model")
-        usage = None
-        response_id = None
-        if role is Role.ASSISTANT:
-            reasoning = get_str(raw, "reasoning_content") or get_str(raw, "reasoning")
-            if reasoning:
-                blocks.insert(0, ThinkingBlock(reasoning))
-            blocks.extend(_tool_calls(raw.get("tool_calls"), sink, index))
-            usage = parse_usage(raw.get("usage"))
-            response_id = get_str(raw, "id")
-            model = msg_model or model
-        elif role is Role.TOOL:
-            call_id = get_str(raw, "tool_call_id") or get_str(raw, "name") or ""
-            if not call_id:
-                sink.add(index, "tool message without a tool_call_id")
-            text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
-            blocks = [ToolResult(call_id, text)]
-        messages.append(
-            Message(
-                role=role,
-                blocks=tuple(blocks),
-                response_id=response_id,
-                model=msg_model,
-                usage=usage,
-                line=index,
-            )
-        )
+    messages, model = chat_messages(raw_messages, sink, model)
     return Session(
         path=path,
         format=Format.OPENAI_CHAT,
         messages=tuple(messages),
         model=model,
         warnings=sink.result(),
+    )
+
+
+def chat_messages(
+    raw_messages: list[Any], sink: WarningSink, model: str | None = None
+) -> tuple[list[Message], str | None]:
+    """Chat Completions messages -> ``(messages, model)``; the readers of formats that embed a
+    Chat Completions list (tau-bench, OpenHands) share it. ``model`` is the document's model,
+    replaced by the latest assistant message's own."""
+    messages: list[Message] = []
+    for index, raw, role in each_message(raw_messages, _ROLES, sink):
+        messages.append(chat_message(raw, role, sink, index))
+        if messages[-1].model:
+            model = messages[-1].model
+    return messages, model
+
+
+def chat_message(raw: dict[str, Any], role: Role, sink: WarningSink, index: int) -> Message:
+    """One Chat Completions message object (its ``role`` already resolved) -> :class:`Message`."""
+    blocks = _content(raw.get("content"), sink, index)
+    msg_model = get_str(raw, "model")
+    usage = None
+    response_id = None
+    if role is Role.ASSISTANT:
+        reasoning = get_str(raw, "reasoning_content") or get_str(raw, "reasoning")
+        if reasoning:
+            blocks.insert(0, ThinkingBlock(reasoning))
+        blocks.extend(_tool_calls(raw.get("tool_calls"), sink, index))
+        usage = parse_usage(raw.get("usage"))
+        response_id = get_str(raw, "id")
+    elif role is Role.TOOL:
+        call_id = get_str(raw, "tool_call_id") or get_str(raw, "name") or ""
+        if not call_id:
+            sink.add(index, "tool message without a tool_call_id")
+        text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+        blocks = [ToolResult(call_id, text)]
+    return Message(
+        role=role,
+        blocks=tuple(blocks),
+        response_id=response_id,
+        model=msg_model,
+        usage=usage,
+        line=index,
     )

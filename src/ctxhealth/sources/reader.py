@@ -15,6 +15,7 @@ Policy choices:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import zlib
@@ -31,10 +32,16 @@ from ctxhealth.sources import (
     codex,
     mini_swe_agent,
     openai_chat,
+    openhands,
+    swe_agent,
+    tau_bench,
 )
 
 #: Bytes of (decompressed) content the detectors look at.
 HEAD_BYTES = 64 * 1024
+
+#: Bytes of the end of a file that ``ReaderSpec.detect_tail`` looks at.
+TAIL_BYTES = 4096
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -44,38 +51,57 @@ _FORMAT_NAMES = ", ".join(f.value for f in Format)
 
 @dataclass(frozen=True, slots=True)
 class ReaderSpec:
-    """One transcript format: how to recognise it and how to read it."""
+    """One transcript format: how to recognise it and how to read it.
+
+    ``parse_all`` is set for formats that hold several sessions in one file (tau-bench results,
+    OpenHands ``output.jsonl``); ``detect_tail`` for formats whose head alone cannot tell (one
+    JSON object whose first field is megabytes long): it sees the head and the last bytes.
+    """
 
     format: Format
     detect: Callable[[bytes], bool]
     parse: Callable[[bytes, str], Session]
+    parse_all: Callable[[bytes, str], list[Session]] | None = None
+    detect_tail: Callable[[bytes, bytes], bool] | None = None
 
 
 def _parse_claude_code(data: bytes, path: str) -> Session:
     return claude_code.parse(data, path, _subagent_files(path))
 
 
+def _parse_openhands_all(data: bytes, path: str) -> list[Session]:
+    if openhands.is_completion(data[:HEAD_BYTES]):
+        return [openhands.parse(data, path)]
+    return openhands.parse_all(data, path)
+
+
 READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(Format.CLAUDE_CODE, claude_code.detect, _parse_claude_code),
     ReaderSpec(Format.CODEX, codex.detect, codex.parse),
     ReaderSpec(Format.MINI_SWE_AGENT, mini_swe_agent.detect, mini_swe_agent.parse),
+    ReaderSpec(Format.SWE_AGENT, swe_agent.detect, swe_agent.parse),
+    ReaderSpec(Format.TAU_BENCH, tau_bench.detect, tau_bench.parse, tau_bench.parse_all),
+    ReaderSpec(
+        Format.OPENHANDS, openhands.detect, openhands.parse, _parse_openhands_all, openhands.detect_tail
+    ),
     ReaderSpec(Format.ANTHROPIC_MESSAGES, anthropic_messages.detect, anthropic_messages.parse),
     ReaderSpec(Format.OPENAI_CHAT, openai_chat.detect, openai_chat.parse),
 )
 _BY_FORMAT = {spec.format: spec for spec in READERS}
 
 
-def detect_format(head: bytes, name: str = "") -> Format | None:
+def detect_format(head: bytes, name: str = "", tail: bytes = b"") -> Format | None:
     """The format of a transcript from its first bytes (content, not ``name``), or ``None``.
 
     ``head`` should be the first few KB of the (decompressed) content; a cut-off last line
-    is fine. ``name`` is accepted for error messages and future tie-breaking only.
+    is fine. ``tail``, the last bytes, settles formats whose head cannot (see ``ReaderSpec``).
+    ``name`` is accepted for error messages and future tie-breaking only.
     """
     head = head.removeprefix(_BOM)
     if not head or head.isspace():
         return None
     for spec in READERS:
-        if spec.detect(head):
+        if spec.detect(head) or (spec.detect_tail is not None and tail and spec.detect_tail(head, tail)):
             return spec.format
     return None
 
@@ -131,14 +157,22 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def read_data(data: bytes, name: str, *, format: Format | None = None, strict: bool = False) -> Session:
-    """Read one transcript held in memory (already read from disk, a pipe or a socket)."""
+    """Read one transcript held in memory (already read from disk, a pipe or a socket); a file
+    holding several sessions gives its first."""
+    return read_data_all(data, name, format=format, strict=strict)[0]
+
+
+def read_data_all(
+    data: bytes, name: str, *, format: Format | None = None, strict: bool = False
+) -> list[Session]:
+    """Every session of one transcript held in memory (most formats hold exactly one)."""
     content, warning = _decompress(data, name)
     content = content.removeprefix(_BOM)
     if not content or content.isspace():
         raise TranscriptError("transcript is empty", hint="pass a file an agent has written to", path=name)
     spec = _BY_FORMAT[format] if format is not None else None
     if spec is None:
-        detected = detect_format(content[:HEAD_BYTES], name)
+        detected = detect_format(content[:HEAD_BYTES], name, content[-TAIL_BYTES:])
         if detected is None:
             raise UnknownFormatError(
                 "no reader recognises this content",
@@ -146,26 +180,19 @@ def read_data(data: bytes, name: str, *, format: Format | None = None, strict: b
                 path=name,
             )
         spec = _BY_FORMAT[detected]
-    session = spec.parse(content, name)
+    sessions = spec.parse_all(content, name) if spec.parse_all is not None else [spec.parse(content, name)]
+    if not sessions:
+        sessions = [Session(path=name, format=spec.format, messages=())]
     if warning is not None:
-        session = _with_warning(session, warning)
+        sessions[0] = _with_warning(sessions[0], warning)
     if strict:
-        check_strict(session)
-    return session
+        for session in sessions:
+            check_strict(session)
+    return sessions
 
 
 def _with_warning(session: Session, warning: ReadWarning) -> Session:
-    return Session(
-        path=session.path,
-        format=session.format,
-        messages=session.messages,
-        session_id=session.session_id,
-        model=session.model,
-        sidechains=session.sidechains,
-        warnings=(warning, *session.warnings),
-        context_window=session.context_window,
-        reported_fill=session.reported_fill,
-    )
+    return dataclasses.replace(session, warnings=(warning, *session.warnings))
 
 
 def _all_warnings(session: Session) -> list[ReadWarning]:
@@ -199,20 +226,28 @@ def _walk(root: Path) -> Iterator[Path]:
 
 def _sniff(file: Path) -> tuple[Format | None, bool]:
     """(detected format, has content) of a file, reading only its head unless it is gzip."""
+    tail = b""
     try:
         with file.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
             if head.startswith(_GZIP_MAGIC):
-                head = _decompress(head + handle.read(), str(file))[0][:HEAD_BYTES]
+                whole = _decompress(head + handle.read(), str(file))[0]
+                head, tail = whole[:HEAD_BYTES], whole[-TAIL_BYTES:]
+            elif len(head) == HEAD_BYTES:
+                handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))
+                tail = handle.read(TAIL_BYTES)
+            else:
+                tail = head[-TAIL_BYTES:]
     except (OSError, TranscriptError):
         return None, False
     if not head or head.isspace():
         return None, False
-    return detect_format(head, file.name), True
+    return detect_format(head, file.name, tail), True
 
 
 def _read_directory(root: Path, format: Format | None, strict: bool) -> Iterator[Session]:
     count = 0
+    calls = _CallFolder(strict)
     for file in _walk(root):
         detected, has_content = _sniff(file)
         if not has_content:
@@ -227,13 +262,43 @@ def _read_directory(root: Path, format: Format | None, strict: bool) -> Iterator
         except OSError:
             continue
         count += 1
-        yield read_data(raw, str(file), format=format or detected, strict=strict)
+        content = _decompress(raw, str(file))[0]
+        if (format or detected) is Format.OPENHANDS and openhands.is_completion(content[:HEAD_BYTES]):
+            yield from calls.add(file, content)
+            continue
+        yield from calls.flush()
+        yield from read_data_all(raw, str(file), format=format or detected, strict=strict)
+    yield from calls.flush()
     if count == 0:
         raise TranscriptError(
             "no transcripts found in this directory",
             hint=f"point at a transcript file or pass --format ({_FORMAT_NAMES})",
             path=str(root),
         )
+
+
+class _CallFolder:
+    """Groups the one-call-per-file OpenHands completion logs of a folder into one session."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.folder: Path | None = None
+        self.files: list[tuple[str, bytes]] = []
+
+    def add(self, file: Path, content: bytes) -> Iterator[Session]:
+        if self.folder is not None and file.parent != self.folder:
+            yield from self.flush()
+        self.folder = file.parent
+        self.files.append((str(file), content))
+
+    def flush(self) -> Iterator[Session]:
+        if self.folder is None:
+            return
+        session = openhands.parse_calls(self.files, str(self.folder), session_id=self.folder.name)
+        self.folder, self.files = None, []
+        if self.strict:
+            check_strict(session)
+        yield session
 
 
 def read_sessions(
@@ -256,13 +321,13 @@ def read_sessions(
                 data = stream.read()
             except OSError as exc:
                 raise TranscriptError(f"cannot read stdin ({exc})", hint="pipe a transcript in") from None
-            yield read_data(data, "<stdin>", format=format, strict=strict)
+            yield from read_data_all(data, "<stdin>", format=format, strict=strict)
             continue
         path = Path(item)
         if path.is_dir():
             yield from _read_directory(path, format, strict)
         else:
-            yield read_data(_read_bytes(path), str(path), format=format, strict=strict)
+            yield from read_data_all(_read_bytes(path), str(path), format=format, strict=strict)
 
 
 def read_session(
