@@ -298,7 +298,7 @@ def _apply_override(entry: ModelEntry, table: Mapping[str, Any], origin: str, na
         )
 
     changes: dict[str, Any] = {}
-    price_changes: dict[str, float] = {}
+    price_changes: dict[str, Any] = {}
     for field, value in table.items():
         if field in _ENTRY_FIELDS:
             kind = _ENTRY_FIELDS[field]
@@ -328,6 +328,7 @@ def _apply_override(entry: ModelEntry, table: Mapping[str, Any], origin: str, na
                 output=price_changes["output"],
                 cache_write=price_changes.get("cache_write", inp),
                 cache_read=price_changes.get("cache_read", inp),
+                cache_write_1h=price_changes.get("cache_write_1h"),
             )
         else:
             raise bad("prices", "need both input and output for a model without built-in prices")
