@@ -14,6 +14,7 @@ import click
 from ctxhealth import __version__
 
 COMMANDS: dict[str, str] = {
+    "audit": "ctxhealth.cli.audit:audit",
     "check": "ctxhealth.cli.check:check",
     "checkpoint": "ctxhealth.cli.state:checkpoint",
     "state": "ctxhealth.cli.state:state",
