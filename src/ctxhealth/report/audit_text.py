@@ -35,7 +35,8 @@ def render_session(doc: Mapping[str, Any]) -> str:
     lines = [
         f"{doc['path']}  [{doc['format']}, {doc['model'] or 'unknown model'}]",
         f"  cost {_usd(cost['usd'])} over {cost['requests']} requests; "
-        f"cache hit rate {_pct(cache['hit_rate'])} (last 50: {_pct(cache['last50_hit_rate'])}); {len(breaks)} cache breaks costing "
+        f"cache hit rate {_pct(cache['hit_rate'])} (last 50: {_pct(cache['last50_hit_rate'])}); "
+        f"{len(breaks)} cache breaks costing "
         f"{_usd(cache['usd_breaks'])}, {_usd(cache['usd_without_breaks'])} with none",
         f"  waste (est. tokens re-sent): unused tool output {waste['unused_tool_output']:,}, stale reads "
         f"{waste['stale_reads']:,}, duplicate paragraphs {waste['duplicate_paragraphs']:,}; clearing at "
