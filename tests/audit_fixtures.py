@@ -120,7 +120,8 @@ class ClaudeLog:
             isCompactSummary=True,
             message={
                 "role": "user",
-                "content": "This session is being continued from a previous conversation that ran out of context.",
+                "content": "This session is being continued from a previous conversation that ran out of "
+                "context. The conversation is summarized below.",
             },
         )
         return self

@@ -203,5 +203,5 @@ def _cause(thread: Session, before: Response, response: Response, ttl: Any) -> t
 def _duration(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
     if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
     return f"{seconds // 60}m{seconds % 60:02d}s"

@@ -42,6 +42,7 @@ from ctxhealth.audit.responses import Response, session_responses
 from ctxhealth.audit.scores import manifest_scores
 from ctxhealth.audit.usage import USAGE_MAX, manifest_usage, session_usage
 from ctxhealth.audit.waste import audit_waste
+from ctxhealth.errors import TranscriptError
 from ctxhealth.model import Session
 from ctxhealth.sources import read_sessions
 
@@ -160,10 +161,27 @@ def run_audit(
     registry = registry or ModelRegistry.default()
     inputs = _split_inputs(paths, options)
     totals = _Totals(options)
-    if inputs.transcripts:
-        for session in read_sessions(inputs.transcripts):
-            yield _session_document(session, options, registry, totals)
+    for session in _sessions(inputs):
+        yield _session_document(session, options, registry, totals)
     yield _totals_document(inputs, options, totals)
+
+
+def _sessions(inputs: _Inputs) -> Iterator[Session]:
+    """Sessions of every transcript input; a folder holding only manifests or instruction files is
+    not an error (it is one when it holds nothing the audit reads)."""
+    for raw in inputs.transcripts:
+        path = Path(raw)
+        yielded = False
+        try:
+            for session in read_sessions([raw]):
+                yielded = True
+                yield session
+        except TranscriptError:
+            other = any(m.is_relative_to(path) for m in inputs.manifests) or any(
+                True for _ in find_instruction_files([path])
+            )
+            if yielded or not path.is_dir() or not other:
+                raise
 
 
 def _session_document(
