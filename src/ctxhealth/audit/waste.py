@@ -4,9 +4,10 @@ Every message stays in the prompt of every later request until the next compacti
 that is never needed costs its size once per later request. Four kinds, each counted as
 tokens x later requests in the same stretch between compactions:
 
-* ``unused_tool_output`` — a tool result none of whose distinctive words (identifier-like words
-  of 6+ characters: paths, ``snake_case``, ``CamelCase``, words with digits, first seen in that
-  result) the agent ever wrote again in a later reply, thought or tool call;
+* ``unused_tool_output`` — a tool result with distinctive words (identifier-like words of 6+
+  characters: paths, ``snake_case``, ``CamelCase``, words with digits, first seen in that result)
+  none of which the agent ever wrote again in a later reply, thought or tool call (a result
+  without such words cannot be judged and is not counted);
 * ``stale_reads`` — a file read (a tool call with a ``file_path`` / ``path`` input, or a shell
   ``cat`` of one file) superseded by a later read of the same file: the earlier copy from then on;
 * ``duplicate_paragraphs`` — a paragraph (80+ characters between blank lines) of a tool result
@@ -132,7 +133,7 @@ def audit_waste(session: Session, prices: Prices | None, clear: ClearConfig | No
     later = _later_requests(messages)
     seen_words: set[str] = set()
     pending: dict[str, list[int]] = {}  # word -> ids of unused results it would mark used
-    results: list[tuple[int, int]] = []  # (tokens, later requests) per tool result
+    results: list[tuple[int, int, bool]] = []  # (tokens, later requests, has novel words) per result
     used: set[int] = set()
     last_read: dict[str, tuple[int, int]] = {}  # path -> (tokens of that read, message index)
     calls: dict[str, str] = {}  # tool call id -> path read
@@ -159,12 +160,14 @@ def audit_waste(session: Session, prices: Prices | None, clear: ClearConfig | No
                     segment_results[: -clear.keep_tool_uses] if clear.keep_tool_uses else segment_results
                 )
             continue
+        if not message.tool_results:
+            seen_words |= _distinctive(message.text)  # words a person or the system wrote
         for result in message.tool_results:
             tokens = estimate_tokens(result.text)
             result_id = len(results)
-            results.append((tokens, later[index]))
-            segment_results.append(tokens)
             novel = _distinctive(result.text) - seen_words
+            results.append((tokens, later[index], bool(novel)))
+            segment_results.append(tokens)
             seen_words |= novel
             for word in novel:
                 pending.setdefault(word, []).append(result_id)
@@ -186,7 +189,9 @@ def audit_waste(session: Session, prices: Prices | None, clear: ClearConfig | No
                         duplicate += estimate_tokens(paragraph) * later[index]
                     else:
                         paragraphs.add(key)
-    unused = sum(tokens * count for i, (tokens, count) in enumerate(results) if i not in used)
+    unused = sum(
+        tokens * count for i, (tokens, count, judged) in enumerate(results) if judged and i not in used
+    )
     usd = None
     if prices is not None:
         usd = (unused + stale + duplicate) * prices.cache_read / 1e6
