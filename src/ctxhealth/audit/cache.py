@@ -3,8 +3,11 @@
 * Hit rate of a response: cache-read tokens over its prompt (input + cache writes + cache reads).
   Of a session: the same ratio over the sums of all its responses (sub-agents included), and over
   its last ``last_n`` (50) responses in time order.
-* A **cache break**: a response whose cached prefix (cache-read tokens) shrank against the
-  previous response of the same thread. Its cause, from evidence in the log, first match wins:
+* A **cache break**: a response whose cached prefix (cache-read tokens) shrank by at least
+  ``MIN_BREAK_TOKENS`` against the previous response of the same thread (smaller shrinks are
+  how providers round: Gemini's implicit cache reports a few tokens less from one request to the
+  next on an unchanged prefix, and nothing under the minimum cacheable prompt is ever cached).
+  Its cause, from evidence in the log, first match wins:
 
   1. ``compaction`` / ``clear`` — the thread was compacted (a compaction summary) or cleared
      (a ``/clear`` or ``/compact`` command) since the previous response;
@@ -40,6 +43,8 @@ from ctxhealth.model import Role, Session
 
 DEFAULT_TTL = timedelta(minutes=5)
 ONE_HOUR_TTL = timedelta(hours=1)
+MIN_BREAK_TOKENS = 1_024
+"""The smallest prompt Anthropic and OpenAI cache (and the monitor's ``cache_min_prompt``)."""
 LOOKBACK_BLOCKS = 20
 """Anthropic looks for an earlier cache entry at most about 20 content blocks before a breakpoint."""
 
@@ -125,7 +130,9 @@ def last_responses(responses: Sequence[Response], n: int) -> list[Response]:
     return ordered[-n:] if n > 0 else []
 
 
-def audit_cache(session: Session, responses: Sequence[Response], *, last_n: int = 50) -> CacheReport:
+def audit_cache(
+    session: Session, responses: Sequence[Response], *, last_n: int = 50, min_break: int = MIN_BREAK_TOKENS
+) -> CacheReport:
     """Hit rates and cache breaks of ``session`` from its priced ``responses``."""
     threads = list(iter_threads(session))
     one_hour_seen = False
@@ -134,7 +141,8 @@ def audit_cache(session: Session, responses: Sequence[Response], *, last_n: int 
     for index, response in enumerate(responses):
         before = previous.get(response.thread)
         ttl = ONE_HOUR_TTL if one_hour_seen else DEFAULT_TTL
-        if before is not None and response.usage.cache_read_tokens < before.usage.cache_read_tokens:
+        shrink = 0 if before is None else before.usage.cache_read_tokens - response.usage.cache_read_tokens
+        if before is not None and shrink >= min_break:
             cause, detail = _cause(threads[response.thread], before, response, ttl)
             tokens, usd = _break_cost(before, response)
             breaks.append(CacheBreak(index, response, before, cause, detail, tokens, usd))
