@@ -47,6 +47,11 @@ def test_check_cache_passes_on_a_warm_cache(tmp_path: Path) -> None:
     assert session.keys() >= SESSION_KEYS and session["schema_version"] == 1
     assert session["cache"]["breaks"] == [] and session["findings"] == []
     assert session["cache"]["hit_rate"] > 0.9
+    rows = session["responses"]
+    assert [r["hit_rate"] for r in rows[:3]] == pytest.approx([0, 20_000 / 21_004, 21_000 / 22_004])
+    assert (
+        rows[1]["response_id"] == "msg_warm_002" and rows[1]["line"] == 5
+    )  # prompt, 2 lines + result, then this one
     assert totals["kind"] == "totals" and totals["verdicts"] == {"cache": totals["verdicts"]["cache"]}
     assert totals["verdicts"]["cache"]["status"] == "pass"
 
@@ -96,7 +101,7 @@ def test_breaks_idle_against_the_ttl_the_log_shows(tmp_path: Path) -> None:
     assert [b["cause"] for b in hour["cache"]["breaks"]] == ["prefix-change", "idle"]
     assert hour["cache"]["breaks"][1]["detail"] == "idle 1h06m47s (cache TTL 1h00m00s)"
     # The 1-hour writes are priced at 2x input ($6/M for Sonnet 4), the rest at 1.25x.
-    first = hour["cost"]["per_request"][0]["usd"]
+    first = hour["responses"][0]["usd"]
     assert first == pytest.approx((4 * 3 + 20_000 * 6 + 120 * 15) / 1e6)
     breaks = [f for d in (five, hour) for f in d["findings"] if f["reason"].startswith("cache break")]
     assert [f["severity"] for f in breaks] == ["warn"] * 3

@@ -18,6 +18,7 @@ from ctxhealth.model import (
     Usage,
 )
 from ctxhealth.recovery.clear import ClearConfig, ClearTrigger
+from ctxhealth.recovery.compress import compress_history
 
 
 def assistant(text: str, *calls: ToolCall, prompt: int = 1_000) -> Message:
@@ -79,3 +80,23 @@ def test_clearing_savings_and_a_compaction_resets_what_is_re_sent() -> None:
     # After the compaction no tool result is left to clear.
     assert waste.clearing_savings == 2_000
     assert waste.usd_floor is None
+
+
+def test_compression_savings_at_the_first_request_past_the_gate() -> None:
+    big = "y" * 12_000  # a 3,000-token tool output: light compression shortens outputs over 2K tokens
+    messages = [Message(Role.USER, (TextBlock("go"),))]
+    for n in range(8):
+        prompt = 10_000 * (n + 1)
+        messages += [assistant(f"step {n}", ToolCall(f"c{n}", "Bash", {"command": "make"}), prompt=prompt)]
+        messages += [result(f"c{n}", big)]
+    messages += [assistant("last", prompt=90_000)]
+    session = Session("s.jsonl", Format.CLAUDE_CODE, tuple(messages))
+    assert audit_waste(session, None).compression_savings == 0  # no gate given
+    waste = audit_waste(session, None, compress_at=60_000)
+    # The gate is crossed at the 6th response (60K), after 5 turns (the light level: outputs over 2K
+    # tokens shortened); compressing once saves the same tokens in that request and the 3 after it.
+    gate = next(i for i, m in enumerate(messages) if m.usage is not None and m.usage.input_tokens >= 60_000)
+    _, report = compress_history(Session("s.jsonl", Format.CLAUDE_CODE, tuple(messages[:gate])))
+    assert report.tokens_removed > 0
+    assert report.notes == ("light (5 turns)",)
+    assert waste.compression_savings == report.tokens_removed * 4

@@ -134,22 +134,13 @@ class CostLedger:
 
 
 def session_cost(responses: Iterable[Response]) -> dict[str, Any]:
-    """``{usd, by_model, requests, unpriced_requests, per_request}`` of one session's responses."""
+    """``{usd, by_model, requests, unpriced_requests}`` of one session's responses."""
     by_model: dict[str, float] = defaultdict(float)
     usd = 0.0
     unpriced = 0
-    per_request = []
     count = 0
     for response in responses:
         count += 1
-        per_request.append(
-            {
-                "response_id": response.response_id,
-                "line": response.line,
-                "model": response.model,
-                "usd": response.usd,
-            }
-        )
         if response.usd is None:
             unpriced += 1
             continue
@@ -160,5 +151,24 @@ def session_cost(responses: Iterable[Response]) -> dict[str, Any]:
         "by_model": dict(sorted(by_model.items())),
         "requests": count,
         "unpriced_requests": unpriced,
-        "per_request": per_request,
     }
+
+
+def response_rows(responses: Iterable[Response]) -> list[dict[str, Any]]:
+    """One row per request: where it is, its model, prompt, cache reads / writes, hit rate and cost."""
+    return [
+        {
+            "response_id": r.response_id,
+            "line": r.line,
+            "thread": r.thread,
+            "time": None if r.time is None else r.time.isoformat(),
+            "model": r.model,
+            "prompt_tokens": r.prompt_tokens,
+            "cache_read_tokens": r.usage.cache_read_tokens,
+            "cache_write_tokens": r.usage.cache_creation_tokens,
+            "output_tokens": r.usage.output_tokens,
+            "hit_rate": r.hit_rate,
+            "usd": r.usd,
+        }
+        for r in responses
+    ]

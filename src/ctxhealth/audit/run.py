@@ -26,10 +26,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ctxhealth import Profile
 from ctxhealth.accounting.fill import account_session, session_model_id
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.audit.cache import EXPECTED_CAUSES, audit_cache
-from ctxhealth.audit.cost import TREND_GROWTH, CostLedger, session_cost
+from ctxhealth.audit.cost import TREND_GROWTH, CostLedger, response_rows, session_cost
 from ctxhealth.audit.findings import Check, Evidence, Finding, Severity, Verdict, fails, verdict, worst
 from ctxhealth.audit.ground_rules import ground_rules
 from ctxhealth.audit.instructions import (
@@ -66,6 +67,8 @@ class AuditOptions:
     cache_target: float = CACHE_TARGET
     trend_growth: float = TREND_GROWTH
     usage_max: float = USAGE_MAX
+    profile: Profile | None = None
+    """The policy's thresholds (compress gate, tier hard limits) for the waste estimates."""
 
 
 @dataclass(slots=True)
@@ -194,7 +197,13 @@ def _session_document(
     account = account_session(session, registry=registry, model=options.model)
     usage_doc, usage_found = session_usage(account, options.usage_max)
     model_id = options.model or session_model_id(session)
-    waste = audit_waste(session, registry.lookup(model_id).prices)
+    profile = options.profile or Profile()
+    # The fill at which the policy compresses: pressure (the larger of fill / tier hard limit and
+    # fill / usable window) at the compress gate.
+    limit = min(profile.thresholds(account.model.tier).hard_limit, account.usable_window)
+    waste = audit_waste(
+        session, registry.lookup(model_id).prices, compress_at=round(profile.pressure_compress * limit)
+    )
     findings: list[Finding] = []
     if Check.CACHE in options.checks:
         for b in cache.breaks:
@@ -236,6 +245,7 @@ def _session_document(
         "model": model_id,
         "cache": cache.to_dict(),
         "cost": session_cost(responses),
+        "responses": response_rows(responses),
         "waste": waste.to_dict(),
         "usage": usage_doc,
         "findings": [f.to_dict() for f in findings],

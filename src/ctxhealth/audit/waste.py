@@ -13,7 +13,11 @@ tokens x later requests in the same stretch between compactions:
 * ``duplicate_paragraphs`` — a paragraph (80+ characters between blank lines) of a tool result
   or user message already in the context, the same paragraph hashing the pack uses to dedupe;
 * ``clearing_savings`` — what clearing tool results at the recovery defaults (at 100K prompt
-  tokens, keep the last 3 tool uses) would have taken out of each such request's prompt.
+  tokens, keep the last 3 tool uses) would have taken out of each such request's prompt;
+* ``compression_savings`` — what compressing the history (:func:`ctxhealth.recovery.compress_history`,
+  the spec's light / aggressive levels) once, at the first request of a stretch whose prompt
+  reached the policy's compress gate (``compress_at`` tokens), would have taken out of that
+  request and every later one of the stretch.
 
 Token sizes are estimates (about 4 characters a token); the USD figure prices the tokens at the
 cache-read price of the session's model, the least a re-sent token costs, so it is a floor.
@@ -25,13 +29,14 @@ import hashlib
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxhealth.accounting.tokens import estimate_tokens
 from ctxhealth.accounting.types import Prices
 from ctxhealth.model import Message, Role, Session, ThinkingBlock, ToolCall
 from ctxhealth.recovery.clear import ClearConfig
+from ctxhealth.recovery.compress import compress_history
 
 MIN_PARAGRAPH_CHARS = 80
 
@@ -99,6 +104,7 @@ class WasteReport:
     stale_reads: int
     duplicate_paragraphs: int
     clearing_savings: int
+    compression_savings: int
     usd_floor: float | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +114,7 @@ class WasteReport:
             "stale_reads": self.stale_reads,
             "duplicate_paragraphs": self.duplicate_paragraphs,
             "clearing_savings": self.clearing_savings,
+            "compression_savings": self.compression_savings,
             "usd_floor": self.usd_floor,
         }
 
@@ -126,7 +133,13 @@ def _later_requests(messages: Sequence[Message]) -> list[int]:
     return out
 
 
-def audit_waste(session: Session, prices: Prices | None, clear: ClearConfig | None = None) -> WasteReport:
+def audit_waste(
+    session: Session,
+    prices: Prices | None,
+    clear: ClearConfig | None = None,
+    *,
+    compress_at: int | None = None,
+) -> WasteReport:
     """Waste of the main thread of ``session`` (see the module doc)."""
     clear = clear or ClearConfig()
     messages = session.messages
@@ -139,12 +152,15 @@ def audit_waste(session: Session, prices: Prices | None, clear: ClearConfig | No
     calls: dict[str, str] = {}  # tool call id -> path read
     paragraphs: set[bytes] = set()
     segment_results: list[int] = []
-    stale = duplicate = clearing = 0
+    stale = duplicate = clearing = compression = 0
+    segment_start = 0
+    compressed = False
     for index, message in enumerate(messages):
         if message.compaction is not None:
             paragraphs.clear()
             last_read.clear()
             segment_results.clear()
+            segment_start, compressed = index, False
         if message.role is Role.ASSISTANT:
             words = _distinctive(_outputs(message))
             for word in words & pending.keys():
@@ -156,9 +172,18 @@ def audit_waste(session: Session, prices: Prices | None, clear: ClearConfig | No
                     calls[call.id] = path
             usage = message.usage
             if usage is not None and usage.context_tokens >= clear.trigger.value and segment_results:
-                clearing += sum(
-                    segment_results[: -clear.keep_tool_uses] if clear.keep_tool_uses else segment_results
-                )
+                keep = clear.keep_tool_uses
+                clearing += sum(segment_results[:-keep] if keep else segment_results)
+            if (
+                compress_at is not None
+                and not compressed
+                and usage is not None
+                and usage.context_tokens >= compress_at
+            ):
+                compressed = True
+                before = replace(session, messages=messages[segment_start:index], sidechains=())
+                _, report = compress_history(before)
+                compression += report.tokens_removed * (later[index] + 1)
             continue
         if not message.tool_results:
             seen_words |= _distinctive(message.text)  # words a person or the system wrote
@@ -195,4 +220,4 @@ def audit_waste(session: Session, prices: Prices | None, clear: ClearConfig | No
     usd = None
     if prices is not None:
         usd = (unused + stale + duplicate) * prices.cache_read / 1e6
-    return WasteReport(unused, stale, duplicate, clearing, usd)
+    return WasteReport(unused, stale, duplicate, clearing, compression, usd)

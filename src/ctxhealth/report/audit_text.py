@@ -40,7 +40,8 @@ def render_session(doc: Mapping[str, Any]) -> str:
         f"{_usd(cache['usd_breaks'])}, {_usd(cache['usd_without_breaks'])} with none",
         f"  waste (est. tokens re-sent): unused tool output {waste['unused_tool_output']:,}, stale reads "
         f"{waste['stale_reads']:,}, duplicate paragraphs {waste['duplicate_paragraphs']:,}; clearing at "
-        f"the defaults would save {waste['clearing_savings']:,}",
+        f"the defaults would save {waste['clearing_savings']:,}, compressing at the policy's gate "
+        f"{waste['compression_savings']:,}",
     ]
     lines.extend(_finding_line(f) for f in doc["findings"])
     return "\n".join(lines)
