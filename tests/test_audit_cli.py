@@ -240,3 +240,9 @@ def test_usage_check_fails_a_session_that_filled_80_percent_of_the_window(tmp_pa
     finding = docs[0]["findings"][0]
     assert finding["reason"].startswith("context fill peaked at 165,004 of 200,000 tokens (83%")
     assert finding["evidence"]["response_id"] == "msg_full_002"
+
+
+def test_a_bad_since_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["audit", "--since", "last tuesday", str(warm_session(tmp_path))])
+    assert result.exit_code == 2
+    assert "--since 'last tuesday' is not a date" in result.output

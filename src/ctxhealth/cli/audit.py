@@ -19,6 +19,7 @@ from ctxhealth.cli.common import echo_json, guarded
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ExitCode, UsageError
 from ctxhealth.report.audit_text import render_session, render_totals
+from ctxhealth.signals.profile import resolve_profile
 
 _CHECKS = [c.value for c in Check]
 
@@ -71,7 +72,11 @@ def audit(
     settings = load_settings({"model": model}, os.environ, Path.cwd())
     selected = frozenset(Check) if not checks or "all" in checks else frozenset(Check(c) for c in checks)
     options = AuditOptions(
-        checks=selected, since=_since(since), model=settings.model, fail_on=Severity(fail_on)
+        checks=selected,
+        since=_since(since),
+        model=settings.model,
+        fail_on=Severity(fail_on),
+        profile=resolve_profile(settings.profile, settings.profile_overrides),
     )
     failed = False
     for doc in run_audit(paths, options, registry=settings.registry()):
