@@ -20,8 +20,9 @@ import pytest
 
 from ctxhealth.audit import run_audit
 from ctxhealth.audit.cache import BreakCause, audit_cache
+from ctxhealth.audit.cache import hit_rate as audit_hit_rate
 from ctxhealth.audit.responses import session_responses
-from ctxhealth.sources import read_session
+from ctxhealth.sources import read_session, read_sessions
 
 # input, output, cache write (5 min), cache read
 LIST_PRICES = {
@@ -145,3 +146,27 @@ def test_the_cache_breaks_of_one_real_session_checked_by_hand(claude_code_data: 
     assert report.usd_without_breaks == pytest.approx(
         sum(r.usd or 0 for r in session_responses(session)) - report.usd_breaks
     )
+
+
+def test_mini_swe_agent_cost_equals_the_cost_openrouter_reported_and_hit_rates_the_raw_ones(
+    mini_swe_data: Path,
+) -> None:
+    """OpenRouter wrote its own price of every call (``usage.cost``); ours comes from the registry."""
+    compared = 0
+    for session in read_sessions([mini_swe_data / "trajs"]):
+        raw = json.loads(Path(session.path).read_text())
+        usages = [
+            m["extra"]["response"]["usage"]
+            for m in raw["messages"]
+            if (m.get("extra") or {}).get("response", {}).get("usage")
+        ]
+        responses = session_responses(session)
+        assert len(responses) == len(usages)
+        prompt = sum(u["prompt_tokens"] for u in usages)
+        cached = sum((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0 for u in usages)
+        assert audit_hit_rate(responses) == pytest.approx(cached / prompt, rel=1e-12)
+        if all("cost" in u for u in usages):
+            reported = sum(u["cost"] for u in usages)
+            assert sum(r.usd or 0 for r in responses) == pytest.approx(reported, rel=1e-9, abs=1e-12)
+            compared += 1
+    assert compared == 242  # the other 7 have calls without a reported cost
