@@ -169,6 +169,7 @@ def test_responses_repeated_in_a_resumed_session_are_counted_once_in_the_totals(
     assert [d["cost"]["usd"] for d in docs[:2]] == pytest.approx([2 * PER, 2 * PER])
     assert docs[-1]["cost"]["usd"] == pytest.approx(2 * PER)
     assert docs[-1]["cost"]["by_project"] == pytest.approx({"p": 2 * PER})
+    assert docs[-1]["requests"] == 2 and docs[-1]["cost"]["requests"] == 2
 
 
 def test_ground_rules_pass_for_identical_packs_and_fail_on_a_changed_prefix_or_order(tmp_path: Path) -> None:

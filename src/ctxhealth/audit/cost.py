@@ -82,14 +82,17 @@ class CostLedger:
     _week_time: dict[str, tuple[datetime, str]] = field(default_factory=dict)
     unpriced_evidence: Evidence | None = None
 
-    def add(self, path: str, responses: Iterable[Response]) -> None:
+    def add(self, path: str, responses: Iterable[Response]) -> list[Response]:
+        """Count ``responses`` of the session at ``path``; returns those not counted before."""
         project = project_of(path)
+        new = []
         for response in responses:
             rid = response.response_id
             if rid is not None:
                 if rid in self.seen:
                     continue
                 self.seen.add(rid)
+            new.append(response)
             self.requests += 1
             where = Evidence(path, response.line, response.response_id)
             if response.usd is None:
@@ -109,6 +112,7 @@ class CostLedger:
                 if latest is None or (response.time, where.path) >= self._week_time[week]:
                     self.week_evidence[week] = where
                     self._week_time[week] = (response.time, where.path)
+        return new
 
     def trend(self, growth: float = TREND_GROWTH) -> list[WeekTrend]:
         """Every week with cost, oldest first, with its growth over the calendar week before."""

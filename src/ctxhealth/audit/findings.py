@@ -88,12 +88,10 @@ def worst(severities: Iterable[Severity]) -> Severity:
     return max(severities, key=_RANK.__getitem__, default=Severity.PASS)
 
 
-def verdict(check: Check, findings: Iterable[Finding], *, passed: str, ran: bool = True) -> Verdict:
+def verdict(check: Check, findings: Iterable[Finding], *, passed: str) -> Verdict:
     """The verdict of ``check`` from its findings; ``passed`` says why it passed when nothing was found."""
     own = [f for f in findings if f.check is check]
     status = worst(f.severity for f in own)
-    if not ran:
-        return Verdict(check, Severity.PASS, 0, passed)
     if status is Severity.PASS:
         return Verdict(check, status, 0, passed)
     top = next(f for f in own if f.severity is status)

@@ -22,7 +22,7 @@ MAIN_FILES = frozenset({"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"})
 MAIN_MAX_LINES = 150
 RULES_MAX_LINES = 100
 _RULE_FILES = frozenset({".cursorrules", ".windsurfrules", "copilot-instructions.md"})
-_RULE_DIRS = (("", ".claude", "rules"), ("", ".cursor", "rules"))
+_RULE_DIRS = ((".claude", "rules"), (".cursor", "rules"))
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"})
 
 
@@ -53,7 +53,7 @@ def _kind(path: Path) -> str | None:
     if path.name in _RULE_FILES:
         return "rules"
     parts = path.parts
-    for _, top, sub in _RULE_DIRS:
+    for top, sub in _RULE_DIRS:
         for i in range(len(parts) - 2):
             if parts[i] == top and parts[i + 1] == sub and path.suffix in (".md", ".mdc", ".txt"):
                 return "rules"

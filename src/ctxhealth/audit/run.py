@@ -136,9 +136,9 @@ class _Totals:
     requests: int = 0
 
     def add_responses(self, path: str, responses: list[Response]) -> None:
-        self.cost.add(path, responses)
+        """Count the session's responses in the totals, each response id once over all sessions."""
         n = self.options.last_n
-        for r in responses:
+        for r in self.cost.add(path, responses):
             self.read_tokens += r.usage.cache_read_tokens
             self.prompt_tokens += r.usage.context_tokens
             self.requests += 1
