@@ -247,3 +247,18 @@ def test_a_bad_since_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["audit", "--since", "last tuesday", str(warm_session(tmp_path))])
     assert result.exit_code == 2
     assert "--since 'last tuesday' is not a date" in result.output
+
+
+def test_a_damaged_line_is_reported_and_the_rest_of_the_session_still_audited(tmp_path: Path) -> None:
+    path = warm_session(tmp_path)
+    lines = path.read_text().splitlines()
+    lines.insert(3, '{"type": "assistant", "message": ')  # a line cut off mid-write
+    path.write_text("\n".join(lines) + "\n")
+    code, docs = run("--check", "cache", str(path))
+    assert code == 0
+    assert docs[0]["warnings"] == [
+        f"{path}:4: invalid JSON: unexpected end of data: line 1 column 33 (char 32)"
+    ]
+    assert docs[0]["cost"]["requests"] == 30
+    text = CliRunner().invoke(cli, ["audit", "--check", "cache", str(path)]).output
+    assert "reader stepped over 1 problems:" in text and f"{path}:4: invalid JSON" in text

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxhealth import Profile
+from ctxhealth.accounting.cost import iter_threads
 from ctxhealth.accounting.fill import account_session, session_model_id
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.audit.cache import EXPECTED_CAUSES, audit_cache
@@ -248,6 +249,7 @@ def _session_document(
         "responses": response_rows(responses),
         "waste": waste.to_dict(),
         "usage": usage_doc,
+        "warnings": [str(w) for t in iter_threads(session) for w in t.warnings],
         "findings": [f.to_dict() for f in findings],
     }
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+WARNINGS_SHOWN = 3
+
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
@@ -43,6 +45,13 @@ def render_session(doc: Mapping[str, Any]) -> str:
         f"the defaults would save {waste['clearing_savings']:,}, compressing at the policy's gate "
         f"{waste['compression_savings']:,}",
     ]
+    warnings = doc["warnings"]
+    if warnings:
+        more = (
+            f" (+{len(warnings) - WARNINGS_SHOWN} more in --json)" if len(warnings) > WARNINGS_SHOWN else ""
+        )
+        lines.append(f"  reader stepped over {len(warnings)} problems{more}:")
+        lines.extend(f"    {w}" for w in warnings[:WARNINGS_SHOWN])
     lines.extend(_finding_line(f) for f in doc["findings"])
     return "\n".join(lines)
 
