@@ -256,9 +256,8 @@ def test_a_damaged_line_is_reported_and_the_rest_of_the_session_still_audited(tm
     path.write_text("\n".join(lines) + "\n")
     code, docs = run("--check", "cache", str(path))
     assert code == 0
-    assert docs[0]["warnings"] == [
-        f"{path}:4: invalid JSON: unexpected end of data: line 1 column 33 (char 32)"
-    ]
+    [warning] = docs[0]["warnings"]
+    assert warning.startswith(f"{path}:4: invalid JSON")
     assert docs[0]["cost"]["requests"] == 30
     text = CliRunner().invoke(cli, ["audit", "--check", "cache", str(path)]).output
     assert "reader stepped over 1 problems:" in text and f"{path}:4: invalid JSON" in text
