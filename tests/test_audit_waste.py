@@ -96,7 +96,9 @@ def test_compression_savings_at_the_first_request_past_the_gate() -> None:
     # The gate is crossed at the 6th response (60K), after 5 turns (the light level: outputs over 2K
     # tokens shortened); compressing once saves the same tokens in that request and the 3 after it.
     gate = next(i for i, m in enumerate(messages) if m.usage is not None and m.usage.input_tokens >= 60_000)
-    _, report = compress_history(Session("s.jsonl", Format.CLAUDE_CODE, tuple(messages[:gate])))
+    _, report = compress_history(
+        Session("s.jsonl", Format.CLAUDE_CODE, tuple(messages[:gate])), encoding=None
+    )
     assert report.tokens_removed > 0
     assert report.notes == ("light (5 turns)",)
     assert waste.compression_savings == report.tokens_removed * 4

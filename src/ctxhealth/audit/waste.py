@@ -42,20 +42,16 @@ MIN_PARAGRAPH_CHARS = 80
 
 _WORD = re.compile(r"[A-Za-z_][\w./-]{5,}")
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_IDENTIFIER_MARK = re.compile(r"[_./0-9]|.[A-Z]")
 
 
 def _distinctive(text: str) -> set[str]:
     """Identifier-like words: containing ``_ . /`` or a digit, or a capital after the first letter."""
     out = set()
-    for word in _WORD.findall(text):
+    mark = _IDENTIFIER_MARK.search
+    for word in set(_WORD.findall(text)):
         word = word.rstrip("./-")
-        if len(word) < 6:
-            continue
-        if (
-            any(c in word for c in "_./")
-            or any(c.isdigit() for c in word)
-            or any(c.isupper() for c in word[1:])
-        ):
+        if len(word) >= 6 and mark(word):
             out.add(word)
     return out
 
@@ -182,7 +178,7 @@ def audit_waste(
             ):
                 compressed = True
                 before = replace(session, messages=messages[segment_start:index], sidechains=())
-                _, report = compress_history(before)
+                _, report = compress_history(before, encoding=None)  # estimated, like the rest
                 compression += report.tokens_removed * (later[index] + 1)
             continue
         if not message.tool_results:
