@@ -105,6 +105,15 @@ def test_totals_agree_with_the_ccusage_method_on_input_and_cache_tokens(claude_c
         (r["output"] - r["usage"]["output_tokens"]) * LIST_PRICES[r["model"]][1] / 1e6 for r in raw.values()
     )
     assert totals["cost"]["requests"] == len(raw) == 572
+    # 18 breaks: the 8 of 0a725fb5 (checked by hand below) and 10 in f67ab274; the 3 compactions
+    # are not among the avoidable ones.
+    assert totals["cache"]["breaks_by_cause"] == {
+        "compaction": 3,
+        "idle": 5,
+        "model-switch": 2,
+        "prefix-change": 8,
+    }
+    assert totals["cache"]["breaks"] == 15
     assert totals["cost"]["usd"] == pytest.approx(largest, rel=1e-9)
     # ccusage's figure (first line's output) + the output its streamed first lines under-report
     assert totals["cost"]["usd"] == pytest.approx(first_line + under_reported, rel=1e-9)

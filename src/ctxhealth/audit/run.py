@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -131,6 +132,7 @@ class _Totals:
     findings: list[Finding] = field(default_factory=list)
     sessions: int = 0
     breaks: int = 0
+    breaks_by_cause: Counter[str] = field(default_factory=Counter)
     usd_breaks: float = 0.0
     read_tokens: int = 0
     prompt_tokens: int = 0
@@ -233,6 +235,7 @@ def _session_document(
                 )
             )
         totals.breaks += sum(1 for b in cache.breaks if b.cause not in EXPECTED_CAUSES)
+        totals.breaks_by_cause.update(str(b.cause) for b in cache.breaks)
         totals.usd_breaks += cache.usd_breaks
     if Check.USAGE in options.checks:
         findings.extend(usage_found)
@@ -323,6 +326,7 @@ def _totals_document(inputs: _Inputs, options: AuditOptions, totals: _Totals) ->
             "hit_rate": totals.read_tokens / totals.prompt_tokens if totals.prompt_tokens else None,
             "last50_hit_rate": last_rate,
             "breaks": totals.breaks,
+            "breaks_by_cause": dict(sorted(totals.breaks_by_cause.items())),
             "usd_breaks": totals.usd_breaks,
         },
         "cost": totals.cost.to_dict(options.trend_growth),

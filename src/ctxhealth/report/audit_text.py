@@ -63,8 +63,11 @@ def render_totals(doc: Mapping[str, Any]) -> str:
     lines = [
         f"total: {doc['sessions']} sessions, {doc['requests']} requests, {_usd(cost['usd'])}; cache hit rate "
         f"{_pct(cache['hit_rate'])} (last 50: {_pct(cache['last50_hit_rate'])}), {cache['breaks']} cache "
-        f"breaks costing {_usd(cache['usd_breaks'])}",
+        f"breaks (compactions aside) costing {_usd(cache['usd_breaks'])}",
     ]
+    if cache["breaks_by_cause"]:
+        causes = ", ".join(f"{cause} {count}" for cause, count in cache["breaks_by_cause"].items())
+        lines.append(f"  cache breaks by cause (compactions and clears included): {causes}")
     for week in cost["trend"]:
         growth = "" if week["growth"] is None else f" ({week['growth']:+.0%})"
         alert = "  ALERT" if week["alert"] else ""
