@@ -223,13 +223,15 @@ def test_instruction_files_over_their_line_limits(tmp_path: Path) -> None:
     (repo / "AGENTS.md").write_text("Be brief.\n" * 40)
     (repo / ".claude" / "rules" / "style.md").write_text("- short lines\n" * 120)
     warm_session(repo / "logs")
-    code, docs = run("--check", "instructions", str(repo))
+    code, docs = run("--check", "instructions", "--check", "cost", str(repo))
     totals = docs[-1]
-    assert code == 1
+    assert code == 1 and totals["verdicts"]["cost"]["status"] == "pass"
     files = {Path(i["path"]).name: i for i in totals["instructions"]}
     assert set(files) == {"CLAUDE.md", "AGENTS.md", "style.md"}
     assert files["CLAUDE.md"]["lines"] == 160 and files["CLAUDE.md"]["tokens_per_request"] == 12 * 160 // 4
     assert files["CLAUDE.md"]["tokens_per_session"] == 480 * 30  # 30 requests in the one session
+    _, alone = run("--check", "instructions", str(repo))  # no transcript read: no per-session figure
+    assert [i["tokens_per_session"] for i in alone[-1]["instructions"]] == [None, None, None]
     failed = sorted(Path(f["evidence"]["path"]).name for f in totals["findings"])
     assert failed == ["CLAUDE.md", "style.md"]
 
@@ -261,3 +263,15 @@ def test_a_damaged_line_is_reported_and_the_rest_of_the_session_still_audited(tm
     assert docs[0]["cost"]["requests"] == 30
     text = CliRunner().invoke(cli, ["audit", "--check", "cache", str(path)]).output
     assert "reader stepped over 1 problems:" in text and f"{path}:4: invalid JSON" in text
+
+
+def test_checks_of_files_alone_read_no_transcript(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    (repo / "data" / "broken.jsonl").write_text('{"type": "assistant", "message": {"content": [}\n')
+    code, docs = run("--check", "instructions", "--check", "ground-rules", str(repo))
+    assert code == 0 and len(docs) == 1 and docs[0]["sessions"] == 0
+    assert docs[0]["verdicts"]["instructions"]["reason"] == "0 instruction files within their line limits"
+    result = CliRunner().invoke(cli, ["audit", "--check", "cost", str(repo)])
+    assert result.exit_code == 3  # the broken transcript is the only thing there: bad input
+    assert "no transcripts found" in result.output

@@ -54,6 +54,7 @@ CACHE_TARGET = 0.60
 LAST_N = 50
 _HEAD = 4096
 _MANIFEST_CHECKS = frozenset({Check.USAGE, Check.SCORES, Check.GROUND_RULES})
+_SESSION_CHECKS = frozenset({Check.USAGE, Check.CACHE, Check.COST})
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 
 
@@ -167,7 +168,8 @@ def run_audit(
     registry = registry or ModelRegistry.default()
     inputs = _split_inputs(paths, options)
     totals = _Totals(options)
-    for session in _sessions(inputs):
+    # Checks of manifests and instruction files alone read no transcript (fast in a repository's CI).
+    for session in _sessions(inputs) if options.checks & _SESSION_CHECKS else ():
         yield _session_document(session, options, registry, totals)
     yield _totals_document(inputs, options, totals)
 
