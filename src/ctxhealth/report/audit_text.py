@@ -39,7 +39,9 @@ def render_session(doc: Mapping[str, Any]) -> str:
         f"  cost {_usd(cost['usd'])} over {cost['requests']} requests; "
         f"cache hit rate {_pct(cache['hit_rate'])} (last 50: {_pct(cache['last50_hit_rate'])}); "
         f"{len(breaks)} cache breaks costing "
-        f"{_usd(cache['usd_breaks'])}, {_usd(cache['usd_without_breaks'])} with none",
+        f"{_usd(cache['usd_breaks'])}, {_usd(cache['usd_without_breaks'])} with none"
+        if cost["requests"]
+        else "  no model response with reported usage in this log: nothing to price or check for caching",
         f"  waste (est. tokens re-sent): unused tool output {waste['unused_tool_output']:,}, stale reads "
         f"{waste['stale_reads']:,}, duplicate paragraphs {waste['duplicate_paragraphs']:,}; clearing at "
         f"the defaults would save {waste['clearing_savings']:,}, compressing at the policy's gate "
