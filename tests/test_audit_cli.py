@@ -275,3 +275,9 @@ def test_checks_of_files_alone_read_no_transcript(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["audit", "--check", "cost", str(repo)])
     assert result.exit_code == 3  # the broken transcript is the only thing there: bad input
     assert "no transcripts found" in result.output
+
+
+def test_a_missing_path_is_an_input_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["audit", "--check", "scores", str(tmp_path / "packs")])
+    assert result.exit_code == 3
+    assert f"{tmp_path / 'packs'}: no such file or folder" in result.output

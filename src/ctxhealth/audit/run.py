@@ -45,7 +45,7 @@ from ctxhealth.audit.responses import Response, session_responses
 from ctxhealth.audit.scores import manifest_scores
 from ctxhealth.audit.usage import USAGE_MAX, manifest_usage, session_usage
 from ctxhealth.audit.waste import audit_waste
-from ctxhealth.errors import TranscriptError
+from ctxhealth.errors import InputError, TranscriptError
 from ctxhealth.model import Session
 from ctxhealth.sources import read_sessions
 
@@ -87,6 +87,10 @@ def _split_inputs(paths: Iterable[str], options: AuditOptions) -> _Inputs:
     want_manifests = bool(options.checks & _MANIFEST_CHECKS)
     for raw in paths:
         path = Path(raw)
+        if raw != "-" and not path.exists():
+            raise InputError(
+                "no such file or folder", hint="give transcripts, folders or pack manifests", path=raw
+            )
         if raw != "-" and path.is_file():
             if _is_manifest(path):
                 inputs.manifests.append(path)
