@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from ctxhealth.accounting.fill import account_session
 from ctxhealth.audit import run_audit
 from ctxhealth.audit.cache import BreakCause, audit_cache
 from ctxhealth.audit.cache import hit_rate as audit_hit_rate
@@ -89,6 +90,8 @@ def test_hit_rates_and_cost_per_session_equal_a_plain_loop_over_the_raw_json(cla
         for r in raw.values():
             by_model[r["model"]] += _raw_cost(r, r["output"])
         assert doc["cost"]["by_model"] == pytest.approx(dict(by_model), rel=1e-9)
+        # the same figure `ctxhealth check` prints: one cost, priced in one place
+        assert doc["cost"]["usd"] == pytest.approx(account_session(read_session(path)).cost_usd, rel=1e-12)
         priced += 1
     assert priced == 9
 
