@@ -94,7 +94,14 @@ def test_encodings() -> None:
 
 def test_anthropic_cache_prices_are_multiples_of_input() -> None:
     prices = REG.lookup("claude-sonnet-4-20250514").prices
-    assert prices == Prices(input=3, output=15, cache_write=3.75, cache_read=0.3)
+    assert prices is not None
+    base = (prices.input, prices.output, prices.cache_write, prices.cache_read, prices.cache_write_1h)
+    assert base == (3, 15, 3.75, 0.3, 6)
+    # Sonnet 4 above 200K prompt tokens: 2x input, 1.5x output, the cache multipliers on those.
+    assert prices.long_context_above == 200_000
+    long = Prices(input=6, output=22.5, cache_write=7.5, cache_read=0.6, cache_write_1h=12)
+    assert prices.long_context == long
+    assert REG.lookup("claude-opus-4-20250514").prices.long_context is None  # type: ignore[union-attr]
 
 
 def test_every_builtin_is_sane() -> None:

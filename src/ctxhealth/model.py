@@ -98,6 +98,9 @@ class Usage:
 
     ``context_tokens`` is the prompt size as the provider counted it: for Anthropic
     input + cache creation + cache read; for OpenAI-style logs ``prompt_tokens``.
+    ``cache_write_1h_tokens`` is the part of ``cache_creation_tokens`` written to the 1-hour
+    cache (Anthropic ``cache_creation.ephemeral_1h_input_tokens``), priced higher than the
+    default 5-minute cache; 0 when the log does not split the writes.
     """
 
     input_tokens: int = 0
@@ -105,6 +108,7 @@ class Usage:
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     @property
     def context_tokens(self) -> int:

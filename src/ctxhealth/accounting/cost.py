@@ -7,6 +7,8 @@ taken as the provider reports it, which already includes reasoning tokens for Op
 usage (``completion_tokens``). Sessions switch models, so each response is priced at the model
 that produced it. The cost is None when there is no usage at all or when a response with
 non-zero usage comes from a model whose prices are unknown (a partial sum would mislead).
+A request whose prompt exceeds a model's long-context threshold is priced at that tier, and
+1-hour cache writes at the 1-hour write price (:func:`usage_cost`).
 """
 
 from __future__ import annotations
@@ -22,13 +24,29 @@ _PER_TOKEN = 1e-6
 _MISSING: Any = object()
 
 
+def prices_for_prompt(prices: Prices, prompt_tokens: int) -> Prices:
+    """The tier of ``prices`` a request with ``prompt_tokens`` of prompt is billed at."""
+    above = prices.long_context_above
+    if prices.long_context is not None and above is not None and prompt_tokens > above:
+        return prices.long_context
+    return prices
+
+
 def usage_cost(usage: Usage, prices: Prices) -> float:
-    """USD for one response's usage at ``prices`` (USD per million tokens)."""
+    """USD for one response's usage at ``prices`` (USD per million tokens).
+
+    A prompt above the long-context threshold prices every token at the long-context tier;
+    1-hour cache writes are priced at ``cache_write_1h`` when the model has that price.
+    """
+    tier = prices_for_prompt(prices, usage.context_tokens)
+    one_hour = usage.cache_write_1h_tokens
+    hour_price = tier.cache_write if tier.cache_write_1h is None else tier.cache_write_1h
     return _PER_TOKEN * (
-        usage.input_tokens * prices.input
-        + usage.cache_creation_tokens * prices.cache_write
-        + usage.cache_read_tokens * prices.cache_read
-        + usage.output_tokens * prices.output
+        usage.input_tokens * tier.input
+        + (usage.cache_creation_tokens - one_hour) * tier.cache_write
+        + one_hour * hour_price
+        + usage.cache_read_tokens * tier.cache_read
+        + usage.output_tokens * tier.output
     )
 
 

@@ -7,8 +7,11 @@ turned into a 1M-token window). Unknown ids get a conservative compact-tier entr
 
 Prices are public list prices in USD per million tokens as we understood them in January 2026
 (standard tier, prompts under any long-context surcharge threshold). ``cache_write`` is the
-price of writing a prompt-cache entry (Anthropic: 1.25x input for the 5-minute cache; OpenAI
-and Gemini have no write surcharge, so it equals input); ``cache_read`` the price of a cache hit.
+price of writing a prompt-cache entry (Anthropic: 1.25x input for the 5-minute cache, and
+``cache_write_1h`` 2x input for the 1-hour cache; OpenAI and Gemini have no write surcharge, so
+it equals input); ``cache_read`` the price of a cache hit. Where a provider charges more for a
+long prompt (Anthropic Sonnet 4 / 4.5 and Gemini Pro above 200K prompt tokens) the entry holds
+that tier too (``Prices.long_context``), applied to every token of such a request.
 """
 
 from __future__ import annotations
@@ -79,8 +82,30 @@ def _claude(prefix: str, family: str, tier: Tier, prices: Prices) -> ModelEntry:
     )
 
 
-def _anthropic_prices(inp: float, out: float) -> Prices:
-    return Prices(input=inp, output=out, cache_write=round(inp * 1.25, 6), cache_read=round(inp / 10, 6))
+LONG_CONTEXT_ABOVE = 200_000
+"""Anthropic and Google charge long-context rates for a request whose prompt exceeds 200K tokens."""
+
+
+def _anthropic_prices(inp: float, out: float, *, long_inp: float = 0, long_out: float = 0) -> Prices:
+    # 5-minute cache writes 1.25x input, 1-hour writes 2x input, cache hits 0.1x input; above
+    # 200K prompt tokens (1M-context models) every token of the request at the long rates.
+    prices = Prices(
+        input=inp,
+        output=out,
+        cache_write=round(inp * 1.25, 6),
+        cache_read=round(inp / 10, 6),
+        cache_write_1h=round(inp * 2, 6),
+    )
+    if long_inp:
+        long = _anthropic_prices(long_inp, long_out)
+        prices = replace(prices, long_context_above=LONG_CONTEXT_ABOVE, long_context=long)
+    return prices
+
+
+def _long(prices: Prices, inp: float, out: float, read: float) -> Prices:
+    """``prices`` with a long-context tier above 200K prompt tokens (Gemini Pro)."""
+    tier = Prices(input=inp, output=out, cache_write=inp, cache_read=read)
+    return replace(prices, long_context_above=LONG_CONTEXT_ABOVE, long_context=tier)
 
 
 F, C, L = Tier.FULL, Tier.COMPACT, Tier.LOCAL
@@ -91,8 +116,8 @@ _BUILTIN: tuple[ModelEntry, ...] = (
     _claude("claude-opus-4-1", "claude-opus-4-1", F, _anthropic_prices(15, 75)),
     _claude("claude-opus-4-5", "claude-opus-4-5", F, _anthropic_prices(5, 25)),
     _claude("claude-opus-4-6", "claude-opus-4-6", F, _anthropic_prices(5, 25)),
-    _claude("claude-sonnet-4", "claude-sonnet-4", F, _anthropic_prices(3, 15)),
-    _claude("claude-sonnet-4-5", "claude-sonnet-4-5", F, _anthropic_prices(3, 15)),
+    _claude("claude-sonnet-4", "claude-sonnet-4", F, _anthropic_prices(3, 15, long_inp=6, long_out=22.5)),
+    _claude("claude-sonnet-4-5", "claude-sonnet-4-5", F, _anthropic_prices(3, 15, long_inp=6, long_out=22.5)),
     _claude("claude-haiku-4", "claude-haiku-4", C, _anthropic_prices(1, 5)),
     _claude("claude-3-7-sonnet", "claude-3-7-sonnet", F, _anthropic_prices(3, 15)),
     _claude("claude-3-5-sonnet", "claude-3-5-sonnet", F, _anthropic_prices(3, 15)),
@@ -130,9 +155,15 @@ _BUILTIN: tuple[ModelEntry, ...] = (
         "codex-mini", "codex-mini", 200_000, C, 100_000, prices=_p(1.5, 6, read=0.375), encoding=O200K
     ),
     # Google: the input limit is separate from the output limit, so nothing is reserved.
-    ModelEntry("gemini-3-pro", "gemini-3-pro", 1_048_576, F, prices=_p(2, 12, read=0.2)),
+    ModelEntry("gemini-3-pro", "gemini-3-pro", 1_048_576, F, prices=_long(_p(2, 12, read=0.2), 4, 18, 0.4)),
     ModelEntry("gemini-3-flash", "gemini-3-flash", 1_048_576, C, prices=_p(0.5, 3, read=0.05)),
-    ModelEntry("gemini-2.5-pro", "gemini-2.5-pro", 1_048_576, F, prices=_p(1.25, 10, read=0.125)),
+    ModelEntry(
+        "gemini-2.5-pro",
+        "gemini-2.5-pro",
+        1_048_576,
+        F,
+        prices=_long(_p(1.25, 10, read=0.125), 2.5, 15, 0.25),
+    ),
     ModelEntry("gemini-2.5-flash", "gemini-2.5-flash", 1_048_576, C, prices=_p(0.3, 2.5, read=0.03)),
     ModelEntry(
         "gemini-2.5-flash-lite", "gemini-2.5-flash-lite", 1_048_576, C, prices=_p(0.1, 0.4, read=0.01)
@@ -186,7 +217,7 @@ _ENTRY_FIELDS = {
     "encoding": str,
     "family": str,
 }
-_PRICE_FIELDS = ("input", "output", "cache_write", "cache_read")
+_PRICE_FIELDS = ("input", "output", "cache_write", "cache_read", "cache_write_1h")
 
 
 class ModelRegistry:
@@ -246,8 +277,8 @@ class ModelRegistry:
 
         Each table may set ``window``, ``reserved_output``, ``autocompact_buffer``, ``tier``
         (full/compact/local), ``encoding``, ``family`` and the prices ``input``, ``output``,
-        ``cache_write``, ``cache_read`` (USD per million tokens). Fields not given keep the
-        value of the entry the prefix matches today (or the unknown-model defaults).
+        ``cache_write``, ``cache_read``, ``cache_write_1h`` (USD per million tokens). Fields not
+        given keep the value of the entry the prefix matches today (or the unknown-model defaults).
         """
         merged = dict(self._by_prefix)
         for raw_prefix, table in overrides.items():
@@ -262,12 +293,12 @@ def _apply_override(entry: ModelEntry, table: Mapping[str, Any], origin: str, na
         return ConfigError(
             f"model override {name!r}: {field} {why}",
             hint="model tables take window, reserved_output, autocompact_buffer, tier, encoding, "
-            "family, input, output, cache_write, cache_read",
+            "family, input, output, cache_write, cache_read, cache_write_1h",
             path=origin,
         )
 
     changes: dict[str, Any] = {}
-    price_changes: dict[str, float] = {}
+    price_changes: dict[str, Any] = {}
     for field, value in table.items():
         if field in _ENTRY_FIELDS:
             kind = _ENTRY_FIELDS[field]
@@ -297,6 +328,7 @@ def _apply_override(entry: ModelEntry, table: Mapping[str, Any], origin: str, na
                 output=price_changes["output"],
                 cache_write=price_changes.get("cache_write", inp),
                 cache_read=price_changes.get("cache_read", inp),
+                cache_write_1h=price_changes.get("cache_write_1h"),
             )
         else:
             raise bad("prices", "need both input and output for a model without built-in prices")

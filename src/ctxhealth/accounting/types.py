@@ -24,12 +24,22 @@ class FillSource(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """USD per million tokens."""
+    """USD per million tokens.
+
+    ``cache_write`` is the default (Anthropic: 5-minute) cache write; ``cache_write_1h`` the
+    1-hour cache write where a provider sells one (None: priced as ``cache_write``).
+    ``long_context`` are the prices of every token of a request whose prompt (input + cache
+    writes + cache reads) exceeds ``long_context_above`` tokens, where a provider has such a
+    tier (Anthropic Sonnet 4 / 4.5 and Gemini Pro above 200K).
+    """
 
     input: float
     output: float
     cache_write: float
     cache_read: float
+    cache_write_1h: float | None = None
+    long_context_above: int | None = None
+    long_context: Prices | None = None
 
 
 @dataclass(frozen=True, slots=True)

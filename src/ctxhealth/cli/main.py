@@ -17,6 +17,7 @@ from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import ExitCode
 
 COMMANDS: dict[str, str] = {
+    "audit": "ctxhealth.cli.audit:audit",
     "check": "ctxhealth.cli.check:check",
     "checkpoint": "ctxhealth.cli.state:checkpoint",
     "state": "ctxhealth.cli.state:state",

@@ -154,11 +154,15 @@ def parse_usage(raw: Any) -> Usage | None:
     """Anthropic ``usage`` -> :class:`Usage` (``None`` when absent or not an object)."""
     if not isinstance(raw, dict):
         return None
+    created = count_tokens(raw, "cache_creation_input_tokens")
+    split = raw.get("cache_creation")
+    one_hour = count_tokens(split, "ephemeral_1h_input_tokens") if isinstance(split, dict) else 0
     return Usage(
         input_tokens=count_tokens(raw, "input_tokens"),
         output_tokens=count_tokens(raw, "output_tokens"),
-        cache_creation_tokens=count_tokens(raw, "cache_creation_input_tokens"),
+        cache_creation_tokens=created,
         cache_read_tokens=count_tokens(raw, "cache_read_input_tokens"),
+        cache_write_1h_tokens=min(one_hour, created),
     )
 
 

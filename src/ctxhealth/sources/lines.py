@@ -265,7 +265,15 @@ _TEXT = _slot_setters(TextBlock, ("text",))
 _CALL = _slot_setters(ToolCall, ("id", "name", "input"))
 _RESULT = _slot_setters(ToolResult, ("tool_call_id", "text", "is_error", "exit_code"))
 _USAGE = _slot_setters(
-    Usage, ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "reasoning_tokens")
+    Usage,
+    (
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_tokens",
+        "cache_read_tokens",
+        "reasoning_tokens",
+        "cache_write_1h_tokens",
+    ),
 )
 _MESSAGE = _slot_setters(
     Message, ("role", "blocks", "id", "response_id", "model", "usage", "timestamp", "sidechain", "line")
@@ -306,17 +314,20 @@ def make_result(call_id: str, text: str, is_error: bool, exit_code: int | None =
     return block
 
 
-def make_usage(input_tokens: int, output_tokens: int, cache_creation: int, cache_read: int) -> Usage:
+def make_usage(
+    input_tokens: int, output_tokens: int, cache_creation: int, cache_read: int, cache_write_1h: int = 0
+) -> Usage:
     """``Usage(...)`` without reasoning tokens."""
     if _USAGE is None:
-        return Usage(input_tokens, output_tokens, cache_creation, cache_read)
+        return Usage(input_tokens, output_tokens, cache_creation, cache_read, 0, cache_write_1h)
     usage = _new(Usage)
-    set_in, set_out, set_create, set_read, set_reasoning = _USAGE
+    set_in, set_out, set_create, set_read, set_reasoning, set_1h = _USAGE
     set_in(usage, input_tokens)
     set_out(usage, output_tokens)
     set_create(usage, cache_creation)
     set_read(usage, cache_read)
     set_reasoning(usage, 0)
+    set_1h(usage, cache_write_1h)
     return usage
 
 

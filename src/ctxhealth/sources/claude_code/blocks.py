@@ -33,9 +33,13 @@ def _usage(raw: _Usage | None) -> Usage | None:
         return None
     created = raw.cache_creation_input_tokens
     read = raw.cache_read_input_tokens
+    split = raw.cache_creation
+    one_hour = 0 if split is None else split.ephemeral_1h_input_tokens
+    created = created if created > 0 else 0
     return make_usage(
         raw.input_tokens if raw.input_tokens > 0 else 0,
         raw.output_tokens if raw.output_tokens > 0 else 0,
-        created if created > 0 else 0,
+        created,
         read if read > 0 else 0,
+        min(one_hour, created) if one_hour > 0 else 0,
     )

@@ -175,6 +175,7 @@ class _Builder:
                         raw_usage.output_tokens,
                         kept.cache_creation_tokens,
                         kept.cache_read_tokens,
+                        kept.cache_write_1h_tokens,
                     )
                 return
         usage = _usage(raw_usage)

@@ -11,19 +11,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["_MESSAGE_KINDS", "PlainCompactMeta", "PlainMsg", "PlainNode", "PlainUsage"]
+__all__ = ["_MESSAGE_KINDS", "PlainCacheCreation", "PlainCompactMeta", "PlainMsg", "PlainNode", "PlainUsage"]
 
 _MESSAGE_KINDS = ("user", "assistant")
 
 if TYPE_CHECKING:
+    from ctxhealth.sources.claude_code.schema import _CacheCreation as PlainCacheCreation
     from ctxhealth.sources.claude_code.schema import _CompactMeta as PlainCompactMeta
     from ctxhealth.sources.claude_code.schema import _Msg as PlainMsg
     from ctxhealth.sources.claude_code.schema import _Node as PlainNode
     from ctxhealth.sources.claude_code.schema import _Usage as PlainUsage
 else:
 
+    class PlainCacheCreation:
+        __slots__ = ("ephemeral_1h_input_tokens", "ephemeral_5m_input_tokens")
+
+        def __init__(self, ephemeral_5m_input_tokens: int = 0, ephemeral_1h_input_tokens: int = 0) -> None:
+            self.ephemeral_5m_input_tokens = ephemeral_5m_input_tokens
+            self.ephemeral_1h_input_tokens = ephemeral_1h_input_tokens
+
     class PlainUsage:
         __slots__ = (
+            "cache_creation",
             "cache_creation_input_tokens",
             "cache_read_input_tokens",
             "input_tokens",
@@ -36,11 +45,13 @@ else:
             output_tokens: int = 0,
             cache_creation_input_tokens: int = 0,
             cache_read_input_tokens: int = 0,
+            cache_creation: PlainCacheCreation | None = None,
         ) -> None:
             self.input_tokens = input_tokens
             self.output_tokens = output_tokens
             self.cache_creation_input_tokens = cache_creation_input_tokens
             self.cache_read_input_tokens = cache_read_input_tokens
+            self.cache_creation = cache_creation
 
     class PlainMsg:
         __slots__ = ("blocks", "content", "id", "model", "usage")

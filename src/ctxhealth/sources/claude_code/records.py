@@ -24,6 +24,7 @@ from typing import Any
 from ctxhealth.sources.anthropic_messages import count_tokens
 from ctxhealth.sources.claude_code.plain import (
     _MESSAGE_KINDS,
+    PlainCacheCreation,
     PlainCompactMeta,
     PlainMsg,
     PlainNode,
@@ -97,6 +98,7 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
 
 def _lenient_message(raw: dict[str, Any]) -> PlainMsg:
     usage = raw.get("usage")
+    split = get_dict(usage, "cache_creation") if isinstance(usage, dict) else None
     return PlainMsg(
         content=raw.get("content"),
         id=get_str(raw, "id"),
@@ -108,6 +110,12 @@ def _lenient_message(raw: dict[str, Any]) -> PlainMsg:
             count_tokens(usage, "output_tokens"),
             count_tokens(usage, "cache_creation_input_tokens"),
             count_tokens(usage, "cache_read_input_tokens"),
+            None
+            if split is None
+            else PlainCacheCreation(
+                count_tokens(split, "ephemeral_5m_input_tokens"),
+                count_tokens(split, "ephemeral_1h_input_tokens"),
+            ),
         ),
     )
 

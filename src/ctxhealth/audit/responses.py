@@ -1,0 +1,105 @@
+"""The priced model responses of a session: one record per response, every thread, each id once.
+
+Every layer of the audit (cache, cost, waste) reads the same list, so a response is counted and
+priced in exactly one place. Responses are deduplicated by response id across the main thread
+and its sub-agents (:func:`ctxhealth.accounting.cost.iter_responses`), priced at the model that
+produced them (:func:`ctxhealth.accounting.cost.usage_cost`: cache reads and writes, 1-hour
+writes and long-context tiers included), and kept in thread order with their thread number
+(0 = main thread), so a cache break is always judged against the previous response of the same
+thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ctxhealth.accounting.cost import is_new_response, iter_threads, usage_cost
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.types import Prices
+from ctxhealth.model import Message, Role, Session, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One model response with usage: where it is, when, which model, what it cost.
+
+    ``position`` is the index of its message in its thread's messages; ``usd`` is None when the
+    model's prices are unknown.
+    """
+
+    thread: int
+    position: int
+    message: Message
+    usage: Usage
+    model: str | None
+    time: datetime | None
+    prices: Prices | None
+    usd: float | None
+
+    @property
+    def response_id(self) -> str | None:
+        return self.message.response_id
+
+    @property
+    def line(self) -> int | None:
+        return self.message.line
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.usage.context_tokens
+
+    @property
+    def hit_rate(self) -> float | None:
+        """Share of the prompt read from the cache (None for an empty prompt)."""
+        prompt = self.usage.context_tokens
+        return self.usage.cache_read_tokens / prompt if prompt > 0 else None
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An ISO-8601 timestamp (``Z`` allowed) as an aware datetime, or None when absent or invalid."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def session_responses(
+    session: Session,
+    registry: ModelRegistry | None = None,
+    *,
+    model: str | None = None,
+    since: datetime | None = None,
+) -> list[Response]:
+    """Every response with usage of ``session`` (threads in order, ids once), priced.
+
+    ``model`` prices every response at one model; ``since`` drops responses before that time
+    (and those without a timestamp).
+    """
+    registry = registry or ModelRegistry.default()
+    seen: set[str] = set()
+    out: list[Response] = []
+    for number, thread in enumerate(iter_threads(session)):
+        for position, message, usage in _with_usage(thread):
+            if not is_new_response(message.response_id, seen):
+                continue
+            time = parse_time(message.timestamp)
+            if since is not None and (time is None or time < since):
+                continue
+            model_id = model or message.model or thread.model or session.model
+            prices = registry.lookup(model_id).prices
+            usd = usage_cost(usage, prices) if prices is not None else None
+            out.append(Response(number, position, message, usage, model_id, time, prices, usd))
+    return out
+
+
+def _with_usage(thread: Session) -> Iterator[tuple[int, Message, Usage]]:
+    for position, message in enumerate(thread.messages):
+        if message.role is Role.ASSISTANT and message.usage is not None:
+            yield position, message, message.usage
