@@ -25,11 +25,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ctxhealth.signals.profile import Profile
+
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.audit import run_audit
 from ctxhealth.monitor import Monitor
 from ctxhealth.report.check_report import build_check_report
-from ctxhealth.signals.profile import Profile
 from ctxhealth.sources import read_sessions
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -18,8 +18,8 @@ from ctxhealth.audit.run import AuditOptions, run_audit
 from ctxhealth.cli.common import echo_json, guarded
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ExitCode, UsageError
+from ctxhealth.policy.profile import resolve_profile
 from ctxhealth.report.audit_text import render_session, render_totals
-from ctxhealth.signals.profile import resolve_profile
 
 _CHECKS = [c.value for c in Check]
 
