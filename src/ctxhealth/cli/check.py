@@ -62,8 +62,8 @@ def check(
         for session in read_sessions(paths, format=Format(fmt) if fmt else None, strict=strict):
             session = session_prefix(session, upto)
             account = account_session(session, registry=registry, model=settings.model)
-            monitor = Monitor(settings.model or session.model, profile, registry=registry)
-            assessment = monitor.observe_session(session).check_fields()
+            monitor = Monitor(profile=profile, registry=registry, info=account.model)
+            assessment = monitor.observe_session(session, account=account).check_fields()
             report = build_check_report(session, account, assessment)
             if as_json:
                 echo_json(report)
