@@ -61,6 +61,7 @@ from ctxhealth.sources.lines import (
     head_objects,
     loads,
     split_lines,
+    token_count,
     type_name,
 )
 
@@ -212,18 +213,15 @@ class _State:
         self.out.append(message)
 
 
-def _usage(last: dict[str, Any]) -> Usage:
-    def field_(key: str) -> int:
-        value = get_int(last, key)
-        return value if value is not None and value > 0 else 0
-
-    total_input = field_("input_tokens")
-    cached = min(field_("cached_input_tokens"), total_input)
+def _usage(last: dict[str, Any], problems: list[str]) -> Usage:
+    where = "last_token_usage"
+    total_input = token_count(last, "input_tokens", problems, where)
+    cached = min(token_count(last, "cached_input_tokens", problems, where), total_input)
     return Usage(
         input_tokens=total_input - cached,
         cache_read_tokens=cached,
-        output_tokens=field_("output_tokens"),
-        reasoning_tokens=field_("reasoning_output_tokens"),
+        output_tokens=token_count(last, "output_tokens", problems, where),
+        reasoning_tokens=token_count(last, "reasoning_output_tokens", problems, where),
     )
 
 
@@ -245,7 +243,10 @@ def _token_count(state: _State, payload: dict[str, Any], line: int) -> None:
     if last is None:
         state.sink.add(line, "token_count without last_token_usage")
         return
-    usage = _usage(last)
+    problems: list[str] = []
+    usage = _usage(last, problems)
+    for problem in problems:
+        state.sink.add(line, f"token_count {problem}")
     current = state.open
     if current is not None and current.usage is None and current.blocks:
         # written after its response (the items since the last boundary are still without a count)

@@ -33,11 +33,11 @@ from ctxhealth.sources.lines import (
     dumps,
     each_message,
     get_dict,
-    get_int,
     get_str,
     load_document,
     loads,
     message_list,
+    token_count,
     type_name,
 )
 
@@ -112,20 +112,36 @@ def _tool_calls(raw: Any, sink: WarningSink, index: int) -> list[Block]:
     return calls
 
 
-def parse_usage(raw: Any) -> Usage | None:
-    """OpenAI ``usage`` -> :class:`Usage`: ``prompt_tokens`` split into uncached + cached."""
+def parse_usage(raw: Any, problems: list[str] | None = None) -> Usage | None:
+    """OpenAI ``usage`` -> :class:`Usage`: ``prompt_tokens`` split into uncached + cached; fields
+    that are not token counts are ignored and named in ``problems``."""
     if not isinstance(raw, dict):
         return None
-    prompt = max(get_int(raw, "prompt_tokens") or 0, 0)
-    cached = max(get_int(get_dict(raw, "prompt_tokens_details"), "cached_tokens") or 0, 0)
+    prompt = token_count(raw, "prompt_tokens", problems)
+    details = get_dict(raw, "prompt_tokens_details")
+    cached = token_count(details, "cached_tokens", problems, "usage.prompt_tokens_details") if details else 0
     cached = min(cached, prompt)
-    reasoning = get_int(get_dict(raw, "completion_tokens_details"), "reasoning_tokens") or 0
+    completion = get_dict(raw, "completion_tokens_details")
+    reasoning = (
+        token_count(completion, "reasoning_tokens", problems, "usage.completion_tokens_details")
+        if completion
+        else 0
+    )
     return Usage(
         input_tokens=prompt - cached,
         cache_read_tokens=cached,
-        output_tokens=max(get_int(raw, "completion_tokens") or 0, 0),
-        reasoning_tokens=max(reasoning, 0),
+        output_tokens=token_count(raw, "completion_tokens", problems),
+        reasoning_tokens=reasoning,
     )
+
+
+def usage_with_warnings(raw: Any, sink: WarningSink, index: int) -> Usage | None:
+    """:func:`parse_usage`, each field that is not a token count a warning at ``index``."""
+    problems: list[str] = []
+    usage = parse_usage(raw, problems)
+    for problem in problems:
+        sink.add(index, problem)
+    return usage
 
 
 def parse(data: bytes, path: str) -> Session:
@@ -145,7 +161,7 @@ def parse(data: bytes, path: str) -> Session:
             if reasoning:
                 blocks.insert(0, ThinkingBlock(reasoning))
             blocks.extend(_tool_calls(raw.get("tool_calls"), sink, index))
-            usage = parse_usage(raw.get("usage"))
+            usage = usage_with_warnings(raw.get("usage"), sink, index)
             response_id = get_str(raw, "id")
             model = msg_model or model
         elif role is Role.TOOL:
