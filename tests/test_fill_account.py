@@ -85,3 +85,13 @@ def test_a_monitor_fed_message_by_message_keeps_the_same_account(claude_code_dat
                 turn_fills.append(a.fill)
         assert turn_fills == [t.tokens for t in account.turns], session.path
         assert monitor.pressure.peak == account.peak
+
+
+def test_assess_uses_the_window_the_log_states() -> None:
+    from ctxhealth.monitor import assess
+
+    session = read_session(FIXTURES / "codex-rollout-0.60.jsonl")
+    assessment = assess(session)
+    assert assessment.fill == 7_420 and assessment.fill_source is FillSource.REPORTED
+    capacity = assessment.signals["window_zone"].detail
+    assert "of usable 258400" in capacity

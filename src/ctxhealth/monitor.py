@@ -503,10 +503,12 @@ class Monitor:
         ``check`` reports. Unless the caller fixed the model, the account's :class:`ModelInfo` is
         used, with the window the log states.
         """
-        from ctxhealth.accounting.fill import account_session
+        from ctxhealth.accounting.fill import account_session, session_model_id
 
         if account is None:
-            fixed = self.info.id if self._model_fixed else None
+            own = self.registry.lookup(session_model_id(session)).id
+            # a model the caller fixed is an override, unless it is the session's own model
+            fixed = self.info.id if self._model_fixed and self.info.id != own else None
             account = account_session(session, registry=self.registry, model=fixed)
         if not self._model_fixed or account.model.id == self.info.id:
             self.set_info(account.model)
