@@ -13,8 +13,9 @@ Policy choices:
   lists them on stderr) instead of being dropped silently.
 * Only regular files are read: a FIFO, socket or device given as a transcript is refused at once
   (reading it could block forever).
-* Invalid UTF-8 loses only the bad bytes: they are decoded as U+FFFD, with one warning per line
-  naming it; the rest of the line is read.
+* Invalid UTF-8 loses only the bad bytes: a file whose reading stepped over lines is checked, and
+  if it is not valid UTF-8 it is read again with the bad bytes decoded as U+FFFD, one warning per
+  line naming it; the rest of each line is read. (Valid files pay nothing for this.)
 * Detection looks at the first 64 KB; when the first line is longer than that (a whole JSON
   document on one line, a huge first record), it looks at the complete first line.
 * ``strict=True`` turns any reader warning (of the session or its sidechains) into
@@ -174,7 +175,6 @@ def read_data(data: bytes, name: str, *, format: Format | None = None, strict: b
     content = content.removeprefix(_BOM)
     if not content or content.isspace():
         raise TranscriptError("transcript is empty", hint="pass a file an agent has written to", path=name)
-    content, utf8_warnings = repair_utf8(content, name)
     spec = _BY_FORMAT[format] if format is not None else None
     if spec is None:
         detected = detect_head(content)
@@ -186,6 +186,12 @@ def read_data(data: bytes, name: str, *, format: Format | None = None, strict: b
             )
         spec = _BY_FORMAT[detected]
     session = spec.parse(content, name)
+    utf8_warnings: list[ReadWarning] = []
+    if session.warnings and not content.isascii() and not valid_utf8(content):
+        # only a file the reader stepped over lines of is checked: invalid UTF-8 costs those lines
+        # (JSON must be UTF-8), so read it again with just the bad bytes replaced
+        content, utf8_warnings = repair_utf8(content, name)
+        session = spec.parse(content, name)
     own = session.warnings
     extra = [*([warning] if warning is not None else []), *utf8_warnings]
     if extra:
