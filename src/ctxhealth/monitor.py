@@ -427,7 +427,7 @@ class Monitor:
         elif action is Action.CLEAR_TOOL_RESULTS:
             self.failures.reset_mistakes()
         if fill is not None:
-            self.account.fill = fill
+            self.account.set_fill(fill)
 
     # ------------------------------------------------------------------ saving and resuming
 

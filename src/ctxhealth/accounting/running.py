@@ -99,6 +99,11 @@ class RunningFill:
             self._system_chars += size
         return turn
 
+    def set_fill(self, fill: int) -> None:
+        """The context's size now, as the host knows it (e.g. after a recovery): the fill from here
+        on, the base of the next estimates."""
+        self._report(fill)
+
     def _report(self, fill: int) -> None:
         self.fill = fill
         self.source = FillSource.REPORTED
