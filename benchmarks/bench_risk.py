@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.risk import (
+from ctxhealth.evaluation import (
     EVAL_POINTS,
     LabelledRun,
     bootstrap_auc_difference_ci,
@@ -40,7 +40,7 @@ from ctxhealth.risk import (
     read_labels,
     roc_auc,
 )
-from ctxhealth.risk.runs import run_key
+from ctxhealth.evaluation.runs import run_key
 
 ANCHOR = "peak_fill"
 

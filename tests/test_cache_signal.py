@@ -6,9 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxhealth.model import Message, Role, TextBlock, Usage
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.cache import CacheDetector
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
 
 P = Profile()
 

@@ -180,24 +180,28 @@ def test_cli_dry_run_then_apply_then_uninstall(tmp_path: Path) -> None:
     d = _settings_dir(tmp_path, "claude-settings-with-hooks.json")
     original = (d / "settings.json").read_bytes()
     runner = CliRunner()
-    dry = runner.invoke(cli, ["install", "claude-code", "--settings", str(d), "--python", PY])
+    dry = runner.invoke(cli, ["install", "claude-code", "--claude-dir", str(d), "--python", PY])
     assert dry.exit_code == 0, dry.output
     assert "+++ " in dry.output and "ctxhealth.cli.hook PreCompact" in dry.output
     assert (d / "settings.json").read_bytes() == original
     applied = runner.invoke(
-        cli, ["install", "claude-code", "--settings", str(d), "--python", PY, "--apply", "--json"]
+        cli, ["install", "claude-code", "--claude-dir", str(d), "--python", PY, "--apply", "--json"]
     )
     assert applied.exit_code == 0, applied.output
     doc = json.loads(applied.output)
     assert doc["applied"] and doc["backup"].endswith(".ctxhealth-backup")
+    # --settings, the option's old name, still works: hidden from --help, with a note on stderr
     gone = runner.invoke(cli, ["uninstall", "claude-code", "--settings", str(d / "settings.json"), "--apply"])
     assert gone.exit_code == 0, gone.output
+    assert "--settings is deprecated; use --claude-dir" in gone.stderr
     assert (d / "settings.json").read_bytes() == original
+    help_text = runner.invoke(cli, ["uninstall", "claude-code", "--help"]).output
+    assert "--claude-dir" in help_text and "--settings" not in help_text
 
 
 def test_cli_invalid_settings_exit_code(tmp_path: Path) -> None:
     d = _settings_dir(tmp_path, "claude-settings-invalid.json")
-    result = CliRunner().invoke(cli, ["install", "claude-code", "--settings", str(d)])
+    result = CliRunner().invoke(cli, ["install", "claude-code", "--claude-dir", str(d)])
     assert result.exit_code == 3
 
 

@@ -17,8 +17,8 @@ from ctxhealth.integrations.claude_code.payloads import parse_status_payload
 from ctxhealth.integrations.claude_code.statusline import render_status
 from ctxhealth.integrations.claude_code.tail import resolve_thresholds
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
+from ctxhealth.policy.profile import default_profile
 from ctxhealth.signals.pressure import Zone, tier_zone, window_zone
-from ctxhealth.signals.profile import default_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

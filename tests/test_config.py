@@ -124,12 +124,16 @@ def test_config_show_prints_values_and_origins(
     monkeypatch.setenv("CTXHEALTH_MODEL", "env-model")
     monkeypatch.chdir(project)
     text = CliRunner().invoke(cli, ["config", "show"])
-    assert text.exit_code == 0, text.output
+    # the user config names a profile file that does not exist: everything is shown, then the error
+    assert text.exit_code == 3, text.output
+    assert text.output.rstrip().endswith("check the path or run `ctxhealth calibrate`")
     assert 'model = "env-model"  (env CTXHEALTH_MODEL)' in text.output
     assert f'models."gpt-4.1".window = 600000  ({project / ".ctxhealth.toml"})' in text.output
     assert f"({home / 'config.toml'})" in text.output
     result = CliRunner().invoke(cli, ["config", "show", "--json"])
-    doc = json.loads(result.output)
+    assert result.exit_code == 3
+    doc = json.loads(result.stdout)
+    assert "profile not found" in doc["profile_error"]
     entries = {e["key"]: e for e in doc["settings"]}
     assert entries["policy.cooldown"] == {
         "key": "policy.cooldown",
@@ -146,3 +150,56 @@ def test_config_show_bad_file_exits_3(tmp_path: Path, monkeypatch: pytest.Monkey
     result = CliRunner().invoke(cli, ["config", "show"])
     assert result.exit_code == 3
     assert ".ctxhealth.toml:1" in result.output
+
+
+def test_config_show_prints_every_profile_threshold_with_its_origin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxhealth.policy import Profile
+
+    project = tmp_path / "project"
+    write(project / ".ctxhealth.toml", "[profile]\ncooldown = 5\n[profile.tiers.full]\nhard_limit = 150000\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CTXHEALTH_PROFILE__PRESSURE_WARNING", "0.5")
+    result = CliRunner().invoke(cli, ["config", "show"])
+    assert result.exit_code == 0, result.output
+    config_file = project / ".ctxhealth.toml"
+    lines = result.output.splitlines()
+    assert f"  profile.cooldown = 5  ({config_file})" in lines
+    assert f"  profile.tiers.full.hard_limit = 150000  ({config_file})" in lines
+    assert "  profile.pressure_warning = 0.5  (env CTXHEALTH_PROFILE__PRESSURE_WARNING)" in lines
+    assert "  profile.pressure_critical = 0.85  (default)" in lines
+    assert "  profile.tiers.compact.sweet_spot = 20000  (default)" in lines
+    assert any(line.startswith("  profile.risk = {") and "shipped" in line for line in lines)
+    # every field of the Profile is shown (tiers per limit), in JSON too
+    doc = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"]).stdout)
+    keys = {e["key"] for e in doc["profile"]}
+    fields = set(Profile().to_dict()) - {"schema_version", "tiers"}
+    assert {f"profile.{f}" for f in fields} <= keys
+    assert {
+        f"profile.tiers.{t}.{k}"
+        for t in ("full", "compact", "local")
+        for k in ("sweet_spot", "compact_zone", "hard_limit")
+    } <= keys
+    assert doc["profile_error"] is None
+
+
+def test_config_show_names_the_profile_file_values_come_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxhealth.policy import Profile
+
+    mine = {"name": "mine", "cooldown": 7, "tiers": {"local": {"hard_limit": 40000}}}
+    profile_file = write(tmp_path / "mine.json", json.dumps(mine))
+    config = f"[profile]\nfile = {json.dumps(str(profile_file))}\nmax_restarts = 1\n"
+    write(tmp_path / ".ctxhealth.toml", config)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["config", "show"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert f"profile = {profile_file}  ({tmp_path / '.ctxhealth.toml'})" in lines
+    assert f"  profile.cooldown = 7  (profile file {profile_file})" in lines
+    assert f"  profile.tiers.local.hard_limit = 40000  (profile file {profile_file})" in lines
+    assert f"  profile.max_restarts = 1  ({tmp_path / '.ctxhealth.toml'})" in lines
+    assert "  profile.risk = null  (default)" in lines
+    assert Profile().cooldown != 7

@@ -20,13 +20,13 @@ from builders import PlainDriftWindow
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import _FEATURES, Monitor, _Scorer
 from ctxhealth.policy import Action
+from ctxhealth.policy.profile import Profile
 from ctxhealth.risk.model import RiskModel
 from ctxhealth.signals import calls, indicators
 from ctxhealth.signals.base import stable_hash
 from ctxhealth.signals.drift import DriftDetector
 from ctxhealth.signals.events import EventBuilder
 from ctxhealth.signals.hedging import count_hedges
-from ctxhealth.signals.profile import Profile
 
 # --------------------------------------------------------------------------- indicator patterns
 

@@ -22,6 +22,7 @@ def test_monitor_loads_only_the_scoring_part_of_risk() -> None:
     modules = loaded_after("import ctxhealth.monitor")
     risk = {m for m in modules if m.startswith("ctxhealth.risk")}
     assert risk <= {"ctxhealth.risk", "ctxhealth.risk.model"}, risk
+    assert not {m for m in modules if m.startswith("ctxhealth.evaluation")}
     for heavy in ("click", "ctxhealth.sources.reader", "csv", "random"):
         assert heavy not in modules, heavy
 

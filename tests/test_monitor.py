@@ -24,8 +24,8 @@ from ctxhealth.model import (
 )
 from ctxhealth.monitor import Monitor, cut_index
 from ctxhealth.policy import Action, Rule
+from ctxhealth.policy.profile import Profile
 from ctxhealth.risk import RiskModel
-from ctxhealth.signals.profile import Profile
 
 P = Profile(risk=None)
 

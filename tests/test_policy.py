@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxhealth.policy import Action, Counters, Rule, Snapshot, decide, record, tick
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.pressure import Zone
-from ctxhealth.signals.profile import Profile
 
 P = Profile()
 SPIRAL = Snapshot(failure_rate=0.5, recent_calls=4)

@@ -17,6 +17,7 @@ from ctxhealth.model import (
     ToolResult,
 )
 from ctxhealth.policy import Action, Counters, record
+from ctxhealth.policy.profile import default_profile
 from ctxhealth.recovery.budget import text_tokens, total_tokens
 from ctxhealth.recovery.checkpoint import (
     CHECKPOINT_FOOTER,
@@ -43,7 +44,6 @@ from ctxhealth.recovery.report import RemovalKind, Strategy
 from ctxhealth.recovery.restart import RESTART_DIRECTIVE, restart
 from ctxhealth.recovery.truncate import truncate
 from ctxhealth.recovery.warn import WarningKind, warn_drift, warn_failure_rate, warn_near_limit
-from ctxhealth.signals.profile import default_profile
 
 INSTRUCTION = "Add retry logic to the HTTP client in src/client.py. Never change the public API."
 

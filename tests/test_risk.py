@@ -17,16 +17,13 @@ from hypothesis import strategies as st
 from ctxhealth.accounting.types import Tier
 from ctxhealth.cli.main import cli
 from ctxhealth.errors import ConfigError
-from ctxhealth.model import Message, Role, TextBlock, Usage
-from ctxhealth.monitor import FEATURE_NAMES, Monitor
-from ctxhealth.risk import (
+from ctxhealth.evaluation import (
     BASELINES,
     CANDIDATE_FEATURES,
     LOG_FEATURES,
     PROCEDURE,
     LabelledRun,
     Procedure,
-    RiskModel,
     bootstrap_auc_ci,
     bootstrap_auc_difference_ci,
     cross_validate,
@@ -48,13 +45,15 @@ from ctxhealth.risk import (
     select_features,
     select_screening,
     select_threshold,
-    sigmoid,
     stratified_auc,
     stratified_folds,
     training_rows,
 )
+from ctxhealth.model import Message, Role, TextBlock, Usage
+from ctxhealth.monitor import FEATURE_NAMES, Monitor
+from ctxhealth.policy.profile import Profile, default_profile, load_profile
+from ctxhealth.risk import RiskModel, sigmoid
 from ctxhealth.signals.hedging import HEDGE_WORDS, count_hedges
-from ctxhealth.signals.profile import Profile, default_profile, load_profile
 
 
 def test_auc_hand_computed() -> None:

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import Monitor
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.calls import CallKind, error_signature, is_failure, parse_call
-from ctxhealth.signals.profile import Profile
 
 P = Profile(risk=None)
 

@@ -301,8 +301,8 @@ def test_pre_compaction_snapshot(store: StateStore) -> None:
     assert (store.snapshots_dir / "latest-pre-compaction.json").read_bytes() == path.read_bytes()
 
 
-def test_thresholds_from_a_signals_profile() -> None:
-    from ctxhealth.signals.profile import Profile
+def test_thresholds_from_a_policy_profile() -> None:
+    from ctxhealth.policy.profile import Profile
 
     assert Thresholds.from_profile(Profile()) == Thresholds()
     custom = Profile(pressure_warning=0.5, pressure_compress=0.6, pressure_critical=0.7)

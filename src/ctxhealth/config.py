@@ -5,7 +5,7 @@ Precedence, highest first (the design's convention):
 1. flags given on the command line (the CLI passes them as a dict);
 2. ``CTXHEALTH_*`` environment variables: ``CTXHEALTH_HOME``, ``CTXHEALTH_MODEL``,
    ``CTXHEALTH_PROFILE``, and any nested key as ``CTXHEALTH_<TABLE>__<KEY>`` (for example
-   ``CTXHEALTH_POLICY__COOLDOWN=5``; values are read as TOML literals when they parse, else
+   ``CTXHEALTH_PROFILE__COOLDOWN=5``; values are read as TOML literals when they parse, else
    as strings);
 3. ``./.ctxhealth.toml`` in the working directory;
 4. the user config ``$CTXHEALTH_HOME/config.toml`` (home defaults to ``~/.ctxhealth``);

@@ -3,7 +3,7 @@
 Every error says what went wrong and what to do next (``hint``). The CLI maps
 each branch to an exit code; library code raises, never exits.
 
-    CtxHealthError                      exit 1 (should not escape uncaught)
+    CtxHealthError                      exit 5  internal: no specific kind (a bug: please report it)
     ├── UsageError                      exit 2  bad flags or arguments
     ├── InputError                      exit 3  bad input data
     │   ├── TranscriptError             a transcript cannot be read (file, line)
@@ -29,13 +29,14 @@ class ExitCode(IntEnum):
     USAGE = 2
     BAD_INPUT = 3
     ENVIRONMENT = 4
+    INTERNAL = 5  # an error of no specific kind, or an unexpected exception: never read as "unhealthy"
 
 
 class CtxHealthError(Exception):
     """Base of every error ctxhealth raises on purpose."""
 
     code = "ctxhealth"
-    exit_code = ExitCode.UNHEALTHY
+    exit_code = ExitCode.INTERNAL
 
     def __init__(
         self, message: str, *, hint: str = "", path: str | None = None, line: int | None = None

@@ -21,12 +21,14 @@ def load_export(
 ) -> Any:
     """Import ``name`` from the module ``exports`` maps it to, cache it in ``namespace``, return it.
 
-    A module path starting with ``.`` is relative to ``package``. Unknown names raise
-    ``AttributeError`` as Python expects from a module ``__getattr__``.
+    A module path starting with ``.`` is relative to ``package``; ``module:attribute`` exports the
+    module's ``attribute`` under ``name``. Unknown names raise ``AttributeError`` as Python expects
+    from a module ``__getattr__``.
     """
-    module = exports.get(name)
-    if module is None:
+    target = exports.get(name)
+    if target is None:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, package), name)
+    module, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module, package), attribute or name)
     namespace[name] = value
     return value

@@ -46,6 +46,7 @@ from ctxhealth.accounting.running import RunningFill
 from ctxhealth.accounting.types import FillSource, ModelInfo
 from ctxhealth.model import Format, Message, Role, Session
 from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
+from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.risk.model import RiskModel, sigmoid
 from ctxhealth.signals.base import Detector, LazySignals, Signal
 from ctxhealth.signals.cache import CacheDetector
@@ -56,7 +57,6 @@ from ctxhealth.signals.fidelity import FidelityDetector
 from ctxhealth.signals.hedging import count_folded, count_hedges
 from ctxhealth.signals.indicators import IndicatorDetector
 from ctxhealth.signals.pressure import PressureTracker, Zone
-from ctxhealth.signals.profile import Profile, default_profile
 from ctxhealth.signals.repetition import RepetitionDetector
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ class Monitor:
 
     ``model`` picks the tier and window from the model registry; when None, the first message that
     names a model sets it (unknown models get the compact tier, per the spec). ``profile`` defaults
-    to :func:`~ctxhealth.signals.profile.default_profile` (spec thresholds + the shipped risk weights).
+    to :func:`~ctxhealth.policy.profile.default_profile` (spec thresholds + the shipped risk weights).
     ``track_hedges`` counts hedge words in every response (default: only when the profile's risk
     model uses the ``hedges`` feature, since it scans each response's text). ``source_format`` is
     the log's format when known: it tells the fill account which messages are model responses

@@ -20,15 +20,22 @@ from pathlib import Path
 import click
 
 from ctxhealth.atomic import write_atomic
-from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.common import echo_json, guarded, labels_option, transcripts_argument
 from ctxhealth.config import load_settings
-from ctxhealth.risk import CALIBRATION_PROCEDURES, PROCEDURE, Procedure, collect_runs, fit_risk, read_labels
-from ctxhealth.signals.profile import resolve_profile
+from ctxhealth.evaluation import (
+    CALIBRATION_PROCEDURES,
+    PROCEDURE,
+    Procedure,
+    collect_runs,
+    fit_risk,
+    read_labels,
+)
+from ctxhealth.policy.profile import resolve_profile
 
 
 @click.command("calibrate")
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--labels", "labels_path", required=True, help="CSV with columns file,resolved (1 = success).")
+@transcripts_argument("paths", many=True)
+@labels_option
 @click.option(
     "--out", "out", default="ctxhealth-profile.json", show_default=True, help="Profile file to write."
 )
@@ -55,7 +62,13 @@ def calibrate(
     procedure_name: str,
     as_json: bool,
 ) -> None:
-    """Fit a risk profile on labelled transcripts and write it to --out."""
+    """Fit a risk profile on labelled transcripts and write it to --out.
+
+    Needs transcripts of finished runs and a CSV saying which of them reached their goal (--labels):
+    none ship with ctxhealth. Label your own runs, or use a benchmark's published runs and results
+    (SWE-bench: the instances an agent resolved, and its trajectories). A few hundred runs with both
+    outcomes give a stable fit.
+    """
     settings = load_settings({}, os.environ, Path.cwd())
     base = resolve_profile(settings.profile, settings.profile_overrides)
     runs = collect_runs(paths, read_labels(labels_path), profile=base)

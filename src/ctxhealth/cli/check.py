@@ -16,18 +16,18 @@ from pathlib import Path
 import click
 
 from ctxhealth.accounting.fill import account_session
-from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ExitCode
 from ctxhealth.model import Format
 from ctxhealth.monitor import Monitor, session_prefix
+from ctxhealth.policy.profile import resolve_profile
 from ctxhealth.report.check_report import SCHEMA_VERSION, build_check_report, render_check_text
-from ctxhealth.signals.profile import resolve_profile
 from ctxhealth.sources import read_sessions
 
 
 @click.command("check")
-@click.argument("paths", nargs=-1, required=True)
+@transcripts_argument("paths", many=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON Lines: one object per session.")
 @click.option(
     "--format",

@@ -41,6 +41,61 @@ def echo_json(obj: Any) -> None:
     click.echo(dump_json(obj))
 
 
+def deprecated_alias(old: str, new: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback for a hidden, deprecated option name: says which name to use instead (on
+    stderr, so ``--json`` output stays one document) and passes the value on."""
+
+    def warn(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None and not ctx.resilient_parsing:
+            click.echo(f"ctxhealth: {old} is deprecated; use {new}", err=True)
+        return value
+
+    return warn
+
+
+LABELS_HELP = (
+    "CSV with columns file,resolved: each transcript's file name, 1 if the run reached its goal, else 0."
+)
+
+LABELS_WHERE = (
+    "Labelled runs do not ship with ctxhealth: label your own with a CSV `file,resolved`, one row per "
+    "transcript (its file name; 1 = the run reached its goal, e.g. its tests passed or its change was "
+    "accepted; 0 = it did not), with both outcomes present. Benchmark runs come labelled too: SWE-bench "
+    "results say which instances an agent resolved, and its published trajectories (mini-swe-agent "
+    "and others) are read directly; a few hundred runs are needed for a stable fit."
+)
+
+
+def labels_option(command: Callable[P, R]) -> Callable[P, R]:
+    """``--labels CSV``, required; without it the error says where labelled runs come from."""
+
+    def require(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is None and not ctx.resilient_parsing:
+            raise click.UsageError(f"Missing option '--labels'. {LABELS_WHERE}", ctx)
+        return value
+
+    return click.option("--labels", "labels_path", callback=require, help=LABELS_HELP)(command)
+
+
+TRANSCRIPTS_WHERE = (
+    "Pass transcript files or folders: Claude Code keeps its sessions in ~/.claude/projects/<project>/, "
+    "Codex CLI in ~/.codex/sessions/, mini-swe-agent writes <instance>.traj.json files; - reads stdin"
+)
+
+
+def transcripts_argument(name: str, *, many: bool = False) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A transcript argument (``many``: one or more); when it is missing, the error says where an
+    agent keeps its transcripts."""
+    metavar = name.upper() + ("..." if many else "")
+
+    def require(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if not value and not ctx.resilient_parsing:
+            raise click.UsageError(f"Missing argument '{metavar}'. {TRANSCRIPTS_WHERE}.", ctx)
+        return value
+
+    return click.argument(name, nargs=-1 if many else 1, required=False, metavar=metavar, callback=require)
+
+
 WARNINGS_ON_STDERR = 20
 """Reader warnings a command lists on stderr before it says how many more there are."""
 

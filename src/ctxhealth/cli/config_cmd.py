@@ -1,4 +1,4 @@
-"""``ctxhealth config show``: every setting, its value and where it came from."""
+"""``ctxhealth config show``: every setting and every threshold in use, its value and where it came from."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from pathlib import Path
 import click
 
 from ctxhealth.cli.common import SCHEMA_VERSION, dump_json, echo_json, guarded
-from ctxhealth.config import PROJECT_FILE, USER_FILE, load_settings
+from ctxhealth.cli.groups import SuggestingGroup
+from ctxhealth.config import PROJECT_FILE, USER_FILE, Settings, load_settings
+from ctxhealth.errors import ConfigError
+from ctxhealth.policy.origins import profile_settings
 
 
-@click.group("config")
+@click.group("config", cls=SuggestingGroup)
 def config() -> None:
     """Inspect ctxhealth's configuration (flags > CTXHEALTH_* > ./.ctxhealth.toml > user config)."""
 
@@ -20,9 +23,17 @@ def config() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @guarded
 def show(as_json: bool) -> None:
-    """Print each setting with its value and origin."""
+    """Print each setting, and every threshold of the profile in use, with its value and origin."""
     settings = load_settings({}, os.environ, Path.cwd())
+    problem: ConfigError | None = None
+    try:
+        profile = profile_settings(settings)
+    except ConfigError as exc:  # show everything else, then fail as every command would
+        profile, problem = [], exc
     searched = [str(settings.home / USER_FILE), str(Path.cwd() / PROJECT_FILE)]
+    # [profile] overrides are listed once, with the thresholds they change
+    general = [(k, v, o) for k, v, o in settings.items() if k != "profile" and not k.startswith("profile.")]
+    profile_file = str(settings.profile) if settings.profile else None
     if as_json:
         echo_json(
             {
@@ -30,17 +41,32 @@ def show(as_json: bool) -> None:
                 "files_searched": searched,
                 "files_read": [str(p) for p in settings.files],
                 "settings": [{"key": k, "value": v, "origin": o} for k, v, o in settings.items()],
+                "profile_file": profile_file,
+                "profile": [{"key": s.key, "value": s.value, "origin": s.origin} for s in profile],
+                "profile_error": problem.render() if problem else None,
             }
         )
+        if problem:
+            raise problem
         return
     click.echo("config files (lowest precedence first):")
     for path in searched:
         state = "read" if Path(path) in settings.files else "absent"
         click.echo(f"  {path} ({state})")
     click.echo("settings:")
-    for key, value, origin in settings.items():
+    for key, value, origin in general:
         click.echo(f"  {key} = {dump_json(value)}  ({origin})")
     if settings.model is None:
         click.echo("  model = (from each transcript)  (default)")
-    if settings.profile is None:
-        click.echo("  profile = (built-in)  (default)")
+    where = f"{profile_file}  ({_profile_origin(settings)})" if profile_file else "(built-in)  (default)"
+    click.echo(f"profile = {where}")
+    for s in profile:
+        click.echo(f"  {s.key} = {dump_json(s.value)}  ({s.origin})")
+    if problem:
+        click.echo("  (cannot be read: see the error below)")
+        raise problem
+
+
+def _profile_origin(settings: Settings) -> str:
+    key = ("profile",) if ("profile",) in settings.values else ("profile", "file")
+    return settings.origin(*key)

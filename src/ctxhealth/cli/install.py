@@ -2,7 +2,8 @@
 
 Dry run by default: prints the unified diff of settings.json and what would happen; ``--apply`` writes
 it (backup first, atomic write). Idempotent. The settings directory is ``~/.claude`` (``--scope user``,
-default), ``./.claude`` (``--scope project``) or ``--settings DIR``.
+default), ``./.claude`` (``--scope project``) or ``--claude-dir DIR`` (``--settings``, its old name, still
+works).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 import click
 
-from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.common import deprecated_alias, echo_json, guarded
+from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.integrations.claude_code.install import (
     InstallPlan,
     Scope,
@@ -29,8 +31,19 @@ _SCOPE = click.Choice([s.value for s in Scope])
 _SCOPE_OPTION = click.option(
     "--scope", type=_SCOPE, default=Scope.USER.value, show_default=True, help="Which settings file."
 )
-_SETTINGS_OPTION = click.option(
-    "--settings", type=click.Path(path_type=Path), help="Settings directory (or settings.json) to edit."
+_CLAUDE_DIR_OPTION = click.option(
+    "--claude-dir",
+    type=click.Path(path_type=Path),
+    help="Claude Code directory whose settings.json to edit, or that settings.json "
+    "(default: ~/.claude; ./.claude with --scope project).",
+)
+# the name this option had before doctor and watch settled on --claude-dir
+_SETTINGS_ALIAS = click.option(
+    "--settings",
+    "settings_alias",
+    type=click.Path(path_type=Path),
+    hidden=True,
+    callback=deprecated_alias("--settings", "--claude-dir"),
 )
 _APPLY_OPTION = click.option("--apply", is_flag=True, help="Write the change (default: show the diff only).")
 _JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -38,12 +51,13 @@ _JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one J
 
 def _settings_target(command: Any) -> Any:
     """The options install and uninstall share: which settings file, and whether to write it."""
-    return _SCOPE_OPTION(_SETTINGS_OPTION(_APPLY_OPTION(command)))
+    return _SCOPE_OPTION(_CLAUDE_DIR_OPTION(_SETTINGS_ALIAS(_APPLY_OPTION(command))))
 
 
-def _settings_dir(scope: str, settings: Path | None) -> Path:
-    if settings is not None:
-        return settings.parent if settings.name == "settings.json" else settings
+def _settings_dir(scope: str, claude_dir: Path | None, settings_alias: Path | None) -> Path:
+    chosen = claude_dir or settings_alias
+    if chosen is not None:
+        return chosen.parent if chosen.name == "settings.json" else chosen
     return default_settings_dir(Scope(scope), home=Path(os.path.expanduser("~")), cwd=Path.cwd())
 
 
@@ -78,7 +92,7 @@ def _report(plan: InstallPlan, *, apply: bool, as_json: bool, verb: str) -> None
         click.echo(f"{verb}ed: {plan.settings_path}{where}", err=True)
 
 
-@click.group("install", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("install", cls=SuggestingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def install() -> None:
     """Install ctxhealth into an agent host (dry run unless --apply)."""
 
@@ -92,14 +106,20 @@ def install() -> None:
 @_JSON_OPTION
 @guarded
 def claude_code(
-    scope: str, settings: Path | None, apply: bool, force: bool, python: str, as_json: bool
+    scope: str,
+    claude_dir: Path | None,
+    settings_alias: Path | None,
+    apply: bool,
+    force: bool,
+    python: str,
+    as_json: bool,
 ) -> None:
     """Add ctxhealth's hooks and status line to Claude Code's settings.json."""
-    plan = plan_install(_settings_dir(scope, settings), python=python, force=force)
+    plan = plan_install(_settings_dir(scope, claude_dir, settings_alias), python=python, force=force)
     _report(plan, apply=apply, as_json=as_json, verb="install")
 
 
-@click.group("uninstall", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("uninstall", cls=SuggestingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def uninstall() -> None:
     """Remove ctxhealth from an agent host (dry run unless --apply)."""
 
@@ -108,7 +128,9 @@ def uninstall() -> None:
 @_settings_target
 @_JSON_OPTION
 @guarded
-def claude_code_uninstall(scope: str, settings: Path | None, apply: bool, as_json: bool) -> None:
+def claude_code_uninstall(
+    scope: str, claude_dir: Path | None, settings_alias: Path | None, apply: bool, as_json: bool
+) -> None:
     """Take ctxhealth out of Claude Code's settings.json (byte-identical restore when untouched since)."""
-    plan = plan_uninstall(_settings_dir(scope, settings))
+    plan = plan_uninstall(_settings_dir(scope, claude_dir, settings_alias))
     _report(plan, apply=apply, as_json=as_json, verb="uninstall")

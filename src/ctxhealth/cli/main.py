@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 
 import click
 
 from ctxhealth import __version__
+from ctxhealth.cli.groups import SuggestingGroup
+from ctxhealth.errors import ExitCode
 
 COMMANDS: dict[str, str] = {
     "check": "ctxhealth.cli.check:check",
@@ -31,7 +34,7 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(SuggestingGroup):
     """A click group that imports a sub-command's module only when it is invoked."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -54,5 +57,15 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli.main(args=sys.argv[1:], prog_name="ctxhealth")
+    """Console-script entry point. An exception no command expected exits 5 (internal error) with its
+    traceback, never 1, which means "unhealthy" to scripts."""
+    try:
+        cli.main(args=sys.argv[1:], prog_name="ctxhealth")
+    except Exception as exc:  # the CLI's last resort; click handles its own errors and exits
+        traceback.print_exc()
+        click.echo(
+            f"ctxhealth: internal error: {type(exc).__name__}: {exc}. "
+            "This is a bug: please report it with the traceback above",
+            err=True,
+        )
+        sys.exit(int(ExitCode.INTERNAL))

@@ -15,7 +15,7 @@ from enum import StrEnum
 import click
 import orjson
 
-from ctxhealth.cli.common import SCHEMA_VERSION, dump_json, echo_read_warnings, guarded
+from ctxhealth.cli.common import SCHEMA_VERSION, dump_json, echo_read_warnings, guarded, transcripts_argument
 from ctxhealth.errors import UsageError
 from ctxhealth.model import Session
 from ctxhealth.recovery.budget import total_tokens
@@ -64,7 +64,7 @@ def summary_line(report: RecoveryReport) -> str:
 
 
 @click.command("recover")
-@click.argument("path")
+@transcripts_argument("path")
 @click.option(
     "--strategy",
     type=click.Choice([s.value for s in _STRATEGIES]),

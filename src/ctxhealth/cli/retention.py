@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded
+from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded, transcripts_argument
 from ctxhealth.recovery.checkpoint import DEFAULT_BUDGET_TOKENS
 from ctxhealth.recovery.parts import before_compaction, compaction_indices
 from ctxhealth.recovery.retention import RetentionReport, audit, render_table, report_dict
@@ -17,7 +17,7 @@ from ctxhealth.sources import read_session
 
 
 @click.command("retention")
-@click.argument("path")
+@transcripts_argument("path")
 @click.option(
     "--before-compaction", "before", type=click.IntRange(min=1), help="Audit only the K-th compaction."
 )

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 import orjson
 
-from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded
+from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded, transcripts_argument
+from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import LedgerError, StateError, UsageError
+from ctxhealth.policy import defaults
 from ctxhealth.state.status import Status
 from ctxhealth.state.store import StateStore
 
@@ -100,7 +102,7 @@ def _startup_payload(root: Path, result: StartupResult, **extra: Any) -> dict[st
     }
 
 
-@click.group("state")
+@click.group("state", cls=SuggestingGroup)
 def state() -> None:
     """Durable task state: status, ensure, checkpoint (the pressure gate), bundle, archive, override."""
 
@@ -176,9 +178,19 @@ def _read_update(update: str | None, sets: tuple[str, ...]) -> dict[str, Any] | 
 @click.option("--update", default=None, help="JSON file (or - for stdin) with state fields to change.")
 @click.option("--set", "sets", multiple=True, help="FIELD=VALUE for goal, current_phase, next_action.")
 @click.option("--session-id", default=None, help="Session id to record in the ledger.")
-@click.option("--warning", type=float, default=0.55, show_default=True, help="Warning gate.")
-@click.option("--compress", type=float, default=0.70, show_default=True, help="Compress gate.")
-@click.option("--critical", type=float, default=0.85, show_default=True, help="Critical gate (halt).")
+@click.option(
+    "--warning", type=float, default=defaults.PRESSURE_WARNING, show_default=True, help="Warning gate."
+)
+@click.option(
+    "--compress", type=float, default=defaults.PRESSURE_COMPRESS, show_default=True, help="Compress gate."
+)
+@click.option(
+    "--critical",
+    type=float,
+    default=defaults.PRESSURE_CRITICAL,
+    show_default=True,
+    help="Critical gate (halt).",
+)
 @_common
 @guarded
 def checkpoint_state_cmd(
@@ -313,7 +325,7 @@ def override_cmd(root: Path, as_json: bool, reason: str, allow: int) -> None:
 
 
 @state.command("snapshot")
-@click.argument("transcript")
+@transcripts_argument("transcript")
 @_common
 @guarded
 def snapshot_cmd(root: Path, as_json: bool, transcript: str) -> None:
@@ -359,7 +371,7 @@ def remember_cmd(root: Path, as_json: bool, kind: str, text: str) -> None:
 
 
 @click.command("checkpoint")
-@click.argument("path")
+@transcripts_argument("path")
 @click.option("--budget", "budget_tokens", type=int, default=500, show_default=True, help="Token budget.")
 @click.option("--no-ledger", is_flag=True, help="Do not record the checkpoint in the ledger.")
 @_common

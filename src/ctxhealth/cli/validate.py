@@ -16,11 +16,11 @@ from pathlib import Path
 
 import click
 
-from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.common import echo_json, guarded, labels_option, transcripts_argument
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
-from ctxhealth.risk import EVAL_POINTS, AucFigure, Validation, collect_runs, read_labels, validate_runs
-from ctxhealth.signals.profile import resolve_profile
+from ctxhealth.evaluation import EVAL_POINTS, AucFigure, Validation, collect_runs, read_labels, validate_runs
+from ctxhealth.policy.profile import resolve_profile
 
 
 def _cell(f: AucFigure) -> str:
@@ -65,8 +65,8 @@ def render_validation(v: Validation) -> str:
 
 
 @click.command("validate")
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--labels", "labels_path", required=True, help="CSV with columns file,resolved (1 = success).")
+@transcripts_argument("paths", many=True)
+@labels_option
 @click.option(
     "--profile", "profile_path", help="A profile written by `ctxhealth calibrate` (default: built-in)."
 )
@@ -86,7 +86,12 @@ def validate(
     force_cv: bool | None,
     as_json: bool,
 ) -> None:
-    """Measure how well the risk score predicts failed runs, against simple baselines."""
+    """Measure how well the risk score predicts failed runs, against simple baselines.
+
+    Needs transcripts of finished runs and a CSV saying which of them reached their goal (--labels):
+    none ship with ctxhealth. Label your own runs, or use a benchmark's published runs and results
+    (SWE-bench: the instances an agent resolved, and its trajectories).
+    """
     settings = load_settings({"profile": profile_path}, os.environ, Path.cwd())
     profile = resolve_profile(settings.profile, settings.profile_overrides)
     if profile.risk is None:

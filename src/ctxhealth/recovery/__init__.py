@@ -11,5 +11,6 @@ Strategies are pure functions ``Session -> (Session, RecoveryReport)``:
 
 :mod:`~ctxhealth.recovery.checkpoint` builds the deterministic checkpoint,
 :mod:`~ctxhealth.recovery.retention` audits which facts survive, :mod:`~ctxhealth.recovery.warn`
-words the user-facing warnings. Every output keeps tool calls paired (:mod:`.pairing`).
+words the user-facing warnings, :mod:`.text` holds the plain-text pieces the checkpoint and
+working-bundle renderers share. Every output keeps tool calls paired (:mod:`.pairing`).
 """

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from ctxhealth.model import Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, text_tokens
 from ctxhealth.recovery.digest import Decision, Digest, digest, sentences
-from ctxhealth.report.text import bullets
+from ctxhealth.recovery.text import bullets
 
 DEFAULT_BUDGET_TOKENS = 500
 CHECKPOINT_HEADER = "[CONTEXT CHECKPOINT -- PREVIOUS PROGRESS]"

@@ -1,2 +1,1 @@
-"""Reports: the verdict dictionaries commands print (``check``) and their terminal rendering, and
-the plain-text pieces other renderers share (:mod:`.text`)."""
+"""Reports: the verdict dictionaries commands print (``check``) and their terminal rendering."""

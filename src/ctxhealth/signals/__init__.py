@@ -6,7 +6,7 @@
 * :mod:`~ctxhealth.signals.repetition` — repeated calls, re-reads, edit thrash;
 * :mod:`~ctxhealth.signals.indicators` — the spec's early-warning indicators;
 * :mod:`~ctxhealth.signals.fidelity` — verification gaps, contracting replies, narrowing file focus;
-* :mod:`~ctxhealth.signals.profile` — every threshold (:class:`Profile`), per tier, overridable.
+* :mod:`~ctxhealth.signals.thresholds` — what the detectors read from the policy's ``Profile``.
 
 Shared pieces: :mod:`~ctxhealth.signals.base` (``Signal``, the detector protocol, bounded helpers),
 :mod:`~ctxhealth.signals.events` (a message parsed once for all detectors),

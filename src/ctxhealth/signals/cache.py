@@ -19,13 +19,13 @@ from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.cache_rate import cache_hit_rate
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.thresholds import SignalThresholds
 
 
 class CacheDetector(CachedDetector):
     """The latest response's cache hit rate, the session's, and the current run of low ones."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: SignalThresholds) -> None:
         self.profile = profile
         self.rate: float | None = None
         self.read_tokens = 0

@@ -29,8 +29,8 @@ from typing import Any
 from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
 from ctxhealth.signals.text import content_words, run_stems
+from ctxhealth.signals.thresholds import SignalThresholds
 
 INSTRUCTION_WORD_LIMIT = 400
 
@@ -53,7 +53,7 @@ def _last_positions(stems: list[str], words: frozenset[str], base: int, start: i
 class DriftDetector(CachedDetector):
     """Similarity of recent output to the original instruction (1.0 on topic)."""
 
-    def __init__(self, profile: Profile, sweet_spot: int) -> None:
+    def __init__(self, profile: SignalThresholds, sweet_spot: int) -> None:
         self.profile = profile
         self.sweet_spot = sweet_spot
         self.instruction = ""

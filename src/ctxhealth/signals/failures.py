@@ -15,7 +15,7 @@ from typing import Any
 
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, recent
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.thresholds import SignalThresholds
 
 SIGNATURE_LIMIT = 32
 
@@ -23,7 +23,7 @@ SIGNATURE_LIMIT = 32
 class FailureDetector(CachedDetector):
     """Tool failures over the last results: rate, streak, per tool, repeated mistakes."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: SignalThresholds) -> None:
         self.profile = profile
         self.window: deque[tuple[str, bool, int]] = deque()
         self.window_failures = 0

@@ -13,7 +13,7 @@ from ctxhealth.model import Role, TextBlock
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.calls import CallKind
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.thresholds import SignalThresholds
 
 FILE_LIMIT = 256
 
@@ -21,7 +21,7 @@ FILE_LIMIT = 256
 class FidelityDetector(CachedDetector):
     """Verification gaps, contracting replies and narrowing file focus, block by block."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: SignalThresholds) -> None:
         self.profile = profile
         self.block_start = 1
         self.cur_files: set[str] = set()

@@ -23,7 +23,7 @@ from zlib import adler32, crc32
 from ctxhealth.model import Role
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, matches_at_anchors
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.thresholds import SignalThresholds
 
 # Each pattern opens with a lookahead on the letters its alternatives start with: a position that
 # cannot start a match is rejected by one class test instead of trying every alternative (the same
@@ -198,7 +198,7 @@ _LOWER_CONTEXT = ("\u0130", "\u03a3")
 class IndicatorDetector(CachedDetector):
     """The early-warning indicators read from assistant text and tool calls."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: SignalThresholds) -> None:
         self.profile = profile
         w = profile.indicator_window
         self.contradictions = TurnWindow(w)

@@ -17,17 +17,17 @@ from typing import Any
 from ctxhealth.accounting.types import ModelInfo
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile, TierThresholds
+from ctxhealth.signals.thresholds import SignalThresholds, TierLimits
 from ctxhealth.signals.zones import ZONES, Zone, tier_zone_of, window_zone_of, worse
 
 __all__ = ["ZONES", "PressureTracker", "Zone", "tier_zone", "window_zone", "worse"]
 
 
-def tier_zone(fill: int, th: TierThresholds) -> Zone:
+def tier_zone(fill: int, th: TierLimits) -> Zone:
     return tier_zone_of(fill, th.sweet_spot, th.compact_zone, th.hard_limit)
 
 
-def window_zone(fraction: float, profile: Profile) -> Zone:
+def window_zone(fraction: float, profile: SignalThresholds) -> Zone:
     p = profile
     return window_zone_of(fraction, p.window_yellow, p.window_orange, p.window_critical, p.window_autocompact)
 
@@ -38,7 +38,7 @@ class PressureTracker(CachedDetector):
     TRANSIENT = CachedDetector.TRANSIENT | {"info", "thresholds", "usable"}
     """The model's figures come from the monitor's model, not from saved state."""
 
-    def __init__(self, info: ModelInfo, profile: Profile) -> None:
+    def __init__(self, info: ModelInfo, profile: SignalThresholds) -> None:
         self.info = info
         self.profile = profile
         self.thresholds = profile.thresholds(info.tier)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, pair_hash
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.thresholds import SignalThresholds
 
 KEY_LIMIT = 128
 
@@ -20,7 +20,7 @@ KEY_LIMIT = 128
 class RepetitionDetector(CachedDetector):
     """Identical calls, re-reads without an edit, and edit thrash, within a window of turns."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: SignalThresholds) -> None:
         self.profile = profile
         w = profile.indicator_window
         self.seen_calls: BoundedDict[int, int] = BoundedDict(KEY_LIMIT)

@@ -20,13 +20,13 @@ from enum import Enum
 from typing import Any
 
 from ctxhealth.accounting.types import FillSource
-from ctxhealth.policy import Counters
 from ctxhealth.signals.base import BoundedDict, TurnWindow
 from ctxhealth.signals.calls import CallInfo, CallKind
 from ctxhealth.signals.pressure import Zone
 
 _ENUMS: dict[str, type[Enum]] = {cls.__name__: cls for cls in (Zone, FillSource, CallKind)}
-_VALUES: dict[str, Callable[..., Any]] = {"CallInfo": CallInfo, "Counters": Counters}
+# value classes of layers above (the policy's counters) register themselves with register_value
+_VALUES: dict[str, Callable[..., Any]] = {"CallInfo": CallInfo}
 
 
 def register_enum(cls: type[Enum]) -> None:

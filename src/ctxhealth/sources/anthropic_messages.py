@@ -179,6 +179,13 @@ def parse(data: bytes, path: str) -> Session:
     except BadJSON as exc:
         sink.add(None, f"invalid JSON: {exc}")
         return Session(path=path, format=Format.ANTHROPIC_MESSAGES, messages=(), warnings=sink.result())
+    return parse_document(doc, path, sink)
+
+
+def parse_document(doc: Any, path: str, sink: WarningSink | None = None) -> Session:
+    """A decoded Messages document (``{"system"?: ..., "messages": [...], "model"?: ...}`` or a bare
+    message list) as a :class:`Session`; ``path`` names it in warnings."""
+    sink = sink if sink is not None else WarningSink(path)
     messages: list[Message] = []
     system = doc.get("system") if isinstance(doc, dict) else None
     if system is not None:

@@ -147,7 +147,13 @@ def usage_with_warnings(raw: Any, sink: WarningSink, index: int) -> Usage | None
 def parse(data: bytes, path: str) -> Session:
     """Read one Chat Completions message list into a :class:`Session`."""
     sink = WarningSink(path)
-    doc = load_document(data, sink)
+    return parse_document(load_document(data, sink), path, sink)
+
+
+def parse_document(doc: Any, path: str, sink: WarningSink | None = None) -> Session:
+    """A decoded Chat Completions document (a message list, or ``{"messages": ..., "model": ...}``)
+    as a :class:`Session`; ``path`` names it in warnings."""
+    sink = sink if sink is not None else WarningSink(path)
     # Invalid JSON (already warned about) and a JSON null both read as an empty list.
     model, raw_messages = message_list(doc, sink) if doc is not None else (None, [])
     messages: list[Message] = []

@@ -210,7 +210,7 @@ def read_data(data: bytes, name: str, *, format: Format | None = None, strict: b
             line=first.line,
         )
     if strict:
-        _check_strict(session)
+        check_strict(session)
     return session
 
 
@@ -279,7 +279,8 @@ def _all_warnings(session: Session) -> list[ReadWarning]:
     return found
 
 
-def _check_strict(session: Session) -> None:
+def check_strict(session: Session) -> None:
+    """Raise :class:`StrictModeError` on the first reader warning of ``session`` or its sidechains."""
     found = _all_warnings(session)
     if found:
         first = found[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ctxhealth.report.text import bullets
+from ctxhealth.recovery.text import bullets
 from ctxhealth.state.schema import Artifact, Decision, Outcome, TaskState
 
 __all__ = ["WorkingBundle", "working_bundle"]

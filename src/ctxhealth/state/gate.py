@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxhealth.errors import ConfigError, LedgerError
-from ctxhealth.signals.profile import Profile
+from ctxhealth.policy import Profile, defaults
 from ctxhealth.state.ledger import Ledger
 from ctxhealth.state.schema import TaskState, merge_update
-from ctxhealth.state.startup import inspect
+from ctxhealth.state.startup import StartupResult, inspect
 from ctxhealth.state.status import Status
 from ctxhealth.state.store import Control, HaltRecord, StateStore
 from ctxhealth.state.summary import summary_matches
@@ -46,9 +46,9 @@ class GateZone(StrEnum):
 class Thresholds:
     """Pressure gates on the 0..1 scale; each is inclusive (pressure >= gate)."""
 
-    warning: float = 0.55
-    compress: float = 0.70
-    critical: float = 0.85
+    warning: float = defaults.PRESSURE_WARNING
+    compress: float = defaults.PRESSURE_COMPRESS
+    critical: float = defaults.PRESSURE_CRITICAL
 
     def __post_init__(self) -> None:
         if not 0.0 < self.warning < self.compress < self.critical <= 1.0:
@@ -60,7 +60,7 @@ class Thresholds:
 
     @classmethod
     def from_profile(cls, profile: Profile) -> Thresholds:
-        """The gates of a signals profile (``pressure_warning`` / ``_compress`` / ``_critical``)."""
+        """The gates of a policy profile (``pressure_warning`` / ``_compress`` / ``_critical``)."""
         return cls(profile.pressure_warning, profile.pressure_compress, profile.pressure_critical)
 
 
@@ -131,114 +131,23 @@ def run_gate(
     zone = zone_for(request.pressure, thresholds)
     start = inspect(store)
     if start.status not in (Status.OK, Status.COMPLETE) or start.state is None:
-        if start.status is Status.HALT_CONTEXT_LIMIT:
-            return GateResult(
-                start.status,
-                zone,
-                start.detail + " (refusing until `ctxhealth state override`)",
-                request.pressure,
-                request.turn,
-                start.state,
-                halted=True,
-                hint=start.hint,
-            )
-        return GateResult(start.status, zone, start.detail, request.pressure, request.turn, hint=start.hint)
-
+        return _refused(start, zone, request)
     control = store.read_control()
     turn = request.turn if request.turn is not None else control.gate_calls + 1
     control = replace(control, gate_calls=control.gate_calls + 1)
-    state = start.state
-    reasons: list[str] = []
-    phase_or_goal_changed = request.phase_or_goal_changed
-    if request.update is not None:
-        updated = merge_update(state, request.update, path=str(store.state_path)).touched(store.now_iso())
-        if (updated.goal, updated.current_phase) != (state.goal, state.current_phase):
-            phase_or_goal_changed = True
-        state = store.write_state(updated)
-        reasons.append("state updated")
-
+    state, phase_or_goal_changed, reasons = _apply_update(store, start.state, request)
+    call = _Call(store, ledger, request, turn, zone)
     if state.is_done:
-        final = store.write_state_checkpoint(state, "final")
-        final_summary = store.write_summary(state)
-        store.write_control(control)
-        noted = _record(
-            ledger, request, turn, zone, "complete", "next_action ends the task", final, final_summary
-        )
-        return GateResult(
-            Status.COMPLETE,
-            zone,
-            f"task complete (next_action {state.next_action})",
-            request.pressure,
-            turn,
-            state,
-            final,
-            final_summary,
-            reasons=(*reasons, "final write"),
-            ledger_error=noted,
-        )
-
-    missing_pressure = request.pressure is None and turn > 1
-    must_halt = zone is GateZone.CRITICAL or missing_pressure
-    if zone is GateZone.CRITICAL:
-        reasons.append(f"pressure {request.pressure:.2f} >= critical {thresholds.critical:.2f}")
-    if missing_pressure:
-        reasons.append(f"no pressure reported at turn {turn}")
-    if zone is GateZone.COMPRESS:
-        reasons.append(f"pressure {request.pressure:.2f} >= compress {thresholds.compress:.2f}")
-    if request.action_changed_state:
-        reasons.append("action changed state")
-    want_checkpoint = (
-        must_halt or zone is GateZone.COMPRESS or request.action_changed_state or request.update is not None
-    )
-    stale_summary = not summary_matches(store.read_summary() or "", state)
-    if phase_or_goal_changed:
-        reasons.append("phase or goal changed")
-    if request.summary_conflict:
-        reasons.append("summary conflict reported")
-    want_summary = want_checkpoint or phase_or_goal_changed or request.summary_conflict or stale_summary
-
-    checkpoint = store.write_state_checkpoint(state) if want_checkpoint else None
-    summary = store.write_summary(state) if want_summary else None
-
-    if must_halt and control.override_remaining > 0:
-        control = replace(control, override_remaining=control.override_remaining - 1)
-        store.write_control(control)
-        detail = "critical: continuing under an explicit override"
-        noted = _record(ledger, request, turn, zone, "override", "; ".join(reasons), checkpoint, summary)
-        return GateResult(
-            Status.OK,
-            zone,
-            detail,
-            request.pressure,
-            turn,
-            state,
-            checkpoint,
-            summary,
-            override_used=True,
-            reasons=tuple(reasons),
-            ledger_error=noted,
-        )
-    if must_halt:
-        reason = "; ".join(r for r in reasons if "pressure" in r) or "context limit"
-        halt = HaltRecord(reason=reason, at=store.now_iso(), pressure=request.pressure, turn=turn)
-        store.write_control(replace(control, halt=halt))
-        noted = _record(ledger, request, turn, zone, "halt", reason, checkpoint, summary)
-        return GateResult(
-            Status.HALT_CONTEXT_LIMIT,
-            zone,
-            f"halted: {reason}",
-            request.pressure,
-            turn,
-            state,
-            checkpoint,
-            summary,
-            halted=True,
-            reasons=tuple(reasons),
-            hint="restart from the checkpoint and summary, or `ctxhealth state override` to go on",
-            ledger_error=noted,
-        )
+        return _complete(call, state, control, reasons)
+    plan = _plan(call, state, thresholds, phase_or_goal_changed, reasons)
+    checkpoint = store.write_state_checkpoint(state) if plan.checkpoint else None
+    summary = store.write_summary(state) if plan.summary else None
+    if plan.halt and control.override_remaining > 0:
+        return _continue_under_override(call, state, control, plan, checkpoint, summary)
+    if plan.halt:
+        return _halt(call, state, control, plan, checkpoint, summary)
     store.write_control(control)
-    noted = _record(ledger, request, turn, zone, "continue", "; ".join(reasons), checkpoint, summary)
+    noted = _record(call, "continue", "; ".join(plan.reasons), checkpoint, summary)
     return GateResult(
         Status.OK,
         zone,
@@ -248,27 +157,178 @@ def run_gate(
         state,
         checkpoint,
         summary,
-        reasons=tuple(reasons),
+        reasons=plan.reasons,
         ledger_error=noted,
     )
 
 
-def _record(
-    ledger: Ledger | None,
-    request: GateRequest,
-    turn: int,
-    zone: GateZone,
-    action: str,
-    reason: str,
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What every step of one gate call needs: where to write, what was asked, and its turn and zone."""
+
+    store: StateStore
+    ledger: Ledger | None
+    request: GateRequest
+    turn: int
+    zone: GateZone
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What the gate will do: halt, write a checkpoint, write a summary, and why."""
+
+    halt: bool
+    checkpoint: bool
+    summary: bool
+    reasons: tuple[str, ...]
+
+
+def _refused(start: StartupResult, zone: GateZone, request: GateRequest) -> GateResult:
+    """The answer when the state is missing, foreign, or halted: nothing is written."""
+    if start.status is Status.HALT_CONTEXT_LIMIT:
+        return GateResult(
+            start.status,
+            zone,
+            start.detail + " (refusing until `ctxhealth state override`)",
+            request.pressure,
+            request.turn,
+            start.state,
+            halted=True,
+            hint=start.hint,
+        )
+    return GateResult(start.status, zone, start.detail, request.pressure, request.turn, hint=start.hint)
+
+
+def _apply_update(
+    store: StateStore, state: TaskState, request: GateRequest
+) -> tuple[TaskState, bool, list[str]]:
+    """The state after the request's update (if any), whether its phase or goal changed, and why."""
+    reasons: list[str] = []
+    phase_or_goal_changed = request.phase_or_goal_changed
+    if request.update is not None:
+        updated = merge_update(state, request.update, path=str(store.state_path)).touched(store.now_iso())
+        if (updated.goal, updated.current_phase) != (state.goal, state.current_phase):
+            phase_or_goal_changed = True
+        state = store.write_state(updated)
+        reasons.append("state updated")
+    return state, phase_or_goal_changed, reasons
+
+
+def _complete(call: _Call, state: TaskState, control: Control, reasons: list[str]) -> GateResult:
+    """next_action ends the task: a final checkpoint and summary, answer ``COMPLETE``."""
+    final = call.store.write_state_checkpoint(state, "final")
+    final_summary = call.store.write_summary(state)
+    call.store.write_control(control)
+    noted = _record(call, "complete", "next_action ends the task", final, final_summary)
+    return GateResult(
+        Status.COMPLETE,
+        call.zone,
+        f"task complete (next_action {state.next_action})",
+        call.request.pressure,
+        call.turn,
+        state,
+        final,
+        final_summary,
+        reasons=(*reasons, "final write"),
+        ledger_error=noted,
+    )
+
+
+def _plan(
+    call: _Call, state: TaskState, thresholds: Thresholds, phase_or_goal_changed: bool, reasons: list[str]
+) -> _Plan:
+    """Halt at critical pressure or when pressure went missing after the first turn; checkpoint when
+    halting, compressing or the state changed; refresh the summary when anything of that, the phase or
+    goal changed, a conflict was reported, or the summary no longer matches the state."""
+    request, zone = call.request, call.zone
+    reasons = list(reasons)
+    missing_pressure = request.pressure is None and call.turn > 1
+    must_halt = zone is GateZone.CRITICAL or missing_pressure
+    if zone is GateZone.CRITICAL:
+        reasons.append(f"pressure {request.pressure:.2f} >= critical {thresholds.critical:.2f}")
+    if missing_pressure:
+        reasons.append(f"no pressure reported at turn {call.turn}")
+    if zone is GateZone.COMPRESS:
+        reasons.append(f"pressure {request.pressure:.2f} >= compress {thresholds.compress:.2f}")
+    if request.action_changed_state:
+        reasons.append("action changed state")
+    want_checkpoint = (
+        must_halt or zone is GateZone.COMPRESS or request.action_changed_state or request.update is not None
+    )
+    stale_summary = not summary_matches(call.store.read_summary() or "", state)
+    if phase_or_goal_changed:
+        reasons.append("phase or goal changed")
+    if request.summary_conflict:
+        reasons.append("summary conflict reported")
+    want_summary = want_checkpoint or phase_or_goal_changed or request.summary_conflict or stale_summary
+    return _Plan(must_halt, want_checkpoint, want_summary, tuple(reasons))
+
+
+def _continue_under_override(
+    call: _Call,
+    state: TaskState,
+    control: Control,
+    plan: _Plan,
     checkpoint: Path | None,
     summary: Path | None,
-) -> str:
+) -> GateResult:
+    """A halt condition, let through by an explicit override (one fewer left)."""
+    call.store.write_control(replace(control, override_remaining=control.override_remaining - 1))
+    noted = _record(call, "override", "; ".join(plan.reasons), checkpoint, summary)
+    return GateResult(
+        Status.OK,
+        call.zone,
+        "critical: continuing under an explicit override",
+        call.request.pressure,
+        call.turn,
+        state,
+        checkpoint,
+        summary,
+        override_used=True,
+        reasons=plan.reasons,
+        ledger_error=noted,
+    )
+
+
+def _halt(
+    call: _Call,
+    state: TaskState,
+    control: Control,
+    plan: _Plan,
+    checkpoint: Path | None,
+    summary: Path | None,
+) -> GateResult:
+    """Record the halt; every later call answers ``HALT_CONTEXT_LIMIT`` until :func:`override`."""
+    reason = "; ".join(r for r in plan.reasons if "pressure" in r) or "context limit"
+    halt = HaltRecord(reason=reason, at=call.store.now_iso(), pressure=call.request.pressure, turn=call.turn)
+    call.store.write_control(replace(control, halt=halt))
+    noted = _record(call, "halt", reason, checkpoint, summary)
+    return GateResult(
+        Status.HALT_CONTEXT_LIMIT,
+        call.zone,
+        f"halted: {reason}",
+        call.request.pressure,
+        call.turn,
+        state,
+        checkpoint,
+        summary,
+        halted=True,
+        reasons=plan.reasons,
+        hint="restart from the checkpoint and summary, or `ctxhealth state override` to go on",
+        ledger_error=noted,
+    )
+
+
+def _record(call: _Call, action: str, reason: str, checkpoint: Path | None, summary: Path | None) -> str:
     """Record the gate call; a ledger failure is reported, never allowed to undo the gate's answer."""
+    ledger, request = call.ledger, call.request
     if ledger is None:
         return ""
     try:
-        ledger.record_assessment(request.session_id, turn, pressure=request.pressure, zone=zone.value)
-        ledger.record_decision(request.session_id, turn, f"gate:{action}", reason)
+        ledger.record_assessment(
+            request.session_id, call.turn, pressure=request.pressure, zone=call.zone.value
+        )
+        ledger.record_decision(request.session_id, call.turn, f"gate:{action}", reason)
         if checkpoint is not None:
             ledger.record_checkpoint(request.session_id, checkpoint, summary)
     except LedgerError as exc:

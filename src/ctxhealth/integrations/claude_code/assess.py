@@ -13,6 +13,7 @@ step when the session's monitor saw enough early-warning indicators to raise it.
 from __future__ import annotations
 
 from ctxhealth.integrations.claude_code.tailstate import RECENT_OUTCOMES, SessionCounters
+from ctxhealth.policy import defaults
 from ctxhealth.signals.cache_rate import cache_hit_rate
 from ctxhealth.signals.zones import Zone, tier_zone_of, window_zone_of, worse
 
@@ -29,22 +30,22 @@ _FALLBACK: dict[str, Any] = {
     "window": 200_000,
     "usable": 187_000,
     "tier": "full",
-    "sweet_spot": 80_000,
-    "compact_zone": 120_000,
-    "hard_limit": 180_000,
-    "window_yellow": 0.65,
-    "window_orange": 0.80,
-    "window_critical": 0.90,
-    "window_autocompact": 0.93,
-    "pressure_warning": 0.55,
-    "pressure_compress": 0.70,
-    "pressure_critical": 0.85,
-    "drift_threshold": 0.15,
-    "failure_rate": 0.40,
-    "failure_min_calls": 4,
-    "consecutive_failures": 3,
-    "cache_hit_min": 0.40,
-    "cache_min_prompt": 1_024,
+    "sweet_spot": defaults.FULL_TIER[0],
+    "compact_zone": defaults.FULL_TIER[1],
+    "hard_limit": defaults.FULL_TIER[2],
+    "window_yellow": defaults.WINDOW_YELLOW,
+    "window_orange": defaults.WINDOW_ORANGE,
+    "window_critical": defaults.WINDOW_CRITICAL,
+    "window_autocompact": defaults.WINDOW_AUTOCOMPACT,
+    "pressure_warning": defaults.PRESSURE_WARNING,
+    "pressure_compress": defaults.PRESSURE_COMPRESS,
+    "pressure_critical": defaults.PRESSURE_CRITICAL,
+    "drift_threshold": defaults.DRIFT_THRESHOLD,
+    "failure_rate": defaults.FAILURE_RATE,
+    "failure_min_calls": defaults.FAILURE_MIN_CALLS,
+    "consecutive_failures": defaults.CONSECUTIVE_FAILURES,
+    "cache_hit_min": defaults.CACHE_HIT_MIN,
+    "cache_min_prompt": defaults.CACHE_MIN_PROMPT,
 }
 
 

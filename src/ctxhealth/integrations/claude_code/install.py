@@ -166,7 +166,7 @@ def _parse(raw: bytes | None, path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise ConfigError(
             f"settings file is not valid JSON ({exc})",
-            hint="fix it (Claude Code cannot read it either) or pass --settings to another directory",
+            hint="fix it (Claude Code cannot read it either) or pass --claude-dir to another directory",
             path=str(path),
         ) from None
     if not isinstance(data, dict):

@@ -29,8 +29,8 @@ from ctxhealth.integrations.claude_code.tailstate import SessionCounters
 from ctxhealth.model import Format, Message, TextBlock
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
+from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import redact
-from ctxhealth.signals.profile import Profile, default_profile
 
 __all__ = [
     "NO_TURN_LIMIT",

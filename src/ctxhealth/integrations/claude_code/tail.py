@@ -22,8 +22,8 @@ from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
 from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters, call_signature
 from ctxhealth.model import Message, Role
+from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import redact
-from ctxhealth.signals.profile import Profile, default_profile
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 
 __all__ = ["DEFAULT_MAX_BYTES", "HEAD_BYTES", "fold_messages", "read_tail", "resolve_thresholds"]

@@ -1,4 +1,4 @@
-"""Plain-text pieces shared by the renderers of checkpoints and working bundles."""
+"""Plain-text pieces shared by the renderers of checkpoints (here) and working bundles (state)."""
 
 from __future__ import annotations
 

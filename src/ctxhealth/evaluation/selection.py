@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ctxhealth.risk.fitting import fit_model
-from ctxhealth.risk.folds import group_folds, point_strata
-from ctxhealth.risk.metrics import stratified_auc
-from ctxhealth.risk.model import RiskModel
-from ctxhealth.risk.procedures import (
+from ctxhealth.evaluation.fitting import fit_model
+from ctxhealth.evaluation.folds import group_folds, point_strata
+from ctxhealth.evaluation.metrics import stratified_auc
+from ctxhealth.evaluation.procedures import (
     ANCHOR_FEATURE,
     ANCHORED_THRESHOLD,
     DEFAULT_ALPHA_GRID,
@@ -23,6 +22,7 @@ from ctxhealth.risk.procedures import (
     fit_anchored,
     fit_screened,
 )
+from ctxhealth.risk.model import RiskModel
 
 DEFAULT_L2_GRID: tuple[float, ...] = (1.0, 10.0, 100.0)
 

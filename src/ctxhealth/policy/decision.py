@@ -31,8 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
+from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.pressure import Zone
-from ctxhealth.signals.profile import Profile
+from ctxhealth.signals.state import register_value
 
 
 class Action(StrEnum):
@@ -144,6 +145,9 @@ class Counters:
     steps: int = 0
 
 
+register_value(Counters)  # a monitor saves its counters along with its detectors' state
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     action: Action
@@ -166,12 +170,30 @@ def _restart(reason: str, rule: Rule, counters: Counters, profile: Profile) -> D
 
 
 def decide(snapshot: Snapshot, counters: Counters, profile: Profile) -> Decision:
-    """The action for this turn and why. Total (any input gives a decision) and deterministic."""
+    """The action for this turn and why. Total (any input gives a decision) and deterministic.
+
+    The tree's branches in the order of the module docstring, in four steps; the first branch that
+    matches decides.
+    """
     s, c, p = snapshot, counters, profile
-    if c.cooldown > 0:
+    if c.cooldown > 0:  # 1
         return Decision(
             Action.CONTINUE, (f"cooldown after a restart: {c.cooldown} turns left",), Rule.COOLDOWN
         )
+    return (
+        _reset_triggers(s, c, p)  # 2-5
+        or _interventions(s, c, p)  # 6-9
+        or _warnings(s, p)  # 10-11
+        or _HEALTHY  # 12
+    )
+
+
+_HEALTHY = Decision(Action.CONTINUE, ("healthy",), Rule.HEALTHY)
+
+
+def _reset_triggers(s: Snapshot, c: Counters, p: Profile) -> Decision | None:
+    """Branches 2-5: a failure spiral, the hard limit, the compact zone after repeated truncations and
+    critical pressure reset the context (restart, or halt at critical pressure)."""
     if s.recent_calls >= p.failure_min_calls and s.failure_rate > p.failure_rate:
         return _restart(
             f"failure spiral: {s.failure_rate:.0%} of the last {s.recent_calls} tool calls failed "
@@ -204,6 +226,12 @@ def decide(snapshot: Snapshot, counters: Counters, profile: Profile) -> Decision
                 Action.HALT, (reason, "halt and wait for an explicit override"), Rule.CRITICAL_PRESSURE
             )
         return _restart(reason, Rule.CRITICAL_PRESSURE, c, p)
+    return None
+
+
+def _interventions(s: Snapshot, c: Counters, p: Profile) -> Decision | None:
+    """Branches 6-9: change the context without a reset (truncate, re-anchor, clear tool results,
+    compress history)."""
     if s.zone is Zone.ORANGE:
         return Decision(
             Action.TRUNCATE,
@@ -231,6 +259,12 @@ def decide(snapshot: Snapshot, counters: Counters, profile: Profile) -> Decision
             (f"{c.steps} turns since the last reset (> {p.max_turns}): compress history",),
             Rule.TOO_MANY_TURNS,
         )
+    return None
+
+
+def _warnings(s: Snapshot, p: Profile) -> Decision | None:
+    """Branches 10-11: tell someone, change nothing (prompt-cache misses; pressure, indicators, a
+    failure streak or risk over their warning levels)."""
     if s.low_cache_turns >= p.cache_miss_turns:
         return Decision(
             Action.WARN,
@@ -251,9 +285,7 @@ def decide(snapshot: Snapshot, counters: Counters, profile: Profile) -> Decision
         warnings.append(f"{s.consecutive_failures} consecutive tool failures")
     if s.risk is not None and s.risk >= p.risk_warning:
         warnings.append(f"risk {s.risk:.2f} >= {p.risk_warning}")
-    if warnings:
-        return Decision(Action.WARN, tuple(warnings), Rule.WARNING)
-    return Decision(Action.CONTINUE, ("healthy",), Rule.HEALTHY)
+    return Decision(Action.WARN, tuple(warnings), Rule.WARNING) if warnings else None
 
 
 def record(counters: Counters, action: Action, profile: Profile) -> Counters:

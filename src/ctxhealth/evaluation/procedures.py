@@ -5,7 +5,7 @@ Screened unit weights (:func:`fit_screened`) estimate far fewer numbers than fre
 the phased variant fades every feature but peak fill in over the first turns (the one the shipped
 profile uses: it matched screening at the end of a run and did better in its first half); the
 fill-anchored model (:func:`fit_anchored`) is peak fill plus a chosen weight on the other screened
-features. Choosing their settings by inner cross-validation lives in :mod:`ctxhealth.risk.selection`.
+features. Choosing their settings by inner cross-validation lives in :mod:`ctxhealth.evaluation.selection`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from enum import Enum
 from typing import Any
 
 from ctxhealth.errors import ConfigError
-from ctxhealth.risk.fitting import _transform, fit_weights
-from ctxhealth.risk.metrics import stratified_auc
+from ctxhealth.evaluation.fitting import _transform, fit_weights
+from ctxhealth.evaluation.metrics import stratified_auc
 from ctxhealth.risk.model import PHASE_FEATURE, RiskModel
 
 

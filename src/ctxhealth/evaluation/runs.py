@@ -105,7 +105,7 @@ def run_features(
     """Features of one session after the first ``p`` of its turns, for each ``p``, in one pass."""
     # the monitor imports this package (for the model): import it only when features are computed
     from ctxhealth.monitor import Monitor, cut_index
-    from ctxhealth.signals.profile import Profile
+    from ctxhealth.policy.profile import Profile
 
     base = profile if profile is not None else Profile()
     monitor = Monitor(session.model, replace(base, risk=None), track_hedges=True)

@@ -8,18 +8,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxhealth.errors import ConfigError
-from ctxhealth.risk.crossval import CVResult, cross_validate
-from ctxhealth.risk.folds import training_rows
-from ctxhealth.risk.metrics import roc_auc
-from ctxhealth.risk.model import RiskModel
-from ctxhealth.risk.procedures import (
+from ctxhealth.evaluation.crossval import CVResult, cross_validate
+from ctxhealth.evaluation.folds import training_rows
+from ctxhealth.evaluation.metrics import roc_auc
+from ctxhealth.evaluation.procedures import (
     ANCHORED_THRESHOLD,
     DEFAULT_ALPHA_GRID,
     DEFAULT_PHASE_GRID,
     DEFAULT_THRESHOLD_GRID,
     Procedure,
 )
-from ctxhealth.risk.runs import (
+from ctxhealth.evaluation.runs import (
     BASELINES,
     CANDIDATE_FEATURES,
     EVAL_POINTS,
@@ -28,7 +27,8 @@ from ctxhealth.risk.runs import (
     fingerprint,
     run_key,
 )
-from ctxhealth.risk.selection import fit_selected
+from ctxhealth.evaluation.selection import fit_selected
+from ctxhealth.risk.model import RiskModel
 
 PROCEDURE = Procedure.PHASED
 """How the shipped profile and ``ctxhealth calibrate`` fit the risk model. In the nested

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxhealth.risk.calibration import cross_validate_runs, procedure_of
-from ctxhealth.risk.metrics import bootstrap_auc_ci, bootstrap_auc_difference_ci, roc_auc
+from ctxhealth.evaluation.calibration import cross_validate_runs, procedure_of
+from ctxhealth.evaluation.metrics import bootstrap_auc_ci, bootstrap_auc_difference_ci, roc_auc
+from ctxhealth.evaluation.runs import BASELINES, EVAL_POINTS, LabelledRun, fingerprint, run_key
 from ctxhealth.risk.model import RiskModel
-from ctxhealth.risk.runs import BASELINES, EVAL_POINTS, LabelledRun, fingerprint, run_key
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ctxhealth.accounting.types import Tier
 from ctxhealth.errors import ConfigError
+from ctxhealth.policy import defaults
 from ctxhealth.risk import RiskModel
 
 PROFILE_SCHEMA_VERSION = 1
@@ -46,7 +47,7 @@ class TierThresholds:
 
 
 DEFAULT_TIERS: dict[Tier, TierThresholds] = {
-    Tier.FULL: TierThresholds(80_000, 120_000, 180_000),
+    Tier.FULL: TierThresholds(*defaults.FULL_TIER),
     Tier.COMPACT: TierThresholds(20_000, 30_000, 50_000),
     Tier.LOCAL: TierThresholds(8_000, 16_000, 32_000),
 }
@@ -63,22 +64,22 @@ class Profile:
     name: str = "default"
     tiers: Mapping[Tier, TierThresholds] = field(default_factory=lambda: dict(DEFAULT_TIERS))
     # window zones (fraction of the usable window): yellow, orange, critical, auto-compact
-    window_yellow: float = 0.65
-    window_orange: float = 0.80
-    window_critical: float = 0.90
-    window_autocompact: float = 0.93
+    window_yellow: float = defaults.WINDOW_YELLOW
+    window_orange: float = defaults.WINDOW_ORANGE
+    window_critical: float = defaults.WINDOW_CRITICAL
+    window_autocompact: float = defaults.WINDOW_AUTOCOMPACT
     # pressure gates
-    pressure_warning: float = 0.55
-    pressure_compress: float = 0.70
-    pressure_critical: float = 0.85
+    pressure_warning: float = defaults.PRESSURE_WARNING
+    pressure_compress: float = defaults.PRESSURE_COMPRESS
+    pressure_critical: float = defaults.PRESSURE_CRITICAL
     halt_on_critical: bool = True
     # drift
-    drift_threshold: float = 0.15
+    drift_threshold: float = defaults.DRIFT_THRESHOLD
     drift_window_chars: int = 2_000
     # tool failures
-    failure_rate: float = 0.40
-    failure_min_calls: int = 4
-    consecutive_failures: int = 3
+    failure_rate: float = defaults.FAILURE_RATE
+    failure_min_calls: int = defaults.FAILURE_MIN_CALLS
+    consecutive_failures: int = defaults.CONSECUTIVE_FAILURES
     same_tool_failures: int = 2
     same_mistake: int = 3
     # repetition and indicators
@@ -90,9 +91,9 @@ class Profile:
     # fidelity
     fidelity_window: int = 10
     # prompt cache (reset trigger: restructure the prefix)
-    cache_hit_min: float = 0.40
+    cache_hit_min: float = defaults.CACHE_HIT_MIN
     cache_miss_turns: int = 5
-    cache_min_prompt: int = 1_024
+    cache_min_prompt: int = defaults.CACHE_MIN_PROMPT
     # policy
     max_restarts: int = 3
     cooldown: int = 3
