@@ -215,3 +215,23 @@ def test_secrets_in_the_conversation_stay_out_of_the_saved_monitor(tmp_path: Pat
     assert counters is not None and counters.monitor is not None
     saved = json.dumps(counters.to_dict())
     assert "QQQQQQQQ" not in saved and "[REDACTED:" in json.dumps(counters.monitor)
+
+
+def test_the_window_the_status_line_states_is_the_monitors_window(tmp_path: Path) -> None:
+    """One ModelInfo per session: after the status line stated a 1M window, the hooks' monitor
+    computes pressure and zones against it, and the counters' fill is the monitor's."""
+    from ctxhealth.integrations.claude_code.tail import resolve_thresholds
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading.", 100_000) + "\n")
+    c = SessionCounters(str(path))
+    read_tail(c, str(path))
+    assert c.thresholds is not None and c.thresholds["window"] == 200_000
+    resolve_thresholds(c, window=1_000_000)  # what the status line does with context_window_size
+    with path.open("a") as handle:
+        handle.write(_assistant(2, "Found it.", 150_000) + "\n")
+    read_tail(c, str(path))
+    assert c.thresholds["window"] == 1_000_000  # kept by the hook's own refresh
+    assert c.assessment is not None and c.fill == c.assessment["fill"] == 150_000
+    # against 200K, capacity (150K of ~155K usable) would be the pressure; against 1M, quality is
+    assert c.assessment["pressure"] == round(150_000 / 180_000, 4)

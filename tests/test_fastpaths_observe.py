@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from builders import PlainDriftWindow
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
-from ctxhealth.monitor import _FEATURES, Monitor, _repr_len, _Scorer
+from ctxhealth.monitor import _FEATURES, Monitor, _Scorer
 from ctxhealth.policy import Action
 from ctxhealth.policy.profile import Profile
 from ctxhealth.risk.model import RiskModel
@@ -195,12 +195,6 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
     max_leaves=12,
 )
-
-
-@settings(max_examples=400, deadline=None)
-@given(json_values)
-def test_repr_length_is_the_length_of_repr(value: Any) -> None:
-    assert _repr_len(value) == len(repr(value))
 
 
 # --------------------------------------------------------------------------- risk score

@@ -22,7 +22,7 @@ from ctxhealth.model import (
     ToolResult,
     Usage,
 )
-from ctxhealth.monitor import Monitor, cut_index, estimate_message_tokens
+from ctxhealth.monitor import Monitor, cut_index
 from ctxhealth.policy import Action, Rule
 from ctxhealth.policy.profile import Profile
 from ctxhealth.risk import RiskModel
@@ -43,17 +43,25 @@ def res(n: int, code: int = 0) -> Message:
     return Message(Role.USER, (ToolResult(f"c{n}", "out" if code == 0 else "Error: x", bool(code), code),))
 
 
-def test_fill_reported_then_estimated_then_reset_by_compaction() -> None:
+def test_fill_is_the_accounts_fill_at_each_response() -> None:
     m = Monitor("claude-sonnet-4", P)
     a = m.observe(Message(Role.SYSTEM, (TextBlock("s" * 400),)))
-    assert a.fill == 104 and a.fill_source is FillSource.ESTIMATED  # 400 chars / 4 + 4 framing
+    assert a.fill == 0 and a.fill_source is FillSource.ESTIMATED  # no response yet
     a = m.observe(act(0, fill=5_000))
     assert a.fill == 5_000 and a.fill_source is FillSource.REPORTED
     a = m.observe(Message(Role.USER, (ToolResult("c0", "x" * 4_000),)))
-    assert a.fill > 5_000 + 1_000  # prompt + the response + ~1K for the result
+    assert a.fill == 5_000  # between responses the fill is the latest response's prompt
+    a = m.observe(act(1))  # no usage: the report plus what was added since, ~4 chars a token
+    call_chars = len("bash") + len('{"command":"ls"}') + 1
+    expected = 5_000 + round((call_chars + 4 * (4 + 8) + 4_000 + 4 * (4 + 8)) / 4)
+    assert a.fill == expected and a.fill_source is FillSource.ESTIMATED
     summary = Message(Role.USER, (CompactionSummary("summary " * 100),))
-    a = m.observe(summary)
-    assert a.fill == 104 + estimate_message_tokens(summary)
+    assert m.observe(summary).fill == expected
+    a = m.observe(act(2))
+    # after a compaction: the hidden base of the last report, the system prompt and the summary
+    hidden = 5_000 - (400 + 16) / 4
+    assert a.fill == round(hidden + (400 + 16 + 800 + 16) / 4)
+    assert m.pressure.peak == expected
 
 
 def test_explicit_fill_wins() -> None:

@@ -111,8 +111,10 @@ def test_a_message_built_from_public_names_is_observed() -> None:
     assert monitor.observe(reply).fill == 99_200  # the usage the provider reported
     result = ctxhealth.Message(ctxhealth.Role.TOOL, (ctxhealth.ToolResult("c1", "1 failed", is_error=True),))
     assessment = monitor.observe(result)
-    assert assessment.fill > 99_200  # plus the tool result, estimated
+    assert assessment.fill == 99_200  # between responses: the latest response's prompt (one account)
     assert isinstance(assessment.action, ctxhealth.Action)
+    unreported = ctxhealth.Message(ctxhealth.Role.ASSISTANT, (ctxhealth.TextBlock("fixed"),))
+    assert monitor.observe(unreported).fill > 99_200  # plus the call and the result, estimated
 
 
 def test_unknown_name_raises_attribute_error() -> None:

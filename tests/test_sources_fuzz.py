@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builders import mutate_bytes
-from ctxhealth.errors import CtxHealthError
+from ctxhealth.errors import CtxHealthError, TranscriptError
 from ctxhealth.model import Format, Message, Session
 from ctxhealth.sources import anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat
 from ctxhealth.sources.claude_code import ClaudeCodeTail
@@ -220,7 +220,9 @@ def test_huge_lines() -> None:
     assert session.messages[0].text == big_text
     assert len(session.warnings) == 1 and session.warnings[0].line == 2
     deep = b"[" * 100_000 + b"]" * 100_000
-    assert _check(read_data, deep, "x", format=Format.OPENAI_CHAT) is not None
+    # nothing readable in it: a clear input error with the reader's reason, not a crash
+    with pytest.raises(TranscriptError, match="no readable message as openai-chat"):
+        read_data(deep, "x", format=Format.OPENAI_CHAT)
 
 
 def test_nul_bytes_and_invalid_utf8() -> None:

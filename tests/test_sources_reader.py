@@ -102,8 +102,9 @@ def test_format_override(tmp_path: Path) -> None:
     with pytest.raises(UnknownFormatError) as info:
         read_session(odd)
     assert "--format" in info.value.hint
-    forced = read_session(odd, format=Format.CLAUDE_CODE)
-    assert forced.messages == () and forced.warnings[0].line == 1
+    with pytest.raises(TranscriptError, match="no readable message as claude-code: invalid JSON") as forced:
+        read_session(odd, format=Format.CLAUDE_CODE)
+    assert forced.value.line == 1 and forced.value.exit_code == 3
 
 
 def test_errors_have_hints(tmp_path: Path) -> None:
@@ -151,7 +152,8 @@ def test_cli_format_override_stdin_and_bad_input() -> None:
     assert piped.exit_code in (0, 1), piped.output
     assert '"format":"codex"' in piped.output.replace(" ", "")
     wrong = runner.invoke(cli, ["check", "--format", "openai-chat", str(FIXTURES / "codex-rollout.jsonl")])
-    assert wrong.exit_code in (0, 1)  # read leniently as the forced format
+    # nothing of a Codex rollout reads as a chat list: bad input with the reader's reason, not "healthy"
+    assert wrong.exit_code == 3 and "no readable message as openai-chat" in wrong.output
     strict = runner.invoke(
         cli, ["check", "--strict", "--format", "openai-chat", str(FIXTURES / "codex-rollout.jsonl")]
     )

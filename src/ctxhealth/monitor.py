@@ -2,7 +2,7 @@
 
 This is what hooks, the proxy and SDK middleware call on every turn, so it is incremental and cheap:
 each ``observe`` parses the one new message once, updates every detector in O(1) amortised time
-with memory bounded by their windows, estimates the fill without re-reading history, then builds the
+with memory bounded by their windows, takes the turn's fill from the account, then builds the
 decision snapshot, the risk score (the profile's model bound once to the feature functions) and the
 decision. Importing this module pulls in neither click nor orjson.
 
@@ -13,9 +13,14 @@ still held by someone, just before the next change to the detectors (a weak refe
 monitor; ``Monitor.last`` is dropped at the start of ``observe`` for that), so a reading always
 shows the turn it was assessed at and a caller who never reads them does not pay for them.
 
-Fill: the provider's reported prompt size when the message carries usage (``reported``); otherwise
-the last known fill plus an estimate of each message since (about 4 characters per token, the spec;
-``estimated``). A compaction summary resets the running estimate to system prompt + summary.
+Fill comes from accounting, the one fill account (:class:`~ctxhealth.accounting.running.RunningFill`):
+at each model response the prompt it saw, as the provider reported it (``reported``), as the
+caller gives it (``observe(message, fill=...)``; :meth:`Monitor.iter_session` feeds the turn
+series of :func:`~ctxhealth.accounting.fill.account_session`, so ``check``'s fill and the fill
+behind pressure are the same numbers), or estimated by accounting's own counting; between
+responses the fill stays at the latest response's. The model's :class:`ModelInfo` (and with it
+the window that pressure and the window zones divide by) is the session's: the window a log
+states (Codex ``model_context_window``) wins over the registry's.
 
 A compaction summary also resets the count of turns since the last reset (the agent compressed its
 own history), so "too many turns" counts from the latest compaction.
@@ -34,21 +39,12 @@ import math
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.running import RunningFill
 from ctxhealth.accounting.types import FillSource, ModelInfo
-from ctxhealth.model import (
-    CompactionSummary,
-    ImageBlock,
-    Message,
-    Role,
-    Session,
-    TextBlock,
-    ThinkingBlock,
-    ToolCall,
-    ToolResult,
-)
+from ctxhealth.model import Format, Message, Role, Session
 from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.risk.model import RiskModel, sigmoid
@@ -63,10 +59,8 @@ from ctxhealth.signals.indicators import IndicatorDetector
 from ctxhealth.signals.pressure import PressureTracker, Zone
 from ctxhealth.signals.repetition import RepetitionDetector
 
-CHARS_PER_TOKEN = 4.0
-MESSAGE_OVERHEAD = 4
-TOOL_BLOCK_OVERHEAD = 8
-IMAGE_TOKENS = 1_500
+if TYPE_CHECKING:
+    from ctxhealth.accounting.fill import SessionAccount
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,71 +189,6 @@ def _assessment(
     return a
 
 
-def estimate_message_tokens(message: Message) -> int:
-    """Estimated context tokens of one message: ~4 characters per token plus framing overhead."""
-    chars = 0
-    extra = MESSAGE_OVERHEAD
-    for b in message.blocks:
-        if isinstance(b, (TextBlock, ThinkingBlock, CompactionSummary)):
-            chars += len(b.text)
-        elif isinstance(b, ToolCall):
-            chars += len(b.name) + (len(b.input) if isinstance(b.input, str) else _str_len(b.input))
-            extra += TOOL_BLOCK_OVERHEAD
-        elif isinstance(b, ToolResult):
-            chars += len(b.text)
-            extra += TOOL_BLOCK_OVERHEAD
-        elif isinstance(b, ImageBlock):
-            extra += IMAGE_TOKENS
-    return math.ceil(chars / CHARS_PER_TOKEN) + extra
-
-
-LONG_TEXT = 512
-"""Strings at least this long are measured as :func:`repr` would write them without writing them."""
-
-
-def _str_len(value: Any) -> int:
-    """``len(str(value))`` for a tool input (decoded JSON: dicts, lists, strings, numbers)."""
-    kind = type(value)
-    if kind is dict or kind is list:
-        return _repr_len(value)
-    return len(str(value))
-
-
-def _repr_len(value: Any) -> int:
-    """``len(repr(value))``, without building the text of long strings inside it."""
-    kind = type(value)
-    if kind is str:
-        return _text_repr_len(value) if len(value) >= LONG_TEXT else len(repr(value))
-    if kind is dict:
-        if not value:
-            return 2
-        return sum(_repr_len(k) + _repr_len(v) for k, v in value.items()) + 4 * len(value)
-    if kind is list:
-        if not value:
-            return 2
-        return sum(map(_repr_len, value)) + 2 * len(value)
-    return len(repr(value))
-
-
-def _text_repr_len(text: str) -> int:
-    """``len(repr(text))`` of an ASCII text by counting what ``repr`` escapes: a backslash, a newline,
-    a carriage return or a tab each take two characters, and the quote it is written in (``'``
-    unless the text holds ``'`` and no ``"``) is escaped inside; a text with another control
-    character, or not ASCII, is measured by ``repr`` itself."""
-    if not text.isascii():
-        return len(repr(text))
-    data = text.encode("ascii")
-    controls = data.translate(None, _PRINTABLE)
-    if controls.translate(None, b"\n\r\t"):
-        return len(repr(text))
-    single = data.count(b"'")
-    quotes = 0 if single and b'"' not in data else single
-    return len(text) + 2 + len(controls) + data.count(b"\\") + quotes
-
-
-_PRINTABLE = bytes(range(0x20, 0x7F))
-
-
 class Monitor:
     """Incremental health monitor for one session (one agent thread).
 
@@ -267,7 +196,9 @@ class Monitor:
     names a model sets it (unknown models get the compact tier, per the spec). ``profile`` defaults
     to :func:`~ctxhealth.policy.profile.default_profile` (spec thresholds + the shipped risk weights).
     ``track_hedges`` counts hedge words in every response (default: only when the profile's risk
-    model uses the ``hedges`` feature, since it scans each response's text).
+    model uses the ``hedges`` feature, since it scans each response's text). ``source_format`` is
+    the log's format when known: it tells the fill account which messages are model responses
+    (Claude Code writes stand-ins without usage that are not).
     """
 
     def __init__(
@@ -278,6 +209,7 @@ class Monitor:
         registry: ModelRegistry | None = None,
         info: ModelInfo | None = None,
         track_hedges: bool | None = None,
+        source_format: Format | None = None,
     ) -> None:
         self.profile = profile if profile is not None else default_profile()
         self.registry = registry if registry is not None else ModelRegistry.default()
@@ -286,9 +218,7 @@ class Monitor:
         self.counters = Counters()
         self.index = -1
         self.turn = 0
-        self.fill = 0
-        self.fill_source = FillSource.ESTIMATED
-        self.system_tokens = 0
+        self.account = RunningFill(source_format)
         self.output_tokens = 0
         self.reasoning_tokens = 0
         # whether any response reported usage: without it output tokens are unknown, not zero
@@ -333,9 +263,23 @@ class Monitor:
             if signals is not None:
                 signals.freeze()
 
+    @property
+    def fill(self) -> int:
+        """The fill at the latest model response (0 before the first), from the account."""
+        return self.account.fill
+
+    @property
+    def fill_source(self) -> FillSource:
+        return self.account.source
+
     def _set_model(self, model_id: str) -> None:
+        self.set_info(self.registry.lookup(model_id))
+
+    def set_info(self, info: ModelInfo) -> None:
+        """Use ``info`` (tier, window) from now on, e.g. the session's own, with the window its log
+        states (``SessionAccount.model``)."""
         self._seal()
-        self.info = self.registry.lookup(model_id)
+        self.info = info
         self.pressure.set_model(self.info)
         self.drift.sweet_spot = self.profile.thresholds(self.info.tier).sweet_spot
         self.drift.changed()
@@ -348,26 +292,9 @@ class Monitor:
 
     # ------------------------------------------------------------------ observing
 
-    def _update_fill(self, message: Message, reported: int | None) -> None:
-        usage = message.usage
-        if reported is not None:
-            self.fill = reported
-            self.fill_source = FillSource.REPORTED
-        elif message.role is Role.ASSISTANT and usage is not None and usage.context_tokens > 0:
-            self.fill = usage.context_tokens
-            self.fill_source = FillSource.REPORTED
-        elif message.compaction is not None:
-            self.fill = self.system_tokens + estimate_message_tokens(message)
-            self.fill_source = FillSource.ESTIMATED
-        else:
-            tokens = estimate_message_tokens(message)
-            if message.role is Role.SYSTEM:
-                self.system_tokens += tokens
-            self.fill += tokens
-            self.fill_source = FillSource.ESTIMATED
-
     def observe(self, message: Message, *, fill: int | None = None) -> Assessment:
-        """Assess the session after ``message``; ``fill`` overrides the fill when the caller knows it."""
+        """Assess the session after ``message``; ``fill`` is its turn's fill when the caller knows it
+        (a precomputed series, a log-level count): taken as reported."""
         self.last = None
         if self._pending is not None:
             self._seal()
@@ -388,18 +315,13 @@ class Monitor:
             # the agent compacted its own history: that is the reset the turn count waits for
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
-        self._update_fill(message, fill)
-        assessed_fill = self.fill
+        self.account.observe(message, fill)
+        assessed_fill = self.account.fill
         usage = message.usage
-        if assistant:
-            out = usage.output_tokens if usage is not None else 0
-            self.output_tokens += out
-            if usage is not None:
-                self.reasoning_tokens += usage.reasoning_tokens
-                self.usage_seen = True
-            if self.fill_source is FillSource.REPORTED and fill is None and usage is not None:
-                # what follows this response sits on top of the prompt plus the response itself
-                self.fill += max(out, estimate_message_tokens(message))
+        if assistant and usage is not None:
+            self.output_tokens += usage.output_tokens
+            self.reasoning_tokens += usage.reasoning_tokens
+            self.usage_seen = True
         event = self._events.build(index, message, self.turn, assessed_fill)
         if assistant and self._track_hedges:
             if message.compaction is not None:
@@ -508,7 +430,7 @@ class Monitor:
         elif action is Action.CLEAR_TOOL_RESULTS:
             self.failures.reset_mistakes()
         if fill is not None:
-            self.fill = fill
+            self.account.set_fill(fill)
 
     # ------------------------------------------------------------------ saving and resuming
 
@@ -575,11 +497,28 @@ class Monitor:
 
     # ------------------------------------------------------------------ whole sessions
 
-    def iter_session(self, session: Session, upto: float | None = None) -> Iterator[Assessment]:
-        """One assessment per message of ``session`` (only its first ``upto`` fraction of turns)."""
+    def iter_session(
+        self, session: Session, upto: float | None = None, *, account: SessionAccount | None = None
+    ) -> Iterator[Assessment]:
+        """One assessment per message of ``session`` (only its first ``upto`` fraction of turns).
+
+        The fill at each turn is ``account``'s (accounted here when not given): the same series
+        ``check`` reports. Unless the caller fixed the model, the account's :class:`ModelInfo` is
+        used, with the window the log states.
+        """
+        from ctxhealth.accounting.fill import account_session, session_model_id
+
+        if account is None:
+            own = self.registry.lookup(session_model_id(session)).id
+            # a model the caller fixed is an override, unless it is the session's own model
+            fixed = self.info.id if self._model_fixed and self.info.id != own else None
+            account = account_session(session, registry=self.registry, model=fixed)
+        if not self._model_fixed or account.model.id == self.info.id:
+            self.set_info(account.model)
+            self._model_fixed = True
+        if self.index < 0:
+            self.account = RunningFill(session.format)
         self._use_format(session.format.value)
-        if not self._model_fixed and session.model:
-            self._set_model(session.model)
         if not self.drift.pinned and session.instruction:
             index = next(
                 (
@@ -591,9 +530,9 @@ class Monitor:
             )
             self.set_instruction(session.instruction, index)
         stop = cut_index(session, upto)
-        reported = session.reported_fill
+        fills = {t.message_index: t.tokens for t in account.turns}
         for i, message in enumerate(session.messages[:stop]):
-            yield self.observe(message, fill=reported.get(i))
+            yield self.observe(message, fill=fills.get(i))
 
     def _use_format(self, format: str) -> None:
         """Score risk with the profile's model for this log format, when it has one (a model
@@ -605,10 +544,12 @@ class Monitor:
         self._track_hedges = self._track_hedges or (risk is not None and "hedges" in risk.features)
         self._scorer = _Scorer(risk) if risk is not None else None
 
-    def observe_session(self, session: Session, upto: float | None = None) -> Assessment:
+    def observe_session(
+        self, session: Session, upto: float | None = None, *, account: SessionAccount | None = None
+    ) -> Assessment:
         """Feed a whole session (or its first ``upto`` fraction of turns); the last assessment."""
         last: Assessment | None = None
-        for assessment in self.iter_session(session, upto):
+        for assessment in self.iter_session(session, upto, account=account):
             last = assessment
         if last is None:
             return self._assess(max(self.index, 0), self.fill)
@@ -646,7 +587,7 @@ class _Scorer:
 
 
 SNAPSHOT_KIND = "ctxhealth.monitor"
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 3
 """Bumped whenever the saved state changes shape; an older snapshot is refused, not misread."""
 _TRANSIENT = frozenset({"profile", "registry", "info", "_detectors", "last", "_scorer", "_pending"})
 """Monitor attributes rebuilt by :meth:`Monitor.restore` rather than saved."""

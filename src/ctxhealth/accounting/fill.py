@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from ctxhealth.accounting.cost import is_new_response, iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.running import SYNTHETIC_MODEL
 from ctxhealth.accounting.tokens import (
     DEFAULT_CHARS_PER_TOKEN,
     count_batch,
@@ -37,9 +38,6 @@ from ctxhealth.accounting.tokens import (
 )
 from ctxhealth.accounting.types import CompactionRecord, FillSource, ModelInfo, TurnFill
 from ctxhealth.model import Block, CompactionSummary, Format, Message, Role, Session, ToolCall, ToolResult
-
-SYNTHETIC_MODEL = "<synthetic>"
-"""Claude Code writes this model id on responses it made up itself (errors, interruptions)."""
 
 MIN_CHARS_PER_TOKEN = 1.5
 MAX_CHARS_PER_TOKEN = 8.0

@@ -7,8 +7,8 @@ Owns how text and whole messages are turned into token counts:
   imported, otherwise an estimate of about 4 characters per token (the spec). Never
   raises because a tokenizer is missing: the result says which source it used.
 * :func:`count_batch` — many texts in one call (the exact tokenizer runs them in parallel).
-* :func:`message_text_for_count` / :func:`message_tokens` — what of a message occupies the
-  context: visible text, thinking, the JSON of tool-call inputs (the spec), tool-result
+* :func:`message_text_for_count` / :func:`message_chars` / :func:`message_tokens` — what of a
+  message occupies the context: visible text, thinking, the JSON of tool-call inputs (the spec), tool-result
   text and compaction summaries, plus a small fixed framing overhead per message and per
   tool block (see the constants below).
 
@@ -22,8 +22,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
-
-import orjson
 
 from ctxhealth.accounting.types import FillSource
 from ctxhealth.model import (
@@ -140,6 +138,8 @@ def _input_text(value: Any) -> str:
     """The JSON of a tool-call input as the model saw it (raw text stays raw)."""
     if isinstance(value, str):
         return value
+    import orjson  # the monitor imports this module and must not pull orjson in until needed
+
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
@@ -162,6 +162,24 @@ def message_text_for_count(message: Message) -> str:
         elif isinstance(block, ToolResult):
             parts.append(block.text)
     return "\n".join(parts)
+
+
+def message_chars(message: Message) -> int:
+    """``len(message_text_for_count(message))`` without building the text."""
+    total = 0
+    parts = 0
+    for block in message.blocks:
+        if isinstance(block, (TextBlock, ThinkingBlock, CompactionSummary)):
+            total += len(block.text)
+            parts += 1
+        elif isinstance(block, ToolCall):
+            value = block.input
+            total += len(block.name) + len(value if isinstance(value, str) else _input_text(value))
+            parts += 2
+        elif isinstance(block, ToolResult):
+            total += len(block.text)
+            parts += 1
+    return total + parts - 1 if parts else 0
 
 
 def message_overhead(message: Message) -> int:

@@ -1,8 +1,10 @@
 """``ctxhealth check PATH...``: one verdict per session (fill, compactions, tools, cost, warnings).
 
 Sessions are read, accounted and printed one at a time (streaming), so a directory of
-thousands of transcripts never sits in memory. Exit 0 when every session is healthy, 1 when
-any is unhealthy, 3 on unreadable input (or warnings with ``--strict``).
+thousands of transcripts never sits in memory. A file a directory walk skips is named on stderr
+with the reason (and, with ``--json``, as a ``{"skipped": {path, reason}}`` line). Exit 0 when
+every session is healthy, 1 when any is unhealthy, 3 on unreadable input (or warnings with
+``--strict``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ctxhealth.errors import ExitCode
 from ctxhealth.model import Format
 from ctxhealth.monitor import Monitor, session_prefix
 from ctxhealth.policy.profile import resolve_profile
-from ctxhealth.report.check_report import build_check_report, render_check_text
+from ctxhealth.report.check_report import SCHEMA_VERSION, build_check_report, render_check_text
 from ctxhealth.sources import read_sessions
 
 
@@ -58,12 +60,20 @@ def check(
     profile = resolve_profile(settings.profile, settings.profile_overrides)
     unhealthy = False
     first = True
+
+    def skipped(path: str, reason: str) -> None:
+        click.echo(f"ctxhealth: skipped {path}: {reason}", err=True)
+        if as_json:
+            echo_json({"schema_version": SCHEMA_VERSION, "skipped": {"path": path, "reason": reason}})
+
     try:
-        for session in read_sessions(paths, format=Format(fmt) if fmt else None, strict=strict):
+        for session in read_sessions(
+            paths, format=Format(fmt) if fmt else None, strict=strict, on_skip=skipped
+        ):
             session = session_prefix(session, upto)
             account = account_session(session, registry=registry, model=settings.model)
-            monitor = Monitor(settings.model or session.model, profile, registry=registry)
-            assessment = monitor.observe_session(session).check_fields()
+            monitor = Monitor(profile=profile, registry=registry, info=account.model)
+            assessment = monitor.observe_session(session, account=account).check_fields()
             report = build_check_report(session, account, assessment)
             if as_json:
                 echo_json(report)

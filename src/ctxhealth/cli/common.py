@@ -70,3 +70,22 @@ def transcripts_argument(name: str, *, many: bool = False) -> Callable[[Callable
         return value
 
     return click.argument(name, nargs=-1 if many else 1, required=False, metavar=metavar, callback=require)
+
+
+WARNINGS_ON_STDERR = 20
+"""Reader warnings a command lists on stderr before it says how many more there are."""
+
+
+def echo_read_warnings(session: Any) -> None:
+    """The reader's warnings for ``session`` (and its sidechains) on stderr, as ``check`` shows them:
+    what the reader stepped over, so a partial read is never silent."""
+    found: list[Any] = []
+    stack = [session]
+    while stack:
+        current = stack.pop()
+        found.extend(current.warnings)
+        stack.extend(current.sidechains)
+    for warning in found[:WARNINGS_ON_STDERR]:
+        click.echo(f"ctxhealth: warning: {warning}", err=True)
+    if len(found) > WARNINGS_ON_STDERR:
+        click.echo(f"ctxhealth: warning: ... and {len(found) - WARNINGS_ON_STDERR} more", err=True)

@@ -15,7 +15,7 @@ from enum import StrEnum
 import click
 import orjson
 
-from ctxhealth.cli.common import SCHEMA_VERSION, dump_json, guarded, transcripts_argument
+from ctxhealth.cli.common import SCHEMA_VERSION, dump_json, echo_read_warnings, guarded, transcripts_argument
 from ctxhealth.errors import UsageError
 from ctxhealth.model import Session
 from ctxhealth.recovery.budget import total_tokens
@@ -96,6 +96,7 @@ def recover(
 ) -> None:
     """Recover the context of the session in PATH with one strategy and print it."""
     session = read_session(path)
+    echo_read_warnings(session)
     if before is not None:
         session, _ = before_compaction(session, before)
     output = OutputFormat(fmt)

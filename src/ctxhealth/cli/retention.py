@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, guarded, transcripts_argument
+from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded, transcripts_argument
 from ctxhealth.recovery.checkpoint import DEFAULT_BUDGET_TOKENS
 from ctxhealth.recovery.parts import before_compaction, compaction_indices
 from ctxhealth.recovery.retention import RetentionReport, audit, render_table, report_dict
@@ -33,6 +33,7 @@ from ctxhealth.sources import read_session
 def retention(path: str, before: int | None, budget: int, as_json: bool) -> None:
     """Count the facts an agent needs and how many survive in its own summary and in our strategies."""
     session = read_session(path)
+    echo_read_warnings(session)
     count = len(compaction_indices(session.messages))
     ks = [before] if before is not None else list(range(1, count + 1))
     reports: list[RetentionReport] = []

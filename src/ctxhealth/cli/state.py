@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 import orjson
 
-from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, guarded, transcripts_argument
+from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded, transcripts_argument
 from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import LedgerError, StateError, UsageError
 from ctxhealth.policy import defaults
@@ -334,7 +334,9 @@ def snapshot_cmd(root: Path, as_json: bool, transcript: str) -> None:
     from ctxhealth.state.memory import snapshot_from_session, write_snapshot
 
     store = StateStore(root)
-    snapshot = snapshot_from_session(read_session(transcript), created_at=store.now_iso())
+    session = read_session(transcript)
+    echo_read_warnings(session)
+    snapshot = snapshot_from_session(session, created_at=store.now_iso())
     path = write_snapshot(store, snapshot)
     payload = {
         "root": str(root),
@@ -384,6 +386,7 @@ def checkpoint(root: Path, as_json: bool, path: str, budget_tokens: int, no_ledg
             f"--budget must be at least 50 tokens (got {budget_tokens})", hint="try --budget 500"
         )
     session = read_session(path)
+    echo_read_warnings(session)
     ledger = None if no_ledger else _open_ledger()
     try:
         files = write_transcript_checkpoint(

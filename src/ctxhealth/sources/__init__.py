@@ -2,14 +2,17 @@
 
 Public entry points (implemented in ``ctxhealth.sources.reader``):
 
-* ``read_sessions(paths, *, format=None, strict=False) -> Iterator[Session]`` — every session in the
-  given paths (files, directories searched recursively, ``-`` for stdin, ``.gz``), the format detected
-  from content unless ``format`` is given. Lenient: problems become ``Session.warnings``.
+* ``read_sessions(paths, *, format=None, strict=False, on_skip=None) -> Iterator[Session]`` — every
+  session in the given paths (files, directories searched recursively, ``-`` for stdin, ``.gz``),
+  the format detected from content unless ``format`` is given. Lenient: problems become
+  ``Session.warnings``.
 * ``read_session(path, *, format=None, strict=False) -> Session`` — exactly one session.
 * ``detect_format(head: bytes, name: str) -> Format | None``.
 
-An explicit file that is empty raises ``TranscriptError``; an unrecognised one
-``UnknownFormatError`` (both exit 3, with a hint). Inside a directory such files are skipped.
+An explicit file that is empty, or in which the reader understood no message, raises
+``TranscriptError``; an unrecognised one ``UnknownFormatError`` (both exit 3, with the reader's
+reason and a hint). Inside a directory such files are skipped and reported to ``on_skip(path,
+reason)``. A FIFO, socket or device is refused without being read.
 
 One module per format (``claude_code``, ``codex``, ``mini_swe_agent``, ``openai_chat``,
 ``anthropic_messages``), each with ``detect(head) -> bool`` and ``parse(data, path) -> Session``;

@@ -28,9 +28,9 @@ from ctxhealth.model import (
     Usage,
 )
 from ctxhealth.sources.lines import (
+    COUNT_LIMIT,
     BadJSON,
     WarningSink,
-    as_int,
     dumps,
     each_message,
     get_bool,
@@ -38,6 +38,7 @@ from ctxhealth.sources.lines import (
     get_str,
     loads,
     message_list,
+    token_count,
     type_name,
 )
 
@@ -141,29 +142,37 @@ def parse_blocks(content: Any, sink: WarningSink, line: int | None) -> list[Bloc
     return blocks
 
 
-def count_tokens(raw: dict[str, Any], key: str) -> int:
-    """A non-negative token count field (0 when absent or not a number)."""
+def count_tokens(raw: dict[str, Any], key: str, problems: list[str] | None = None) -> int:
+    """A non-negative token count field (0 when absent; 0 and a problem named when not a count)."""
     value = raw.get(key)
-    if type(value) is int:  # the common case, checked first (bool is not int here)
-        return value if value > 0 else 0
-    number = as_int(value)
-    return number if number is not None and number > 0 else 0
+    if type(value) is int and 0 <= value <= COUNT_LIMIT:  # the common case, checked first
+        return value
+    return token_count(raw, key, problems)
 
 
-def parse_usage(raw: Any) -> Usage | None:
-    """Anthropic ``usage`` -> :class:`Usage` (``None`` when absent or not an object)."""
+def parse_usage(raw: Any, problems: list[str] | None = None) -> Usage | None:
+    """Anthropic ``usage`` -> :class:`Usage` (``None`` when absent or not an object); fields that
+    are not token counts are ignored and named in ``problems``."""
     if not isinstance(raw, dict):
         return None
-    created = count_tokens(raw, "cache_creation_input_tokens")
+    created = count_tokens(raw, "cache_creation_input_tokens", problems)
     split = raw.get("cache_creation")
-    one_hour = count_tokens(split, "ephemeral_1h_input_tokens") if isinstance(split, dict) else 0
+    one_hour = count_tokens(split, "ephemeral_1h_input_tokens", problems) if isinstance(split, dict) else 0
     return Usage(
-        input_tokens=count_tokens(raw, "input_tokens"),
-        output_tokens=count_tokens(raw, "output_tokens"),
+        input_tokens=count_tokens(raw, "input_tokens", problems),
+        output_tokens=count_tokens(raw, "output_tokens", problems),
         cache_creation_tokens=created,
-        cache_read_tokens=count_tokens(raw, "cache_read_input_tokens"),
+        cache_read_tokens=count_tokens(raw, "cache_read_input_tokens", problems),
         cache_write_1h_tokens=min(one_hour, created),
     )
+
+
+def _usage(raw: Any, sink: WarningSink, index: int) -> Usage | None:
+    problems: list[str] = []
+    usage = parse_usage(raw, problems)
+    for problem in problems:
+        sink.add(index, problem)
+    return usage
 
 
 def parse(data: bytes, path: str) -> Session:
@@ -198,7 +207,7 @@ def parse_document(doc: Any, path: str, sink: WarningSink | None = None) -> Sess
                 blocks=tuple(blocks),
                 response_id=get_str(raw, "id") if role is Role.ASSISTANT else None,
                 model=msg_model,
-                usage=parse_usage(raw.get("usage")) if role is Role.ASSISTANT else None,
+                usage=_usage(raw.get("usage"), sink, index) if role is Role.ASSISTANT else None,
                 line=index,
             )
         )

@@ -4,15 +4,22 @@ Each line is ``{timestamp, type, payload}``. How lines become messages:
 
 * ``response_item`` items the model produced (``reasoning``, assistant ``message``,
   ``function_call``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``) are
-  gathered into one assistant :class:`Message` per model response. A response ends at the next
-  ``event_msg``/``token_count`` whose ``info`` is not null; its ``last_token_usage`` becomes the
-  message's :class:`Usage` (``input_tokens`` minus cached -> uncached input, cached ->
-  ``cache_read_tokens``) and its ``input_tokens`` goes to ``Session.reported_fill``.
-  A repeated ``token_count`` (same ``total_token_usage``) is ignored.
+  gathered into one assistant :class:`Message` per model response. Each response's
+  ``event_msg``/``token_count`` (``info`` not null) gives the message its :class:`Usage` from
+  ``last_token_usage`` (``input_tokens`` minus cached -> uncached input, cached ->
+  ``cache_read_tokens``; ``input_tokens`` also goes to ``Session.reported_fill``). Versions
+  write the count on either side of its response: before 0.5x it follows the response's items;
+  0.60 writes it first (after ``agent_reasoning`` / ``agent_message``, before the items), and
+  writes a ``turn_context`` before every model request. So counts are paired by boundaries, not
+  by adjacency: a count closes the response whose items were written since the last boundary
+  (``turn_context``, a user message, a compaction) and are still without a count; with no such
+  response it opens the next one. The same count written again (same ``total_token_usage``,
+  e.g. after the next ``turn_context``) is ignored.
 * ``function_call_output`` / ``custom_tool_call_output`` become TOOL messages with a
   :class:`ToolResult`. The exit code is read from the output text (``Exit code: N`` or
   ``Process exited with code N``) or from the JSON form ``{"output", "metadata": {"exit_code"}}``;
-  ``is_error = exit_code != 0`` (or ``success: false`` when the output is an object).
+  ``is_error = exit_code != 0``, or ``success: false`` (in the output object or the item), or an
+  ``apply_patch`` whose output says ``apply_patch verification failed``.
 * ``message`` items with role ``user`` are USER messages, ``developer``/``system`` SYSTEM; the
   user-role text Codex itself injects (``<environment_context>``, ``<user_instructions>``,
   AGENTS.md) is SYSTEM too, so ``Session.instruction`` is the person's request.
@@ -54,6 +61,7 @@ from ctxhealth.sources.lines import (
     head_objects,
     loads,
     split_lines,
+    token_count,
     type_name,
 )
 
@@ -65,6 +73,8 @@ _CUT_LINE = re.compile(
 _CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 _HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+_PATCH_FAILED = "apply_patch verification failed"
+"""What Codex writes as the output of a patch it could not apply (the tool call failed)."""
 _ROLES = {"user": Role.USER, "developer": Role.SYSTEM, "system": Role.SYSTEM}
 
 
@@ -103,22 +113,28 @@ def _is_harness_context(blocks: list[Block]) -> bool:
     return first.startswith(_HARNESS_PREFIXES)
 
 
-def tool_result(call_id: str, output: Any) -> ToolResult:
-    """A Codex tool output (string, JSON string, or object) -> :class:`ToolResult` with exit code."""
+def tool_result(call_id: str, output: Any, *, success: Any = None) -> ToolResult:
+    """A Codex tool output (string, JSON string, or object) -> :class:`ToolResult` with exit code.
+
+    ``success`` is the item's own ``success`` field, when it has one.
+    """
     text: str
     exit_code: int | None = None
-    failed = False
+    failed = success is False
     if isinstance(output, str) and output.lstrip().startswith("{"):
         try:
             decoded = loads(output)
         except BadJSON:
             decoded = None
-        if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
+        if isinstance(decoded, dict) and (
+            isinstance(decoded.get("output"), str) or isinstance(decoded.get("content"), str)
+        ):
             output = decoded
     if isinstance(output, dict):
         text = get_str(output, "output") or get_str(output, "content") or ""
-        exit_code = get_int(get_dict(output, "metadata"), "exit_code")
-        failed = output.get("success") is False
+        metadata = get_dict(output, "metadata")
+        exit_code = get_int(metadata, "exit_code")
+        failed = failed or output.get("success") is False or get_bool_false(metadata, "success")
     elif isinstance(output, str):
         text = output
     else:
@@ -127,8 +143,15 @@ def tool_result(call_id: str, output: Any) -> ToolResult:
         match = _EXIT_CODE.search(text[:4096])
         if match is not None:
             exit_code = int(match.group(1))
+    if not failed and _PATCH_FAILED in text[:200]:
+        failed = True
     is_error = failed or (exit_code is not None and exit_code != 0)
     return ToolResult(call_id, text, is_error=is_error, exit_code=exit_code)
+
+
+def get_bool_false(obj: Any, key: str) -> bool:
+    """True when ``obj[key]`` is exactly ``false``."""
+    return isinstance(obj, dict) and obj.get(key) is False
 
 
 def _call(item: dict[str, Any], kind: str, line: int) -> ToolCall:
@@ -160,6 +183,8 @@ class _State:
     sink: WarningSink
     out: list[Message | _Response] = field(default_factory=list)
     open: _Response | None = None
+    output_since: bool = False
+    """A tool output was written since the open response's last item."""
     model: str | None = None
     window: int | None = None
     session_id: str | None = None
@@ -167,27 +192,36 @@ class _State:
     last_usage: dict[str, Any] | None = None
 
     def response(self, line: int, timestamp: str | None) -> _Response:
-        if self.open is None:
-            self.open = _Response([], line, timestamp, self.model)
-            self.out.append(self.open)
-        return self.open
+        """The response the next model item belongs to (a new one when none is open, or when the
+        open one has no count yet and a tool output came since: the model was called again)."""
+        current = self.open
+        if current is None or (self.output_since and current.usage is None and current.blocks):
+            current = _Response([], line, timestamp, self.model)
+            self.out.append(current)
+            self.open = current
+        elif not current.blocks and current.timestamp is None:
+            current.line, current.timestamp = line, timestamp
+        self.output_since = False
+        return current
+
+    def boundary(self) -> None:
+        """A new model request starts (``turn_context``, a user message, a compaction)."""
+        self.open = None
+        self.output_since = False
 
     def emit(self, message: Message) -> None:
         self.out.append(message)
 
 
-def _usage(last: dict[str, Any]) -> Usage:
-    def field_(key: str) -> int:
-        value = get_int(last, key)
-        return value if value is not None and value > 0 else 0
-
-    total_input = field_("input_tokens")
-    cached = min(field_("cached_input_tokens"), total_input)
+def _usage(last: dict[str, Any], problems: list[str]) -> Usage:
+    where = "last_token_usage"
+    total_input = token_count(last, "input_tokens", problems, where)
+    cached = min(token_count(last, "cached_input_tokens", problems, where), total_input)
     return Usage(
         input_tokens=total_input - cached,
         cache_read_tokens=cached,
-        output_tokens=field_("output_tokens"),
-        reasoning_tokens=field_("reasoning_output_tokens"),
+        output_tokens=token_count(last, "output_tokens", problems, where),
+        reasoning_tokens=token_count(last, "reasoning_output_tokens", problems, where),
     )
 
 
@@ -202,17 +236,27 @@ def _token_count(state: _State, payload: dict[str, Any], line: int) -> None:
     last = get_dict(info, "last_token_usage")
     if total is not None and total == state.last_total:
         return
-    if state.open is None and last is not None and last == state.last_usage:
+    if total is None and last is not None and last == state.last_usage and state.open is None:
         return
     state.last_total = total
     state.last_usage = last
     if last is None:
         state.sink.add(line, "token_count without last_token_usage")
         return
-    # Usage for a response with no recorded items (e.g. aborted) still makes an (empty) turn.
-    response = state.open or state.response(line, None)
-    response.usage = _usage(last)
-    state.open = None
+    problems: list[str] = []
+    usage = _usage(last, problems)
+    for problem in problems:
+        state.sink.add(line, f"token_count {problem}")
+    current = state.open
+    if current is not None and current.usage is None and current.blocks:
+        # written after its response (the items since the last boundary are still without a count)
+        current.usage = usage
+        state.open = None
+        return
+    # written before its response (0.60): the items that follow belong to it
+    state.open = _Response([], line, None, state.model, usage)
+    state.out.append(state.open)
+    state.output_since = False
 
 
 def _response_item(state: _State, item: dict[str, Any], line: int, timestamp: str | None) -> None:
@@ -226,6 +270,8 @@ def _response_item(state: _State, item: dict[str, Any], line: int, timestamp: st
         mapped = _ROLES.get(role or "")
         if mapped is Role.USER and _is_harness_context(blocks):
             mapped = Role.SYSTEM
+        elif mapped is Role.USER:
+            state.boundary()
         if mapped is None:
             state.sink.add(line, f"message with unknown role {str(role)[:40]!r}")
             return
@@ -242,8 +288,9 @@ def _response_item(state: _State, item: dict[str, Any], line: int, timestamp: st
         call_id = get_str(item, "call_id") or ""
         if not call_id:
             state.sink.add(line, f"{kind} without a call_id")
-        result = tool_result(call_id, item.get("output"))
+        result = tool_result(call_id, item.get("output"), success=item.get("success"))
         state.emit(Message(role=Role.TOOL, blocks=(result,), timestamp=timestamp, line=line))
+        state.output_since = True
     elif kind is None:
         state.sink.add(line, "response_item without a string payload type")
 
@@ -261,9 +308,13 @@ def _line(state: _State, obj: dict[str, Any], line: int) -> None:
     if kind == "response_item":
         _response_item(state, payload, line, timestamp)
     elif kind == "event_msg":
-        if payload.get("type") == "token_count":
+        event = payload.get("type")
+        if event == "token_count":
             _token_count(state, payload, line)
+        elif event == "user_message":
+            state.boundary()
     elif kind == "turn_context":
+        state.boundary()
         model = get_str(payload, "model")
         if model:
             state.model = model
@@ -272,7 +323,7 @@ def _line(state: _State, obj: dict[str, Any], line: int) -> None:
         state.session_id = state.session_id or get_str(meta, "id")
     elif kind == "compacted":
         text = get_str(payload, "message") or ""
-        state.open = None
+        state.boundary()
         summary = CompactionSummary(text, trigger=None, pre_tokens=None)
         state.emit(Message(role=Role.USER, blocks=(summary,), timestamp=timestamp, line=line))
 

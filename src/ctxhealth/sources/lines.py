@@ -20,6 +20,7 @@ are always identical.
 from __future__ import annotations
 
 import dataclasses
+import json as _json
 import types
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterator, Mapping
@@ -50,11 +51,41 @@ class BadJSON(ValueError):
 
 
 def loads(raw: bytes | str) -> Any:
-    """Decode JSON with orjson; raise :class:`BadJSON` with a short reason on any failure."""
+    """Decode JSON with orjson; raise :class:`BadJSON` with a short reason on any failure.
+
+    JSON that the grammar allows but orjson refuses is still read: a lone surrogate escape
+    (``"\\ud800"``) becomes U+FFFD, a number too large for a double (``1e400``) becomes infinity
+    (no count field accepts it). Only then is the standard library's slower decoder used.
+    """
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise BadJSON(shorten(str(exc))) from None
+        reason = shorten(str(exc))
+    try:
+        value = _json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        raise BadJSON(reason) from None
+    return _clean_surrogates(value)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _clean_surrogates(value: Any) -> Any:
+    """``value`` with lone surrogates in its strings (and keys) replaced by U+FFFD."""
+    kind = type(value)
+    if kind is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if kind is list:
+        return [_clean_surrogates(v) for v in value]
+    if kind is dict:
+        return {_clean_surrogates(k): _clean_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def dumps(value: Any) -> str:
@@ -96,6 +127,38 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
         return int(value)
     return None
+
+
+COUNT_LIMIT = 2**53
+"""Largest token count a usage field may hold (beyond it the number is not a count but damage)."""
+
+
+def token_count(
+    raw: dict[str, Any], key: str, problems: list[str] | None = None, where: str = "usage"
+) -> int:
+    """A usage field as a token count: a non-negative integer up to :data:`COUNT_LIMIT` (an integral
+    float too). Anything else present (a string, a negative, a huge number, null, a list) counts 0
+    and, when ``problems`` is given, adds a sentence naming the field ``where.key``."""
+    if key not in raw:
+        return 0
+    value = raw[key]
+    if type(value) is int and 0 <= value <= COUNT_LIMIT:
+        return value
+    if type(value) is float and value.is_integer() and 0 <= value <= COUNT_LIMIT:
+        return int(value)
+    if problems is not None:
+        problems.append(f"{where}.{key} is {_describe_count(value)}, not a token count; ignored")
+    return 0
+
+
+def _describe_count(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return type_name(value) if value is None else f"a {type_name(value)}"
+    if value < 0:
+        return f"negative ({value:.6g})"
+    if value != value or value > COUNT_LIMIT:
+        return f"out of range ({value:.6g})"
+    return f"not a whole number ({value:.6g})"
 
 
 def get_dict(obj: Any, key: str) -> dict[str, Any] | None:

@@ -42,7 +42,7 @@ from ctxhealth.sources.lines import (
     type_name,
     valid_utf8,
 )
-from ctxhealth.sources.openai_chat import parse_usage
+from ctxhealth.sources.openai_chat import usage_with_warnings
 
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 _RETURNCODE = re.compile(r"^\s*<returncode>\s*(-?\d{1,9})\s*</returncode>")
@@ -95,19 +95,22 @@ def _observation(call_id: str, text: str) -> ToolResult:
 # would coerce, ignore or warn about is rejected here and read by the lenient path instead.
 
 _Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
+"""A usage field: anything else (a negative, a string, null, ...) goes to the lenient path, which
+names it in a warning."""
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
-    cached_tokens: _Int | None = None
+    cached_tokens: _Count = 0
 
 
 class _CompletionDetails(msgspec.Struct, gc=False):
-    reasoning_tokens: _Int | None = None
+    reasoning_tokens: _Count = 0
 
 
 class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: _Int | None = None
-    completion_tokens: _Int | None = None
+    prompt_tokens: _Count = 0
+    completion_tokens: _Count = 0
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _CompletionDetails | None = None
 
@@ -157,16 +160,15 @@ def _typed_usage(raw: _Usage | None) -> Usage | None:
     """:func:`parse_usage` of a typed ``usage``."""
     if raw is None:
         return None
-    prompt = max(raw.prompt_tokens or 0, 0)
+    prompt = raw.prompt_tokens
     details = raw.prompt_tokens_details
-    cached = min(max((details.cached_tokens or 0) if details is not None else 0, 0), prompt)
+    cached = min(details.cached_tokens if details is not None else 0, prompt)
     completion = raw.completion_tokens_details
-    reasoning = (completion.reasoning_tokens or 0) if completion is not None else 0
     return Usage(
         input_tokens=prompt - cached,
         cache_read_tokens=cached,
-        output_tokens=max(raw.completion_tokens or 0, 0),
-        reasoning_tokens=max(reasoning, 0),
+        output_tokens=raw.completion_tokens,
+        reasoning_tokens=completion.reasoning_tokens if completion is not None else 0,
     )
 
 
@@ -235,7 +237,7 @@ def _lenient_read(data: bytes, sink: WarningSink) -> tuple[list[_Entry], str | N
                     text,
                     get_str(response, "id"),
                     get_str(response, "model"),
-                    parse_usage(get_dict(response, "usage")),
+                    usage_with_warnings(get_dict(response, "usage"), sink, index),
                     _timestamp(response),
                 )
             )

@@ -33,11 +33,11 @@ from ctxhealth.sources.lines import (
     dumps,
     each_message,
     get_dict,
-    get_int,
     get_str,
     load_document,
     loads,
     message_list,
+    token_count,
     type_name,
 )
 
@@ -112,27 +112,44 @@ def _tool_calls(raw: Any, sink: WarningSink, index: int) -> list[Block]:
     return calls
 
 
-def parse_usage(raw: Any) -> Usage | None:
+def parse_usage(raw: Any, problems: list[str] | None = None) -> Usage | None:
     """OpenAI ``usage`` -> :class:`Usage`: ``prompt_tokens`` split into uncached, cache writes
     (LiteLLM's ``cache_creation_input_tokens``) and cache reads (``cached_tokens``, else LiteLLM's
-    ``cache_read_input_tokens``)."""
+    ``cache_read_input_tokens``); fields that are not token counts are ignored and named in
+    ``problems``."""
     if not isinstance(raw, dict):
         return None
-    prompt = max(get_int(raw, "prompt_tokens") or 0, 0)
-    cached = get_int(get_dict(raw, "prompt_tokens_details"), "cached_tokens")
-    if cached is None:
-        cached = get_int(raw, "cache_read_input_tokens")
-    cached = min(max(cached or 0, 0), prompt)
+    prompt = token_count(raw, "prompt_tokens", problems)
+    details = get_dict(raw, "prompt_tokens_details")
+    if details is not None and details.get("cached_tokens") is not None:
+        cached = token_count(details, "cached_tokens", problems, "usage.prompt_tokens_details")
+    else:
+        cached = token_count(raw, "cache_read_input_tokens", problems)
+    cached = min(cached, prompt)
     # LiteLLM-style logs of Anthropic models count cache writes inside prompt_tokens too.
-    written = min(max(get_int(raw, "cache_creation_input_tokens") or 0, 0), prompt - cached)
-    reasoning = get_int(get_dict(raw, "completion_tokens_details"), "reasoning_tokens") or 0
+    written = min(token_count(raw, "cache_creation_input_tokens", problems), prompt - cached)
+    completion = get_dict(raw, "completion_tokens_details")
+    reasoning = (
+        token_count(completion, "reasoning_tokens", problems, "usage.completion_tokens_details")
+        if completion
+        else 0
+    )
     return Usage(
         input_tokens=prompt - cached - written,
         cache_creation_tokens=written,
         cache_read_tokens=cached,
-        output_tokens=max(get_int(raw, "completion_tokens") or 0, 0),
-        reasoning_tokens=max(reasoning, 0),
+        output_tokens=token_count(raw, "completion_tokens", problems),
+        reasoning_tokens=reasoning,
     )
+
+
+def usage_with_warnings(raw: Any, sink: WarningSink, index: int) -> Usage | None:
+    """:func:`parse_usage`, each field that is not a token count a warning at ``index``."""
+    problems: list[str] = []
+    usage = parse_usage(raw, problems)
+    for problem in problems:
+        sink.add(index, problem)
+    return usage
 
 
 def parse(data: bytes, path: str) -> Session:
@@ -182,7 +199,7 @@ def chat_message(raw: dict[str, Any], role: Role, sink: WarningSink, index: int)
         if reasoning:
             blocks.insert(0, ThinkingBlock(reasoning))
         blocks.extend(_tool_calls(raw.get("tool_calls"), sink, index))
-        usage = parse_usage(raw.get("usage"))
+        usage = usage_with_warnings(raw.get("usage"), sink, index)
         response_id = get_str(raw, "id")
     elif role is Role.TOOL:
         call_id = get_str(raw, "tool_call_id") or get_str(raw, "name") or ""

@@ -5,8 +5,19 @@ Each built-in format registers a :class:`ReaderSpec` (a content sniffer and a pa
 
 Policy choices:
 
-* An explicit file that is empty (or blank) raises :class:`TranscriptError`; inside a directory
-  walk, empty and unrecognised files are skipped (a project directory holds other files too).
+* An explicit file that is empty (or blank), that no reader recognises, or in which the reader
+  (detected or forced with ``format``) understood no message and stepped over lines it could not
+  read, raises :class:`TranscriptError` / :class:`UnknownFormatError` with the reader's reason: bad
+  input is an error, never an empty "healthy" session. Inside a directory walk such files are
+  skipped, and each skipped file is reported to the caller's ``on_skip(path, reason)`` (the CLI
+  lists them on stderr) instead of being dropped silently.
+* Only regular files are read: a FIFO, socket or device given as a transcript is refused at once
+  (reading it could block forever).
+* Invalid UTF-8 loses only the bad bytes: a file whose reading stepped over lines is checked, and
+  if it is not valid UTF-8 it is read again with the bad bytes decoded as U+FFFD, one warning per
+  line naming it; the rest of each line is read. (Valid files pay nothing for this.)
+* Detection looks at the first 64 KB; when the first line is longer than that (a whole JSON
+  document on one line, a huge first record), it looks at the complete first line.
 * ``strict=True`` turns any reader warning (of the session or its sidechains) into
   :class:`StrictModeError`.
 * Directories are searched recursively in sorted order; ``subagents/`` folders are not entered
@@ -17,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -36,6 +48,7 @@ from ctxhealth.sources import (
     swe_agent,
     tau_bench,
 )
+from ctxhealth.sources.lines import valid_utf8
 
 #: Bytes of (decompressed) content the detectors look at.
 HEAD_BYTES = 64 * 1024
@@ -141,7 +154,33 @@ def _decompress(data: bytes, path: str) -> tuple[bytes, ReadWarning | None]:
     return out, None
 
 
+def check_regular_file(path: Path, what: str = "transcript") -> None:
+    """Raise :class:`TranscriptError` unless ``path`` is a regular file (or missing: the caller's
+    read says so). A FIFO, socket or device would block the read or never end."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise TranscriptError(
+            f"is a {_kind(mode)}, not a file",
+            hint=f"pass a regular {what} file (a pipe's content can be given as -)",
+            path=str(path),
+        )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
+
+
 def _read_bytes(path: Path) -> bytes:
+    check_regular_file(path)
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -172,7 +211,7 @@ def read_data_all(
         raise TranscriptError("transcript is empty", hint="pass a file an agent has written to", path=name)
     spec = _BY_FORMAT[format] if format is not None else None
     if spec is None:
-        detected = detect_format(content[:HEAD_BYTES], name, content[-TAIL_BYTES:])
+        detected = detect_head(content)
         if detected is None:
             raise UnknownFormatError(
                 "no reader recognises this content",
@@ -180,19 +219,91 @@ def read_data_all(
                 path=name,
             )
         spec = _BY_FORMAT[detected]
-    sessions = spec.parse_all(content, name) if spec.parse_all is not None else [spec.parse(content, name)]
-    if not sessions:
-        sessions = [Session(path=name, format=spec.format, messages=())]
-    if warning is not None:
-        sessions[0] = _with_warning(sessions[0], warning)
+    sessions = _parse(spec, content, name)
+    if any(s.warnings for s in sessions) and not content.isascii() and not valid_utf8(content):
+        # only a file the reader stepped over lines of is checked: invalid UTF-8 costs those lines
+        # (JSON must be UTF-8), so read it again with just the bad bytes replaced
+        content, utf8_warnings = repair_utf8(content, name)
+        sessions = _parse(spec, content, name)
+    else:
+        utf8_warnings = []
+    own = sessions[0].warnings
+    extra = [*([warning] if warning is not None else []), *utf8_warnings]
+    if extra:
+        sessions[0] = _with_warnings(sessions[0], extra)
+    if not any(_has_messages(s) for s in sessions) and sessions[0].warnings:
+        first = own[0] if own else sessions[0].warnings[0]  # the reader's own reason first
+        count = len(sessions[0].warnings)
+        more = f" ({count - 1} more)" if count > 1 else ""
+        raise TranscriptError(
+            f"no readable message as {spec.format.value}: {first.reason}{more}",
+            hint=(
+                "check the file, or pass the right --format"
+                if format is not None
+                else f"check the file (formats read: {_FORMAT_NAMES})"
+            ),
+            path=name,
+            line=first.line,
+        )
     if strict:
         for session in sessions:
             check_strict(session)
     return sessions
 
 
-def _with_warning(session: Session, warning: ReadWarning) -> Session:
-    return dataclasses.replace(session, warnings=(warning, *session.warnings))
+def _parse(spec: ReaderSpec, content: bytes, name: str) -> list[Session]:
+    """Every session ``spec`` reads from ``content`` (most formats hold exactly one)."""
+    sessions = spec.parse_all(content, name) if spec.parse_all is not None else [spec.parse(content, name)]
+    return sessions or [Session(path=name, format=spec.format, messages=())]
+
+
+def _has_messages(session: Session) -> bool:
+    return bool(session.messages) or any(_has_messages(s) for s in session.sidechains)
+
+
+def detect_head(content: bytes, tail: bytes | None = None) -> Format | None:
+    """The format of ``content`` from its first 64 KB (and ``tail``, the file's last bytes: by
+    default those of ``content``), or from its whole first line when that line is longer (a JSON
+    document on one line, a huge first record)."""
+    head = content[:HEAD_BYTES]
+    detected = detect_format(head, "", content[-TAIL_BYTES:] if tail is None else tail)
+    if detected is None and len(content) > HEAD_BYTES:
+        start = len(content) - len(content.lstrip())
+        end = content.find(b"\n", start)
+        if end == -1 or end >= HEAD_BYTES:
+            detected = detect_format(content[: end if end != -1 else len(content)])
+    return detected
+
+
+def repair_utf8(content: bytes, name: str) -> tuple[bytes, list[ReadWarning]]:
+    """``content`` with invalid UTF-8 bytes replaced by U+FFFD, and a warning per line that had them
+    (the rest of each line is kept)."""
+    if valid_utf8(content):
+        return content, []
+    text = content.decode("utf-8", errors="replace")
+    warnings: list[ReadWarning] = []
+    line_no = 0
+    for line_no, line in enumerate(content.split(b"\n"), start=1):
+        if not valid_utf8(line):
+            bad = len(line.decode("utf-8", errors="replace")) - len(line.decode("utf-8", errors="ignore"))
+            warnings.append(
+                ReadWarning(
+                    name,
+                    line_no,
+                    f"invalid UTF-8: {bad} byte sequence(s) that are not text were replaced with \ufffd",
+                )
+            )
+            if len(warnings) >= _MAX_UTF8_WARNINGS:
+                warnings.append(ReadWarning(name, None, "invalid UTF-8 on more lines; not listed"))
+                break
+    return text.encode("utf-8"), warnings
+
+
+_MAX_UTF8_WARNINGS = 50
+
+
+def _with_warnings(session: Session, warnings: list[ReadWarning]) -> Session:
+    return dataclasses.replace(session, warnings=(*warnings, *session.warnings))
 
 
 def _all_warnings(session: Session) -> list[ReadWarning]:
@@ -224,50 +335,73 @@ def _walk(root: Path) -> Iterator[Path]:
             yield Path(current) / name
 
 
+SkipHandler = Callable[[str, str], None]
+"""Told ``(path, reason)`` for each file a directory walk skips."""
+
+
 def _sniff(file: Path) -> tuple[Format | None, bool]:
-    """(detected format, has content) of a file, reading only its head unless it is gzip."""
-    tail = b""
-    try:
-        with file.open("rb") as handle:
-            head = handle.read(HEAD_BYTES)
-            if head.startswith(_GZIP_MAGIC):
-                whole = _decompress(head + handle.read(), str(file))[0]
-                head, tail = whole[:HEAD_BYTES], whole[-TAIL_BYTES:]
-            elif len(head) == HEAD_BYTES:
-                handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))
-                tail = handle.read(TAIL_BYTES)
-            else:
-                tail = head[-TAIL_BYTES:]
-    except (OSError, TranscriptError):
-        return None, False
+    """(detected format, has content) of a file, reading only its head (and last bytes) unless it
+    is gzip or its first line is longer than the head."""
+    tail: bytes | None = None
+    with file.open("rb") as handle:
+        head = handle.read(HEAD_BYTES)
+        if head.startswith(_GZIP_MAGIC):
+            head = _decompress(head + handle.read(), str(file))[0]
+        elif len(head) == HEAD_BYTES and b"\n" not in head.lstrip():
+            head += handle.read()  # one line longer than the head: detection needs the whole line
+        elif len(head) == HEAD_BYTES:
+            handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))
+            tail = handle.read(TAIL_BYTES)
     if not head or head.isspace():
         return None, False
-    return detect_format(head, file.name, tail), True
+    return detect_head(head.removeprefix(_BOM), tail), True
 
 
-def _read_directory(root: Path, format: Format | None, strict: bool) -> Iterator[Session]:
+def _read_directory(
+    root: Path, format: Format | None, strict: bool, on_skip: SkipHandler | None
+) -> Iterator[Session]:
     count = 0
     calls = _CallFolder(strict)
+
+    def skip(file: Path, reason: str) -> None:
+        if on_skip is not None:
+            on_skip(str(file), reason)
+
     for file in _walk(root):
-        detected, has_content = _sniff(file)
+        try:
+            check_regular_file(file)
+            detected, has_content = _sniff(file)
+        except (OSError, TranscriptError) as exc:
+            skip(file, exc.message if isinstance(exc, TranscriptError) else f"cannot read ({exc})")
+            continue
         if not has_content:
+            skip(file, "empty")
             continue
         if format is None:
             if detected is None:
+                skip(file, "no reader recognises this content")
                 continue
         elif detected != format and not (detected is None and file.name.endswith(_TRANSCRIPT_SUFFIXES)):
+            skip(file, f"read as {detected.value if detected else 'unknown'}, not {format.value}")
             continue
         try:
             raw = file.read_bytes()
-        except OSError:
+            content = _decompress(raw, str(file))[0]
+            if (format or detected) is Format.OPENHANDS and openhands.is_completion(content[:HEAD_BYTES]):
+                # one model call per file: the folder's calls are one session
+                count += 1
+                yield from calls.add(file, content)
+                continue
+            sessions = read_data_all(raw, str(file), format=format or detected, strict=strict)
+        except OSError as exc:
+            skip(file, f"cannot read ({exc.strerror or exc})")
+            continue
+        except (TranscriptError, UnknownFormatError) as exc:
+            skip(file, exc.message)
             continue
         count += 1
-        content = _decompress(raw, str(file))[0]
-        if (format or detected) is Format.OPENHANDS and openhands.is_completion(content[:HEAD_BYTES]):
-            yield from calls.add(file, content)
-            continue
         yield from calls.flush()
-        yield from read_data_all(raw, str(file), format=format or detected, strict=strict)
+        yield from sessions
     yield from calls.flush()
     if count == 0:
         raise TranscriptError(
@@ -307,12 +441,14 @@ def read_sessions(
     format: Format | None = None,
     strict: bool = False,
     stdin: BinaryIO | None = None,
+    on_skip: SkipHandler | None = None,
 ) -> Iterator[Session]:
     """Every session in ``paths``: files, directories (recursive), ``-`` (stdin), ``.gz``.
 
     The format is detected from content unless ``format`` is given. Lenient by default:
     problems become ``Session.warnings``; with ``strict`` any warning raises
     :class:`StrictModeError`. ``stdin`` replaces ``sys.stdin.buffer`` for ``-`` (tests).
+    ``on_skip(path, reason)`` hears of every file a directory walk skips.
     """
     for item in paths:
         if str(item) == "-":
@@ -325,7 +461,7 @@ def read_sessions(
             continue
         path = Path(item)
         if path.is_dir():
-            yield from _read_directory(path, format, strict)
+            yield from _read_directory(path, format, strict, on_skip)
         else:
             yield from read_data_all(_read_bytes(path), str(path), format=format, strict=strict)
 

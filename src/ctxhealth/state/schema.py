@@ -161,10 +161,12 @@ def _records(obj: dict[str, Any], key: str, path: str | None) -> list[tuple[str,
 
 
 def missing_required(obj: dict[str, Any]) -> list[str]:
-    """Required fields absent from the document, plus ``next_action`` when it is empty."""
-    missing = [name for name in REQUIRED_FIELDS if name not in obj]
+    """Required fields absent (or null) from the document, plus ``next_action`` when it is an empty
+    string. A field of the wrong type is not missing: :func:`state_from_dict` rejects it by name
+    (INVALID_STATE, not MISSING_STATE)."""
+    missing = [name for name in REQUIRED_FIELDS if obj.get(name) is None]
     next_action = obj.get("next_action")
-    if "next_action" not in missing and (not isinstance(next_action, str) or not next_action.strip()):
+    if "next_action" not in missing and isinstance(next_action, str) and not next_action.strip():
         missing.append("next_action")
     return missing
 

@@ -19,6 +19,7 @@ the write is refused until they are archived explicitly.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -151,12 +152,45 @@ class ArchiveResult:
     moved: tuple[Path, ...]
 
 
+def _special_kind(path: Path) -> str | None:
+    """``"FIFO"``, ``"socket"`` or ``"device"`` when ``path`` is one (reading it could block), else
+    None (a regular file, a directory, or nothing)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return None
+
+
+def _refuse_special(path: Path, what: str) -> None:
+    kind = _special_kind(path)
+    if kind is not None:
+        raise StateError(
+            f"the {what} file is a {kind}, not a regular file",
+            hint="remove it, or run `ctxhealth state archive` to move it aside",
+            path=str(path),
+        )
+
+
 class StateStore:
     """The state files of one task under ``root``. Cheap to create; touches the disk only when asked."""
 
     def __init__(self, root: Path, *, clock: Clock = _utc_now) -> None:
         self.root = Path(root)
         self._clock = clock
+        kind = _special_kind(self.root)
+        if kind is not None:
+            raise EnvironmentProblem(
+                f"the state root is a {kind}, not a directory",
+                hint="point --root / CTXHEALTH_ROOT at a directory (it is created when missing)",
+                path=str(self.root),
+            )
 
     # -- paths -----------------------------------------------------------------------------
 
@@ -260,6 +294,7 @@ class StateStore:
         return self.latest_summary_path.exists()
 
     def read_state_bytes(self) -> bytes:
+        _refuse_special(self.state_path, "task state")
         try:
             return self.state_path.read_bytes()
         except OSError as exc:
@@ -335,6 +370,7 @@ class StateStore:
     def read_control(self) -> Control:
         if not self.control_path.exists():
             return Control()
+        _refuse_special(self.control_path, "control")
         try:
             obj = orjson.loads(self.control_path.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:

@@ -2,7 +2,9 @@
 
 Each hook is a new process, so the monitor travels in the session's tail state
 (``SessionCounters.monitor``, a :meth:`Monitor.snapshot`): a hook restores it, observes only the
-messages the transcript gained since the last read, and saves it again. The last assessment is kept
+messages the transcript gained since the last read, and saves it again. The counters' fill, its
+source and the peak are the monitor's (its fill account), so the hooks, the status line and
+``check`` show the same fill. The last assessment is kept
 in the counters as plain data (``SessionCounters.assessment``) for the handlers, the status line and
 the ledger, so reading the verdict never needs the monitor itself.
 
@@ -21,15 +23,23 @@ from dataclasses import replace
 from typing import Any
 
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.types import ModelInfo
 from ctxhealth.errors import StateError
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
-from ctxhealth.model import Message, TextBlock
+from ctxhealth.model import Format, Message, TextBlock
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import redact
 
-__all__ = ["NO_TURN_LIMIT", "claude_code_profile", "observe_messages", "redacted", "summarise"]
+__all__ = [
+    "NO_TURN_LIMIT",
+    "claude_code_profile",
+    "observe_messages",
+    "redacted",
+    "session_info",
+    "summarise",
+]
 
 NO_TURN_LIMIT = 2**31 - 1
 """``max_turns`` for Claude Code sessions: the host compacts by itself, so no turn-count trigger."""
@@ -46,7 +56,17 @@ def _monitor(counters: SessionCounters, profile: Profile, registry: ModelRegistr
             return Monitor.restore(counters.monitor, profile=profile, registry=registry)
         except StateError:
             pass  # from another version, or damaged: start afresh from here
-    return Monitor(counters.model, profile, registry=registry)
+    return Monitor(counters.model, profile, registry=registry, source_format=Format.CLAUDE_CODE)
+
+
+def session_info(model: str | None, window: int | None, registry: ModelRegistry) -> ModelInfo:
+    """The session's one :class:`ModelInfo`: the registry's, with the window the host states (a
+    status-line payload's ``context_window_size``) when it states one."""
+    info = registry.lookup(model)
+    entry = registry.find_entry(model) if window and window != info.window else None
+    if entry is not None:
+        info = entry.info(model or "", window=window)
+    return info
 
 
 def observe_messages(
@@ -61,12 +81,20 @@ def observe_messages(
     if not messages:
         return None
     monitor = _monitor(counters, claude_code_profile(profile), registry)
+    stated = (counters.thresholds or {}).get("stated_window")
+    if isinstance(stated, int) and stated > 0 and stated != monitor.info.window:
+        # one ModelInfo per session: the window the host stated (status line) for pressure and zones
+        monitor.set_info(session_info(counters.model, stated, registry or ModelRegistry.default()))
     last: Assessment | None = None
     for message in messages:
         if message.compaction is not None:
             monitor.record_recovery(Action.TRUNCATE)
         last = monitor.observe(redacted(message))
     counters.monitor = monitor.snapshot()
+    # the counters show the monitor's fill: one account for the hooks, the status line and check
+    counters.fill = monitor.fill
+    counters.fill_source = monitor.fill_source.value if monitor.account.turns else ""
+    counters.peak = max(counters.peak, monitor.pressure.peak)
     if last is not None:
         counters.assessment = summarise(last, monitor)
         counters.drift = counters.assessment["drift"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.integrations.claude_code.monitoring import observe_messages
+from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
 from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters, call_signature
 from ctxhealth.model import Message, Role
 from ctxhealth.policy.profile import Profile, default_profile
@@ -82,7 +82,8 @@ def _feed(counters: SessionCounters, data: bytes, transcript: str) -> list[Messa
 def fold_messages(
     counters: SessionCounters, messages: list[Message], *, registry: ModelRegistry | None = None
 ) -> None:
-    """Update fill, turns, tool counters, instruction and compactions from new messages."""
+    """Update turns, tool counters, output, cost, instruction and compactions from new messages (the
+    fill comes from the monitor's account, :func:`observe_messages`)."""
     registry = registry or ModelRegistry.default()
     for message in messages:
         if message.compaction is not None:
@@ -109,10 +110,6 @@ def fold_messages(
             counters.last_response_id = rid
             usage = message.usage
             if usage is not None:
-                if usage.context_tokens:
-                    counters.fill = usage.context_tokens
-                    counters.fill_source = "reported"
-                    counters.peak = max(counters.peak, counters.fill)
                 counters.output_tokens += usage.output_tokens
                 prices = registry.lookup(message.model or counters.model).prices
                 if prices is not None:
@@ -130,16 +127,21 @@ def resolve_thresholds(
     profile: Profile | None = None,
     window: int | None = None,
 ) -> dict[str, Any]:
-    """Cache the model's window and the profile's thresholds in the counters (for the fast path)."""
+    """Cache the model's window and the profile's thresholds in the counters (for the fast path).
+
+    ``window`` is the one the host states (status line); once stated it is kept for the session
+    (``stated_window``), and the monitor's pressure and zones use it too."""
     registry = registry or ModelRegistry.default()
     profile = profile or default_profile()
-    info = registry.lookup(counters.model)
-    entry = registry.find_entry(counters.model) if window and window != info.window else None
-    if entry is not None:
-        info = entry.info(counters.model or "", window=window)
+    previous = counters.thresholds
+    if window is None and previous and previous.get("model") == counters.model:
+        stated = previous.get("stated_window")  # the host stated it before (status line payload)
+        window = stated if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0 else None
+    info = session_info(counters.model, window, registry)
     th = profile.thresholds(info.tier)
     counters.thresholds = {
         "model": counters.model,
+        "stated_window": window,
         "window": info.window,
         "usable": info.usable_window,
         "tier": info.tier.value,

@@ -6,9 +6,9 @@ line (notably the top-level ``toolUseResult``, a structured copy of the tool res
 of the bytes) is skipped without building Python objects. Any line the schema rejects (a wrong
 type, an unknown block type, a missing field, invalid JSON) or that is not valid UTF-8 is decoded
 again by the lenient path (orjson plus typed getters), which produces the same warnings as ever.
-Tool-call inputs are decoded by orjson in both paths, so their values are identical too. The one
-difference: a number too large for a double, inside a field the reader never reads, makes orjson
-reject the whole line, whereas the typed path reads the line.
+Tool-call inputs are decoded by orjson in both paths, so their values are identical too (a line
+orjson refuses but the JSON grammar allows, such as a lone surrogate escape or ``1e400``, is read
+by :func:`~ctxhealth.sources.lines.loads`' fallback).
 
 The typed path lives in :mod:`.typed` and is imported only when used. A hook reading a few new
 lines goes lenient-first instead (``typed=False, retry_typed=True``): a line orjson rejects is
@@ -72,7 +72,10 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
     if kind in _MESSAGE_KINDS:
         raw_message = obj.get("message")
         if isinstance(raw_message, dict):
-            message = _lenient_message(raw_message)
+            problems: list[str] = []
+            message = _lenient_message(raw_message, problems)
+            for problem in problems:
+                sink.add(line, f"message.{problem}")
         else:
             sink.add(line, f"{kind} line without a 'message' object")
             if uuid is None:
@@ -96,7 +99,7 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
     )
 
 
-def _lenient_message(raw: dict[str, Any]) -> PlainMsg:
+def _lenient_message(raw: dict[str, Any], problems: list[str] | None = None) -> PlainMsg:
     usage = raw.get("usage")
     split = get_dict(usage, "cache_creation") if isinstance(usage, dict) else None
     return PlainMsg(
@@ -106,15 +109,15 @@ def _lenient_message(raw: dict[str, Any]) -> PlainMsg:
         usage=None
         if not isinstance(usage, dict)
         else PlainUsage(
-            count_tokens(usage, "input_tokens"),
-            count_tokens(usage, "output_tokens"),
-            count_tokens(usage, "cache_creation_input_tokens"),
-            count_tokens(usage, "cache_read_input_tokens"),
+            count_tokens(usage, "input_tokens", problems),
+            count_tokens(usage, "output_tokens", problems),
+            count_tokens(usage, "cache_creation_input_tokens", problems),
+            count_tokens(usage, "cache_read_input_tokens", problems),
             None
             if split is None
             else PlainCacheCreation(
-                count_tokens(split, "ephemeral_5m_input_tokens"),
-                count_tokens(split, "ephemeral_1h_input_tokens"),
+                count_tokens(split, "ephemeral_5m_input_tokens", problems),
+                count_tokens(split, "ephemeral_1h_input_tokens", problems),
             ),
         ),
     )

@@ -19,18 +19,23 @@ from ctxhealth.sources.claude_code.plain import _MESSAGE_KINDS as _MESSAGE_KINDS
 _Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
+"""A usage field: anything else (a negative, a string, null, ...) sends the line to the lenient
+path, which ignores the field and names it in a warning."""
+
+
 class _CacheCreation(msgspec.Struct, gc=False):
     """``usage.cache_creation`` (newer versions): the cache writes split by cache lifetime."""
 
-    ephemeral_5m_input_tokens: _Int = 0
-    ephemeral_1h_input_tokens: _Int = 0
+    ephemeral_5m_input_tokens: _Count = 0
+    ephemeral_1h_input_tokens: _Count = 0
 
 
 class _Usage(msgspec.Struct, gc=False):
-    input_tokens: _Int = 0
-    output_tokens: _Int = 0
-    cache_creation_input_tokens: _Int = 0
-    cache_read_input_tokens: _Int = 0
+    input_tokens: _Count = 0
+    output_tokens: _Count = 0
+    cache_creation_input_tokens: _Count = 0
+    cache_read_input_tokens: _Count = 0
     cache_creation: _CacheCreation | None = None
 
 

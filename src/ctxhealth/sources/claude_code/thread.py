@@ -9,6 +9,9 @@
   same way, with a warning.
 * Nodes off the chain (abandoned branches after a rewind) are dropped, with one warning
   counting the user/assistant lines dropped.
+* A line that repeats an earlier line's ``uuid`` (written again, e.g. at the end of the file by a
+  crashed or concurrent writer) is a repeat: the first line with that uuid is the node, the leaf
+  is the newest line that is not a repeat, and the repeats are one warning (not a cut thread).
 * Sidechain nodes are grouped by the root of their tree: one group per sidechain.
 """
 
@@ -42,7 +45,22 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
     """
     if not nodes:
         return []
-    by_uuid = {n.uuid: n for n in nodes if n.uuid is not None}
+    by_uuid: dict[str, _Node] = {}
+    repeats: list[_Node] = []
+    for n in nodes:
+        if n.uuid is not None:
+            if n.uuid in by_uuid:
+                repeats.append(n)
+            else:
+                by_uuid[n.uuid] = n
+    if repeats:
+        sink.add(
+            repeats[0].line,
+            f"{len(repeats)} lines repeat the uuid of an earlier line (written again); the first "
+            "of each is read, the repeats are skipped",
+        )
+        skip = {id(n) for n in repeats}
+        nodes = [n for n in nodes if id(n) not in skip]
     position: dict[int, int] | None = None
 
     def previous(n: _Node) -> _Node | None:
