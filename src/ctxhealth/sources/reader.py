@@ -11,6 +11,9 @@ Policy choices:
   :class:`StrictModeError`.
 * Directories are searched recursively in sorted order; ``subagents/`` folders are not entered
   (their files are read as sidechains of the Claude Code session next to them).
+* ``on_skip(SkippedFile)``, when given, hears of every file a directory walk steps over (empty,
+  not a transcript, unreadable) and of every file in it that fails to read, which is then skipped
+  instead of ending the walk (a caller summarising many sessions lists them; nothing else is lost).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ctxhealth.errors import StrictModeError, TranscriptError, UnknownFormatError
+from ctxhealth.errors import InputError, StrictModeError, TranscriptError, UnknownFormatError
 from ctxhealth.model import Format, ReadWarning, Session
 from ctxhealth.sources import (
     anthropic_messages,
@@ -210,23 +213,59 @@ def _sniff(file: Path) -> tuple[Format | None, bool]:
     return detect_format(head, file.name), True
 
 
-def _read_directory(root: Path, format: Format | None, strict: bool) -> Iterator[Session]:
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file a directory walk stepped over: ``error`` when it looked like a transcript but failed
+    to read (bad input), not when it simply is not one."""
+
+    path: str
+    reason: str
+    error: bool = False
+
+
+SkipHandler = Callable[[SkippedFile], None]
+"""``on_skip(skipped)``: told of each file a directory walk skips."""
+
+
+def _read_directory(
+    root: Path, format: Format | None, strict: bool, on_skip: SkipHandler | None = None
+) -> Iterator[Session]:
     count = 0
+
+    def skip(path: str, reason: str) -> None:
+        if on_skip is not None:
+            on_skip(SkippedFile(path, reason))
+
     for file in _walk(root):
         detected, has_content = _sniff(file)
         if not has_content:
+            skip(str(file), "empty or unreadable file")
             continue
         if format is None:
             if detected is None:
+                skip(str(file), "not a transcript (no reader recognises the content)")
                 continue
         elif detected != format and not (detected is None and file.name.endswith(_TRANSCRIPT_SUFFIXES)):
+            skip(str(file), f"not a {format.value} transcript")
             continue
         try:
             raw = file.read_bytes()
-        except OSError:
+        except OSError as exc:
+            if on_skip is not None:
+                on_skip(SkippedFile(str(file), f"cannot read file ({exc.strerror or exc})", error=True))
             continue
         count += 1
-        yield read_data(raw, str(file), format=format or detected, strict=strict)
+        if on_skip is None:
+            yield read_data(raw, str(file), format=format or detected, strict=strict)
+            continue
+        try:
+            session = read_data(raw, str(file), format=format or detected, strict=strict)
+        except InputError as exc:
+            where = f"line {exc.line}: " if exc.line is not None else ""
+            hint = f" ({exc.hint})" if exc.hint else ""
+            on_skip(SkippedFile(str(file), f"{where}{exc.message}{hint}", error=True))
+            continue
+        yield session
     if count == 0:
         raise TranscriptError(
             "no transcripts found in this directory",
@@ -241,12 +280,15 @@ def read_sessions(
     format: Format | None = None,
     strict: bool = False,
     stdin: BinaryIO | None = None,
+    on_skip: SkipHandler | None = None,
 ) -> Iterator[Session]:
     """Every session in ``paths``: files, directories (recursive), ``-`` (stdin), ``.gz``.
 
     The format is detected from content unless ``format`` is given. Lenient by default:
     problems become ``Session.warnings``; with ``strict`` any warning raises
     :class:`StrictModeError`. ``stdin`` replaces ``sys.stdin.buffer`` for ``-`` (tests).
+    ``on_skip`` hears of files a directory walk skips (see the module notes); files named
+    explicitly still raise.
     """
     for item in paths:
         if str(item) == "-":
@@ -259,7 +301,7 @@ def read_sessions(
             continue
         path = Path(item)
         if path.is_dir():
-            yield from _read_directory(path, format, strict)
+            yield from _read_directory(path, format, strict, on_skip)
         else:
             yield read_data(_read_bytes(path), str(path), format=format, strict=strict)
 
