@@ -83,15 +83,15 @@ def check(
     registry = settings.registry()
     profile = resolve_profile(settings.profile, settings.profile_overrides)
     totals = CheckTotals()
-    bad_input = False
+    errors: list[tuple[str, str]] = []
     unhealthy = False
     first = True
     bar = ProgressBar("checking", count_inputs(paths) if len(paths) > 1 or Path(paths[0]).is_dir() else None)
 
     def on_skip(skipped: SkippedFile) -> None:
-        nonlocal bad_input
         totals.skip(skipped.path, skipped.reason)
-        bad_input = bad_input or skipped.error
+        if skipped.error:
+            errors.append((skipped.path, skipped.reason))
         bar.advance(label=skipped.path)
 
     try:
@@ -128,17 +128,16 @@ def check(
                 totals.add(report)
                 unhealthy = unhealthy or not report["healthy"]
                 first = False
-        if totals.sessions > 1 or totals.skipped:
-            text = render_totals_text(totals)
-            if as_json:
-                click.echo(text, err=True)
-            else:
-                click.echo()
-                click.echo(text)
+        if as_json:
+            for path, reason in errors:
+                click.echo(f"ctxhealth: error: {path}: {reason} (skipped)", err=True)
+        elif totals.sessions > 1 or totals.skipped:
+            click.echo()
+            click.echo(render_totals_text(totals))
     except BrokenPipeError:
         # The reader of our output went away (`| head`): stop quietly, with the verdict on
         # what was printed; point stdout at devnull so the interpreter's final flush is silent.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    code = ExitCode.BAD_INPUT if bad_input else ExitCode.UNHEALTHY if unhealthy else ExitCode.OK
+    code = ExitCode.BAD_INPUT if errors else ExitCode.UNHEALTHY if unhealthy else ExitCode.OK
     sys.exit(int(code))

@@ -21,7 +21,7 @@ table{border-collapse:collapse;margin:6px 0;font-size:13px}
 th,td{border-bottom:1px solid #eee;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f6f6f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bad{color:#b71c1c;font-weight:600}.ok{color:#2e7d32}
-svg text{font-size:11px;fill:#444}svg text.title{font-size:12px;font-weight:600}
+svg text{font-size:11px}svg text.axis,svg text.title{fill:#444}svg text.title{font-size:12px;font-weight:600}
 svg .ev{font-size:12px;cursor:default}
 .legend span{margin-right:14px;white-space:nowrap}
 #tip{position:absolute;display:none;max-width:460px;background:#263238;color:#fff;padding:6px 8px;
