@@ -199,18 +199,21 @@ def _walk(root: Path) -> Iterator[Path]:
             yield Path(current) / name
 
 
-def _sniff(file: Path) -> tuple[Format | None, bool]:
-    """(detected format, has content) of a file, reading only its head unless it is gzip."""
+def _sniff(file: Path) -> tuple[Format | None, bool, str]:
+    """(detected format, has content, why it cannot be read) of a file, reading only its head
+    unless it is gzip."""
     try:
         with file.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
             if head.startswith(_GZIP_MAGIC):
                 head = _decompress(head + handle.read(), str(file))[0][:HEAD_BYTES]
-    except (OSError, TranscriptError):
-        return None, False
+    except OSError as exc:
+        return None, False, f"cannot read file ({exc.strerror or exc})"
+    except TranscriptError as exc:
+        return None, False, exc.message
     if not head or head.isspace():
-        return None, False
-    return detect_format(head, file.name), True
+        return None, False, ""
+    return detect_format(head, file.name), True, ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,9 +240,10 @@ def _read_directory(
             on_skip(SkippedFile(path, reason))
 
     for file in _walk(root):
-        detected, has_content = _sniff(file)
+        detected, has_content, problem = _sniff(file)
         if not has_content:
-            skip(str(file), "empty or unreadable file")
+            if on_skip is not None:
+                on_skip(SkippedFile(str(file), problem or "empty file", error=bool(problem)))
             continue
         if format is None:
             if detected is None:
