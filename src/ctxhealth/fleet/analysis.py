@@ -331,14 +331,15 @@ def analyse_session(
     project = project_of(session.path)
     result = SessionRows()
     messages = session.messages
-    last: Assessment | None = None
-    drifting = raised = False
-    for assessment in monitor.iter_session(session):
-        last = assessment
+    state = {"drifting": False, "raised": False}
+
+    def observe_turn(assessment: Assessment) -> None:
+        # (a function of its own so that no reference to the assessment outlives its turn: a held
+        # assessment makes the monitor snapshot every detector before the next message)
         index = assessment.index
         t = turn_at.get(index)
         if t is None:
-            continue
+            return
         message = messages[index]
         usage = message.usage
         stamp = parse_time(message.timestamp)
@@ -381,7 +382,7 @@ def analyse_session(
                 result.events.append(TimelineEvent("decision", index, t.turn, action, reasons, (index,)))
         if events:
             now_drifting = monitor.drift.drifting
-            if now_drifting and not drifting:
+            if now_drifting and not state["drifting"]:
                 result.events.append(
                     TimelineEvent(
                         "drift",
@@ -392,9 +393,9 @@ def analyse_session(
                         (index,),
                     )
                 )
-            drifting = now_drifting
+            state["drifting"] = now_drifting
             now_raised = assessment.zone is not assessment.base_zone
-            if now_raised and not raised:
+            if now_raised and not state["raised"]:
                 names = monitor.indicators.fired()
                 if monitor.repetition.repeated_fired:
                     names.insert(0, "repeated tool calls")
@@ -408,9 +409,15 @@ def analyse_session(
                         (index,),
                     )
                 )
-            raised = now_raised
+            state["raised"] = now_raised
+
+    seen = False
+    for assessment in monitor.iter_session(session):
+        seen = True
+        observe_turn(assessment)
+        del assessment
     # a session without messages yields no assessment: observe_session gives "nothing seen yet"
-    final = last if last is not None else monitor.observe_session(session)
+    final = monitor.last if seen and monitor.last is not None else monitor.observe_session(session)
     cache = monitor.cache
     result.cache_hit_rate = round(cache.read_tokens / cache.prompt_tokens, 4) if cache.prompt_tokens else None
 
