@@ -20,7 +20,9 @@ from pathlib import Path
 import click
 
 from ctxhealth.atomic import write_atomic
+from ctxhealth.cli.check import count_inputs
 from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
 from ctxhealth.risk import CALIBRATION_PROCEDURES, PROCEDURE, Procedure, collect_runs, fit_risk, read_labels
 from ctxhealth.signals.profile import resolve_profile
@@ -58,7 +60,10 @@ def calibrate(
     """Fit a risk profile on labelled transcripts and write it to --out."""
     settings = load_settings({}, os.environ, Path.cwd())
     base = resolve_profile(settings.profile, settings.profile_overrides)
-    runs = collect_runs(paths, read_labels(labels_path), profile=base)
+    with ProgressBar("calibrating", count_inputs(paths)) as bar:
+        runs = collect_runs(
+            paths, read_labels(labels_path), profile=base, on_session=lambda path: bar.advance(label=path)
+        )
     model, cv = fit_risk(runs, folds=folds, seed=seed, procedure=Procedure(procedure_name))
     profile = replace(base, name=f"calibrated on {len(runs)} runs", risk=model)
     write_atomic(out, json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n")

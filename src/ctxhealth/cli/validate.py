@@ -16,7 +16,9 @@ from pathlib import Path
 
 import click
 
+from ctxhealth.cli.check import count_inputs
 from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
 from ctxhealth.risk import EVAL_POINTS, AucFigure, Validation, collect_runs, read_labels, validate_runs
@@ -91,7 +93,10 @@ def validate(
     profile = resolve_profile(settings.profile, settings.profile_overrides)
     if profile.risk is None:
         raise ConfigError("the profile has no risk model", hint="fit one with `ctxhealth calibrate`")
-    runs = collect_runs(paths, read_labels(labels_path), profile=profile)
+    with ProgressBar("validating", count_inputs(paths)) as bar:
+        runs = collect_runs(
+            paths, read_labels(labels_path), profile=profile, on_session=lambda path: bar.advance(label=path)
+        )
     result = validate_runs(runs, profile.risk, folds=folds, seed=seed, cross_validate_risk=force_cv)
     if as_json:
         echo_json({"schema_version": 1, **result.to_dict()})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -126,12 +126,16 @@ def collect_runs(
     *,
     points: Sequence[float] = EVAL_POINTS,
     profile: Any = None,
+    on_session: Callable[[str], None] | None = None,
 ) -> list[LabelledRun]:
-    """Read every session under ``paths`` that has a label and compute its features."""
+    """Read every session under ``paths`` that has a label and compute its features;
+    ``on_session(path)`` hears of each session read (progress)."""
     from ctxhealth.sources import read_sessions
 
     runs: list[LabelledRun] = []
     for session in read_sessions(list(paths)):
+        if on_session is not None:
+            on_session(session.path)
         key = run_key(session.path)
         if key not in labels:
             continue
