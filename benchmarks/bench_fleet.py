@@ -14,7 +14,9 @@ files (page cache warmed first):
   It parses only: no accounting, no per-turn assessment, nothing written.
 
 Wall time and CPU time (this process and its children) are reported; MB/s and sessions/s are per
-wall-clock second. Human lines go to stderr; the last line on stdout is one JSON object.
+wall-clock second, ``cpu_mb_per_s`` per CPU second (the steadier figure on a shared machine; the
+load average at the end is printed with the results). Human lines go to stderr; the last line on
+stdout is one JSON object.
 
     pip install -e '.[fleet,bench]'
     python benchmarks/bench_fleet.py [--data ../shared/data] [--size-gb 1.0] [--workers 2] [--skip-dask]
@@ -160,6 +162,8 @@ def main() -> None:
         local = results["fleet_local"]["mb_per_s"]
         summary = {
             "corpus": {"files": len(files), "bytes": total, "workers": args.workers, "cpus": os.cpu_count()},
+            # other work on the machine: wall-clock figures only mean something next to this
+            "load_average_1min_at_end": round(os.getloadavg()[0], 2),
             "rows": counts.get("local"),
             "results": results,
             "target_mb_per_s": TARGET_MB_S,

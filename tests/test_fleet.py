@@ -132,7 +132,14 @@ def test_row_counts_equal_check_json_on_the_same_inputs(tmp_path: Path) -> None:
         {"path": str((root / "proj-b" / "notes.txt").resolve()), "reason": summary["skipped"][0]["reason"]}
     ]
     assert "not a transcript" in summary["skipped"][0]["reason"]
-    assert_tables_match_check(db, check_json(root))
+    reports = check_json(root)
+    assert_tables_match_check(db, reports)
+    unhealthy: dict[str, int] = {}
+    for r in reports:
+        if not r["healthy"]:
+            unhealthy[r["action"]] = unhealthy.get(r["action"], 0) + 1
+    assert summary["store"]["unhealthy_by_action"] == unhealthy
+    assert summary["store"]["cost_usd"] == pytest.approx(sum(r["cost_usd"] or 0.0 for r in reports), abs=1e-5)
     assert table(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     projects = table(db, "SELECT project, count(*) FROM sessions GROUP BY project ORDER BY project")
     assert projects == [("proj-a", 2), ("proj-b", 1)]

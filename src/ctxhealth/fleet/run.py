@@ -38,7 +38,8 @@ MAX_BATCH_FILES = 64
 
 @dataclass(slots=True)
 class FleetResult:
-    """What a run did: files seen / analysed / unchanged, what was skipped and why, rows per table."""
+    """What a run did: files seen / analysed / unchanged, what was skipped and why, rows per table;
+    and the store's totals after it (unhealthy sessions by action, cost)."""
 
     out: str
     engine: str
@@ -50,6 +51,9 @@ class FleetResult:
     seconds: float = 0.0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    unhealthy: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    unpriced: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,12 @@ class FleetResult:
             "seconds": round(self.seconds, 3),
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "rows": self.counts,
+            "store": {
+                "sessions": self.counts.get("sessions", 0),
+                "unhealthy_by_action": self.unhealthy,
+                "cost_usd": round(self.cost_usd, 6),
+                "unpriced_sessions": self.unpriced,
+            },
         }
 
 
@@ -161,6 +171,7 @@ def run_fleet(
         known = {} if full else store.known()
         todo = [e for e in entries if known.get(e.path) != e.fingerprint]
         result.unchanged = len(entries) - len(todo)
+        # one step removes every row of the files about to be read again; batches then only append
         store.forget([e.path for e in todo if e.path in known] if not full else [e.path for e in todo])
         workers = jobs or os.cpu_count() or 1
         tasks = batches(todo, workers)
@@ -173,7 +184,7 @@ def run_fleet(
             else _dask(tasks, options, workers, scheduler, dask_processes)
         )
         for outcomes in stream:
-            store.replace(outcomes)
+            store.append(outcomes)
             for o in outcomes:
                 result.analysed += 1
                 result.bytes_read += o.entry.size
@@ -184,6 +195,14 @@ def run_fleet(
             if progress is not None:
                 progress(result.analysed, len(todo), result.bytes_read, total_bytes)
         result.counts = store.counts()
+        for action, healthy, cost in store.verdicts():
+            if not healthy:
+                result.unhealthy[action] = result.unhealthy.get(action, 0) + 1
+            if cost is None:
+                result.unpriced += 1
+            else:
+                result.cost_usd += cost
+        result.unhealthy = dict(sorted(result.unhealthy.items()))
     finally:
         store.close()
     result.seconds = time.perf_counter() - started

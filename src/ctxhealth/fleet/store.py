@@ -3,13 +3,14 @@
 Both stores keep the ``files`` table (path, size, mtime, status): the next run reads only files
 whose fingerprint changed or that are new, and replaces every row of those paths at once.
 
-* **DuckDB** (``*.duckdb``): one transaction per batch deletes the batch's paths from every table
-  and inserts the new rows, so a reader (or a killed run) sees whole batches only. The schema
-  version is kept in the ``meta`` table.
+* **DuckDB** (``*.duckdb``): the rows of files about to be read again are deleted in one
+  transaction first, then each batch's rows are inserted in one transaction, so a reader (or a
+  killed run) sees whole batches only, and a file forgotten but not yet re-read is simply read by
+  the next run (its ``files`` row went with it). The schema version is kept in the ``meta`` table.
 * **Parquet** (a folder): each batch writes one new part file per table; ``meta.json`` lists the
   live parts and is replaced atomically last, so parts of an unfinished run are never read (and
   are removed by the next run). When a run re-reads files that already have rows, the old parts
-  are rewritten without those paths. Readers take ``meta.json``'s list.
+  are rewritten once, without those paths, before the batches. Readers take ``meta.json``'s list.
 
 duckdb and pyarrow are imported lazily (the ``fleet`` extra).
 """
@@ -37,8 +38,9 @@ class FleetStore(Protocol):
         """Path -> (size, mtime_ns) of every file recorded with the current schema."""
         ...
 
-    def replace(self, outcomes: Sequence[FileOutcome]) -> None:
-        """Replace every row of these files' paths with their new rows (and their ``files`` rows)."""
+    def append(self, outcomes: Sequence[FileOutcome]) -> None:
+        """Add these files' rows (and their ``files`` rows); their old rows must be gone
+        (:meth:`forget` them first, as :func:`~ctxhealth.fleet.run.run_fleet` does)."""
         ...
 
     def forget(self, paths: Sequence[str]) -> None:
@@ -47,6 +49,10 @@ class FleetStore(Protocol):
 
     def counts(self) -> dict[str, int]:
         """Rows per table."""
+        ...
+
+    def verdicts(self) -> list[tuple[str, bool, float | None]]:
+        """(action, healthy, cost_usd) of every session in the store."""
         ...
 
     def close(self) -> None: ...
@@ -123,6 +129,8 @@ class DuckDBStore:
                 hint="check the path, or close the program using it",
                 path=str(path),
             ) from None
+        # inserts only: one thread leaves the CPUs to the workers that analyse the sessions
+        self.con.execute("SET threads TO 1")
         self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         found = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if found is None:
@@ -152,23 +160,19 @@ class DuckDBStore:
             con.execute("ROLLBACK")
             raise
 
-    def replace(self, outcomes: Sequence[FileOutcome]) -> None:
+    def append(self, outcomes: Sequence[FileOutcome]) -> None:
         if not outcomes:
             return
         batch = _batch_rows(outcomes)
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
-            paths = arrow_table(FILES, batch["files"]).select(["path"])
-            con.register("batch_paths", paths)
             for table in TABLES:
-                con.execute(f'DELETE FROM "{table.name}" WHERE path IN (SELECT path FROM batch_paths)')
                 rows = batch[table.name]
                 if rows:
                     con.register("batch_rows", arrow_table(table, rows))
                     con.execute(f'INSERT INTO "{table.name}" SELECT * FROM batch_rows')
                     con.unregister("batch_rows")
-            con.unregister("batch_paths")
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -176,6 +180,10 @@ class DuckDBStore:
 
     def counts(self) -> dict[str, int]:
         return {t.name: self.con.execute(f'SELECT count(*) FROM "{t.name}"').fetchone()[0] for t in TABLES}
+
+    def verdicts(self) -> list[tuple[str, bool, float | None]]:
+        rows = self.con.execute("SELECT action, healthy, cost_usd FROM sessions").fetchall()
+        return [(a, h, c) for a, h, c in rows]
 
     def close(self) -> None:
         self.con.close()
@@ -256,11 +264,9 @@ class ParquetStore:
             for rel in set(parts) - set(self.parts[name]):
                 (self.root / rel).unlink(missing_ok=True)
 
-    def replace(self, outcomes: Sequence[FileOutcome]) -> None:
+    def append(self, outcomes: Sequence[FileOutcome]) -> None:
         if not outcomes:
             return
-        known = self.known()
-        self.forget([o.entry.path for o in outcomes if o.entry.path in known])
         batch = _batch_rows(outcomes)
         for table in TABLES:
             rows = batch[table.name]
@@ -274,6 +280,10 @@ class ParquetStore:
             name: sum(pq.read_metadata(self.root / p).num_rows for p in parts)
             for name, parts in self.parts.items()
         }
+
+    def verdicts(self) -> list[tuple[str, bool, float | None]]:
+        table = self._read("sessions").select(["action", "healthy", "cost_usd"]).to_pydict()
+        return list(zip(table["action"], table["healthy"], table["cost_usd"], strict=True))
 
     def close(self) -> None:
         if not self.meta_path.is_file():
