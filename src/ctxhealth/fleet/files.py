@@ -1,7 +1,8 @@
 """Which files a fleet run looks at, and the fingerprint that tells a changed file from an unchanged one.
 
 Directories are walked as the readers walk them (sorted, recursively, not entering ``subagents``
-or hidden folders); files named on the command line are taken as they are. A Claude Code
+or hidden folders; hidden files, such as a writer's temporary files, are left out too); files
+named on the command line are taken as they are. A Claude Code
 transcript's fingerprint covers its ``<session>/subagents/`` files too, so a sub-agent that wrote
 more lines makes the session change.
 """
