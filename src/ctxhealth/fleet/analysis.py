@@ -19,6 +19,7 @@ report; they are not a table of their own (each is a row or a column elsewhere).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -423,14 +424,8 @@ def analyse_session(
 
     def turn_of(i: int) -> int | None:
         # the 0-based turn of the latest response at or before message i
-        lo, hi = 0, len(turn_indices)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if turn_indices[mid] <= i:
-                lo = mid + 1
-            else:
-                hi = mid
-        return turn_at[turn_indices[lo - 1]].turn if lo else None
+        k = bisect_right(turn_indices, i)
+        return turn_at[turn_indices[k - 1]].turn if k else None
 
     result.tool_calls, failures = _tool_rows(session, turn_of)
     result.costs = _cost_rows(session, registry, model, project, week_of(started))
