@@ -174,3 +174,27 @@ def test_renders_in_chromium_without_errors_or_requests(browser: Any, tmp_path: 
     shutil.copy(html_path, ARTIFACTS / "report.html")
     print(f"screenshot: {shot}")
     assert shot.stat().st_size > 10_000
+
+
+def test_overview_figures_agree_with_check(tmp_path: Path) -> None:
+    paths = [
+        EXAMPLE,
+        chat(tmp_path / "calm.json", [1_000, 2_000]),
+        chat(tmp_path / "full.json", [100_000, 150_000, 181_000]),
+    ]
+    html = report(tmp_path, *paths)
+    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    reports = [json.loads(line) for line in result.stdout.splitlines()]
+    unhealthy = [r for r in reports if not r["healthy"]]
+    figure = re.search(r"unhealthy at the end</span><b>(\d+)", html)
+    assert figure is not None and int(figure.group(1)) == len(unhealthy) > 0
+    # every histogram accounts for every session (cost: every priced one)
+    for label, expected in (("peak fill, % of window", 3), ("final risk", 3)):
+        counts = re.findall(re.escape(label) + r": [^:]*: (\d+) session", html)
+        assert len(counts) == 10 and sum(map(int, counts)) == expected, label
+    # ranked: the session that got the most unhealthy (past the hard limit) comes first
+    table = re.search(r'<table class="ranked">.*?</table>', html, flags=re.S)
+    assert table is not None
+    rows = re.findall(r'<tr><td title="([^"]*)"', table.group(0))
+    assert len(rows) == 3 and rows[0].endswith("full.json")
+    assert len(re.findall(r"<td class=\"bad\">", table.group(0))) == len(unhealthy)
