@@ -4,6 +4,7 @@ engines write the same rows, and a store of another schema version is refused.""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -260,6 +261,17 @@ def test_report_from_tables_renders_the_overview(tmp_path: Path, out_name: str) 
     assert result.exit_code == 0, result.output
     html = html_path.read_text()
     assert "3 session(s) from fleet tables" in html
+    # the most unhealthy sessions get a timeline from the turns table: one point per turn
+    sections = re.findall(r'<section class="session".*?</section>', html, flags=re.S)
+    assert len(sections) == 3
+    reports = {str(Path(r["path"]).resolve()): r for r in check_json(root)}
+    for section in sections:
+        found = re.search(r'<div class="muted">(.*?) · ', section)
+        assert found is not None
+        assert section.count('class="pt"') == reports[found.group(1)]["turns"]
+    one = CliRunner().invoke(cli, ["report", "--from", str(out), "-o", str(html_path), "--timelines", "1"])
+    assert one.exit_code == 0, one.output
+    assert html_path.read_text().count('<section class="session"') == 1
     assert html.count('<tr><td title="') == 3  # one ranked row per session
     assert "proj-a" in html and "proj-b" in html
     assert "cache breaks" in html

@@ -41,7 +41,7 @@ from ctxhealth.sources.reader import SkippedFile
     type=click.IntRange(0),
     default=MAX_TIMELINES,
     show_default=True,
-    help="Sessions that get a timeline (the most unhealthy first).",
+    help="Sessions that get a timeline (the most unhealthy first; from tables, without message text).",
 )
 @guarded
 def report(
@@ -59,10 +59,11 @@ def report(
     """
     if bool(paths) == bool(source):
         raise click.UsageError("give transcript PATHs or --from FILE.duckdb, not both or neither")
+    settings = load_settings({"model": model}, os.environ, Path.cwd())
+    profile = resolve_profile(settings.profile, settings.profile_overrides)
     if source:
-        html = report_tables(source, title=title)
+        html = report_tables(source, title=title, max_timelines=timelines, profile=profile)
     else:
-        settings = load_settings({"model": model}, os.environ, Path.cwd())
         skipped: list[SkippedFile] = []
         with ProgressBar("reporting", count_inputs(paths)) as bar:
 
@@ -73,7 +74,7 @@ def report(
             html = report_sessions(
                 read_sessions(paths, format=Format(fmt) if fmt else None, on_skip=on_skip),
                 registry=settings.registry(),
-                profile=resolve_profile(settings.profile, settings.profile_overrides),
+                profile=profile,
                 model=settings.model,
                 title=title,
                 max_timelines=timelines,

@@ -23,6 +23,7 @@ from datetime import date, datetime
 from html import escape
 from typing import Any
 
+from ctxhealth.accounting.types import Tier
 from ctxhealth.fleet.analysis import SessionAnalysis
 from ctxhealth.fleet.schema import COSTS, SESSIONS
 from ctxhealth.model import Message
@@ -45,6 +46,8 @@ MAX_TIMELINES = 50
 """Sessions that get a timeline of their own (the most unhealthy first); the overview covers all."""
 RANKED_SHOWN = 100
 """Rows of the ranked session table."""
+COST_ROWS_SHOWN = 60
+"""Rows of the cost by project and week table (the costliest)."""
 SNIPPET = 200
 
 
@@ -253,9 +256,12 @@ def _cost_by_project_week(costs: Rows) -> str:
     items = sorted(by_project.items(), key=lambda kv: -kv[1])[:20]
     out.append(bars([(p, v, f"{p}: {_money(v)}") for p, v in items]))
     out.append('<table class="costs"><tr><th>project</th><th>week of</th><th>cost</th></tr>')
-    for (project, week), value in sorted(table.items()):
+    shown = sorted(sorted(table.items(), key=lambda kv: -kv[1])[:COST_ROWS_SHOWN])
+    for (project, week), value in shown:
         out.append(f'<tr><td>{_e(project)}</td><td>{_e(week)}</td><td class="num">{_money(value)}</td></tr>')
     out.append("</table>")
+    if len(table) > len(shown):
+        out.append(f'<p class="muted">The {len(shown)} costliest of {len(table):,} project-weeks.</p>')
     if unpriced:
         out.append(f'<p class="muted">{unpriced} model rows have no prices and are left out.</p>')
     return "".join(out)
@@ -268,12 +274,10 @@ def _anchor(path: str) -> str:
     return "s-" + "".join(ch if ch.isalnum() else "-" for ch in path)[-120:]
 
 
-def zone_bands(analysis: SessionAnalysis, profile: Profile) -> list[Band]:
-    """The zones in tokens for this session's model: each zone starts where the first of the tier
+def zone_bands(tier: Tier, window: int, usable: int, peak: int, profile: Profile) -> list[Band]:
+    """The zones in tokens for a model of ``tier``: each zone starts where the first of the tier
     zone and the window zone reaches it (the zone shown is the worse of the two)."""
-    info = analysis.account.model
-    th = profile.thresholds(info.tier)
-    usable = info.usable_window
+    th = profile.thresholds(tier)
     starts = [
         ("yellow", min(th.sweet_spot, round(profile.window_yellow * usable))),
         ("orange", min(th.compact_zone, round(profile.window_orange * usable))),
@@ -282,24 +286,22 @@ def zone_bands(analysis: SessionAnalysis, profile: Profile) -> list[Band]:
     ]
     bands = []
     low, zone = 0, "green"
-    top = max(info.window, analysis.account.peak)
     for name, start in starts:
         start = max(low, start)
         bands.append(Band(zone, low, start))
         low, zone = start, name
-    bands.append(Band(zone, low, top))
+    bands.append(Band(zone, low, max(window, peak)))
     return bands
 
 
-def session_section(analysis: SessionAnalysis, profile: Profile) -> str:
-    """One session: figures, timeline, legend and the final signals with their evidence."""
-    a, s, final = analysis.account, analysis.session, analysis.final
-    messages = s.messages
-    reasons_at = {r[0]: r[6] for r in analysis.rows.decisions}
+def turn_points(
+    turns: Sequence[Sequence[Any]], window: int, reasons_at: Mapping[int, str], snippet_at: Mapping[int, str]
+) -> list[Point]:
+    """One point per ``turns`` row (the fleet's column order, without ``path``), with its hover text."""
     points = []
-    for r in analysis.rows.turns:
+    for r in turns:
         turn, index, _, fill, source, _, _, _, pressure, zone, _, risk, action = r[:13]
-        pct = 100.0 * fill / a.window if a.window else 0.0
+        pct = 100.0 * fill / window if window else 0.0
         lines = [
             f"turn {turn} (message {index}): {fill:,} tokens, {pct:.1f}% of window [{source}]",
             f"zone {zone}, pressure {pressure:.2f}" + ("" if risk is None else f", risk {risk:.2f}"),
@@ -307,10 +309,36 @@ def session_section(analysis: SessionAnalysis, profile: Profile) -> str:
         ]
         if reasons_at.get(turn):
             lines.append(reasons_at[turn])
-        snippet = _snippet(messages[index] if index < len(messages) else None)
-        if snippet:
-            lines.append(f"“{snippet}”")
+        if snippet_at.get(index):
+            lines.append(f"“{snippet_at[index]}”")
         points.append(Point(turn, fill, zone, "\n".join(lines)))
+    return points
+
+
+def _legend() -> str:
+    legend = [
+        f'<span><span style="color:{c}">{g}</span> {k.replace("_", " ")}</span>'
+        for k, (c, _, g) in EVENT_STYLES.items()
+    ]
+    legend += [
+        f'<span><span style="background:{c}">&nbsp;&nbsp;&nbsp;</span> {z}</span>'
+        for z, c in ZONE_COLOURS.items()
+    ]
+    return f'<div class="legend muted">{"".join(legend)}</div>'
+
+
+def _figures(figures: Sequence[tuple[str, str]]) -> str:
+    cells = "".join(f'<div><span class="muted">{_e(k)}</span><b>{_e(v)}</b></div>' for k, v in figures)
+    return f'<div class="figures">{cells}</div>'
+
+
+def session_section(analysis: SessionAnalysis, profile: Profile) -> str:
+    """One session: figures, timeline, legend and the final signals with their evidence."""
+    a, s, final = analysis.account, analysis.session, analysis.final
+    messages = s.messages
+    reasons_at = {r[0]: r[6] for r in analysis.rows.decisions}
+    snippet_at = {r[1]: _snippet(messages[r[1]]) for r in analysis.rows.turns if r[1] < len(messages)}
+    points = turn_points(analysis.rows.turns, a.window, reasons_at, snippet_at)
     markers = []
     previous_action = "continue"
     for event in analysis.rows.events:
@@ -341,24 +369,14 @@ def session_section(analysis: SessionAnalysis, profile: Profile) -> str:
     ]
     out = [
         f'<section class="session" id="{_anchor(s.path)}"><h3>{_e(title)}</h3>',
-        f'<div class="muted">{_e(s.path)} · {_e(s.format.value)}</div><div class="figures">',
-        *(f'<div><span class="muted">{_e(k)}</span><b>{_e(v)}</b></div>' for k, v in figures),
-        "</div>",
+        f'<div class="muted">{_e(s.path)} · {_e(s.format.value)}</div>',
+        _figures(figures),
     ]
     if final.reasons:
         out.append("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in final.reasons) + "</ul>")
-    out.append(
-        timeline(points, zone_bands(analysis, profile), markers, window=a.window, usable=a.usable_window)
-    )
-    legend = [
-        f'<span><span style="color:{c}">{g}</span> {k.replace("_", " ")}</span>'
-        for k, (c, _, g) in EVENT_STYLES.items()
-    ]
-    legend += [
-        f'<span><span style="background:{c}">&nbsp;&nbsp;&nbsp;</span> {z}</span>'
-        for z, c in ZONE_COLOURS.items()
-    ]
-    out.append(f'<div class="legend muted">{"".join(legend)}</div>')
+    bands = zone_bands(a.model.tier, a.window, a.usable_window, a.peak, profile)
+    out.append(timeline(points, bands, markers, window=a.window, usable=a.usable_window))
+    out.append(_legend())
     out.append(
         '<table class="signals"><tr><th>signal</th><th>value</th><th>fired</th>'
         "<th>evidence (message indices)</th><th>detail</th></tr>"
@@ -426,13 +444,87 @@ def cache_breaks_count(analyses: Sequence[SessionAnalysis]) -> int | None:
     return sum(len(a.rows.cache_breaks) for a in analyses)
 
 
-def render_overview(
-    sessions: Rows, costs: Rows, cache_breaks: int | None, *, title: str = "ctxhealth report"
+def table_section(
+    session: Mapping[str, Any],
+    turns: Sequence[Sequence[Any]],
+    decisions: Sequence[Sequence[Any]],
+    profile: Profile,
 ) -> str:
-    """The overview page from fleet tables (``report --from``)."""
-    body = (
+    """One session from the fleet tables: figures, the timeline (one point per ``turns`` row, the
+    decisions marked where the action changes) and the final decision's reasons. The tables keep no
+    message text, so the hover shows no excerpt and compactions and tool failures are not marked."""
+    window = int(session.get("window") or 0)
+    usable = int(session.get("usable_window") or window)
+    peak = int(session.get("fill_peak") or 0)
+    reasons_at = {d[0]: d[6] for d in decisions}
+    points = turn_points(turns, window, reasons_at, {})
+    markers = []
+    previous = "continue"
+    for d in decisions:
+        turn, index, _, action, rule, _, reasons = d[:7]
+        if action == previous:
+            continue
+        previous = action
+        markers.append(
+            Marker("decision", turn, f"{action} (message {index}, turn {turn}, rule {rule})\n{reasons}")
+        )
+    path = str(session.get("path"))
+    figures = [
+        ("model", f"{session.get('model')} ({session.get('tier')})"),
+        ("turns", f"{int(session.get('turns') or 0):,}"),
+        ("peak fill", f"{peak:,} ({session.get('peak_pct')}%)"),
+        ("compactions", f"{session.get('compactions')}"),
+        (
+            "tool calls",
+            f"{int(session.get('tool_calls') or 0):,} ({int(session.get('tool_errors') or 0):,} failed)",
+        ),
+        ("cost", _money(session.get("cost_usd"))),
+        ("final", f"{session.get('zone')}, {session.get('action')}"),
+    ]
+    out = [
+        f'<section class="session" id="{_anchor(path)}"><h3>{_e(session.get("session_id") or path)}</h3>',
+        f'<div class="muted">{_e(path)} · {_e(session.get("format"))}</div>',
+        _figures(figures),
+    ]
+    if session.get("reasons"):
+        out.append(
+            "<ul>" + "".join(f"<li>{_e(r)}</li>" for r in str(session["reasons"]).splitlines()) + "</ul>"
+        )
+    bands = zone_bands(Tier(str(session.get("tier") or "compact")), window, usable, peak, profile)
+    out.append(timeline(points, bands, markers, window=window, usable=usable))
+    out.append(_legend())
+    out.append("</section>")
+    return "".join(out)
+
+
+def render_overview(
+    sessions: Rows,
+    costs: Rows,
+    cache_breaks: int | None,
+    *,
+    title: str = "ctxhealth report",
+    timelines: Mapping[str, tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]]]] | None = None,
+    profile: Profile | None = None,
+) -> str:
+    """The page from fleet tables (``report --from``): the overview, then a timeline for each session
+    in ``timelines`` (path -> its ``turns`` and ``decisions`` rows), the most unhealthy first."""
+    timelines = timelines or {}
+    profile = profile or default_profile()
+    linked = frozenset(timelines)
+    body = [
         f"<h1>{_e(title)}</h1>"
-        f'<div class="muted">{len(sessions):,} session(s) from fleet tables; offline.</div>'
-        + overview(sessions, costs, cache_breaks)
-    )
-    return document(title, body)
+        f'<div class="muted">{len(sessions):,} session(s) from fleet tables; offline.</div>',
+        overview(sessions, costs, cache_breaks, linked),
+    ]
+    drawn = sorted((s for s in sessions if s.get("path") in linked), key=severity)
+    if drawn:
+        body.append("<h2>Sessions</h2>")
+        body.append(
+            f'<p class="muted">Timelines of the {len(drawn)} most unhealthy of {len(sessions):,} sessions '
+            "(the tables keep no message text: decisions are marked, compactions and tool failures "
+            "are not).</p>"
+        )
+        for s in drawn:
+            turns, decisions = timelines[str(s["path"])]
+            body.append(table_section(s, turns, decisions, profile))
+    return document(title, "".join(body))

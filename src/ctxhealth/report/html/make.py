@@ -67,7 +67,14 @@ def report_sessions(
     )
 
 
-def report_tables(source: str | Path, *, title: str = "ctxhealth report") -> str:
-    """The overview page from fleet tables (a DuckDB file or a Parquet folder)."""
-    sessions, costs, breaks = load_overview_rows(source)
-    return render_overview(sessions, costs, breaks, title=title)
+def report_tables(
+    source: str | Path,
+    *,
+    title: str = "ctxhealth report",
+    max_timelines: int = MAX_TIMELINES,
+    profile: Profile | None = None,
+) -> str:
+    """The page from fleet tables (a DuckDB file or a Parquet folder): the overview, then the
+    timelines of the ``max_timelines`` most unhealthy sessions."""
+    sessions, costs, breaks, timelines = load_overview_rows(source, max_timelines)
+    return render_overview(sessions, costs, breaks, title=title, timelines=timelines, profile=profile)
