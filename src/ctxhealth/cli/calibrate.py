@@ -21,8 +21,10 @@ from typing import Any
 import click
 
 from ctxhealth.atomic import write_atomic
+from ctxhealth.cli.check import count_inputs
 from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
 from ctxhealth.cli.labels import label_options, labelled_runs
+from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
 from ctxhealth.evaluation import (
@@ -94,7 +96,10 @@ def calibrate(
     """
     settings = load_settings({}, os.environ, Path.cwd())
     base = resolve_profile(settings.profile, settings.profile_overrides)
-    runs = labelled_runs(paths, labels_paths, report_path, base)
+    with ProgressBar("calibrating", count_inputs(paths)) as bar:
+        runs = labelled_runs(
+            paths, labels_paths, report_path, base, on_session=lambda path: bar.advance(label=path)
+        )
     procedure = Procedure(procedure_name)
     if by == "agent":
         per_agent = fit_by_agent(runs, folds=folds, seed=seed, procedure=procedure, min_runs=min_runs)

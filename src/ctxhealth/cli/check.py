@@ -2,9 +2,13 @@
 
 Sessions are read, accounted and printed one at a time (streaming), so a directory of
 thousands of transcripts never sits in memory. A file a directory walk skips is named on stderr
-with the reason (and, with ``--json``, as a ``{"skipped": {path, reason}}`` line). Exit 0 when
-every session is healthy, 1 when any is unhealthy, 3 on unreadable input (or warnings with
-``--strict``).
+with the reason (and, with ``--json``, as a ``{"skipped": {path, reason}}`` line). Over more than
+one session (or when files were skipped) a summary follows: sessions, unhealthy ones by action, the
+worst, total cost, skipped files with their reasons (not with ``--json``, whose stdout stays JSON
+Lines). A progress bar shows on stderr when it is a terminal and the work takes a while.
+``--series`` adds each session's per-turn series to the JSON. Exit 0 when every session is
+healthy, 1 when any is unhealthy, 3 on unreadable input (or warnings with ``--strict``), also when
+such a file in a folder was skipped.
 """
 
 from __future__ import annotations
@@ -17,18 +21,37 @@ import click
 
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
+from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
-from ctxhealth.errors import ExitCode
+from ctxhealth.errors import CtxHealthError, ExitCode
 from ctxhealth.model import Format
 from ctxhealth.monitor import Monitor, session_prefix
 from ctxhealth.policy.profile import resolve_profile
-from ctxhealth.report.check_report import SCHEMA_VERSION, build_check_report, render_check_text
+from ctxhealth.report.check_report import (
+    SCHEMA_VERSION,
+    CheckTotals,
+    build_check_report,
+    render_check_text,
+    render_totals_text,
+)
 from ctxhealth.sources import read_sessions
+from ctxhealth.sources.reader import SkippedFile
+
+
+def count_inputs(paths: tuple[str, ...]) -> int | None:
+    """How many files the paths hold (the progress bar's total), or None when unknown."""
+    from ctxhealth.fleet.files import discover
+
+    try:
+        return len(discover([p for p in paths if p != "-"])) + paths.count("-")
+    except (CtxHealthError, OSError):
+        return None
 
 
 @click.command("check")
 @transcripts_argument("paths", many=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON Lines: one object per session.")
+@click.option("--series", is_flag=True, help="With --json: add each session's per-turn series.")
 @click.option(
     "--format",
     "fmt",
@@ -46,6 +69,7 @@ from ctxhealth.sources import read_sessions
 def check(
     paths: tuple[str, ...],
     as_json: bool,
+    series: bool,
     fmt: str | None,
     strict: bool,
     model: str | None,
@@ -55,37 +79,72 @@ def check(
 
     PATH is a transcript file, a directory (searched recursively) or - for stdin.
     """
+    if series and not as_json:
+        raise click.UsageError("--series needs --json (the series is part of the JSON object)")
     settings = load_settings({"model": model}, os.environ, Path.cwd())
     registry = settings.registry()
     profile = resolve_profile(settings.profile, settings.profile_overrides)
+    totals = CheckTotals()
+    errors: list[tuple[str, str]] = []
     unhealthy = False
     first = True
+    bar = ProgressBar("checking", count_inputs(paths) if len(paths) > 1 or Path(paths[0]).is_dir() else None)
 
-    def skipped(path: str, reason: str) -> None:
-        click.echo(f"ctxhealth: skipped {path}: {reason}", err=True)
+    def on_skip(skipped: SkippedFile) -> None:
+        click.echo(f"ctxhealth: skipped {skipped.path}: {skipped.reason}", err=True)
         if as_json:
-            echo_json({"schema_version": SCHEMA_VERSION, "skipped": {"path": path, "reason": reason}})
+            echo_json(
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "skipped": {"path": skipped.path, "reason": skipped.reason},
+                }
+            )
+        totals.skip(skipped.path, skipped.reason)
+        if skipped.error:
+            errors.append((skipped.path, skipped.reason))
+        bar.advance(label=skipped.path)
 
     try:
-        for session in read_sessions(
-            paths, format=Format(fmt) if fmt else None, strict=strict, on_skip=skipped
-        ):
-            session = session_prefix(session, upto)
-            account = account_session(session, registry=registry, model=settings.model)
-            monitor = Monitor(profile=profile, registry=registry, info=account.model)
-            assessment = monitor.observe_session(session, account=account).check_fields()
-            report = build_check_report(session, account, assessment)
-            if as_json:
-                echo_json(report)
-            else:
-                if not first:
-                    click.echo()
-                click.echo(render_check_text(report))
-            unhealthy = unhealthy or not report["healthy"]
-            first = False
+        with bar:
+            sessions = read_sessions(
+                paths, format=Format(fmt) if fmt else None, strict=strict, on_skip=on_skip
+            )
+            for session in sessions:
+                session = session_prefix(session, upto)
+                account = account_session(session, registry=registry, model=settings.model)
+                if series:
+                    from ctxhealth.fleet import analyse_session
+
+                    analysis = analyse_session(
+                        session,
+                        registry=registry,
+                        profile=profile,
+                        model=settings.model,
+                        account=account,
+                        events=False,
+                    )
+                    fields = {**analysis.final.check_fields(), "series": analysis.series()}
+                else:
+                    monitor = Monitor(profile=profile, registry=registry, info=account.model)
+                    fields = monitor.observe_session(session, account=account).check_fields()
+                report = build_check_report(session, account, fields)
+                bar.advance(label=session.path)
+                if as_json:
+                    echo_json(report)
+                else:
+                    if not first:
+                        click.echo()
+                    click.echo(render_check_text(report))
+                totals.add(report)
+                unhealthy = unhealthy or not report["healthy"]
+                first = False
+        if not as_json and (totals.sessions > 1 or totals.skipped):
+            click.echo()
+            click.echo(render_totals_text(totals))
     except BrokenPipeError:
         # The reader of our output went away (`| head`): stop quietly, with the verdict on
         # what was printed; point stdout at devnull so the interpreter's final flush is silent.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(int(ExitCode.UNHEALTHY if unhealthy else ExitCode.OK))
+    code = ExitCode.BAD_INPUT if errors else ExitCode.UNHEALTHY if unhealthy else ExitCode.OK
+    sys.exit(int(code))

@@ -53,13 +53,17 @@ def load_labels(labels_paths: tuple[str, ...], report_path: str | None) -> dict[
 
 
 def labelled_runs(
-    paths: tuple[str, ...], labels_paths: tuple[str, ...], report_path: str | None, profile: Any
+    paths: tuple[str, ...],
+    labels_paths: tuple[str, ...],
+    report_path: str | None,
+    profile: Any,
+    on_session: Callable[[str], None] | None = None,
 ) -> list[LabelledRun]:
     """The labelled runs under ``paths``; when no run has a label and none were given, the error
     says where labelled runs come from."""
     labels = load_labels(labels_paths, report_path)
     try:
-        return collect_runs(paths, labels, profile=profile)
+        return collect_runs(paths, labels, profile=profile, on_session=on_session)
     except ConfigError as exc:
         if labels is None and "matched a label" in exc.message:
             raise ConfigError(

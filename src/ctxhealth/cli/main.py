@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
     "validate": "ctxhealth.cli.validate:validate",
     "doctor": "ctxhealth.cli.doctor:doctor",
     "watch": "ctxhealth.cli.watch:watch",
+    "report": "ctxhealth.cli.report:report",
+    "fleet": "ctxhealth.cli.fleet:fleet",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded, transcripts_argument
+from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.recovery.checkpoint import DEFAULT_BUDGET_TOKENS
 from ctxhealth.recovery.parts import before_compaction, compaction_indices
 from ctxhealth.recovery.retention import RetentionReport, audit, render_table, report_dict
@@ -37,9 +38,11 @@ def retention(path: str, before: int | None, budget: int, as_json: bool) -> None
     count = len(compaction_indices(session.messages))
     ks = [before] if before is not None else list(range(1, count + 1))
     reports: list[RetentionReport] = []
-    for k in ks:
-        pre, summary = before_compaction(session, k)
-        reports.append(audit(pre, summary=summary, compaction=k, checkpoint_tokens=budget))
+    with ProgressBar("auditing compactions", len(ks)) as bar:
+        for k in ks:
+            pre, summary = before_compaction(session, k)
+            reports.append(audit(pre, summary=summary, compaction=k, checkpoint_tokens=budget))
+            bar.advance(label=f"compaction {k}")
     if not ks:
         reports.append(audit(session, checkpoint_tokens=budget))
     if as_json:

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import click
 
+from ctxhealth.cli.check import count_inputs
 from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
 from ctxhealth.cli.labels import label_options, labelled_runs
+from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
 from ctxhealth.evaluation import (
@@ -163,7 +165,10 @@ def validate(
     profile = resolve_profile(settings.profile, settings.profile_overrides)
     if profile.risk is None:
         raise ConfigError("the profile has no risk model", hint="fit one with `ctxhealth calibrate`")
-    runs = labelled_runs(paths, labels_paths, report_path, profile)
+    with ProgressBar("validating", count_inputs(paths)) as bar:
+        runs = labelled_runs(
+            paths, labels_paths, report_path, profile, on_session=lambda path: bar.advance(label=path)
+        )
     agents = {r.agent for r in runs}
     if by == "agent":
         per_agent = validate_by_agent(runs, _model_for(profile), folds=folds, seed=seed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -224,13 +224,17 @@ def collect_runs(
     *,
     points: Sequence[float] = EVAL_POINTS,
     profile: Any = None,
+    on_session: Callable[[str], None] | None = None,
 ) -> list[LabelledRun]:
     """Read every session under ``paths`` that has a label (``labels`` or the log's own outcome,
-    see :func:`label_of`) and compute its features."""
+    see :func:`label_of`) and compute its features; ``on_session(path)`` hears of each session
+    read (progress)."""
     from ctxhealth.sources import read_sessions
 
     runs: list[LabelledRun] = []
     for session in read_sessions(list(paths)):
+        if on_session is not None:
+            on_session(session.path)
         failed = label_of(session, labels)
         if failed is None:
             continue

@@ -1,1 +1,3 @@
-"""Reports: the verdict dictionaries commands print (``check``) and their terminal rendering."""
+"""Reports: the verdict dictionaries commands print (``check``, with its closing totals) and their
+terminal rendering, the plain-text pieces other renderers share (:mod:`.text`), and the
+self-contained HTML report (:mod:`.html`)."""

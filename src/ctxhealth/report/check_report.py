@@ -157,3 +157,71 @@ def render_check_text(report: Mapping[str, Any]) -> str:
         lines.append(f"    ... and {len(warnings) - WARNINGS_SHOWN} more (see --json)")
     lines.append(f"  verdict      {'healthy' if report.get('healthy', True) else 'UNHEALTHY'}")
     return "\n".join(lines)
+
+
+WORST_SHOWN = 5
+"""Sessions named in the ``check`` summary's "worst" line."""
+
+
+class CheckTotals:
+    """The summary ``check`` ends with over several sessions: counts, unhealthy sessions by action,
+    the worst sessions, total cost and the files that were skipped, with their reasons."""
+
+    def __init__(self) -> None:
+        self.sessions = 0
+        self.unhealthy: dict[str, int] = {}
+        self.cost = 0.0
+        self.unpriced = 0
+        self.worst: list[tuple[float, str, str, float]] = []
+        self.skipped: list[tuple[str, str]] = []
+
+    def add(self, report: Mapping[str, Any]) -> None:
+        """Count one ``check`` object."""
+        self.sessions += 1
+        action = str(report.get("action", "unhealthy"))
+        if not report.get("healthy", True):
+            self.unhealthy[action] = self.unhealthy.get(action, 0) + 1
+        cost = report.get("cost_usd")
+        if cost is None:
+            self.unpriced += 1
+        else:
+            self.cost += float(cost)
+        if not report.get("healthy", True):
+            pressure = float(report.get("pressure") or 0.0)
+            self.worst.append(
+                (pressure, str(report["path"]), action, float(report["fill"].get("peak_pct", 0.0)))
+            )
+            self.worst.sort(key=lambda w: (-w[0], w[1]))
+            del self.worst[WORST_SHOWN:]
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped.append((path, reason))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sessions": self.sessions,
+            "unhealthy": sum(self.unhealthy.values()),
+            "unhealthy_by_action": dict(sorted(self.unhealthy.items())),
+            "worst": [{"path": p, "action": a, "pressure": w, "peak_pct": pk} for w, p, a, pk in self.worst],
+            "cost_usd": round(self.cost, 6),
+            "unpriced_sessions": self.unpriced,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+        }
+
+
+def render_totals_text(totals: CheckTotals) -> str:
+    """The summary block (no trailing newline)."""
+    t = totals
+    bad = sum(t.unhealthy.values())
+    by_action = ", ".join(f"{a} {n}" for a, n in sorted(t.unhealthy.items()))
+    lines = [
+        "summary",
+        f"  sessions     {t.sessions:,}, {bad:,} unhealthy" + (f" ({by_action})" if by_action else ""),
+    ]
+    for pressure, path, action, peak in t.worst:
+        lines.append(f"  worst        {path}: {action}, pressure {pressure:.2f}, peak {peak}% of window")
+    unpriced = f" ({_plural(t.unpriced, 'session')} without prices or usage)" if t.unpriced else ""
+    lines.append(f"  total cost   {_money(t.cost)}{unpriced}")
+    lines.append(f"  skipped      {len(t.skipped):,} file{'s' if len(t.skipped) != 1 else ''}")
+    lines.extend(f"    {p}: {r}" for p, r in t.skipped)
+    return "\n".join(lines)

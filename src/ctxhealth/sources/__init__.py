@@ -11,8 +11,8 @@ Public entry points (implemented in ``ctxhealth.sources.reader``):
 
 An explicit file that is empty, or in which the reader understood no message, raises
 ``TranscriptError``; an unrecognised one ``UnknownFormatError`` (both exit 3, with the reader's
-reason and a hint). Inside a directory such files are skipped and reported to ``on_skip(path,
-reason)``. A FIFO, socket or device is refused without being read.
+reason and a hint). Inside a directory such files are skipped and reported to ``on_skip(SkippedFile)``
+(path, reason, and whether it was bad input). A FIFO, socket or device is refused without being read.
 
 One module per format (``claude_code``, ``codex``, ``mini_swe_agent``, ``openai_chat``,
 ``anthropic_messages``), each with ``detect(head) -> bool`` and ``parse(data, path) -> Session``;

@@ -22,6 +22,9 @@ Policy choices:
   :class:`StrictModeError`.
 * Directories are searched recursively in sorted order; ``subagents/`` folders are not entered
   (their files are read as sidechains of the Claude Code session next to them).
+* ``on_skip(SkippedFile)``, when given, hears of every file a directory walk steps over (empty,
+  not a transcript, unreadable) and of every file in it that fails to read, which is then skipped
+  instead of ending the walk (a caller summarising many sessions lists them; nothing else is lost).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ctxhealth.errors import StrictModeError, TranscriptError, UnknownFormatError
+from ctxhealth.errors import InputError, StrictModeError, TranscriptError, UnknownFormatError
 from ctxhealth.model import Format, ReadWarning, Session
 from ctxhealth.sources import (
     anthropic_messages,
@@ -335,10 +338,6 @@ def _walk(root: Path) -> Iterator[Path]:
             yield Path(current) / name
 
 
-SkipHandler = Callable[[str, str], None]
-"""Told ``(path, reason)`` for each file a directory walk skips."""
-
-
 def _sniff(file: Path) -> tuple[Format | None, bool]:
     """(detected format, has content) of a file, reading only its head (and last bytes) unless it
     is gzip or its first line is longer than the head."""
@@ -357,32 +356,51 @@ def _sniff(file: Path) -> tuple[Format | None, bool]:
     return detect_head(head.removeprefix(_BOM), tail), True
 
 
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file a directory walk stepped over: ``error`` when it looked like a transcript but failed
+    to read (bad input), not when it simply is not one."""
+
+    path: str
+    reason: str
+    error: bool = False
+
+
+SkipHandler = Callable[[SkippedFile], None]
+"""``on_skip(skipped)``: told of each file a directory walk skips."""
+
+
 def _read_directory(
-    root: Path, format: Format | None, strict: bool, on_skip: SkipHandler | None
+    root: Path, format: Format | None, strict: bool, on_skip: SkipHandler | None = None
 ) -> Iterator[Session]:
     count = 0
     calls = _CallFolder(strict)
 
-    def skip(file: Path, reason: str) -> None:
+    def skip(file: Path, reason: str, error: bool = False) -> None:
         if on_skip is not None:
-            on_skip(str(file), reason)
+            on_skip(SkippedFile(str(file), reason, error))
 
     for file in _walk(root):
         try:
             check_regular_file(file)
             detected, has_content = _sniff(file)
-        except (OSError, TranscriptError) as exc:
-            skip(file, exc.message if isinstance(exc, TranscriptError) else f"cannot read ({exc})")
+        except OSError as exc:
+            skip(file, f"cannot read file ({exc.strerror or exc})", error=True)
+            continue
+        except TranscriptError as exc:
+            skip(file, exc.message, error=True)
             continue
         if not has_content:
-            skip(file, "empty")
+            skip(file, "empty file")
             continue
         if format is None:
             if detected is None:
-                skip(file, "no reader recognises this content")
+                skip(file, "not a transcript (no reader recognises the content)")
                 continue
         elif detected != format and not (detected is None and file.name.endswith(_TRANSCRIPT_SUFFIXES)):
-            skip(file, f"read as {detected.value if detected else 'unknown'}, not {format.value}")
+            skip(
+                file, f"not a {format.value} transcript (read as {detected.value if detected else 'unknown'})"
+            )
             continue
         try:
             raw = file.read_bytes()
@@ -394,10 +412,13 @@ def _read_directory(
                 continue
             sessions = read_data_all(raw, str(file), format=format or detected, strict=strict)
         except OSError as exc:
-            skip(file, f"cannot read ({exc.strerror or exc})")
+            skip(file, f"cannot read file ({exc.strerror or exc})", error=True)
             continue
-        except (TranscriptError, UnknownFormatError) as exc:
-            skip(file, exc.message)
+        except InputError as exc:
+            # one bad file does not cost the others: it is skipped, and said to be bad input
+            where = f" at line {exc.line}" if exc.line is not None else ""
+            hint = f" ({exc.hint})" if exc.hint else ""
+            skip(file, f"{exc.message}{where}{hint}", error=True)
             continue
         count += 1
         yield from calls.flush()
@@ -448,7 +469,8 @@ def read_sessions(
     The format is detected from content unless ``format`` is given. Lenient by default:
     problems become ``Session.warnings``; with ``strict`` any warning raises
     :class:`StrictModeError`. ``stdin`` replaces ``sys.stdin.buffer`` for ``-`` (tests).
-    ``on_skip(path, reason)`` hears of every file a directory walk skips.
+    ``on_skip`` hears of files a directory walk skips (see the module notes); files named
+    explicitly still raise.
     """
     for item in paths:
         if str(item) == "-":

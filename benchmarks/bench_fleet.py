@@ -1,0 +1,187 @@
+"""Fleet benchmark: `ctxhealth fleet` throughput on a corpus of at least 1 GB, side by side with contextrot.
+
+The corpus is the shared Claude Code sessions (``claude-code/*/*.jsonl`` under ``--data``)
+replicated under new session ids (the id is replaced in the file name and in every line; the size
+stays the same) into a temporary folder until it holds ``--size-gb``. Then, in one run, on the same
+files (page cache warmed first):
+
+* ``fleet_local`` — ``run_fleet(engine="local")``: a process pool of ``--workers`` processes, every
+  session read, accounted, assessed turn by turn and written to a DuckDB file;
+* ``fleet_dask`` — the same job on a Dask ``LocalCluster`` of ``--workers`` single-threaded worker
+  processes, started inside the timing (its start-up is part of the cost of the engine);
+* ``contextrot`` — the ``contextrot`` package's Claude Code adapter (``ClaudeCodeAdapter().parse``)
+  on every file, in one process, and ``contextrot_pool`` over a pool of ``--workers`` processes.
+  It parses only: no accounting, no per-turn assessment, nothing written.
+
+Wall time and CPU time (this process and its children) are reported; MB/s and sessions/s are per
+wall-clock second, ``cpu_mb_per_s`` per CPU second (the steadier figure on a shared machine; the
+load average at the end is printed with the results). Human lines go to stderr; the last line on
+stdout is one JSON object.
+
+    pip install -e '.[fleet,bench]'
+    python benchmarks/bench_fleet.py [--data ../shared/data] [--size-gb 1.0] [--workers 2] [--skip-dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ctxhealth.signals.profile import default_profile
+
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.fleet import JobOptions, run_fleet
+
+TARGET_MB_S = 100.0
+"""The aim for the local engine on the benchmark machine."""
+
+
+def build_corpus(data: Path, root: Path, size_bytes: int) -> tuple[list[Path], int]:
+    """Copies of the Claude Code sessions under new ids until ``size_bytes``; (files, bytes)."""
+    sources = sorted((data / "claude-code").glob("*/*.jsonl"))
+    if not sources:
+        raise SystemExit(f"no Claude Code sessions under {data / 'claude-code'}")
+    blobs = [(p.parent.name, p.stem, p.read_bytes()) for p in sources]
+    files: list[Path] = []
+    total = 0
+    copy = 0
+    while total < size_bytes:
+        for project, old_id, blob in blobs:
+            new_id = str(uuid.UUID(int=(copy << 64) | len(files)))
+            folder = root / f"{project}-{copy:04d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{new_id}.jsonl"
+            path.write_bytes(blob.replace(old_id.encode(), new_id.encode()))
+            files.append(path)
+            total += len(blob)
+        copy += 1
+    return files, total
+
+
+def cpu_now() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def measure(name: str, run: Callable[[], int], total_bytes: int) -> dict[str, Any]:
+    cpu0, t0 = cpu_now(), time.perf_counter()
+    sessions = run()
+    wall, cpu = time.perf_counter() - t0, cpu_now() - cpu0
+    mb = total_bytes / 1e6
+    result = {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "mb_per_s": round(mb / wall, 1),
+        "sessions_per_s": round(sessions / wall, 1),
+        "cpu_mb_per_s": round(mb / cpu, 1) if cpu > 0 else None,
+        "sessions": sessions,
+    }
+    print(
+        f"{name:<18} {wall:8.1f} s wall {cpu:8.1f} s cpu {result['mb_per_s']:8.1f} MB/s "
+        f"{result['sessions_per_s']:8.1f} sessions/s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return result
+
+
+def _contextrot_parse(paths: list[str]) -> int:
+    from contextrot.adapters.claude_code import ClaudeCodeAdapter
+
+    adapter = ClaudeCodeAdapter()
+    return sum(adapter.parse(Path(p)) is not None for p in paths)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--size-gb", type=float, default=1.0)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--skip-dask", action="store_true")
+    parser.add_argument("--keep", type=Path, help="build (or reuse) the corpus here instead of a temp folder")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="ctxhealth-bench-fleet-"))
+    corpus = args.keep or work / "corpus"
+    try:
+        if args.keep and any(args.keep.glob("*/*.jsonl")):
+            files = sorted(args.keep.glob("*/*.jsonl"))
+            total = sum(f.stat().st_size for f in files)
+        else:
+            files, total = build_corpus(args.data, corpus, int(args.size_gb * 1e9))
+        for f in files:  # warm the page cache: every contender reads from memory
+            f.read_bytes()
+        print(
+            f"corpus: {len(files):,} Claude Code sessions, {total / 1e6:,.0f} MB, {args.workers} workers, "
+            f"{os.cpu_count()} CPUs",
+            file=sys.stderr,
+        )
+        options = JobOptions(ModelRegistry.default(), default_profile())
+        results: dict[str, Any] = {}
+        counts: dict[str, dict[str, int]] = {}
+
+        def fleet(engine: str) -> Callable[[], int]:
+            def run() -> int:
+                out = work / f"{engine}.duckdb"
+                result = run_fleet([corpus], out, options, engine=engine, jobs=args.workers)
+                counts[engine] = result.counts
+                return result.sessions
+
+            return run
+
+        results["fleet_local"] = measure("fleet local", fleet("local"), total)
+        if not args.skip_dask:
+            results["fleet_dask"] = measure("fleet dask", fleet("dask"), total)
+        try:
+            import contextrot  # noqa: F401
+
+            names = [str(f) for f in files]
+            results["contextrot"] = measure("contextrot", lambda: _contextrot_parse(names), total)
+            chunks = [names[i :: args.workers * 8] for i in range(args.workers * 8)]
+
+            def pooled() -> int:
+                with ProcessPoolExecutor(max_workers=args.workers) as pool:
+                    return sum(pool.map(_contextrot_parse, chunks))
+
+            results["contextrot_pool"] = measure("contextrot pool", pooled, total)
+        except ImportError:
+            print("contextrot not installed (pip install -e '.[bench]'): not measured", file=sys.stderr)
+        if "fleet_dask" in results and counts.get("dask") != counts.get("local"):
+            raise SystemExit(f"engines disagree: local {counts.get('local')} vs dask {counts.get('dask')}")
+        local = results["fleet_local"]["mb_per_s"]
+        summary = {
+            "corpus": {"files": len(files), "bytes": total, "workers": args.workers, "cpus": os.cpu_count()},
+            # other work on the machine: wall-clock figures only mean something next to this
+            "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+            "rows": counts.get("local"),
+            "results": results,
+            "target_mb_per_s": TARGET_MB_S,
+            "local_meets_target": local >= TARGET_MB_S,
+            "ratios": {
+                name: round(r["mb_per_s"] / local, 2) for name, r in results.items() if name != "fleet_local"
+            },
+        }
+        print(
+            f"local engine {local} MB/s: target {TARGET_MB_S:.0f} MB/s "
+            f"{'met' if local >= TARGET_MB_S else 'not met'}",
+            file=sys.stderr,
+        )
+        print(json.dumps(summary))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

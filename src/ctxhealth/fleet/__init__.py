@@ -1,0 +1,27 @@
+"""Fleet analysis: every session's assessment and per-turn rows into DuckDB or Parquet tables.
+
+``run_fleet(paths, out, options)`` finds the transcripts, analyses the new and changed ones on a
+local process pool or a Dask cluster and writes the tables documented in
+:mod:`ctxhealth.fleet.schema`. :func:`analyse_session` is the one pass over a session that the
+tables, ``check --json --series`` and the HTML report share.
+"""
+
+from __future__ import annotations
+
+from ctxhealth.fleet.analysis import SessionAnalysis, TimelineEvent, analyse_session
+from ctxhealth.fleet.jobs import FileOutcome, JobOptions
+from ctxhealth.fleet.run import ENGINES, FleetResult, run_fleet
+from ctxhealth.fleet.schema import SCHEMA_VERSION, TABLES
+
+__all__ = [
+    "ENGINES",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "FileOutcome",
+    "FleetResult",
+    "JobOptions",
+    "SessionAnalysis",
+    "TimelineEvent",
+    "analyse_session",
+    "run_fleet",
+]

@@ -1,0 +1,209 @@
+"""A fleet run: find the files, analyse the new and changed ones on an engine, write their rows.
+
+:func:`run_fleet` is the one entry point (``ctxhealth fleet`` calls it). Engines:
+
+* ``local`` — a process pool on this machine (``jobs`` workers; one process does the work
+  in-line when ``jobs == 1`` or there is a single batch).
+* ``dask`` — the same batches as tasks on a Dask cluster: the one at ``scheduler`` when given,
+  else a ``LocalCluster`` started for the run (``dask`` / ``distributed``, the ``fleet`` extra).
+
+Batches come back as they finish and are written at once (bounded memory: a batch's rows, never
+the corpus). Progress is reported through ``progress(done_files, total_files, done_bytes,
+total_bytes)``; the library never prints.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxhealth.errors import UsageError
+from ctxhealth.fleet.files import FileEntry, discover
+from ctxhealth.fleet.jobs import FileOutcome, JobOptions, analyse_batch
+from ctxhealth.fleet.store import open_store, require
+
+Progress = Callable[[int, int, int, int], None]
+
+ENGINES = ("local", "dask")
+BATCH_BYTES = 8 * 1024 * 1024
+"""Target bytes of transcripts per task: large enough that sending rows back is a small share of
+the work, small enough that every worker gets several tasks."""
+MAX_BATCH_FILES = 64
+
+
+@dataclass(slots=True)
+class FleetResult:
+    """What a run did: files seen / analysed / unchanged, what was skipped and why, rows per table;
+    and the store's totals after it (unhealthy sessions by action, cost)."""
+
+    out: str
+    engine: str
+    files: int = 0
+    analysed: int = 0
+    unchanged: int = 0
+    sessions: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    unhealthy: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    unpriced: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out": self.out,
+            "engine": self.engine,
+            "files": self.files,
+            "analysed": self.analysed,
+            "unchanged": self.unchanged,
+            "sessions": self.sessions,
+            "bytes_read": self.bytes_read,
+            "seconds": round(self.seconds, 3),
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "rows": self.counts,
+            "store": {
+                "sessions": self.counts.get("sessions", 0),
+                "unhealthy_by_action": self.unhealthy,
+                "cost_usd": round(self.cost_usd, 6),
+                "unpriced_sessions": self.unpriced,
+            },
+        }
+
+
+def batches(entries: Sequence[FileEntry], workers: int) -> list[list[FileEntry]]:
+    """Files grouped into tasks of about :data:`BATCH_BYTES` (fewer when that would leave a worker
+    idle), keeping the discovery order."""
+    total = sum(e.size for e in entries)
+    target = max(1, min(BATCH_BYTES, total // max(1, 4 * workers)))
+    out: list[list[FileEntry]] = []
+    current: list[FileEntry] = []
+    size = 0
+    for e in entries:
+        current.append(e)
+        size += e.size
+        if size >= target or len(current) >= MAX_BATCH_FILES:
+            out.append(current)
+            current, size = [], 0
+    if current:
+        out.append(current)
+    return out
+
+
+def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iterator[list[FileOutcome]]:
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield analyse_batch(task, options)
+        return
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        pending: set[Future[list[FileOutcome]]] = set()
+        queue = iter(tasks)
+        # keep two tasks per worker in flight: results stream back in bounded memory
+        for task in queue:
+            pending.add(pool.submit(analyse_batch, task, options))
+            if len(pending) >= 2 * jobs:
+                break
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(analyse_batch, nxt, options))
+
+
+def _dask(
+    tasks: list[list[FileEntry]], options: JobOptions, jobs: int, scheduler: str | None, processes: bool
+) -> Iterator[list[FileOutcome]]:
+    distributed = require("distributed")
+    cluster = None
+    if scheduler:
+        client = distributed.Client(scheduler)
+    else:
+        cluster = distributed.LocalCluster(
+            n_workers=jobs, threads_per_worker=1, processes=processes, dashboard_address=None
+        )
+        client = distributed.Client(cluster)
+    try:
+        scattered = client.scatter(options, broadcast=True)
+        futures = [client.submit(analyse_batch, task, scattered, pure=False) for task in tasks]
+        for future in distributed.as_completed(futures):
+            yield future.result()
+            future.release()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run_fleet(
+    paths: Sequence[str | Path],
+    out: str | Path,
+    options: JobOptions,
+    *,
+    engine: str = "local",
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    dask_processes: bool = True,
+    full: bool = False,
+    progress: Progress | None = None,
+) -> FleetResult:
+    """Analyse every new or changed transcript under ``paths`` into the tables at ``out``.
+
+    ``full`` re-reads every file. ``dask_processes=False`` runs a started LocalCluster's workers as
+    threads of this process (tests; a real run wants processes). Raises :class:`UsageError` for an
+    unknown engine, or ``scheduler`` without the dask engine.
+    """
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}", hint=f"use one of: {', '.join(ENGINES)}")
+    if scheduler and engine != "dask":
+        raise UsageError("--scheduler needs --engine dask", hint="add --engine dask")
+    started = time.perf_counter()
+    entries = discover(paths)
+    store = open_store(out)
+    result = FleetResult(str(out), engine, files=len(entries))
+    try:
+        known = {} if full else store.known()
+        todo = [e for e in entries if known.get(e.path) != e.fingerprint]
+        result.unchanged = len(entries) - len(todo)
+        # one step removes every row of the files about to be read again; batches then only append
+        store.forget([e.path for e in todo if e.path in known] if not full else [e.path for e in todo])
+        workers = jobs or os.cpu_count() or 1
+        tasks = batches(todo, workers)
+        total_bytes = sum(e.size for e in todo)
+        if progress is not None:
+            progress(0, len(todo), 0, total_bytes)
+        stream = (
+            _local(tasks, options, workers)
+            if engine == "local"
+            else _dask(tasks, options, workers, scheduler, dask_processes)
+        )
+        for outcomes in stream:
+            store.append(outcomes)
+            for o in outcomes:
+                result.analysed += 1
+                result.bytes_read += o.entry.size
+                if o.ok:
+                    result.sessions += 1
+                else:
+                    result.skipped.append((o.entry.path, o.reason))
+            if progress is not None:
+                progress(result.analysed, len(todo), result.bytes_read, total_bytes)
+        result.counts = store.counts()
+        for action, healthy, cost in store.verdicts():
+            if not healthy:
+                result.unhealthy[action] = result.unhealthy.get(action, 0) + 1
+            if cost is None:
+                result.unpriced += 1
+            else:
+                result.cost_usd += cost
+        result.unhealthy = dict(sorted(result.unhealthy.items()))
+    finally:
+        store.close()
+    result.seconds = time.perf_counter() - started
+    return result

@@ -1,0 +1,308 @@
+"""Where fleet rows go: a DuckDB file or a folder of Parquet files, both incremental.
+
+Both stores keep the ``files`` table (path, size, mtime, status): the next run reads only files
+whose fingerprint changed or that are new, and replaces every row of those paths at once.
+
+* **DuckDB** (``*.duckdb``): the rows of files about to be read again are deleted in one
+  transaction first, then each batch's rows are inserted in one transaction, so a reader (or a
+  killed run) sees whole batches only, and a file forgotten but not yet re-read is simply read by
+  the next run (its ``files`` row went with it). The schema version is kept in the ``meta`` table.
+* **Parquet** (a folder): each batch writes one new part file per table; ``meta.json`` lists the
+  live parts and is replaced atomically last, so parts of an unfinished run are never read (and
+  are removed by the next run). When a run re-reads files that already have rows, the old parts
+  are rewritten once, without those paths, before the batches. Readers take ``meta.json``'s list.
+
+duckdb and pyarrow are imported lazily (the ``fleet`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ctxhealth.atomic import write_atomic
+from ctxhealth.errors import EnvironmentProblem, InputError, UsageError
+from ctxhealth.fleet.jobs import FileOutcome
+from ctxhealth.fleet.schema import BY_NAME, FILES, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
+
+SESSION_TABLES = tuple(t.name for t in TABLES if t is not FILES)
+
+
+class FleetStore(Protocol):
+    """What a fleet run needs from where its rows go."""
+
+    def known(self) -> dict[str, tuple[int, int]]:
+        """Path -> (size, mtime_ns) of every file recorded with the current schema."""
+        ...
+
+    def append(self, outcomes: Sequence[FileOutcome]) -> None:
+        """Add these files' rows (and their ``files`` rows); their old rows must be gone
+        (:meth:`forget` them first, as :func:`~ctxhealth.fleet.run.run_fleet` does)."""
+        ...
+
+    def forget(self, paths: Sequence[str]) -> None:
+        """Drop every row of these paths (before they are analysed again), in one step."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table."""
+        ...
+
+    def verdicts(self) -> list[tuple[str, bool, float | None]]:
+        """(action, healthy, cost_usd) of every session in the store."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def require(module: str) -> Any:
+    """Import an optional dependency of the fleet, or say which extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise EnvironmentProblem(
+            f"{module} is not installed", hint="install the fleet extra: pip install 'ctxhealth[fleet]'"
+        ) from None
+
+
+def arrow_table(table: Table, rows: Iterable[tuple[Any, ...]]) -> Any:
+    """Rows (tuples in column order) as a ``pyarrow.Table`` with the table's schema."""
+    pa = require("pyarrow")
+    rows = list(rows)
+    schema = arrow_schema(table)
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in table.columns]
+    return pa.Table.from_arrays(
+        [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)], schema=schema
+    )
+
+
+def _batch_rows(outcomes: Sequence[FileOutcome]) -> dict[str, list[tuple[Any, ...]]]:
+    out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in SESSION_TABLES}
+    for o in outcomes:
+        for name, rows in o.rows.items():
+            out[name].extend(rows)
+    out["files"] = [
+        (o.entry.path, o.entry.size, o.entry.mtime_ns, o.status, o.reason, SCHEMA_VERSION) for o in outcomes
+    ]
+    return out
+
+
+def open_store(out: str | Path) -> FleetStore:
+    """The store for ``out``: a ``.duckdb`` file, or a folder of Parquet files (``.parquet`` or an
+    existing folder with ``meta.json``)."""
+    target = Path(out)
+    if target.suffix == ".duckdb":
+        return DuckDBStore(target)
+    if target.suffix == ".parquet" or (target / "meta.json").is_file():
+        return ParquetStore(target)
+    raise UsageError(
+        f"cannot tell what to write from {str(out)!r}",
+        hint="name a DuckDB file (FILE.duckdb) or a Parquet folder (DIR.parquet)",
+    )
+
+
+def _version_error(where: Path, found: Any) -> InputError:
+    return InputError(
+        f"fleet tables of schema version {found}, this ctxhealth writes version {SCHEMA_VERSION}",
+        hint="write to a new --out, or delete the old one to rebuild it",
+        path=str(where),
+    )
+
+
+class DuckDBStore:
+    """Fleet tables in one DuckDB file; one transaction per batch."""
+
+    def __init__(self, path: Path) -> None:
+        duckdb = require("duckdb")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        try:
+            self.con = duckdb.connect(str(path))
+        except duckdb.Error as exc:
+            raise EnvironmentProblem(
+                f"cannot open DuckDB file ({exc})",
+                hint="check the path, or close the program using it",
+                path=str(path),
+            ) from None
+        # inserts only: one thread leaves the CPUs to the workers that analyse the sessions
+        self.con.execute("SET threads TO 1")
+        self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        found = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if found is None:
+            self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        elif int(found[0]) != SCHEMA_VERSION:
+            self.con.close()
+            raise _version_error(path, found[0])
+        for table in TABLES:
+            self.con.execute(duckdb_ddl(table))
+
+    def known(self) -> dict[str, tuple[int, int]]:
+        rows = self.con.execute("SELECT path, size, mtime_ns FROM files").fetchall()
+        return {p: (s, m) for p, s, m in rows}
+
+    def forget(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.register("gone", arrow_table(FILES, [(p, 0, 0, "", "", 0) for p in paths]).select(["path"]))
+            for table in TABLES:
+                con.execute(f'DELETE FROM "{table.name}" WHERE path IN (SELECT path FROM gone)')
+            con.unregister("gone")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def append(self, outcomes: Sequence[FileOutcome]) -> None:
+        if not outcomes:
+            return
+        batch = _batch_rows(outcomes)
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table in TABLES:
+                rows = batch[table.name]
+                if rows:
+                    con.register("batch_rows", arrow_table(table, rows))
+                    con.execute(f'INSERT INTO "{table.name}" SELECT * FROM batch_rows')
+                    con.unregister("batch_rows")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def counts(self) -> dict[str, int]:
+        return {t.name: self.con.execute(f'SELECT count(*) FROM "{t.name}"').fetchone()[0] for t in TABLES}
+
+    def verdicts(self) -> list[tuple[str, bool, float | None]]:
+        rows = self.con.execute("SELECT action, healthy, cost_usd FROM sessions").fetchall()
+        return [(a, h, c) for a, h, c in rows]
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class ParquetStore:
+    """Fleet tables as Parquet parts in a folder, listed by an atomically replaced ``meta.json``."""
+
+    def __init__(self, root: Path) -> None:
+        require("pyarrow")
+        self.root = root
+        self.meta_path = root / "meta.json"
+        self.parts: dict[str, list[str]] = {t.name: [] for t in TABLES}
+        self.run = os.urandom(4).hex()
+        self.serial = 0
+        if self.meta_path.is_file():
+            try:
+                meta = json.loads(self.meta_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise InputError(
+                    f"unreadable meta.json ({exc})",
+                    hint="delete the folder to rebuild it",
+                    path=str(self.meta_path),
+                ) from None
+            if meta.get("schema_version") != SCHEMA_VERSION:
+                raise _version_error(root, meta.get("schema_version"))
+            for name in self.parts:
+                self.parts[name] = list(meta.get("parts", {}).get(name, []))
+        self._remove_unlisted()
+
+    def _remove_unlisted(self) -> None:
+        """Parts an unfinished run left behind (not in ``meta.json``)."""
+        live = {p for parts in self.parts.values() for p in parts}
+        for table in TABLES:
+            folder = self.root / table.name
+            if folder.is_dir():
+                for part in folder.glob("*.parquet"):
+                    if f"{table.name}/{part.name}" not in live:
+                        part.unlink(missing_ok=True)
+
+    def _read(self, name: str) -> Any:
+        pq = require("pyarrow.parquet")
+        pa = require("pyarrow")
+        parts = [pq.read_table(self.root / p) for p in self.parts[name]]
+        return pa.concat_tables(parts) if parts else arrow_table(BY_NAME[name], [])
+
+    def known(self) -> dict[str, tuple[int, int]]:
+        files = self._read("files").to_pydict()
+        return {p: (s, m) for p, s, m in zip(files["path"], files["size"], files["mtime_ns"], strict=True)}
+
+    def _write_part(self, name: str, table: Any) -> str:
+        pa = require("pyarrow")
+        pq = require("pyarrow.parquet")
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        self.serial += 1
+        rel = f"{name}/part-{self.run}-{self.serial:05d}.parquet"
+        write_atomic(self.root / rel, sink.getvalue().to_pybytes())
+        return rel
+
+    def _commit(self) -> None:
+        meta = {"schema_version": SCHEMA_VERSION, "parts": self.parts}
+        write_atomic(self.meta_path, json.dumps(meta, indent=1))
+
+    def forget(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        pa = require("pyarrow")
+        pc = require("pyarrow.compute")
+        gone = pa.array(list(paths), type=pa.string())
+        old_parts = {name: list(parts) for name, parts in self.parts.items()}
+        for table in TABLES:
+            kept = self._read(table.name)
+            kept = kept.filter(pc.invert(pc.is_in(kept["path"], value_set=gone)))
+            self.parts[table.name] = [self._write_part(table.name, kept)] if kept.num_rows else []
+        self._commit()
+        for name, parts in old_parts.items():
+            for rel in set(parts) - set(self.parts[name]):
+                (self.root / rel).unlink(missing_ok=True)
+
+    def append(self, outcomes: Sequence[FileOutcome]) -> None:
+        if not outcomes:
+            return
+        batch = _batch_rows(outcomes)
+        for table in TABLES:
+            rows = batch[table.name]
+            if rows:
+                self.parts[table.name].append(self._write_part(table.name, arrow_table(table, rows)))
+        self._commit()
+
+    def counts(self) -> dict[str, int]:
+        pq = require("pyarrow.parquet")
+        return {
+            name: sum(pq.read_metadata(self.root / p).num_rows for p in parts)
+            for name, parts in self.parts.items()
+        }
+
+    def verdicts(self) -> list[tuple[str, bool, float | None]]:
+        table = self._read("sessions").select(["action", "healthy", "cost_usd"]).to_pydict()
+        return list(zip(table["action"], table["healthy"], table["cost_usd"], strict=True))
+
+    def close(self) -> None:
+        if not self.meta_path.is_file():
+            write_atomic(
+                self.meta_path, json.dumps({"schema_version": SCHEMA_VERSION, "parts": self.parts}, indent=1)
+            )
+
+
+def parquet_files(root: Path) -> dict[str, list[Path]]:
+    """The live part files of each table of a Parquet store (as ``meta.json`` lists them)."""
+    meta_path = root / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"not a fleet Parquet folder ({exc})", hint="run ctxhealth fleet first", path=str(root)
+        ) from None
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise _version_error(root, meta.get("schema_version"))
+    return {
+        name: [root / p for p in meta.get("parts", {}).get(name, [])] for name in (t.name for t in TABLES)
+    }

@@ -1,0 +1,530 @@
+"""The HTML report: an overview of many sessions, then one timeline and signal table per session.
+
+Two inputs, one page:
+
+* analysed sessions (:class:`~ctxhealth.fleet.SessionAnalysis`, ``ctxhealth report PATH...``):
+  the overview plus each session's timeline (fill against the window, zones shaded, one point per
+  turn, markers for compactions, tool failures, drift, indicators and the policy's decisions) and
+  its final signals with their evidence message indices;
+* fleet tables (``ctxhealth report --from FILE.duckdb``): the overview alone, from the
+  ``sessions``, ``costs`` and ``cache_breaks`` tables.
+
+The overview works on rows as dictionaries keyed by the fleet schema's column names, whichever
+input they came from. Sessions are ranked by how unhealthy they got (ever unhealthy first, then
+the largest pressure) and when (the earlier turn first).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from html import escape
+from typing import Any
+
+from ctxhealth.accounting.types import Tier
+from ctxhealth.fleet.analysis import SessionAnalysis
+from ctxhealth.fleet.schema import COSTS, SESSIONS
+from ctxhealth.model import Message
+from ctxhealth.policy.profile import Profile, default_profile
+from ctxhealth.report.html.page import document
+from ctxhealth.report.html.svg import (
+    EVENT_STYLES,
+    ZONE_COLOURS,
+    Band,
+    Marker,
+    Point,
+    bars,
+    histogram,
+    timeline,
+)
+
+Rows = list[dict[str, Any]]
+
+MAX_TIMELINES = 50
+"""Sessions that get a timeline of their own (the most unhealthy first); the overview covers all."""
+RANKED_SHOWN = 100
+"""Rows of the ranked session table."""
+COST_ROWS_SHOWN = 60
+"""Rows of the cost by project and week table (the costliest)."""
+SNIPPET = 200
+
+
+def _e(value: object) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _money(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"${value:,.4f}" if value < 0.01 else f"${value:,.2f}"
+
+
+def _when(value: datetime | date | None) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return value.isoformat()
+
+
+def _snippet(message: Message | None) -> str:
+    if message is None:
+        return ""
+    text = " ".join(message.text.split())
+    if not text:
+        calls = [c.name for c in message.tool_calls]
+        results = message.tool_results
+        if calls:
+            text = "calls " + ", ".join(calls)
+        elif results:
+            text = " ".join(results[0].text.split())
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+# ------------------------------------------------------------------------------------------- rows
+
+
+def rows_of(analyses: Sequence[SessionAnalysis]) -> tuple[Rows, Rows]:
+    """``sessions`` and ``costs`` rows (as dictionaries) of analysed sessions."""
+    sessions: Rows = []
+    costs: Rows = []
+    for a in analyses:
+        path = a.session.path
+        sessions.append(dict(zip(SESSIONS.names, a.session_row(path, 0), strict=True)))
+        costs.extend(dict(zip(COSTS.names, (path, *r), strict=True)) for r in a.rows.costs)
+    return sessions, costs
+
+
+def severity(row: Mapping[str, Any]) -> tuple[int, float, float]:
+    """Sort key: ever unhealthy first, then the largest pressure, then the earliest unhealthy turn."""
+    first = row.get("first_unhealthy_turn")
+    return (
+        0 if first is not None or not row.get("healthy", True) else 1,
+        -float(row.get("max_pressure") or 0.0),
+        float(first) if first is not None else math.inf,
+    )
+
+
+# --------------------------------------------------------------------------------------- overview
+
+
+def overview(
+    sessions: Rows, costs: Rows, cache_breaks: int | None, linked: frozenset[str] = frozenset()
+) -> str:
+    """Headline figures, distributions, the ranked sessions and cost by project and week; sessions
+    whose path is in ``linked`` have a section of their own to link to."""
+    n = len(sessions)
+    unhealthy = [s for s in sessions if not s.get("healthy", True)]
+    ever = [s for s in sessions if s.get("first_unhealthy_turn") is not None]
+    known_cost = [s["cost_usd"] for s in sessions if s.get("cost_usd") is not None]
+    prompt = sum(
+        int(c["input_tokens"] or 0) + int(c["cache_write_tokens"] or 0) + int(c["cache_read_tokens"] or 0)
+        for c in costs
+    )
+    read = sum(int(c["cache_read_tokens"] or 0) for c in costs)
+    waste = sum(int(s.get("waste_tokens") or 0) for s in sessions)
+    sent = sum(int(s.get("prompt_tokens") or 0) for s in sessions)
+    by_action: dict[str, int] = defaultdict(int)
+    for s in unhealthy:
+        by_action[str(s.get("action"))] += 1
+    if cache_breaks is None:
+        breaks = "not analysed (cache breaks come from the cache audit)"
+    else:
+        breaks = f"{cache_breaks:,}"
+    figures = [
+        ("sessions", f"{n:,}"),
+        (
+            "unhealthy at the end",
+            f"{len(unhealthy):,}"
+            + (f" ({', '.join(f'{k} {v}' for k, v in sorted(by_action.items()))})" if by_action else ""),
+        ),
+        ("unhealthy at some turn", f"{len(ever):,}"),
+        (
+            "total cost",
+            _money(sum(known_cost)) + ("" if len(known_cost) == n else f" ({n - len(known_cost)} unpriced)"),
+        ),
+        ("prompt tokens from cache", f"{100.0 * read / prompt:.1f}%" if prompt else "–"),
+        ("waste", f"{100.0 * waste / sent:.1f}% of prompt tokens" if sent else "–"),
+        ("cache breaks", breaks),
+    ]
+    out = ['<section id="overview"><h2>Overview</h2><div class="figures">']
+    out += [f'<div><span class="muted">{_e(k)}</span><b>{_e(v)}</b></div>' for k, v in figures]
+    out.append("</div>")
+    risks = [float(s["risk"]) for s in sessions if s.get("risk") is not None]
+    costs_known = [float(c) for c in known_cost]
+    waste_pct = [
+        100.0 * int(s["waste_tokens"] or 0) / int(s["prompt_tokens"])
+        for s in sessions
+        if s.get("prompt_tokens")
+    ]
+    top_cost = max(costs_known, default=0.0)
+    out.append('<div class="charts">')
+    out.append(
+        histogram(
+            [float(s.get("peak_pct") or 0.0) for s in sessions],
+            bins=10,
+            low=0,
+            high=100,
+            label="peak fill, % of window",
+            unit="%",
+        )
+    )
+    out.append(histogram(risks, bins=10, low=0, high=1, label="final risk"))
+    out.append(
+        histogram(costs_known, bins=10, low=0, high=_nice(top_cost), label="cost per session", unit=" USD")
+    )
+    out.append(histogram(waste_pct, bins=10, low=0, high=100, label="waste, % of prompt tokens", unit="%"))
+    out.append("</div>")
+    out.append(_ranked(sessions, linked))
+    out.append(_cost_by_project_week(costs))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _nice(value: float) -> float:
+    if value <= 0:
+        return 1.0
+    exp = 10 ** math.floor(math.log10(value))
+    for m in (1, 2, 5, 10):
+        if value <= m * exp:
+            return float(m * exp)
+    return float(10 * exp)
+
+
+def _ranked(sessions: Rows, linked: frozenset[str]) -> str:
+    ranked = sorted(sessions, key=severity)[:RANKED_SHOWN]
+    head = (
+        "session",
+        "project",
+        "started",
+        "turns",
+        "peak",
+        "max pressure",
+        "risk",
+        "final action",
+        "first unhealthy",
+        "cost",
+    )
+    header = "".join(f"<th>{h}</th>" for h in head)
+    out = [f'<h3>Sessions by how unhealthy they got, and when</h3><table class="ranked"><tr>{header}</tr>']
+    for s in ranked:
+        first = s.get("first_unhealthy_turn")
+        at = s.get("first_unhealthy_at")
+        when = "–" if first is None else f"turn {first}" + (f", {_when(at)}" if at else "")
+        name = s.get("session_id") or str(s.get("path", "")).rsplit("/", 1)[-1]
+        cls = "bad" if not s.get("healthy", True) else "ok"
+        path = str(s.get("path"))
+        cell = f'<a href="#{_anchor(path)}">{_e(name)}</a>' if path in linked else _e(name)
+        risk = "–" if s.get("risk") is None else f"{float(s['risk']):.2f}"
+        pressure = float(s.get("max_pressure") or 0.0)
+        cells = [
+            f'<td title="{_e(path)}">{cell}</td>',
+            f"<td>{_e(s.get('project'))}</td>",
+            f"<td>{_e(_when(s.get('started_at')))}</td>",
+            f'<td class="num">{_e(s.get("turns"))}</td>',
+            f'<td class="num">{_e(s.get("peak_pct"))}%</td>',
+            f'<td class="num">{pressure:.2f}</td>',
+            f'<td class="num">{risk}</td>',
+            f'<td class="{cls}">{_e(s.get("action"))}</td>',
+            f"<td>{_e(when)}</td>",
+            f'<td class="num">{_money(s.get("cost_usd"))}</td>',
+        ]
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    if len(sessions) > RANKED_SHOWN:
+        out.append(f'<p class="muted">The {RANKED_SHOWN} most unhealthy of {len(sessions):,} sessions.</p>')
+    return "".join(out)
+
+
+def _cost_by_project_week(costs: Rows) -> str:
+    table: dict[tuple[str, str], float] = defaultdict(float)
+    by_project: dict[str, float] = defaultdict(float)
+    unpriced = 0
+    for c in costs:
+        if c.get("cost_usd") is None:
+            unpriced += 1
+            continue
+        week = _when(c.get("week")) if c.get("week") else "no date"
+        table[(str(c.get("project")), week)] += float(c["cost_usd"])
+        by_project[str(c.get("project"))] += float(c["cost_usd"])
+    out = ["<h3>Cost by project and week</h3>"]
+    if not table:
+        out.append('<p class="muted">No priced usage in these sessions.</p>')
+        return "".join(out)
+    items = sorted(by_project.items(), key=lambda kv: -kv[1])[:20]
+    out.append(bars([(p, v, f"{p}: {_money(v)}") for p, v in items]))
+    out.append('<table class="costs"><tr><th>project</th><th>week of</th><th>cost</th></tr>')
+    shown = sorted(sorted(table.items(), key=lambda kv: -kv[1])[:COST_ROWS_SHOWN])
+    for (project, week), value in shown:
+        out.append(f'<tr><td>{_e(project)}</td><td>{_e(week)}</td><td class="num">{_money(value)}</td></tr>')
+    out.append("</table>")
+    if len(table) > len(shown):
+        out.append(f'<p class="muted">The {len(shown)} costliest of {len(table):,} project-weeks.</p>')
+    if unpriced:
+        out.append(f'<p class="muted">{unpriced} model rows have no prices and are left out.</p>')
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------- sessions
+
+
+def _anchor(path: str) -> str:
+    return "s-" + "".join(ch if ch.isalnum() else "-" for ch in path)[-120:]
+
+
+def zone_bands(tier: Tier, window: int, usable: int, peak: int, profile: Profile) -> list[Band]:
+    """The zones in tokens for a model of ``tier``: each zone starts where the first of the tier
+    zone and the window zone reaches it (the zone shown is the worse of the two)."""
+    th = profile.thresholds(tier)
+    starts = [
+        ("yellow", min(th.sweet_spot, round(profile.window_yellow * usable))),
+        ("orange", min(th.compact_zone, round(profile.window_orange * usable))),
+        ("red", min(th.hard_limit, round(profile.window_critical * usable))),
+        ("critical", round(profile.window_autocompact * usable)),
+    ]
+    bands = []
+    low, zone = 0, "green"
+    for name, start in starts:
+        start = max(low, start)
+        bands.append(Band(zone, low, start))
+        low, zone = start, name
+    bands.append(Band(zone, low, max(window, peak)))
+    return bands
+
+
+def turn_points(
+    turns: Sequence[Sequence[Any]], window: int, reasons_at: Mapping[int, str], snippet_at: Mapping[int, str]
+) -> list[Point]:
+    """One point per ``turns`` row (the fleet's column order, without ``path``), with its hover text."""
+    points = []
+    for r in turns:
+        turn, index, _, fill, source, _, _, _, pressure, zone, _, risk, action = r[:13]
+        pct = 100.0 * fill / window if window else 0.0
+        lines = [
+            f"turn {turn} (message {index}): {fill:,} tokens, {pct:.1f}% of window [{source}]",
+            f"zone {zone}, pressure {pressure:.2f}" + ("" if risk is None else f", risk {risk:.2f}"),
+            f"decision: {action}",
+        ]
+        if reasons_at.get(turn):
+            lines.append(reasons_at[turn])
+        if snippet_at.get(index):
+            lines.append(f"“{snippet_at[index]}”")
+        points.append(Point(turn, fill, zone, "\n".join(lines)))
+    return points
+
+
+def _legend() -> str:
+    legend = [
+        f'<span><span style="color:{c}">{g}</span> {k.replace("_", " ")}</span>'
+        for k, (c, _, g) in EVENT_STYLES.items()
+    ]
+    legend += [
+        f'<span><span style="background:{c}">&nbsp;&nbsp;&nbsp;</span> {z}</span>'
+        for z, c in ZONE_COLOURS.items()
+    ]
+    return f'<div class="legend muted">{"".join(legend)}</div>'
+
+
+def _figures(figures: Sequence[tuple[str, str]]) -> str:
+    cells = "".join(f'<div><span class="muted">{_e(k)}</span><b>{_e(v)}</b></div>' for k, v in figures)
+    return f'<div class="figures">{cells}</div>'
+
+
+def session_section(analysis: SessionAnalysis, profile: Profile) -> str:
+    """One session: figures, timeline, legend and the final signals with their evidence."""
+    a, s, final = analysis.account, analysis.session, analysis.final
+    messages = s.messages
+    reasons_at = {r[0]: r[6] for r in analysis.rows.decisions}
+    snippet_at = {r[1]: _snippet(messages[r[1]]) for r in analysis.rows.turns if r[1] < len(messages)}
+    points = turn_points(analysis.rows.turns, a.window, reasons_at, snippet_at)
+    markers = []
+    previous_action = "continue"
+    for event in analysis.rows.events:
+        if event.kind == "decision":
+            if event.label == previous_action:
+                continue
+            previous_action = event.label
+        evidence = ", ".join(str(i) for i in event.evidence)
+        where = f"message {event.message_index}" + ("" if event.turn is None else f", turn {event.turn}")
+        tip = f"{event.label} ({where})\n{event.detail}\nevidence: messages {evidence}"
+        snippet = _snippet(messages[event.message_index]) if event.message_index < len(messages) else ""
+        if snippet and event.kind not in ("tool_failure", "compaction"):
+            tip += f"\n“{snippet}”"
+        markers.append(Marker(event.kind, event.turn if event.turn is not None else 0, tip))
+    title = s.session_id or s.path
+    figures = [
+        ("model", f"{a.model.id} ({a.model.tier.value})"),
+        ("turns", f"{len(a.turns):,}"),
+        ("peak fill", f"{a.peak:,} ({100.0 * a.peak / a.window:.1f}%)" if a.window else f"{a.peak:,}"),
+        ("compactions", f"{len(a.compactions)}"),
+        ("tool calls", f"{a.tool_calls:,} ({a.tool_errors:,} failed)"),
+        ("cost", _money(a.cost_usd)),
+        (
+            "cache hit rate",
+            "–" if analysis.rows.cache_hit_rate is None else f"{100 * analysis.rows.cache_hit_rate:.0f}%",
+        ),
+        ("final", f"{final.zone.value}, {final.action.value}"),
+    ]
+    out = [
+        f'<section class="session" id="{_anchor(s.path)}"><h3>{_e(title)}</h3>',
+        f'<div class="muted">{_e(s.path)} · {_e(s.format.value)}</div>',
+        _figures(figures),
+    ]
+    if final.reasons:
+        out.append("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in final.reasons) + "</ul>")
+    bands = zone_bands(a.model.tier, a.window, a.usable_window, a.peak, profile)
+    out.append(timeline(points, bands, markers, window=a.window, usable=a.usable_window))
+    out.append(_legend())
+    out.append(
+        '<table class="signals"><tr><th>signal</th><th>value</th><th>fired</th>'
+        "<th>evidence (message indices)</th><th>detail</th></tr>"
+    )
+    for name, sig in final.signals.items():
+        cls = ' class="bad"' if sig.fired else ""
+        evidence = ", ".join(str(i) for i in sig.evidence)
+        out.append(
+            f'<tr><td>{_e(name)}</td><td class="num">{sig.value:.4g}</td>'
+            f"<td{cls}>{'yes' if sig.fired else 'no'}</td>"
+            f"<td>{_e(evidence)}</td><td>{_e(sig.detail)}</td></tr>"
+        )
+    out.append("</table></section>")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------- page
+
+
+def render_report(
+    analyses: Sequence[SessionAnalysis],
+    *,
+    profile: Profile | None = None,
+    title: str = "ctxhealth report",
+    max_timelines: int = MAX_TIMELINES,
+    sessions: Rows | None = None,
+    costs: Rows | None = None,
+    cache_breaks: int | None = None,
+) -> str:
+    """The report: overview (when more than one session), then a section per analysed session.
+
+    ``sessions`` / ``costs`` rows cover every session for the overview when only some of them are
+    given as ``analyses`` (the ones to draw); by default they come from ``analyses``.
+    """
+    profile = profile or default_profile()
+    if sessions is None or costs is None:
+        sessions, costs = rows_of(analyses)
+        cache_breaks = cache_breaks_count(analyses)
+    drawn = sorted(
+        analyses, key=lambda a: severity(dict(zip(SESSIONS.names, a.session_row("", 0), strict=True)))
+    )
+    shown = drawn[:max_timelines]
+    linked = frozenset(a.session.path for a in shown)
+    body = [
+        f'<h1>{_e(title)}</h1><div class="muted">{len(sessions):,} session(s); offline, no network.</div>'
+    ]
+    if len(sessions) > 1:
+        body.append(overview(sessions, costs, cache_breaks, linked))
+    body.append("<h2>Sessions</h2>")
+    if len(sessions) > len(shown):
+        body.append(
+            f'<p class="muted">Timelines of the {len(shown)} most unhealthy '
+            f"of {len(sessions):,} sessions.</p>"
+        )
+    body.extend(session_section(a, profile) for a in shown)
+    return document(title, "".join(body))
+
+
+def cache_breaks_count(analyses: Sequence[SessionAnalysis]) -> int | None:
+    """Cache breaks found, or None while no cache audit feeds them (see ``fleet.analysis``)."""
+    from ctxhealth.fleet import analysis
+
+    if analysis.CACHE_BREAKS_SEAM is None:
+        return None
+    return sum(len(a.rows.cache_breaks) for a in analyses)
+
+
+def table_section(
+    session: Mapping[str, Any],
+    turns: Sequence[Sequence[Any]],
+    decisions: Sequence[Sequence[Any]],
+    profile: Profile,
+) -> str:
+    """One session from the fleet tables: figures, the timeline (one point per ``turns`` row, the
+    decisions marked where the action changes) and the final decision's reasons. The tables keep no
+    message text, so the hover shows no excerpt and compactions and tool failures are not marked."""
+    window = int(session.get("window") or 0)
+    usable = int(session.get("usable_window") or window)
+    peak = int(session.get("fill_peak") or 0)
+    reasons_at = {d[0]: d[6] for d in decisions}
+    points = turn_points(turns, window, reasons_at, {})
+    markers = []
+    previous = "continue"
+    for d in decisions:
+        turn, index, _, action, rule, _, reasons = d[:7]
+        if action == previous:
+            continue
+        previous = action
+        markers.append(
+            Marker("decision", turn, f"{action} (message {index}, turn {turn}, rule {rule})\n{reasons}")
+        )
+    path = str(session.get("path"))
+    figures = [
+        ("model", f"{session.get('model')} ({session.get('tier')})"),
+        ("turns", f"{int(session.get('turns') or 0):,}"),
+        ("peak fill", f"{peak:,} ({session.get('peak_pct')}%)"),
+        ("compactions", f"{session.get('compactions')}"),
+        (
+            "tool calls",
+            f"{int(session.get('tool_calls') or 0):,} ({int(session.get('tool_errors') or 0):,} failed)",
+        ),
+        ("cost", _money(session.get("cost_usd"))),
+        ("final", f"{session.get('zone')}, {session.get('action')}"),
+    ]
+    out = [
+        f'<section class="session" id="{_anchor(path)}"><h3>{_e(session.get("session_id") or path)}</h3>',
+        f'<div class="muted">{_e(path)} · {_e(session.get("format"))}</div>',
+        _figures(figures),
+    ]
+    if session.get("reasons"):
+        out.append(
+            "<ul>" + "".join(f"<li>{_e(r)}</li>" for r in str(session["reasons"]).splitlines()) + "</ul>"
+        )
+    bands = zone_bands(Tier(str(session.get("tier") or "compact")), window, usable, peak, profile)
+    out.append(timeline(points, bands, markers, window=window, usable=usable))
+    out.append(_legend())
+    out.append("</section>")
+    return "".join(out)
+
+
+def render_overview(
+    sessions: Rows,
+    costs: Rows,
+    cache_breaks: int | None,
+    *,
+    title: str = "ctxhealth report",
+    timelines: Mapping[str, tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]]]] | None = None,
+    profile: Profile | None = None,
+) -> str:
+    """The page from fleet tables (``report --from``): the overview, then a timeline for each session
+    in ``timelines`` (path -> its ``turns`` and ``decisions`` rows), the most unhealthy first."""
+    timelines = timelines or {}
+    profile = profile or default_profile()
+    linked = frozenset(timelines)
+    body = [
+        f"<h1>{_e(title)}</h1>"
+        f'<div class="muted">{len(sessions):,} session(s) from fleet tables; offline.</div>',
+        overview(sessions, costs, cache_breaks, linked),
+    ]
+    drawn = sorted((s for s in sessions if s.get("path") in linked), key=severity)
+    if drawn:
+        body.append("<h2>Sessions</h2>")
+        body.append(
+            f'<p class="muted">Timelines of the {len(drawn)} most unhealthy of {len(sessions):,} sessions '
+            "(the tables keep no message text: decisions are marked, compactions and tool failures "
+            "are not).</p>"
+        )
+        for s in drawn:
+            turns, decisions = timelines[str(s["path"])]
+            body.append(table_section(s, turns, decisions, profile))
+    return document(title, "".join(body))

@@ -1,0 +1,80 @@
+"""Sessions in, one HTML page out, in bounded memory: :func:`report_sessions`.
+
+Every session is analysed once as it streams past; its overview rows are kept, and the whole
+analysis only while it is among the ``max_timelines`` most unhealthy so far (those get a
+timeline). So a report over thousands of sessions holds rows for all of them and messages for
+only a few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.fleet.analysis import SessionAnalysis, analyse_session
+from ctxhealth.model import Session
+from ctxhealth.policy.profile import Profile
+from ctxhealth.report.html.build import (
+    MAX_TIMELINES,
+    Rows,
+    cache_breaks_count,
+    render_overview,
+    render_report,
+    rows_of,
+    severity,
+)
+from ctxhealth.report.html.tables import load_overview_rows
+
+
+def report_sessions(
+    sessions: Iterable[Session],
+    *,
+    registry: ModelRegistry | None = None,
+    profile: Profile | None = None,
+    model: str | None = None,
+    title: str = "ctxhealth report",
+    max_timelines: int = MAX_TIMELINES,
+    on_session: Callable[[SessionAnalysis], None] | None = None,
+) -> str:
+    """The HTML report of ``sessions`` (overview of all, timelines of the most unhealthy)."""
+    kept: list[tuple[tuple[int, float, float], int, SessionAnalysis]] = []
+    all_sessions: Rows = []
+    all_costs: Rows = []
+    breaks: int | None = None
+    for n, session in enumerate(sessions):
+        analysis = analyse_session(session, registry=registry, profile=profile, model=model)
+        rows, costs = rows_of([analysis])
+        all_sessions += rows
+        all_costs += costs
+        found = cache_breaks_count([analysis])
+        if found is not None:
+            breaks = (breaks or 0) + found
+        kept.append((severity(rows[0]), n, analysis))
+        if len(kept) > 2 * max_timelines:
+            kept.sort(key=lambda item: item[:2])
+            del kept[max_timelines:]
+        if on_session is not None:
+            on_session(analysis)
+    return render_report(
+        [a for _, _, a in kept],
+        profile=profile,
+        title=title,
+        max_timelines=max_timelines,
+        sessions=all_sessions,
+        costs=all_costs,
+        cache_breaks=breaks,
+    )
+
+
+def report_tables(
+    source: str | Path,
+    *,
+    title: str = "ctxhealth report",
+    max_timelines: int = MAX_TIMELINES,
+    profile: Profile | None = None,
+) -> str:
+    """The page from fleet tables (a DuckDB file or a Parquet folder): the overview, then the
+    timelines of the ``max_timelines`` most unhealthy sessions."""
+    sessions, costs, breaks, timelines = load_overview_rows(source, max_timelines)
+    return render_overview(sessions, costs, breaks, title=title, timelines=timelines, profile=profile)

@@ -1,0 +1,95 @@
+"""Read the report's rows back from fleet tables: a DuckDB file, or a Parquet folder (through DuckDB).
+
+What the overview needs (``sessions``, ``costs`` and the number of ``cache_breaks``) as
+dictionaries keyed by column name, so the overview renders the same whichever input it had; and
+the ``turns`` and ``decisions`` rows of the few most unhealthy sessions, for their timelines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ctxhealth.errors import InputError
+from ctxhealth.fleet.schema import BY_NAME, SCHEMA_VERSION, duckdb_ddl
+from ctxhealth.fleet.store import parquet_files, require
+from ctxhealth.report.html.build import severity
+
+Rows = list[dict[str, Any]]
+
+
+def _fetch(con: Any, sql: str) -> Rows:
+    cursor = con.execute(sql)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+Timelines = dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]
+READ_TABLES = ("sessions", "costs", "cache_breaks", "turns", "decisions")
+
+
+def load_overview_rows(source: str | Path, timelines: int = 0) -> tuple[Rows, Rows, int, Timelines]:
+    """(sessions, costs, cache breaks, timelines) from the fleet tables at ``source``; ``timelines``
+    maps the path of each of the ``timelines`` most unhealthy sessions to its ``turns`` and
+    ``decisions`` rows (without ``path``, in turn order).
+
+    Raises :class:`InputError` when ``source`` is not a fleet store of this schema version.
+    """
+    duckdb = require("duckdb")
+    path = Path(source)
+    if path.is_dir():
+        parts = parquet_files(path)
+        con = duckdb.connect()
+
+        def scan(name: str) -> str:
+            files = parts[name]
+            if not files:
+                return f"(SELECT * FROM {name}_empty)"
+            listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+            return f"read_parquet([{listing}])"
+
+        for name in READ_TABLES:
+            con.execute(duckdb_ddl(BY_NAME[name]).replace(f'"{name}"', f"{name}_empty"))
+        tables = {name: scan(name) for name in READ_TABLES}
+    elif path.is_file():
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+            found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except duckdb.Error as exc:
+            raise InputError(
+                f"not a fleet DuckDB file ({exc})",
+                hint="run ctxhealth fleet --out FILE.duckdb first",
+                path=str(path),
+            ) from None
+        if found is None or int(found[0]) != SCHEMA_VERSION:
+            raise InputError(
+                f"fleet tables of schema version {found[0] if found else '?'}, expected {SCHEMA_VERSION}",
+                hint="rebuild them with this ctxhealth (ctxhealth fleet ... --out NEW.duckdb)",
+                path=str(path),
+            )
+        tables = {name: name for name in READ_TABLES}
+    else:
+        raise InputError(
+            "no such file or directory", hint="pass the --out of a ctxhealth fleet run", path=str(path)
+        )
+    try:
+        sessions = _fetch(con, f"SELECT * FROM {tables['sessions']}")
+        costs = _fetch(con, f"SELECT * FROM {tables['costs']}")
+        breaks = con.execute(f"SELECT count(*) FROM {tables['cache_breaks']}").fetchone()[0]
+        drawn: Timelines = {}
+        for row in sorted(sessions, key=severity)[:timelines]:
+            key = str(row["path"])
+            drawn[key] = (
+                _rows_of(con, tables["turns"], "turns", key),
+                _rows_of(con, tables["decisions"], "decisions", key),
+            )
+    finally:
+        con.close()
+    return sessions, costs, int(breaks), drawn
+
+
+def _rows_of(con: Any, source: str, name: str, path: str) -> list[tuple[Any, ...]]:
+    """One session's rows of ``name`` without the ``path`` column, in turn order."""
+    columns = ", ".join(f'"{c}"' for c in BY_NAME[name].names[1:])
+    rows = con.execute(f"SELECT {columns} FROM {source} WHERE path = ? ORDER BY turn", [path]).fetchall()
+    return [tuple(r) for r in rows]

@@ -1,0 +1,294 @@
+"""`ctxhealth fleet`: the tables agree with `check --json`, runs are incremental, both stores and both
+engines write the same rows, and a store of another schema version is refused."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.cli.main import cli
+from ctxhealth.fleet import SCHEMA_VERSION, JobOptions, run_fleet
+from ctxhealth.fleet.schema import TABLES, reference_markdown
+from ctxhealth.policy.profile import default_profile
+
+duckdb = pytest.importorskip("duckdb", reason="the fleet extra (duckdb) is not installed")
+pq = pytest.importorskip("pyarrow.parquet", reason="the fleet extra (pyarrow) is not installed")
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "claude-code-session.jsonl"
+
+
+def options() -> JobOptions:
+    return JobOptions(ModelRegistry.default(), default_profile())
+
+
+def chat(path: Path, fills: list[int], *, failing_tool: bool = False) -> Path:
+    """An OpenAI chat transcript with one reported response per fill, each calling a tool."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": "Fix the failing parser test in parser.py"},
+    ]
+    for n, fill in enumerate(fills):
+        messages.append(
+            {
+                "role": "assistant",
+                "id": f"r{n}",
+                "content": f"step {n}: reading parser.py",
+                "tool_calls": [
+                    {
+                        "id": f"c{n}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": '{"cmd": "ls"}'},
+                    }
+                ],
+                "usage": {"prompt_tokens": fill, "completion_tokens": 20},
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "parser.py tests.py"})
+    path.write_text(json.dumps({"model": "gpt-4o", "messages": messages}))
+    return path
+
+
+def corpus(root: Path) -> Path:
+    """A folder like a user's: two projects, three sessions, and a file that is not a transcript."""
+    (root / "proj-a").mkdir(parents=True)
+    (root / "proj-b").mkdir()
+    shutil.copy(EXAMPLE, root / "proj-a" / "one.jsonl")
+    chat(root / "proj-a" / "two.json", [2_000, 9_000, 30_000])
+    chat(root / "proj-b" / "three.json", [100_000, 130_000, 150_000, 170_000])
+    (root / "proj-b" / "notes.txt").write_text("not a transcript\n")
+    return root
+
+
+def table(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def check_json(*paths: Path) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(cli, ["check", "--json", "--series", *map(str, paths)])
+    assert result.exit_code in (0, 1), result.output
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    return [doc for doc in docs if "skipped" not in doc]
+
+
+def assert_tables_match_check(db: Path, reports: list[dict[str, Any]]) -> None:
+    by_path = {str(Path(r["path"]).resolve()): r for r in reports}
+    sessions = table(
+        db, "SELECT path, turns, tool_calls, tool_errors, action, healthy, fill_peak FROM sessions"
+    )
+    assert {row[0] for row in sessions} == set(by_path)
+    for path, turns, calls, errors, action, healthy, peak in sessions:
+        r = by_path[path]
+        assert (turns, calls, errors, action, healthy, peak) == (
+            r["turns"],
+            r["tool_calls"],
+            r["tool_errors"],
+            r["action"],
+            r["healthy"],
+            r["fill"]["peak"],
+        ), path
+    counts = {
+        name: dict(table(db, f"SELECT path, count(*) FROM {name} GROUP BY path"))
+        for name in ("turns", "tool_calls", "decisions")
+    }
+    series = {
+        path: table(
+            db, f"SELECT turn, fill, pressure, zone, action FROM turns WHERE path = '{path}' ORDER BY turn"
+        )
+        for path in by_path
+    }
+    for path, r in by_path.items():
+        assert counts["turns"].get(path, 0) == r["turns"] == len(r["series"])
+        assert counts["tool_calls"].get(path, 0) == r["tool_calls"]
+        assert counts["decisions"].get(path, 0) == sum(s["action"] != "continue" for s in r["series"])
+        assert series[path] == [
+            (s["turn"], s["fill"], s["pressure"], s["zone"], s["action"]) for s in r["series"]
+        ]
+    costs = dict(table(db, "SELECT path, sum(cost_usd) FROM costs GROUP BY path"))
+    for path, r in by_path.items():
+        if r["cost_usd"] is None:
+            assert costs.get(path) is None
+        else:
+            assert costs[path] == pytest.approx(r["cost_usd"], abs=1e-5)
+
+
+def test_row_counts_equal_check_json_on_the_same_inputs(tmp_path: Path) -> None:
+    root = corpus(tmp_path / "sessions")
+    db = tmp_path / "fleet.duckdb"
+    result = CliRunner().invoke(cli, ["fleet", str(root), "--out", str(db), "--jobs", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["sessions"] == 3
+    assert summary["skipped"] == [
+        {"path": str((root / "proj-b" / "notes.txt").resolve()), "reason": summary["skipped"][0]["reason"]}
+    ]
+    assert "not a transcript" in summary["skipped"][0]["reason"]
+    reports = check_json(root)
+    assert_tables_match_check(db, reports)
+    unhealthy: dict[str, int] = {}
+    for r in reports:
+        if not r["healthy"]:
+            unhealthy[r["action"]] = unhealthy.get(r["action"], 0) + 1
+    assert summary["store"]["unhealthy_by_action"] == unhealthy
+    assert summary["store"]["cost_usd"] == pytest.approx(sum(r["cost_usd"] or 0.0 for r in reports), abs=1e-5)
+    assert table(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    projects = table(db, "SELECT project, count(*) FROM sessions GROUP BY project ORDER BY project")
+    assert projects == [("proj-a", 2), ("proj-b", 1)]
+
+
+def test_row_counts_equal_check_json_on_the_real_claude_code_sessions(
+    claude_code_data: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "real.duckdb"
+    run_fleet([claude_code_data], db, options(), jobs=2)
+    assert_tables_match_check(db, check_json(claude_code_data))
+    # every compaction the accounting found is a session-level count, and f67ab274 has two
+    assert table(db, "SELECT compactions FROM sessions WHERE session_id LIKE 'f67ab274%'") == [(2,)]
+
+
+@pytest.mark.parametrize("out_name", ["fleet.duckdb", "fleet.parquet"])
+def test_a_second_run_reads_only_new_and_changed_files(tmp_path: Path, out_name: str) -> None:
+    root = corpus(tmp_path / "sessions")
+    out = tmp_path / out_name
+    first = run_fleet([root], out, options(), jobs=1)
+    assert (first.analysed, first.unchanged, first.sessions) == (4, 0, 3)
+    counts = first.counts
+    again = run_fleet([root], out, options(), jobs=1)
+    assert (again.analysed, again.unchanged) == (0, 4)
+    assert again.counts == counts
+    # the folder grows by one session and one session gains turns
+    chat(root / "proj-b" / "four.json", [1_000, 2_000])
+    chat(root / "proj-a" / "two.json", [2_000, 9_000, 30_000, 31_000, 32_000])
+    grown = run_fleet([root], out, options(), jobs=1)
+    assert (grown.analysed, grown.unchanged, grown.sessions) == (2, 3, 2)
+    assert grown.counts["sessions"] == counts["sessions"] + 1
+    assert grown.counts["turns"] == counts["turns"] + 2 + 2  # four.json's 2 turns, two.json's 2 more
+    assert grown.counts["files"] == counts["files"] + 1
+    full = run_fleet([root], out, options(), jobs=1, full=True)
+    assert full.analysed == 5 and full.counts == grown.counts
+
+
+def test_parquet_store_ignores_parts_of_an_unfinished_run(tmp_path: Path) -> None:
+    root = corpus(tmp_path / "sessions")
+    out = tmp_path / "fleet.parquet"
+    first = run_fleet([root], out, options(), jobs=1)
+    meta = json.loads((out / "meta.json").read_text())
+    live = meta["parts"]["sessions"][0]
+    stray = out / "sessions" / "part-deadbeef-00001.parquet"
+    shutil.copy(out / live, stray)  # a part written by a run that was killed before its meta.json
+    again = run_fleet([root], out, options(), jobs=1)
+    assert again.counts == first.counts
+    assert not stray.exists()
+    rows = sum(
+        pq.read_metadata(out / p).num_rows
+        for p in json.loads((out / "meta.json").read_text())["parts"]["sessions"]
+    )
+    assert rows == 3
+
+
+def test_dask_engine_writes_the_same_rows_as_the_local_engine(tmp_path: Path) -> None:
+    distributed = pytest.importorskip(
+        "distributed", reason="the fleet extra (dask[distributed]) is not installed"
+    )
+    root = corpus(tmp_path / "sessions")
+    local = run_fleet([root], tmp_path / "local.duckdb", options(), jobs=2)
+    started = run_fleet(
+        [root], tmp_path / "dask.duckdb", options(), engine="dask", jobs=1, dask_processes=False
+    )
+    assert started.counts == local.counts
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        result = CliRunner().invoke(
+            cli,
+            [
+                *("fleet", str(root), "--out", str(tmp_path / "sched.parquet"), "--engine", "dask"),
+                *("--scheduler", cluster.scheduler_address, "--json"),
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rows"] == local.counts
+    query = "SELECT path, turns, action, fill_peak, cost_usd FROM sessions ORDER BY path"
+    assert table(tmp_path / "dask.duckdb", query) == table(tmp_path / "local.duckdb", query)
+
+
+def test_scheduler_without_the_dask_engine_is_a_usage_error(tmp_path: Path) -> None:
+    root = corpus(tmp_path / "sessions")
+    result = CliRunner().invoke(
+        cli, ["fleet", str(root), "--out", str(tmp_path / "x.duckdb"), "--scheduler", "tcp://x:1"]
+    )
+    assert result.exit_code == 2
+    assert "--engine dask" in result.output
+
+
+def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    root = corpus(tmp_path / "sessions")
+    db = tmp_path / "old.duckdb"
+    run_fleet([root], db, options(), jobs=1)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    result = CliRunner().invoke(cli, ["fleet", str(root), "--out", str(db)])
+    assert result.exit_code == 3
+    assert "schema version 0" in result.output and "old.duckdb" in result.output
+    result = CliRunner().invoke(cli, ["report", "--from", str(db), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 3
+
+
+def test_an_unknown_output_kind_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["fleet", str(EXAMPLE), "--out", str(tmp_path / "out.csv")])
+    assert result.exit_code == 2
+    assert "FILE.duckdb" in result.output
+
+
+@pytest.mark.parametrize("out_name", ["fleet.duckdb", "fleet.parquet"])
+def test_report_from_tables_renders_the_overview(tmp_path: Path, out_name: str) -> None:
+    root = corpus(tmp_path / "sessions")
+    out = tmp_path / out_name
+    run_fleet([root], out, options(), jobs=1)
+    html_path = tmp_path / "overview.html"
+    result = CliRunner().invoke(cli, ["report", "--from", str(out), "-o", str(html_path)])
+    assert result.exit_code == 0, result.output
+    html = html_path.read_text()
+    assert "3 session(s) from fleet tables" in html
+    # the most unhealthy sessions get a timeline from the turns table: one point per turn
+    sections = re.findall(r'<section class="session".*?</section>', html, flags=re.S)
+    assert len(sections) == 3
+    reports = {str(Path(r["path"]).resolve()): r for r in check_json(root)}
+    for section in sections:
+        found = re.search(r'<div class="muted">(.*?) · ', section)
+        assert found is not None
+        assert section.count('class="pt"') == reports[found.group(1)]["turns"]
+    one = CliRunner().invoke(cli, ["report", "--from", str(out), "-o", str(html_path), "--timelines", "1"])
+    assert one.exit_code == 0, one.output
+    assert html_path.read_text().count('<section class="session"') == 1
+    assert html.count('<tr><td title="') == 3  # one ranked row per session
+    assert "proj-a" in html and "proj-b" in html
+    assert "cache breaks" in html
+
+
+def test_the_schema_reference_in_the_docs_is_current() -> None:
+    doc = (REPO / "docs" / "fleet.md").read_text()
+    assert reference_markdown() in doc, (
+        "regenerate the schema section of docs/fleet.md from reference_markdown()"
+    )
+    assert {t.name for t in TABLES} == {
+        "sessions",
+        "turns",
+        "decisions",
+        "tool_calls",
+        "cache_breaks",
+        "costs",
+        "files",
+    }

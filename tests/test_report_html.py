@@ -1,0 +1,200 @@
+"""`ctxhealth report`: one self-contained HTML file; a timeline point per turn; text escaped; zones
+where the profile puts them; and, in headless Chromium, it renders with no console error and no
+request leaving the page (a screenshot is kept as a test artifact)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ctxhealth.cli.main import cli
+from ctxhealth.fleet import analyse_session
+from ctxhealth.policy.profile import default_profile
+from ctxhealth.report.html.build import zone_bands
+from ctxhealth.sources import read_session
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "claude-code-session.jsonl"
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("CTXHEALTH_TEST_ARTIFACTS", REPO / "test-artifacts"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def chat(path: Path, fills: list[int], user_text: str = "Fix the failing parser test") -> Path:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": user_text},
+    ]
+    for n, fill in enumerate(fills):
+        messages.append(
+            {"role": "assistant", "id": f"r{n}", "content": f"step {n}", "usage": {"prompt_tokens": fill}}
+        )
+        messages.append({"role": "user", "content": f"go on {n}"})
+    path.write_text(json.dumps({"model": "gpt-4o", "messages": messages}))
+    return path
+
+
+def report(tmp_path: Path, *paths: Path) -> str:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(cli, ["report", *map(str, paths), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out.read_text(encoding="utf-8")
+
+
+def check_turns(*paths: Path) -> dict[str, int]:
+    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    return {json.loads(line)["path"]: json.loads(line)["turns"] for line in result.stdout.splitlines()}
+
+
+def test_one_timeline_point_per_turn_and_nothing_fetched(tmp_path: Path) -> None:
+    other = chat(tmp_path / "other.json", [10_000, 90_000, 125_000, 170_000])
+    html = report(tmp_path, EXAMPLE, other)
+    turns = check_turns(EXAMPLE, other)
+    sections = re.findall(r'<section class="session".*?</section>', html, flags=re.S)
+    assert len(sections) == 2
+    for section in sections:
+        path = re.search(r'<div class="muted">(.*?) · ', section)
+        assert path is not None
+        assert section.count('class="pt"') == turns[path.group(1)]
+    # self-contained: no script, style, font or image from anywhere else
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
+    assert "<link" not in html and "@import" not in html and "url(" not in html
+    assert "Content-Security-Policy" in html
+    assert '<section id="overview">' in html  # two sessions: the overview comes first
+    assert html.index('id="overview"') < html.index('class="session"')
+
+
+def test_a_single_session_has_no_overview_and_lists_its_signals_with_evidence(tmp_path: Path) -> None:
+    html = report(tmp_path, EXAMPLE)
+    assert 'id="overview"' not in html
+    analysis = analyse_session(read_session(EXAMPLE))
+    for name, signal in analysis.final.signals.items():
+        evidence = ", ".join(str(i) for i in signal.evidence)
+        assert f"<tr><td>{name}</td>" in html
+        assert f"<td>{evidence}</td>" in html
+    # the example's compaction and its failed tool calls are marked on the timeline
+    assert html.count('class="ev ev-compaction"') == len(analysis.account.compactions) == 1
+    failures = sum(1 for e in analysis.rows.events if e.kind == "tool_failure")
+    assert failures > 0
+    assert html.count('class="ev ev-tool_failure"') == failures
+
+
+def test_transcript_text_is_escaped(tmp_path: Path) -> None:
+    hostile = chat(
+        tmp_path / "hostile.json", [1_000, 2_000], user_text='<script>alert("x")</script> & <img src=x>'
+    )
+    html = report(tmp_path, hostile)
+    assert "<script>alert" not in html and "<img src=x>" not in html
+    assert html.count("<script>") == 1  # the page's own hover script
+
+
+def test_zone_bands_start_where_the_tier_or_the_window_zone_does(tmp_path: Path) -> None:
+    profile = default_profile()
+    analysis = analyse_session(read_session(chat(tmp_path / "a.json", [1_000])))
+    info = analysis.account.model
+    th = profile.thresholds(info.tier)
+    bands = zone_bands(info.tier, info.window, info.usable_window, analysis.account.peak, profile)
+    assert [b.zone for b in bands] == ["green", "yellow", "orange", "red", "critical"]
+    assert bands[1].low == min(th.sweet_spot, round(profile.window_yellow * info.usable_window))
+    assert bands[3].low == min(th.hard_limit, round(profile.window_critical * info.usable_window))
+    assert all(a.high == b.low for a, b in itertools.pairwise(bands))
+    assert bands[-1].high == info.window
+
+
+def test_report_needs_paths_or_tables(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["report", "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+
+
+@pytest.fixture
+def browser() -> Any:
+    if not CHROMIUM.exists():
+        pytest.skip(f"no chromium binary at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def test_renders_in_chromium_without_errors_or_requests(browser: Any, tmp_path: Path) -> None:
+    other = chat(tmp_path / "other.json", [10_000, 90_000, 125_000, 170_000])
+    html_path = tmp_path / "report.html"
+    html_path.write_text(report(tmp_path, EXAMPLE, other), encoding="utf-8")
+    turns = sum(check_turns(EXAMPLE, other).values())
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    problems: list[str] = []
+    requests: list[str] = []
+    page.on(
+        "console",
+        lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+    )
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+
+    def route(r: Any) -> None:
+        requests.append(r.request.url)
+        if r.request.url == html_path.as_uri():
+            r.continue_()
+        else:
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(html_path.as_uri())
+    page.wait_for_load_state("load")
+    assert page.locator("circle.pt").count() == turns
+    assert page.locator("section.session svg.timeline").count() == 2
+    # hovering a point shows its turn, fill and decision
+    page.locator("circle.pt").first.hover()
+    tip = page.locator("#tip")
+    assert tip.is_visible()
+    assert re.match(r"turn \d+ \(message \d+\): [\d,]+ tokens", tip.inner_text())
+    assert problems == []
+    assert requests == [html_path.as_uri()]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    page.screenshot(path=str(shot), full_page=True)
+    shutil.copy(html_path, ARTIFACTS / "report.html")
+    print(f"screenshot: {shot}")
+    assert shot.stat().st_size > 10_000
+
+
+def test_overview_figures_agree_with_check(tmp_path: Path) -> None:
+    paths = [
+        EXAMPLE,
+        chat(tmp_path / "calm.json", [1_000, 2_000]),
+        chat(tmp_path / "full.json", [100_000, 150_000, 181_000]),
+    ]
+    html = report(tmp_path, *paths)
+    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    reports = [json.loads(line) for line in result.stdout.splitlines()]
+    unhealthy = [r for r in reports if not r["healthy"]]
+    figure = re.search(r"unhealthy at the end</span><b>(\d+)", html)
+    assert figure is not None and int(figure.group(1)) == len(unhealthy) > 0
+    # every histogram accounts for every session (cost: every priced one)
+    for label, expected in (("peak fill, % of window", 3), ("final risk", 3)):
+        counts = re.findall(re.escape(label) + r": [^:]*: (\d+) session", html)
+        assert len(counts) == 10 and sum(map(int, counts)) == expected, label
+    # ranked: the session that got the most unhealthy (past the hard limit) comes first
+    table = re.search(r'<table class="ranked">.*?</table>', html, flags=re.S)
+    assert table is not None
+    rows = re.findall(r'<tr><td title="([^"]*)"', table.group(0))
+    assert len(rows) == 3 and rows[0].endswith("full.json")
+    assert len(re.findall(r"<td class=\"bad\">", table.group(0))) == len(unhealthy)
