@@ -576,16 +576,6 @@ class Monitor:
         """One assessment per message of ``session`` (only its first ``upto`` fraction of turns)."""
         if not self._model_fixed and session.model:
             self._set_model(session.model)
-        if not self.drift.pinned and session.instruction:
-            index = next(
-                (
-                    i
-                    for i, m in enumerate(session.messages)
-                    if m.role is Role.USER and m.text == session.instruction
-                ),
-                None,
-            )
-            self.set_instruction(session.instruction, index)
         stop = cut_index(session, upto)
         reported = session.reported_fill
         for i, message in enumerate(session.messages[:stop]):

@@ -16,17 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxhealth.model import Message, Role, Session, ToolCall, ToolResult
+from ctxhealth.signals.requests import clean_user_text, is_user_request
 
 # --- user text -------------------------------------------------------------------------
 
-_NOISE_PREFIXES = (
-    "<command-",
-    "<local-command",
-    "caveat: the messages below",
-    "[request interrupted",
-    "<user-prompt-submit-hook>",
-)
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
 _CONSTRAINT = re.compile(
     r"\b(must|never|always|only|don'?t|do not|doesn'?t|does not|shouldn'?t|should not|can'?t|cannot|"
@@ -35,18 +28,6 @@ _CONSTRAINT = re.compile(
     re.I,
 )
 MAX_SENTENCE_CHARS = 240
-
-
-def is_user_request(message: Message) -> bool:
-    """A message a person typed: user role, visible text, not a tool result, compaction or UI noise."""
-    if message.role is not Role.USER or message.compaction is not None or message.tool_results:
-        return False
-    text = clean_user_text(message.text)
-    return bool(text) and not text.lower().startswith(_NOISE_PREFIXES)
-
-
-def clean_user_text(text: str) -> str:
-    return _REMINDER.sub("", text).strip()
 
 
 def sentences(text: str) -> list[str]:
@@ -455,7 +436,7 @@ def digest(session: Session) -> Digest:
         ids.extend(identifiers_in(request))
 
     return Digest(
-        instruction=session.instruction,
+        instruction=requests[0] if requests else "",
         requests=tuple(requests),
         constraints=constraints,
         tools_used=tuple(name for name, _ in sorted(tool_counts.items(), key=lambda kv: (-kv[1], kv[0]))),

@@ -24,9 +24,14 @@ from ctxhealth.policy import Counters
 from ctxhealth.signals.base import BoundedDict, TurnWindow
 from ctxhealth.signals.calls import CallInfo, CallKind
 from ctxhealth.signals.pressure import Zone
+from ctxhealth.signals.requests import TaskTracker
 
 _ENUMS: dict[str, type[Enum]] = {cls.__name__: cls for cls in (Zone, FillSource, CallKind)}
-_VALUES: dict[str, Callable[..., Any]] = {"CallInfo": CallInfo, "Counters": Counters}
+_VALUES: dict[str, Callable[..., Any]] = {
+    "CallInfo": CallInfo,
+    "Counters": Counters,
+    "TaskTracker": TaskTracker,
+}
 
 
 def register_enum(cls: type[Enum]) -> None:

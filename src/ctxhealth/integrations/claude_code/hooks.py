@@ -112,7 +112,8 @@ def _notice_text(kind: Notice, counters: SessionCounters, detail: str) -> str:
     if kind is Notice.REANCHOR:
         from ctxhealth.recovery.reanchor import reanchor_text
 
-        return reanchor_text(counters.instruction, counters.drift or 0.0, counters.fill)
+        current = (counters.assessment or {}).get("request") or counters.instruction
+        return reanchor_text(current, counters.drift or 0.0, counters.fill, counters.instruction)
     lines = [_HEADLINES[kind], f"Why: {detail}" if detail else "", _ADVICE[kind]]
     if counters.instruction and kind in _WITH_REQUEST:
         lines += ["", "ORIGINAL REQUEST (verbatim):", counters.instruction]

@@ -24,6 +24,7 @@ from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, Sess
 from ctxhealth.model import Message, Role
 from ctxhealth.redact import redact
 from ctxhealth.signals.profile import Profile, default_profile
+from ctxhealth.signals.requests import clean_user_text, is_user_request
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 
 __all__ = ["DEFAULT_MAX_BYTES", "HEAD_BYTES", "fold_messages", "read_tail", "resolve_thresholds"]
@@ -95,9 +96,8 @@ def fold_messages(
                 name, signature = pending if pending else ("?", f"?:{result.tool_call_id}")
                 failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
                 counters.record_tool(result.tool_call_id, name, signature, failed)
-            text = message.text
-            if not counters.instruction and not message.tool_results and text.strip():
-                counters.instruction = redact(text[:INSTRUCTION_CHARS])
+            if not counters.instruction and is_user_request(message):
+                counters.instruction = redact(clean_user_text(message.text)[:INSTRUCTION_CHARS])
             continue
         if message.role is not Role.ASSISTANT:
             continue
