@@ -7,10 +7,14 @@ it), tools used (≤ 10), key findings (last 5 tool results, ≤ 200 chars each)
 constraints, active decisions, blocking errors, files being worked on, the uncommitted
 change, ids and branch names, completed and remaining work.
 
-The budget is met by walking a fixed ladder of limits (shorter findings, fewer requests,
-...) until the rendered text fits. User constraints, blocking errors, ids and the current
-goal are never dropped; if they alone exceed the budget the checkpoint says so
-(``over_budget``) rather than lose them. Same session, same budget → same bytes.
+The budget is met by walking a fixed ladder of limits until the rendered text fits: below the
+spec's default, shorter findings, fewer requests, ...; above it, when a caller gives a larger
+budget, more of what the spec says never to compact away, in priority order — the current goal,
+active decisions, blocking errors, files being worked on (those read or edited for the current
+goal first, most recent first), then other errors, decisions and identifiers, later requests and
+the plan, so a larger budget is spent rather than left unused. User constraints, blocking
+errors, the latest ids and the current goal are never dropped; if they alone exceed the budget
+the checkpoint says so (``over_budget``) rather than lose them. Same session, same budget → same bytes.
 """
 
 from __future__ import annotations
@@ -68,6 +72,9 @@ class Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class _Limits:
+    goal_chars: int = 300
+    blocking: int = MAX_BLOCKING_ERRORS
+    identifiers: int = MAX_IDENTIFIERS
     task_chars: int = 300
     findings: int = 5
     finding_chars: int = 200
@@ -103,8 +110,32 @@ _REDUCTIONS: tuple[tuple[str, int], ...] = (
 )  # fmt: skip
 
 
+# Beyond the spec's 300-500 tokens, when a caller gives a larger budget: one field at a time, in
+# the order of what the spec says never to compact away — the current goal, active decisions,
+# blocking errors, files being worked on (read or edited for the current goal first), then the
+# other errors, decisions and identifiers, later requests and the plan — until the budget is used.
+# The spec's own fields (task 300 chars, 10 tools, 5 findings of 200 chars, progress 500 chars)
+# keep their limits.
+_EXPANSIONS: tuple[tuple[str, int], ...] = (
+    ("goal_chars", 600), ("decision_chars", 240), ("decisions", 8), ("blocking", 6), ("files", 20),
+    ("errors", 8), ("identifiers", 20), ("goal_chars", 1200), ("decisions", 12), ("blocking", 10),
+    ("files", 30), ("errors", 12), ("identifiers", 30), ("decisions", 20), ("files", 50), ("errors", 20),
+    ("identifiers", 50), ("requests", 20), ("request_chars", 240), ("item_chars", 240), ("completed", 10),
+    ("remaining", 12), ("decisions", 40), ("files", 80), ("errors", 40), ("identifiers", 80),
+    ("requests", 40), ("decision_chars", 400), ("completed", 20), ("remaining", 24), ("goal_chars", 2400),
+    ("files", 160), ("identifiers", 160), ("decisions", 80), ("errors", 80), ("request_chars", 600),
+    ("item_chars", 400), ("files", 320), ("identifiers", 320), ("decisions", 160), ("errors", 160),
+    ("requests", 80), ("completed", 40), ("remaining", 48),
+)  # fmt: skip
+
+
 def _ladder() -> tuple[_Limits, ...]:
-    steps = [_Limits()]
+    """Richest first: the expansions in reverse, the spec's default, then the reductions. Every step
+    holds no more than the one before it, so rendered sizes fall along the ladder."""
+    richer = [_Limits()]
+    for name, value in _EXPANSIONS:
+        richer.append(replace(richer[-1], **{name: value}))
+    steps = richer[::-1]
     for name, value in _REDUCTIONS:
         steps.append(replace(steps[-1], **{name: value}))
     return tuple(steps)
@@ -147,7 +178,7 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
     for e in d.errors:
         latest.pop(e.label, None)
         latest[e.label] = None
-    blocking = {e.label for e in d.blocking_errors[-MAX_BLOCKING_ERRORS:]}
+    blocking = {e.label for e in d.blocking_errors[-limits.blocking :]}
     recent = set(list(latest)[-max(1, limits.errors) :]) if latest else set()
     errors = tuple(
         _clip(label, limits.item_chars) + ("" if label in blocking else RESOLVED_MARK)
@@ -164,7 +195,7 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
             for name, text in (d.findings[-limits.findings :] if limits.findings else ())
         ),
         last_progress=_clip(d.last_progress, limits.progress_chars) if limits.progress_chars else "",
-        current_goal=_clip(current, 300),
+        current_goal=_clip(current, limits.goal_chars),
         requests=requests,
         constraints=d.constraints,
         decisions=tuple(
@@ -172,9 +203,9 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
             for x in (d.decisions[-limits.decisions :] if limits.decisions else ())
         ),
         errors=errors,
-        files=d.files_edited[-limits.files :],
+        files=d.working_files[: limits.files],
         uncommitted=_uncommitted(d),
-        identifiers=d.identifiers[-MAX_IDENTIFIERS:],
+        identifiers=d.identifiers[-limits.identifiers :],
         completed=tuple(
             _clip(s, limits.item_chars)
             for s in (d.completed[-limits.completed :] if limits.completed else ())
@@ -187,10 +218,23 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
 
 
 def build_checkpoint(
-    session: Session, *, budget_tokens: int = DEFAULT_BUDGET_TOKENS, encoding: str | None = DEFAULT_ENCODING
+    session: Session,
+    *,
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    encoding: str | None = DEFAULT_ENCODING,
+    max_chars: int | None = None,
 ) -> Checkpoint:
-    """The checkpoint of ``session`` whose :func:`render_text` fits ``budget_tokens`` when it can."""
-    return checkpoint_from_digest(digest(session), budget_tokens=budget_tokens, encoding=encoding)
+    """The checkpoint of ``session`` whose :func:`render_text` fits ``budget_tokens`` when it can.
+
+    Building is linear in the session (one pass per concern, see :func:`~.digest.digest`): about
+    0.1-0.2 s per MB of transcript text. A caller with a time budget (a PreCompact hook, which the
+    host kills after a timeout) passes ``max_chars`` to read only the latest messages holding that
+    many characters of text and tool payload (the person's requests are still read from the whole
+    session): the cost is then bounded by ``max_chars``, not by the session, and the checkpoint is
+    smaller in what it knows (older files, errors and decisions are left out). ``max_chars=4_000_000``
+    keeps a checkpoint under about a second on a slow machine."""
+    d = digest(session, max_chars=max_chars)
+    return checkpoint_from_digest(d, budget_tokens=budget_tokens, encoding=encoding)
 
 
 def checkpoint_from_digest(
