@@ -20,7 +20,7 @@ the checkpoint says so (``over_budget``) rather than lose them. Same session, sa
 from __future__ import annotations
 
 import os.path
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from ctxhealth.model import Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, text_tokens
@@ -116,17 +116,34 @@ _REDUCTIONS: tuple[tuple[str, int], ...] = (
 # other errors, decisions and identifiers, later requests and the plan — until the budget is used.
 # The spec's own fields (task 300 chars, 10 tools, 5 findings of 200 chars, progress 500 chars)
 # keep their limits.
-_EXPANSIONS: tuple[tuple[str, int], ...] = (
-    ("goal_chars", 600), ("decision_chars", 240), ("decisions", 8), ("blocking", 6), ("files", 20),
-    ("errors", 8), ("identifiers", 20), ("goal_chars", 1200), ("decisions", 12), ("blocking", 10),
-    ("files", 30), ("errors", 12), ("identifiers", 30), ("decisions", 20), ("files", 50), ("errors", 20),
-    ("identifiers", 50), ("requests", 20), ("request_chars", 240), ("item_chars", 240), ("completed", 10),
-    ("remaining", 12), ("decisions", 40), ("files", 80), ("errors", 40), ("identifiers", 80),
-    ("requests", 40), ("decision_chars", 400), ("completed", 20), ("remaining", 24), ("goal_chars", 2400),
-    ("files", 160), ("identifiers", 160), ("decisions", 80), ("errors", 80), ("request_chars", 600),
-    ("item_chars", 400), ("files", 320), ("identifiers", 320), ("decisions", 160), ("errors", 160),
-    ("requests", 80), ("completed", 40), ("remaining", 48),
+_EXPANSION_ORDER: tuple[tuple[str, int], ...] = (
+    ("goal_chars", 4_000), ("decisions", 200), ("decision_chars", 600), ("blocking", 20), ("files", 400),
+    ("errors", 200), ("identifiers", 400), ("requests", 100), ("request_chars", 800), ("completed", 50),
+    ("remaining", 50), ("item_chars", 600),
 )  # fmt: skip
+"""The fields a larger budget grows, in priority order, each with the most it grows to."""
+_GROWTH = 1.25
+
+
+def _expansions() -> tuple[tuple[str, int], ...]:
+    """Rounds over :data:`_EXPANSION_ORDER`, each field growing by a quarter (at least one) until its
+    most: small steps, so the richest checkpoint that fits comes close to the budget."""
+    current = {f.name: f.default for f in fields(_Limits)}
+    out: list[tuple[str, int]] = []
+    while True:
+        grown = False
+        for name, most in _EXPANSION_ORDER:
+            value = int(current[name])
+            if value < most:
+                value = min(most, max(value + 1, int(value * _GROWTH)))
+                current[name] = value
+                out.append((name, value))
+                grown = True
+        if not grown:
+            return tuple(out)
+
+
+_EXPANSIONS = _expansions()
 
 
 def _ladder() -> tuple[_Limits, ...]:
