@@ -42,6 +42,9 @@ class CallInfo:
     deletes: tuple[str, ...] = ()
     mentions: tuple[str, ...] = ()
     change: tuple[str, str] | None = None
+    runs: tuple[str, ...] = ()
+    """Files a shell command runs: an executed script (``./build.sh``) or the script or path given to
+    an interpreter or test runner (``python repro.py``, ``pytest tests/test_x.py``)."""
 
 
 SHELL_PARSE_LIMIT = 4000
@@ -107,6 +110,11 @@ _PATCH_FILE_SOURCE = r"^\*\*\* (?:Update|Add|Delete) File: (.+)$"
 _READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
 _SEARCH_VERBS = {"grep", "rg", "ag", "find", "ls", "tree", "git", "fd", "locate", "which"}
 _PATH_VERBS = frozenset({"sed", "perl", "tee", "rm", *_READ_VERBS})
+_RUNNERS = frozenset(
+    {"python", "python2", "python3", "node", "bash", "sh", "zsh", "ruby", "perl", "php", "deno", "bun",
+     "pytest", "py.test", "go", "tsx", "ts-node", "Rscript", "julia", "lua"}
+)  # fmt: skip
+"""Verbs whose first path argument is the script or file they run."""
 """The verbs whose arguments are read as paths (every other verb only sets the command's kind)."""
 
 
@@ -241,6 +249,32 @@ def _verifies(probe: str) -> bool:
     return matches_at_anchors(pattern.match, probe, _VERIFY_ANCHORS)
 
 
+def _run_targets(command: str) -> list[str]:
+    """The files the simple commands of ``command`` run (see :attr:`CallInfo.runs`); read at the
+    command's head like the rest of the shell parse (a heredoc's body is data)."""
+    head = command.split("\n", 1)[0] if "<<" in command else command
+    out: list[str] = []
+    for segment in _segments(head[:SHELL_HEAD]):
+        words = segment.split()
+        while words and ("=" in words[0] and not words[0].startswith("-")):
+            words = words[1:]
+        if not words:
+            continue
+        first = words[0]
+        if "/" in first and "." in first and _PATH.fullmatch(first):
+            out.append(first)  # ./build.sh, scripts/run.py
+            continue
+        verb = first.rsplit("/", 1)[-1]
+        if verb not in _RUNNERS and not (verb.startswith("python") and verb[6:].replace(".", "").isdigit()):
+            continue
+        for word in words[1:]:
+            arg = word.strip("'\"")
+            if not word.startswith("-") and "." in arg and _PATH.fullmatch(arg):
+                out.append(arg)
+                break
+    return out
+
+
 def parse_call(call: ToolCall) -> CallInfo:
     """Classify one tool call. Never raises: unknown shapes become :attr:`CallKind.OTHER`."""
     name = call.name
@@ -258,9 +292,11 @@ def parse_call(call: ToolCall) -> CallInfo:
     if isinstance(value, dict):
         raw = value.get("file_path") or value.get("path") or value.get("notebook_path") or ""
         path = raw if isinstance(raw, str) else ""
+    runs: list[str] = []
     if shell:
         k, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT])
         kinds |= k
+        runs = _run_targets(command[:SHELL_PARSE_LIMIT])
     elif lname in _READ_TOOLS and path:
         reads.append(path)
     elif lname in _EDIT_TOOLS and path:
@@ -290,6 +326,7 @@ def parse_call(call: ToolCall) -> CallInfo:
         deletes=tuple(dict.fromkeys(deletes)),
         mentions=mentions,
         change=change,
+        runs=tuple(dict.fromkeys(runs)),
     )
 
 

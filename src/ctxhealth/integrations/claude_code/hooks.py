@@ -36,6 +36,7 @@ from ctxhealth.integrations.claude_code.tailstate import (
     STATE_VERSION,
     SessionCounters,
     SessionLock,
+    call_files,
     call_signature,
     load_counters,
     save_counters,
@@ -342,6 +343,7 @@ def _post_tool(home: str, payload: HookPayload, counters: SessionCounters) -> st
 
     name = payload.tool_name or "?"
     signature = call_signature(name, payload.tool_input)
+    counters.note_call(signature, *call_files(name, payload.tool_input))
     counted = counters.record_tool(payload.tool_use_id, name, signature, payload.failed)
     event = payload.event or HookEvent.POST_TOOL_USE
     notices: list[str] = []

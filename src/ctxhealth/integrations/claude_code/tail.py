@@ -20,7 +20,12 @@ from typing import Any
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.monitoring import observe_messages
-from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters, call_signature
+from ctxhealth.integrations.claude_code.tailstate import (
+    INSTRUCTION_CHARS,
+    SessionCounters,
+    call_files,
+    call_signature,
+)
 from ctxhealth.model import Message, Role
 from ctxhealth.redact import redact
 from ctxhealth.signals.profile import Profile, default_profile
@@ -118,7 +123,10 @@ def fold_messages(
                 if prices is not None:
                     counters.cost_usd = (counters.cost_usd or 0.0) + usage_cost(usage, prices)
         for call in message.tool_calls:
-            counters.pending_calls[call.id] = [call.name, call_signature(call.name, call.input)]
+            signature = call_signature(call.name, call.input)
+            if call.id not in counters.seen_ids:  # else its PostToolUse hook noted it already
+                counters.note_call(signature, *call_files(call.name, call.input))
+            counters.pending_calls[call.id] = [call.name, signature]
         while len(counters.pending_calls) > MAX_PENDING_CALLS:
             del counters.pending_calls[next(iter(counters.pending_calls))]
 
