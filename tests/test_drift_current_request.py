@@ -84,6 +84,9 @@ HARNESS = [
     "Collecting cupy-cuda12x\n  Using cached cupy_cuda12x-13.5.1.whl (112.9 MB)\nERROR: failed",
     "(venv) dev@box:~/proj$ pytest -q\n3 failed, 10 passed",
     "$ make test\ncc -o build/main main.c\nmake: *** [test] Error 1",
+    "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+    "Please continue working on the task on whatever approach you think is suitable.\n"
+    "If you think you have solved the task, please first send your answer to user through message.",
 ]
 
 
