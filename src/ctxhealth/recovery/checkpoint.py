@@ -85,6 +85,7 @@ class _Limits:
     decisions: int = 5
     decision_chars: int = 160
     files: int = 12
+    files_read: int = 4
     errors: int = MAX_ERRORS
     completed: int = 5
     remaining: int = 6
@@ -97,6 +98,7 @@ class _Limits:
 # in the list ("errors" limits the latest distinct errors, never below the latest one, as the
 # design asks; blocking errors always stay on top of that).
 _REDUCTIONS: tuple[tuple[str, int], ...] = (
+    ("files_read", 2), ("files_read", 0),
     ("finding_chars", 120), ("findings", 3), ("progress_chars", 300), ("findings", 2),
     ("finding_chars", 80), ("progress_chars", 200), ("completed", 3), ("findings", 1),
     ("progress_chars", 150), ("tools", 6), ("completed", 2), ("findings", 0), ("progress_chars", 100),
@@ -117,9 +119,9 @@ _REDUCTIONS: tuple[tuple[str, int], ...] = (
 # The spec's own fields (task 300 chars, 10 tools, 5 findings of 200 chars, progress 500 chars)
 # keep their limits.
 _EXPANSION_ORDER: tuple[tuple[str, int], ...] = (
-    ("goal_chars", 4_000), ("decisions", 200), ("decision_chars", 600), ("blocking", 20), ("files", 400),
-    ("errors", 200), ("identifiers", 400), ("requests", 100), ("request_chars", 800), ("completed", 50),
-    ("remaining", 50), ("item_chars", 600),
+    ("goal_chars", 4_000), ("decisions", 200), ("decision_chars", 600), ("blocking", 20), ("files_read", 400),
+    ("files", 400), ("errors", 200), ("identifiers", 400), ("requests", 100), ("request_chars", 800),
+    ("completed", 50), ("remaining", 50), ("item_chars", 600),
 )  # fmt: skip
 """The fields a larger budget grows, in priority order, each with the most it grows to."""
 _GROWTH = 1.25
@@ -181,6 +183,16 @@ def _uncommitted(d: Digest) -> str:
     return f"{d.edits_since_commit} edits to {n} file{'s' if n != 1 else ''}, {since}"
 
 
+def _working_files(d: Digest, limits: _Limits) -> tuple[str, ...]:
+    """The latest ``limits.files`` edited files and the latest ``limits.files_read`` files read for
+    the current goal, in :attr:`Digest.working_files` order (for the current goal first, most recent
+    first)."""
+    edited = set(d.files_edited[-limits.files :]) if limits.files else set()
+    read_only = [f for f in reversed(d.files_for_goal) if f not in set(d.files_edited)]
+    kept = edited | set(read_only[: limits.files_read])
+    return tuple(f for f in d.working_files if f in kept)
+
+
 def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
     later_requests = [_first_sentence(r) for r in d.requests if r != d.instruction.strip()]
     current = d.current_goal
@@ -220,7 +232,7 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
             for x in (d.decisions[-limits.decisions :] if limits.decisions else ())
         ),
         errors=errors,
-        files=d.working_files[: limits.files],
+        files=_working_files(d, limits),
         uncommitted=_uncommitted(d),
         identifiers=d.identifiers[-limits.identifiers :],
         completed=tuple(

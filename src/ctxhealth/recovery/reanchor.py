@@ -21,9 +21,9 @@ from ctxhealth.model import Role, Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens
 from ctxhealth.recovery.live import live_context
 from ctxhealth.recovery.pairing import repair_pairs
-from ctxhealth.recovery.parts import user_text
+from ctxhealth.recovery.parts import original_request, user_text
 from ctxhealth.recovery.report import RecoveryReport, Removal, RemovalKind, Strategy
-from ctxhealth.signals.requests import TaskTracker
+from ctxhealth.signals.requests import TaskTracker, clean_user_text
 from ctxhealth.signals.text import content_words
 
 REANCHOR_TEMPLATE = """[RE-ANCHOR -- Context drift detected]
@@ -76,6 +76,13 @@ def drift_similarity(session: Session, tracker: TaskTracker | None = None) -> fl
     return len(wanted & set(content_words(output))) / len(wanted)
 
 
+def _full_text(session: Session, index: int | None, fallback: str) -> str:
+    """The whole text of the request at ``index`` (a tracker keeps only its first characters)."""
+    if index is None or not 0 <= index < len(session.messages):
+        return fallback
+    return clean_user_text(session.messages[index].text)
+
+
 def reanchor_text(current: str, similarity: float, tokens: int, original: str = "") -> str:
     """The re-anchor message: the current request first, the original task second when it differs
     (the spec's text, naming the original request, when there is only one)."""
@@ -101,7 +108,9 @@ def reanchor(
     sizes = messages_tokens(messages, encoding)
     s = drift_similarity(session, tracker) if similarity is None else similarity
     t = sum(sizes) if tokens is None else tokens
-    text = reanchor_text(tracker.current, s, t, tracker.original)
+    text = reanchor_text(
+        _full_text(session, tracker.current_index, tracker.current), s, t, original_request(session.messages)
+    )
     repaired, orphans = repair_pairs((*messages, user_text(text)))
     after = messages_tokens(repaired, encoding)
     report = RecoveryReport(
