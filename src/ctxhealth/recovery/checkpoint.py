@@ -130,12 +130,13 @@ _GROWTH = 1.25
 def _expansions() -> tuple[tuple[str, int], ...]:
     """Rounds over :data:`_EXPANSION_ORDER`, each field growing by a quarter (at least one) until its
     most: small steps, so the richest checkpoint that fits comes close to the budget."""
-    current = {f.name: f.default for f in fields(_Limits)}
+    defaults = _Limits()
+    current: dict[str, int] = {f.name: getattr(defaults, f.name) for f in fields(_Limits)}
     out: list[tuple[str, int]] = []
     while True:
         grown = False
         for name, most in _EXPANSION_ORDER:
-            value = int(current[name])
+            value = current[name]
             if value < most:
                 value = min(most, max(value + 1, int(value * _GROWTH)))
                 current[name] = value
