@@ -340,7 +340,8 @@ class Monitor:
         self._model_fixed = True
 
     def set_instruction(self, text: str, index: int | None = None) -> None:
-        """Pin the original instruction (otherwise the first user request is used)."""
+        """Pin the original request (otherwise the first real user request is used); drift is still
+        measured against the person's current request (see :mod:`ctxhealth.signals.requests`)."""
         self._seal()
         self.drift.set_instruction(text, index)
 
