@@ -168,3 +168,14 @@ def test_real_session_measures_drift_against_its_latest_request(claude_code_data
         for i in [drift.request_index, *drift.task.follow_ups]
         if i is not None and i >= 0
     )
+
+
+def test_the_pre_compaction_snapshot_names_the_first_real_request() -> None:
+    from ctxhealth.state.memory import snapshot_from_session
+
+    session = Session(
+        "s",
+        Format.CLAUDE_CODE,
+        (user(HARNESS[0]), user(HARNESS[1]), user(HARNESS[8]), user(ORIGINAL), reply("ok")),
+    )
+    assert snapshot_from_session(session, created_at="2025-01-01T00:00:00Z").original_intent == ORIGINAL

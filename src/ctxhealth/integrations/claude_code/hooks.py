@@ -241,8 +241,10 @@ def _checkpoint(home: str, counters: SessionCounters, ledger: Ledger | None, *, 
         write_snapshot(store, snapshot_from_session(session, created_at=store.now_iso()))
     counters.checkpoint_json = str(files.json_path)
     counters.checkpoint_text = _checkpoint_text(str(files.json_path))
-    if session.instruction and not counters.instruction:
-        counters.instruction = redact(session.instruction[:INSTRUCTION_CHARS])
+    if not counters.instruction:
+        from ctxhealth.recovery.parts import original_request
+
+        counters.instruction = redact(original_request(session.messages)[:INSTRUCTION_CHARS])
     return files.tokens
 
 
