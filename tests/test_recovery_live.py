@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ctxhealth.cli.main import cli
 from ctxhealth.errors import UsageError
@@ -19,6 +21,7 @@ from ctxhealth.recovery.report import Strategy
 from ctxhealth.recovery.restart import restart
 from ctxhealth.recovery.run import run_strategy
 from ctxhealth.recovery.truncate import truncate
+from test_recovery_invariants import sessions
 
 INSTRUCTION = "Port the billing module to the new invoice API and keep the old totals identical."
 OLD = "pre-compaction detail {i}: " + "the legacy ledger export wrote every row twice " * 40
@@ -109,3 +112,17 @@ def test_recover_on_a_compacted_real_session_starts_from_the_current_fill(claude
     # system prompt and tools are not in the log, so our count of the live context is below that)
     assert 20_000 < before < 90_000
     assert "after compaction 2 of 2" in line
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=sessions(), window=st.integers(200, 4_000))
+def test_any_session_recovers_from_its_live_context_within_the_window(session: Session, window: int) -> None:
+    live_tokens = total_tokens(live_context(session).messages)
+    for strategy in (Strategy.TRUNCATE, Strategy.RESTART, Strategy.REANCHOR, Strategy.CLEAR):
+        try:
+            out, report = run_strategy(session, strategy, window_tokens=window)
+        except UsageError as exc:
+            assert "budget" in str(exc) or "window" in str(exc)
+            continue
+        assert report.tokens_before == live_tokens
+        assert report.tokens_after == total_tokens(out.messages) <= window
