@@ -59,6 +59,7 @@ OTHER = ("Edit", {"file_path": "/work/proj/other.py", "old_string": "a", "new_st
             0,
         ),  # checks: any edit
         ([("Bash", {"command": "pytest -q"}), ("Bash", {"command": "pytest -q"})], 1),
+        ([RUN, ("Bash", {"command": "git apply fix.diff"}), RUN], 0),  # a patch of unknown files
     ],
 )
 def test_repeated_calls_skip_a_repeat_whose_target_changed(

@@ -4,7 +4,8 @@ edit thrash (a change undone, or one file edited again and again within a few tu
 Re-running a command after editing what it runs is iteration, not repetition: a call that reads or
 runs a file (``cat x.py``, ``python repro.py``, ``Read x.py``) is forgotten when an edit, patch or
 write touches that file, so running it again is not a repeat. A check with no file of its own
-(``pytest``, ``make test``) depends on the whole workspace: any edit makes its next run new. Files
+(``pytest``, ``make test``) depends on the whole workspace: any edit makes its next run new; an
+edit whose files are unknown (``git apply``, ``patch``) makes every such call new. Files
 are matched by name (an edit of ``/repo/src/x.py`` matches ``python src/x.py``), which errs on the
 side of not calling a run a repeat.
 
@@ -70,6 +71,8 @@ class RepetitionDetector(CachedDetector):
             for path in call.edits:
                 if self._edit(path, call.change, turn, event.index):
                     self._snap = None
+            if not call.edits and CallKind.EDIT in call.kinds:
+                self._forget_all_dependents()  # ``git apply``, ``patch``: files unknown
         if self.repeats.prune(turn) | self.rereads.prune(turn) | self.thrash.prune(turn):
             self._snap = None
 
@@ -95,6 +98,12 @@ class RepetitionDetector(CachedDetector):
         for target in (_file_name(path), ANY_EDIT):
             for key in self.depends.pop(target, ()):
                 self.seen_calls.pop(key, None)
+
+    def _forget_all_dependents(self) -> None:
+        for keys in self.depends.values():
+            for key in keys:
+                self.seen_calls.pop(key, None)
+        self.depends.clear()
 
     def _edit(self, path: str, change: tuple[str, str] | None, turn: int, index: int) -> bool:
         """Record an edit; True when it counts as thrash."""
