@@ -84,6 +84,7 @@ def test_hook_call_files() -> None:
     assert call_files("Bash", {"command": "python b.py > out.txt"}) == (["b.py"], ["out.txt"])
     assert call_files("Bash", {"command": "make test"}) == ([ANY_EDIT], [])
     assert call_files("Bash", {"command": "sed -i 's/x/y/' src/b.py"}) == ([], ["src/b.py"])
+    assert call_files("Bash", {"command": "git apply fix.diff"}) == ([], [ANY_EDIT])
 
 
 def hook(home: Path, transcript: Path, n: int, name: str, inp: dict[str, Any]) -> str:
@@ -103,7 +104,7 @@ def hook(home: Path, transcript: Path, n: int, name: str, inp: dict[str, Any]) -
 def test_doom_loop_hook_skips_runs_after_an_edit(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("")
-    steps = [RUN, EDIT, RUN, EDIT2, RUN, EDIT, RUN]
+    steps = [RUN, EDIT, RUN, EDIT2, RUN, ("Bash", {"command": "git apply fix.diff"}), RUN]
     outputs = [hook(tmp_path / "home", transcript, n, *step) for n, step in enumerate(steps)]
     assert not any("Doom loop" in out for out in outputs)
     counters = load_counters(str(tmp_path / "home"), str(transcript))

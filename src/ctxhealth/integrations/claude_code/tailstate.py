@@ -221,6 +221,8 @@ class SessionCounters:
     def note_call(self, signature: str, reads: list[str], edits: list[str]) -> None:
         """A call was made: an edit forgets the counts of calls that read or run the edited files
         (they are new work when run again); the call's own reads are remembered for later edits."""
+        if ANY_EDIT in edits:  # files unknown (``git apply``, ``patch``): every dependent is new work
+            edits = list(self.dependents)
         for path in edits:
             for target in (_file_name(path), ANY_EDIT):
                 for sig in self.dependents.pop(target, []):
@@ -300,6 +302,8 @@ def _shell_files(command: str) -> tuple[list[str], list[str]]:
             edits += [a for a in args[1:] if "." in a]
         elif verb == "tee":
             edits += args
+        elif verb == "patch" or (verb == "git" and args[:1] == ["apply"]):
+            edits.append(ANY_EDIT)
         for i, word in enumerate(words):
             if word in (">", ">>") and i + 1 < len(words):
                 edits.append(words[i + 1])
