@@ -145,8 +145,10 @@ def _segments(command: str) -> list[str]:
 
 
 def _parse_shell(
-    command: str,
+    command: str, runs: list[str] | None = None
 ) -> tuple[set[CallKind], list[str], list[str], list[str], tuple[str, str] | None]:
+    """Kinds, reads, edits, deletes and a ``sed`` substitution of a shell command; the files it runs
+    (see :attr:`CallInfo.runs`) are appended to ``runs`` when given."""
     kinds: set[CallKind] = set()
     reads: list[str] = []
     edits: list[str] = []
@@ -179,6 +181,8 @@ def _parse_shell(
                 kinds.add(CallKind.EDIT)
             elif verb in _SEARCH_VERBS:
                 kinds.add(CallKind.SEARCH)
+            elif runs is not None and "." in segment:
+                _add_run_target(words, verb, runs)
             continue
         args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
         paths = [a for a in args if "." in a and _PATH.fullmatch(a)]
@@ -249,30 +253,18 @@ def _verifies(probe: str) -> bool:
     return matches_at_anchors(pattern.match, probe, _VERIFY_ANCHORS)
 
 
-def _run_targets(command: str) -> list[str]:
-    """The files the simple commands of ``command`` run (see :attr:`CallInfo.runs`); read at the
-    command's head like the rest of the shell parse (a heredoc's body is data)."""
-    head = command.split("\n", 1)[0] if "<<" in command else command
-    out: list[str] = []
-    for segment in _segments(head[:SHELL_HEAD]):
-        words = segment.split()
-        while words and ("=" in words[0] and not words[0].startswith("-")):
-            words = words[1:]
-        if not words:
-            continue
-        first = words[0]
-        if "/" in first and "." in first and _PATH.fullmatch(first):
-            out.append(first)  # ./build.sh, scripts/run.py
-            continue
-        verb = first.rsplit("/", 1)[-1]
-        if verb not in _RUNNERS and not (verb.startswith("python") and verb[6:].replace(".", "").isdigit()):
-            continue
+def _add_run_target(words: list[str], verb: str, runs: list[str]) -> None:
+    """The file a simple command runs: an executed script (``./build.sh``) or the first path given to
+    an interpreter or test runner (``python repro.py``, ``pytest tests/test_x.py``)."""
+    first = words[0]
+    if "/" in first and "." in verb and _PATH.fullmatch(first):
+        runs.append(first)
+    elif verb in _RUNNERS or (verb.startswith("python") and verb[6:].replace(".", "").isdigit()):
         for word in words[1:]:
             arg = word.strip("'\"")
             if not word.startswith("-") and "." in arg and _PATH.fullmatch(arg):
-                out.append(arg)
-                break
-    return out
+                runs.append(arg)
+                return
 
 
 def parse_call(call: ToolCall) -> CallInfo:
@@ -294,9 +286,8 @@ def parse_call(call: ToolCall) -> CallInfo:
         path = raw if isinstance(raw, str) else ""
     runs: list[str] = []
     if shell:
-        k, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT])
+        k, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT], runs)
         kinds |= k
-        runs = _run_targets(command[:SHELL_PARSE_LIMIT])
     elif lname in _READ_TOOLS and path:
         reads.append(path)
     elif lname in _EDIT_TOOLS and path:

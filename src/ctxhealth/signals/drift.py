@@ -310,25 +310,28 @@ class DriftDetector(CachedDetector):
             self._hits,
             len(self.instruction_words),
             self.sweet_spot,
-            self._which(),
+            (self.request, self.request_index, self.instruction, self.instruction_index),
         )
 
-    def _which(self) -> str:
+    @staticmethod
+    def _which(
+        request: str, request_index: int | None, instruction: str, instruction_index: int | None
+    ) -> str:
         """Which request the similarity is measured against, in words (for the signal's detail)."""
-        if not self.request:
+        if not request:
             return "instruction words"
-        excerpt = " ".join(self.request.split())
-        excerpt = (
-            excerpt if len(excerpt) <= REQUEST_EXCERPT_CHARS else excerpt[: REQUEST_EXCERPT_CHARS - 3] + "..."
-        )
-        where = f"message {self.request_index}" if self.request_index is not None else "pinned"
-        if self.request_index == self.instruction_index and self.request == self.instruction:
+        excerpt = " ".join(request[: REQUEST_EXCERPT_CHARS * 4].split())
+        if len(excerpt) > REQUEST_EXCERPT_CHARS:
+            excerpt = excerpt[: REQUEST_EXCERPT_CHARS - 3] + "..."
+        where = f"message {request_index}" if request_index is not None else "pinned"
+        if request_index == instruction_index and request == instruction:
             return f'words of the original request ({where}: "{excerpt}")'
-        original = f"message {self.instruction_index}" if self.instruction_index is not None else "pinned"
+        original = f"message {instruction_index}" if instruction_index is not None else "pinned"
         return f'words of the current request ({where}: "{excerpt}"; original request: {original})'
 
     def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
-        similarity, drifting, where, hits, n, sweet_spot, which = snap
+        similarity, drifting, where, hits, n, sweet_spot, requests = snap
+        which = self._which(*requests)
         evidence = tuple(sorted({i for i in where if i is not None}))
         p = self.profile
         return (
