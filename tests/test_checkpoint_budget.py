@@ -135,3 +135,13 @@ def test_max_chars_bounds_what_is_read_but_keeps_the_requests() -> None:
     assert len(whole.errors) == 300 and bounded.errors == ()  # the failures are all in the older part
     cp = build_checkpoint(session, max_chars=2_000)
     assert cp.tokens <= 500 and "Make the build green" in render_text(cp)
+
+
+def test_the_written_checkpoint_takes_the_bound_too(tmp_path: Path) -> None:
+    from ctxhealth.state.checkpoint import checkpoint_document
+
+    session = failing_session(300, 300)
+    whole, _ = checkpoint_document(session, budget_tokens=500, created_at="t")
+    bounded, _ = checkpoint_document(session, budget_tokens=500, created_at="t", max_chars=2_000)
+    assert whole["checkpoint"]["errors"] and not bounded["checkpoint"]["errors"]
+    assert bounded["checkpoint"]["instruction"] == "Make the build green again please."
