@@ -25,11 +25,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ctxhealth.signals.profile import Profile
-
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.audit import run_audit
 from ctxhealth.monitor import Monitor
+from ctxhealth.policy.profile import Profile
 from ctxhealth.report.check_report import build_check_report
 from ctxhealth.sources import read_sessions
 

@@ -38,10 +38,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.signals.profile import default_profile
-
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.fleet import JobOptions, run_fleet
+from ctxhealth.policy.profile import default_profile
 
 TARGET_MB_S = 100.0
 """The aim for the local engine on the benchmark machine."""

@@ -86,7 +86,9 @@ def test_recover_real_session_json_shape(claude_code_data: Path) -> None:
         first_request = json.loads(handle.readline())["message"]["content"]  # the raw first user line
     assert texts[0] == first_request and texts[1].startswith(CHECKPOINT_HEADER)
     assert len(body["messages"]) <= 1 + 4  # instruction+checkpoint, then at most 2 pairs
-    code, out, err = run(path, "--strategy", "clear", "--format", "openai", "--json")
+    code, out, err = run(
+        path, "--strategy", "clear", "--before-compaction", "1", "--format", "openai", "--json"
+    )
     assert code == 0, err
     assert openai_errors(json.loads(out)["messages"]) == []
     assert "cleared" in err

@@ -157,7 +157,7 @@ def test_checkpoint_spec_limits() -> None:
 
 
 def test_checkpoint_budget_shrinks_verbose_fields_but_never_constraints() -> None:
-    big = build_checkpoint(worked_session(), budget_tokens=5_000)
+    big = build_checkpoint(worked_session())  # the spec's 500 tokens (a larger budget adds more)
     small = build_checkpoint(worked_session(), budget_tokens=120)
     assert small.tokens < big.tokens
     assert small.constraints == big.constraints

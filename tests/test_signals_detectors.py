@@ -97,13 +97,15 @@ def test_repeated_calls_rereads_and_thrash() -> None:
         res(2),
         act(3, "sed -i 's/bar/foo/' a.py"),  # 8: undoes the change
         res(3),
-        act(4, "cat a.py"),  # 10: read after an edit: not a re-read, but a repeated call
+        act(4, "cat a.py"),  # 10: read after an edit of a.py: neither a re-read nor a repeated call
         res(4),
+        act(5, "cat a.py"),  # 12: no edit since 10: a repeated call and a re-read
+        res(5),
     ]
     m = run(msgs)
     sig = {s.name: s for s in m.repetition.signals()}
-    assert sig["repeated_calls"].value == 2 and sig["repeated_calls"].evidence == (4, 10)
-    assert sig["rereads"].value == 1 and sig["rereads"].evidence == (4,)
+    assert sig["repeated_calls"].value == 2 and sig["repeated_calls"].evidence == (4, 12)
+    assert sig["rereads"].value == 2 and sig["rereads"].evidence == (4, 12)
     assert sig["edit_thrash"].fired and sig["edit_thrash"].evidence == (8,)
 
 

@@ -286,7 +286,8 @@ class Monitor:
         self._model_fixed = True
 
     def set_instruction(self, text: str, index: int | None = None) -> None:
-        """Pin the original instruction (otherwise the first user request is used)."""
+        """Pin the original request (otherwise the first real user request is used); drift is still
+        measured against the person's current request (see :mod:`ctxhealth.signals.requests`)."""
         self._seal()
         self.drift.set_instruction(text, index)
 
@@ -519,16 +520,6 @@ class Monitor:
         if self.index < 0:
             self.account = RunningFill(session.format)
         self._use_format(session.format.value)
-        if not self.drift.pinned and session.instruction:
-            index = next(
-                (
-                    i
-                    for i, m in enumerate(session.messages)
-                    if m.role is Role.USER and m.text == session.instruction
-                ),
-                None,
-            )
-            self.set_instruction(session.instruction, index)
         stop = cut_index(session, upto)
         fills = {t.message_index: t.tokens for t in account.turns}
         for i, message in enumerate(session.messages[:stop]):

@@ -5,27 +5,28 @@
 ``schema_version`` key); ``--format markdown`` prints the markdown checkpoint. ``--json`` prints
 compact JSON (for markdown: a document with the structured checkpoint). A one-line account of
 what the strategy removed goes to stderr. ``--before-compaction K`` recovers the session as it
-was just before its K-th compaction, to compare with the agent's own summary.
+was just before its K-th compaction, to compare with the agent's own summary. Strategies work on
+the live context (after the last compaction), and what is printed as ready to send fits the
+model's usable window (and ``--budget``): truncate and restart are fitted to it, re-anchor and
+clear fail with a usage error rather than print a context that does not fit.
 """
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
+from pathlib import Path
 
 import click
 import orjson
 
 from ctxhealth.cli.common import SCHEMA_VERSION, dump_json, echo_read_warnings, guarded, transcripts_argument
-from ctxhealth.errors import UsageError
-from ctxhealth.model import Session
+from ctxhealth.config import load_settings
 from ctxhealth.recovery.budget import total_tokens
 from ctxhealth.recovery.checkpoint import DEFAULT_BUDGET_TOKENS, build_checkpoint, render_markdown
-from ctxhealth.recovery.clear import clear_tool_results
 from ctxhealth.recovery.parts import before_compaction
-from ctxhealth.recovery.reanchor import reanchor
 from ctxhealth.recovery.report import RecoveryReport, RemovalKind, Strategy
-from ctxhealth.recovery.restart import restart
-from ctxhealth.recovery.truncate import truncate
+from ctxhealth.recovery.run import run_strategy, usable_window
 from ctxhealth.sources import read_session
 from ctxhealth.sources.writers import to_anthropic_request, to_openai_request
 
@@ -39,27 +40,13 @@ class OutputFormat(StrEnum):
 _STRATEGIES = [Strategy.TRUNCATE, Strategy.RESTART, Strategy.REANCHOR, Strategy.CLEAR]
 
 
-def run_strategy(session: Session, strategy: Strategy, budget: int | None) -> tuple[Session, RecoveryReport]:
-    """Apply one strategy; a budget the result cannot meet is a usage error with a hint."""
-    if strategy is Strategy.TRUNCATE:
-        return truncate(session, budget_tokens=budget)
-    if strategy is Strategy.RESTART:
-        return restart(session, budget_tokens=budget)
-    out, report = reanchor(session) if strategy is Strategy.REANCHOR else clear_tool_results(session)
-    if budget is not None and report.tokens_after > budget:
-        raise UsageError(
-            f"{strategy} keeps {report.tokens_after:,} tokens, over the budget of {budget:,}",
-            hint="use --strategy truncate or restart to fit a budget",
-        )
-    return out, report
-
-
 def summary_line(report: RecoveryReport) -> str:
     counts = {k: sum(1 for r in report.removals if r.kind is k) for k in RemovalKind}
     changed = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing removed"
+    notes = "".join(f"; {n}" for n in report.notes)
     return (
         f"ctxhealth: recover {report.strategy}: {report.tokens_before:,} -> {report.tokens_after:,} tokens, "
-        f"{report.messages_before} -> {report.messages_after} messages ({changed})"
+        f"{report.messages_before} -> {report.messages_after} messages ({changed}){notes}"
     )
 
 
@@ -121,7 +108,8 @@ def recover(
             err=True,
         )
         return
-    out, report = run_strategy(session, Strategy(strategy), budget)
+    window = usable_window(session, load_settings({}, os.environ, Path.cwd()).registry())
+    out, report = run_strategy(session, Strategy(strategy), budget_tokens=budget, window_tokens=window)
     body = to_anthropic_request(out) if output is OutputFormat.ANTHROPIC else to_openai_request(out)
     if as_json:
         click.echo(dump_json(body))

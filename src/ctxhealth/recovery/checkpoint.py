@@ -7,16 +7,20 @@ it), tools used (≤ 10), key findings (last 5 tool results, ≤ 200 chars each)
 constraints, active decisions, blocking errors, files being worked on, the uncommitted
 change, ids and branch names, completed and remaining work.
 
-The budget is met by walking a fixed ladder of limits (shorter findings, fewer requests,
-...) until the rendered text fits. User constraints, blocking errors, ids and the current
-goal are never dropped; if they alone exceed the budget the checkpoint says so
-(``over_budget``) rather than lose them. Same session, same budget → same bytes.
+The budget is met by walking a fixed ladder of limits until the rendered text fits: below the
+spec's default, shorter findings, fewer requests, ...; above it, when a caller gives a larger
+budget, more of what the spec says never to compact away, in priority order — the current goal,
+active decisions, blocking errors, files being worked on (those read or edited for the current
+goal first, most recent first), then other errors, decisions and identifiers, later requests and
+the plan, so a larger budget is spent rather than left unused. User constraints, blocking
+errors, the latest ids and the current goal are never dropped; if they alone exceed the budget
+the checkpoint says so (``over_budget``) rather than lose them. Same session, same budget → same bytes.
 """
 
 from __future__ import annotations
 
 import os.path
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from ctxhealth.model import Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, text_tokens
@@ -68,6 +72,9 @@ class Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class _Limits:
+    goal_chars: int = 300
+    blocking: int = MAX_BLOCKING_ERRORS
+    identifiers: int = MAX_IDENTIFIERS
     task_chars: int = 300
     findings: int = 5
     finding_chars: int = 200
@@ -78,6 +85,7 @@ class _Limits:
     decisions: int = 5
     decision_chars: int = 160
     files: int = 12
+    files_read: int = 4
     errors: int = MAX_ERRORS
     completed: int = 5
     remaining: int = 6
@@ -90,6 +98,7 @@ class _Limits:
 # in the list ("errors" limits the latest distinct errors, never below the latest one, as the
 # design asks; blocking errors always stay on top of that).
 _REDUCTIONS: tuple[tuple[str, int], ...] = (
+    ("files_read", 2), ("files_read", 0),
     ("finding_chars", 120), ("findings", 3), ("progress_chars", 300), ("findings", 2),
     ("finding_chars", 80), ("progress_chars", 200), ("completed", 3), ("findings", 1),
     ("progress_chars", 150), ("tools", 6), ("completed", 2), ("findings", 0), ("progress_chars", 100),
@@ -103,8 +112,50 @@ _REDUCTIONS: tuple[tuple[str, int], ...] = (
 )  # fmt: skip
 
 
+# Beyond the spec's 300-500 tokens, when a caller gives a larger budget: one field at a time, in
+# the order of what the spec says never to compact away — the current goal, active decisions,
+# blocking errors, files being worked on (read or edited for the current goal first), then the
+# other errors, decisions and identifiers, later requests and the plan — until the budget is used.
+# The spec's own fields (task 300 chars, 10 tools, 5 findings of 200 chars, progress 500 chars)
+# keep their limits.
+_EXPANSION_ORDER: tuple[tuple[str, int], ...] = (
+    ("goal_chars", 4_000), ("decisions", 200), ("decision_chars", 600), ("blocking", 20), ("files_read", 400),
+    ("files", 400), ("errors", 200), ("identifiers", 400), ("requests", 100), ("request_chars", 800),
+    ("completed", 50), ("remaining", 50), ("item_chars", 600),
+)  # fmt: skip
+"""The fields a larger budget grows, in priority order, each with the most it grows to."""
+_GROWTH = 1.25
+
+
+def _expansions() -> tuple[tuple[str, int], ...]:
+    """Rounds over :data:`_EXPANSION_ORDER`, each field growing by a quarter (at least one) until its
+    most: small steps, so the richest checkpoint that fits comes close to the budget."""
+    defaults = _Limits()
+    current: dict[str, int] = {f.name: getattr(defaults, f.name) for f in fields(_Limits)}
+    out: list[tuple[str, int]] = []
+    while True:
+        grown = False
+        for name, most in _EXPANSION_ORDER:
+            value = current[name]
+            if value < most:
+                value = min(most, max(value + 1, int(value * _GROWTH)))
+                current[name] = value
+                out.append((name, value))
+                grown = True
+        if not grown:
+            return tuple(out)
+
+
+_EXPANSIONS = _expansions()
+
+
 def _ladder() -> tuple[_Limits, ...]:
-    steps = [_Limits()]
+    """Richest first: the expansions in reverse, the spec's default, then the reductions. Every step
+    holds no more than the one before it, so rendered sizes fall along the ladder."""
+    richer = [_Limits()]
+    for name, value in _EXPANSIONS:
+        richer.append(replace(richer[-1], **{name: value}))
+    steps = richer[::-1]
     for name, value in _REDUCTIONS:
         steps.append(replace(steps[-1], **{name: value}))
     return tuple(steps)
@@ -133,6 +184,16 @@ def _uncommitted(d: Digest) -> str:
     return f"{d.edits_since_commit} edits to {n} file{'s' if n != 1 else ''}, {since}"
 
 
+def _working_files(d: Digest, limits: _Limits) -> tuple[str, ...]:
+    """The latest ``limits.files`` edited files and the latest ``limits.files_read`` files read for
+    the current goal, in :attr:`Digest.working_files` order (for the current goal first, most recent
+    first)."""
+    edited = set(d.files_edited[-limits.files :]) if limits.files else set()
+    read_only = [f for f in reversed(d.files_for_goal) if f not in set(d.files_edited)]
+    kept = edited | set(read_only[: limits.files_read])
+    return tuple(f for f in d.working_files if f in kept)
+
+
 def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
     later_requests = [_first_sentence(r) for r in d.requests if r != d.instruction.strip()]
     current = d.current_goal
@@ -147,7 +208,7 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
     for e in d.errors:
         latest.pop(e.label, None)
         latest[e.label] = None
-    blocking = {e.label for e in d.blocking_errors[-MAX_BLOCKING_ERRORS:]}
+    blocking = {e.label for e in d.blocking_errors[-limits.blocking :]}
     recent = set(list(latest)[-max(1, limits.errors) :]) if latest else set()
     errors = tuple(
         _clip(label, limits.item_chars) + ("" if label in blocking else RESOLVED_MARK)
@@ -164,7 +225,7 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
             for name, text in (d.findings[-limits.findings :] if limits.findings else ())
         ),
         last_progress=_clip(d.last_progress, limits.progress_chars) if limits.progress_chars else "",
-        current_goal=_clip(current, 300),
+        current_goal=_clip(current, limits.goal_chars),
         requests=requests,
         constraints=d.constraints,
         decisions=tuple(
@@ -172,9 +233,9 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
             for x in (d.decisions[-limits.decisions :] if limits.decisions else ())
         ),
         errors=errors,
-        files=d.files_edited[-limits.files :],
+        files=_working_files(d, limits),
         uncommitted=_uncommitted(d),
-        identifiers=d.identifiers[-MAX_IDENTIFIERS:],
+        identifiers=d.identifiers[-limits.identifiers :],
         completed=tuple(
             _clip(s, limits.item_chars)
             for s in (d.completed[-limits.completed :] if limits.completed else ())
@@ -187,10 +248,23 @@ def _assemble(d: Digest, limits: _Limits, budget: int) -> Checkpoint:
 
 
 def build_checkpoint(
-    session: Session, *, budget_tokens: int = DEFAULT_BUDGET_TOKENS, encoding: str | None = DEFAULT_ENCODING
+    session: Session,
+    *,
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    encoding: str | None = DEFAULT_ENCODING,
+    max_chars: int | None = None,
 ) -> Checkpoint:
-    """The checkpoint of ``session`` whose :func:`render_text` fits ``budget_tokens`` when it can."""
-    return checkpoint_from_digest(digest(session), budget_tokens=budget_tokens, encoding=encoding)
+    """The checkpoint of ``session`` whose :func:`render_text` fits ``budget_tokens`` when it can.
+
+    Building is linear in the session (one pass per concern, see :func:`~.digest.digest`): about
+    0.1-0.2 s per MB of transcript text. A caller with a time budget (a PreCompact hook, which the
+    host kills after a timeout) passes ``max_chars`` to read only the latest messages holding that
+    many characters of text and tool payload (the person's requests are still read from the whole
+    session): the cost is then bounded by ``max_chars``, not by the session, and the checkpoint is
+    smaller in what it knows (older files, errors and decisions are left out). ``max_chars=4_000_000``
+    keeps a checkpoint under about a second on a slow machine."""
+    d = digest(session, max_chars=max_chars)
+    return checkpoint_from_digest(d, budget_tokens=budget_tokens, encoding=encoding)
 
 
 def checkpoint_from_digest(

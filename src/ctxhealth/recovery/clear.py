@@ -5,7 +5,8 @@ there; named tools are never cleared; tool inputs can be cleared too; and if cle
 fewer than ``clear_at_least_tokens`` nothing is cleared (clearing breaks the prompt cache, so
 it must be worth it). Calls and results stay paired: only their content changes.
 
-Error results keep their signature line in the placeholder, so a failure is never lost.
+Error results keep their signature line in the placeholder, so a failure is never lost. It works
+on the live context (after the last compaction, see :mod:`.live`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 import orjson
 
-from ctxhealth.model import Block, Session, ToolCall, ToolResult
+from ctxhealth.model import Block, Message, Session, ToolCall, ToolResult
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens, texts_tokens
 from ctxhealth.recovery.digest import call_target, error_signature, is_failure
+from ctxhealth.recovery.live import live_context
 from ctxhealth.recovery.pairing import repair_pairs
 from ctxhealth.recovery.report import RecoveryReport, Removal, RemovalKind, Strategy
 
@@ -66,121 +68,136 @@ def _is_cleared(result: ToolResult) -> bool:
     return result.text.startswith(PLACEHOLDER_PREFIX)
 
 
-def clear_tool_results(
-    session: Session,
-    config: ClearConfig | None = None,
-    *,
-    encoding: str | None = DEFAULT_ENCODING,
-) -> tuple[Session, RecoveryReport]:
-    """Clear old tool results of ``session`` per ``config`` (see the module docstring)."""
-    cfg = config or ClearConfig()
-    messages, orphans = repair_pairs(session.messages)
-    sizes = messages_tokens(session.messages, encoding)
-    before = sum(sizes)
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What clearing would do: per eligible call id its result's size, placeholder and size, and its
+    input's size (when inputs are cleared); the ids chosen; why nothing was cleared, if so."""
 
-    calls: list[ToolCall] = [c for m in messages for c in m.tool_calls]
+    result_sizes: dict[str, int]
+    placeholders: dict[str, str]
+    placeholder_sizes: dict[str, int]
+    input_sizes: dict[str, int]
+    chosen: frozenset[str]
+    notes: tuple[str, ...]
+
+
+def _eligible_calls(
+    messages: tuple[Message, ...], cfg: ClearConfig
+) -> tuple[list[ToolCall], dict[str, ToolResult]]:
+    """Calls older than the last ``keep_tool_uses``, not excluded, with a result not yet cleared."""
+    calls = [c for m in messages for c in m.tool_calls]
     results = {r.tool_call_id: r for m in messages for r in m.tool_results}
-    notes: list[str] = []
-
-    reached = (
-        before >= cfg.trigger.value
-        if cfg.trigger.kind is TriggerKind.TOKENS
-        else len(calls) >= cfg.trigger.value
-    )
     keep = cfg.keep_tool_uses
+    older = calls[:-keep] if keep > 0 else calls
     eligible = [
         c
-        for c in (calls[:-keep] if keep > 0 else calls)
+        for c in older
         if c.name not in cfg.exclude_tools and c.id in results and not _is_cleared(results[c.id])
     ]
-    result_sizes = dict(
-        zip(
-            [c.id for c in eligible],
-            texts_tokens([results[c.id].text for c in eligible], encoding),
-            strict=True,
-        )
+    return eligible, results
+
+
+def _trigger_reached(cfg: ClearConfig, tokens: int, calls: int) -> bool:
+    return (
+        tokens >= cfg.trigger.value if cfg.trigger.kind is TriggerKind.TOKENS else calls >= cfg.trigger.value
     )
-    input_sizes = (
-        dict(
-            zip(
-                [c.id for c in eligible],
-                texts_tokens([_input_json(c.input) for c in eligible], encoding),
-                strict=True,
-            )
+
+
+def _plan(messages: tuple[Message, ...], cfg: ClearConfig, tokens: int, encoding: str | None) -> _Plan:
+    """Size every eligible result, its placeholder and its input; decide whether clearing is worth it."""
+    eligible, results = _eligible_calls(messages, cfg)
+    ids = [c.id for c in eligible]
+    result_sizes = dict(zip(ids, texts_tokens([results[i].text for i in ids], encoding), strict=True))
+    input_sizes: dict[str, int] = {}
+    if cfg.clear_tool_inputs:
+        input_sizes = dict(
+            zip(ids, texts_tokens([_input_json(c.input) for c in eligible], encoding), strict=True)
         )
-        if cfg.clear_tool_inputs
-        else {}
-    )
     placeholders = {c.id: result_placeholder(c, results[c.id], result_sizes[c.id]) for c in eligible}
     placeholder_sizes = dict(
         zip(placeholders, texts_tokens(list(placeholders.values()), encoding), strict=True)
     )
     gain = sum(max(0, result_sizes[i] - placeholder_sizes[i]) for i in placeholders)
     gain += sum(max(0, n - 6) for n in input_sizes.values())
-
-    if not reached:
-        notes.append(f"trigger not reached ({cfg.trigger.kind} {cfg.trigger.value:,})")
-        eligible = []
+    notes: tuple[str, ...] = ()
+    calls = sum(len(m.tool_calls) for m in messages)
+    if not _trigger_reached(cfg, tokens, calls):
+        notes = (f"trigger not reached ({cfg.trigger.kind} {cfg.trigger.value:,})",)
     elif gain < cfg.clear_at_least_tokens:
-        notes.append(
-            f"would clear {gain:,} tokens, below clear_at_least "
-            f"{cfg.clear_at_least_tokens:,}: nothing cleared"
-        )
-        eligible = []
+        least = cfg.clear_at_least_tokens
+        notes = (f"would clear {gain:,} tokens, below clear_at_least {least:,}: nothing cleared",)
     # Only worth replacing when the placeholder is smaller than what it replaces.
-    chosen = {c.id for c in eligible if placeholder_sizes[c.id] < result_sizes[c.id] or cfg.clear_tool_inputs}
+    chosen = frozenset(
+        i for i in ids if not notes and (placeholder_sizes[i] < result_sizes[i] or cfg.clear_tool_inputs)
+    )
+    return _Plan(result_sizes, placeholders, placeholder_sizes, input_sizes, chosen, notes)
 
-    out = []
+
+def _cleared_block(block: Block, plan: _Plan, cfg: ClearConfig) -> Block:
+    """``block`` with its content replaced by the plan's placeholder, or ``block`` itself."""
+    if isinstance(block, ToolResult):
+        i = block.tool_call_id
+        if i in plan.chosen and plan.placeholder_sizes[i] < plan.result_sizes[i]:
+            return replace(block, text=plan.placeholders[i])
+    elif isinstance(block, ToolCall) and block.id in plan.chosen and cfg.clear_tool_inputs:
+        size = plan.input_sizes.get(block.id, 0)
+        if size > 6:
+            return replace(
+                block, input={INPUT_PLACEHOLDER_KEY: f"input of {block.name} cleared, {size:,} tokens"}
+            )
+    return block
+
+
+def _apply(messages: tuple[Message, ...], plan: _Plan, cfg: ClearConfig) -> tuple[list[Message], list[int]]:
+    """The messages with the plan applied, and the indices of those that changed."""
+    out: list[Message] = []
     changed: list[int] = []
     for i, m in enumerate(messages):
-        blocks: list[Block] = []
-        touched = False
-        for b in m.blocks:
-            if (
-                isinstance(b, ToolResult)
-                and b.tool_call_id in chosen
-                and placeholder_sizes[b.tool_call_id] < result_sizes[b.tool_call_id]
-            ):
-                blocks.append(replace(b, text=placeholders[b.tool_call_id]))
-                touched = True
-            elif (
-                isinstance(b, ToolCall)
-                and b.id in chosen
-                and cfg.clear_tool_inputs
-                and input_sizes.get(b.id, 0) > 6
-            ):
-                blocks.append(
-                    replace(
-                        b,
-                        input={
-                            INPUT_PLACEHOLDER_KEY: f"input of {b.name} cleared, {input_sizes[b.id]:,} tokens"
-                        },
-                    )
-                )
-                touched = True
-            else:
-                blocks.append(b)
-        if touched:
+        blocks = tuple(_cleared_block(b, plan, cfg) for b in m.blocks)
+        if any(a is not b for a, b in zip(blocks, m.blocks, strict=True)):
             changed.append(i)
-            out.append(replace(m, blocks=tuple(blocks)))
-        else:
-            out.append(m)
+            m = replace(m, blocks=blocks)
+        out.append(m)
+    return out, changed
+
+
+def clear_tool_results(
+    session: Session,
+    config: ClearConfig | None = None,
+    *,
+    encoding: str | None = DEFAULT_ENCODING,
+) -> tuple[Session, RecoveryReport]:
+    """Clear old tool results of the live context of ``session`` per ``config`` (see the module
+    docstring): pair repair, a plan (what to clear and whether it is worth it), then apply it."""
+    cfg = config or ClearConfig()
+    live = live_context(session)
+    sizes = messages_tokens(live.messages, encoding)
+    before = sum(sizes)
+    messages, orphans = repair_pairs(live.messages)
+    plan = _plan(messages, cfg, before, encoding)
+    out, changed = _apply(messages, plan, cfg)
     after_sizes = messages_tokens(out, encoding)
     # Indices refer to the input; without orphans repaired (the usual case) they coincide.
     removals = [
         Removal(
-            i, RemovalKind.CLEARED, messages_tokens([messages[i]], encoding)[0], after_sizes[i], "tool output"
+            live.original(i),
+            RemovalKind.CLEARED,
+            messages_tokens([messages[i]], encoding)[0],
+            after_sizes[i],
+            "tool output",
         )
         for i in changed
     ]
-    removals += [Removal(o.index, RemovalKind.ORPHAN, 0, 0, f"{o.kind} {o.tool_id}") for o in orphans]
+    removals += [
+        Removal(live.original(o.index), RemovalKind.ORPHAN, 0, 0, f"{o.kind} {o.tool_id}") for o in orphans
+    ]
     report = RecoveryReport(
         strategy=Strategy.CLEAR,
         tokens_before=before,
         tokens_after=sum(after_sizes),
-        messages_before=len(session.messages),
+        messages_before=len(live.messages),
         messages_after=len(out),
         removals=tuple(removals),
-        notes=tuple(notes),
+        notes=(*live.notes, *plan.notes),
     )
-    return replace(session, messages=tuple(out)), report
+    return replace(session, messages=tuple(out), reported_fill={}), report

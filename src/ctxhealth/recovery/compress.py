@@ -21,17 +21,16 @@ from ctxhealth.model import Message, Role, Session, ToolCall, ToolResult
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens, texts_tokens
 from ctxhealth.recovery.digest import (
     call_target,
-    clean_user_text,
     digest,
     error_signature,
     is_failure,
-    is_user_request,
     trim_error_output,
 )
 from ctxhealth.recovery.pairing import repair_pairs
 from ctxhealth.recovery.parts import instruction_index, shorten_result, turn_starts, user_text
 from ctxhealth.recovery.report import RecoveryReport, Removal, RemovalKind, Strategy
 from ctxhealth.recovery.truncate import budget_error
+from ctxhealth.signals.requests import clean_user_text, is_user_request
 
 HISTORY_HEADER = "[HISTORY SUMMARY -- earlier turns compressed by ctxhealth]"
 RAW_BELOW_TURNS = 5

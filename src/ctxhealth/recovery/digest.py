@@ -16,17 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxhealth.model import Message, Role, Session, ToolCall, ToolResult
+from ctxhealth.signals.calls import parse_call
+from ctxhealth.signals.requests import clean_user_text, is_user_request
 
 # --- user text -------------------------------------------------------------------------
 
-_NOISE_PREFIXES = (
-    "<command-",
-    "<local-command",
-    "caveat: the messages below",
-    "[request interrupted",
-    "<user-prompt-submit-hook>",
-)
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
 _CONSTRAINT = re.compile(
     r"\b(must|never|always|only|don'?t|do not|doesn'?t|does not|shouldn'?t|should not|can'?t|cannot|"
@@ -35,18 +29,6 @@ _CONSTRAINT = re.compile(
     re.I,
 )
 MAX_SENTENCE_CHARS = 240
-
-
-def is_user_request(message: Message) -> bool:
-    """A message a person typed: user role, visible text, not a tool result, compaction or UI noise."""
-    if message.role is not Role.USER or message.compaction is not None or message.tool_results:
-        return False
-    text = clean_user_text(message.text)
-    return bool(text) and not text.lower().startswith(_NOISE_PREFIXES)
-
-
-def clean_user_text(text: str) -> str:
-    return _REMINDER.sub("", text).strip()
 
 
 def sentences(text: str) -> list[str]:
@@ -189,9 +171,8 @@ _REJECTION = re.compile(r"^\s*(\[request interrupted|the user doesn't want to pr
 
 def is_failure(result: ToolResult) -> bool:
     """A tool call that failed (error flag or non-zero exit), not one the user declined to run."""
-    if _REJECTION.search(result.text):
-        return False
-    return result.is_error or (result.exit_code is not None and result.exit_code != 0)
+    failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
+    return failed and _REJECTION.match(result.text) is None
 
 
 # --- identifiers -----------------------------------------------------------------------
@@ -203,12 +184,13 @@ _BRANCH_CMD = re.compile(
 _BRANCH_TEXT = re.compile(r"\b(?:on branch|branch)\s+[`'\"]?([A-Za-z][\w./-]*[\w])[`'\"]?", re.I)
 _BRANCH_STOP = {"the", "a", "an", "is", "to", "and", "of", "name", "main?", "with", "that", "this"}
 _IDENTIFIER_PATTERNS = (
-    re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"),
-    re.compile(r"https?://[^\s)>\]'\"`]+"),
-    re.compile(r"(?<![\w.])v\d+(?:\.\d+)+\b"),
-    re.compile(r"(?<![\w/])[A-Z][A-Z0-9]{1,9}-\d+\b"),
-    re.compile(r"(?<![\w&])#\d{1,6}\b"),
+    ("-", re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")),
+    ("://", re.compile(r"https?://[^\s)>\]'\"`]+")),
+    ("v", re.compile(r"(?<![\w.])v\d+(?:\.\d+)+\b")),
+    ("-", re.compile(r"(?<![\w/])[A-Z][A-Z0-9]{1,9}-\d+\b")),
+    ("#", re.compile(r"(?<![\w&])#\d{1,6}\b")),
 )
+"""Each pattern with a substring every match contains: a text without it is not searched."""
 _SHA = re.compile(r"(?<![\w/.-])[0-9a-f]{7,40}(?![\w/-])")
 _COMMIT_OUT = re.compile(r"^\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,40})\]", re.M)
 
@@ -216,8 +198,9 @@ _COMMIT_OUT = re.compile(r"^\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,40})\]",
 def identifiers_in(text: str, *, commands: bool = False) -> list[str]:
     """Ids and branch names in ``text``, in order of appearance."""
     found: list[tuple[int, str]] = []
-    for pattern in _IDENTIFIER_PATTERNS:
-        found.extend((m.start(), m.group(0).rstrip(".,;:")) for m in pattern.finditer(text))
+    for hint, pattern in _IDENTIFIER_PATTERNS:
+        if hint in text:
+            found.extend((m.start(), m.group(0).rstrip(".,;:")) for m in pattern.finditer(text))
     for m in _SHA.finditer(text):
         token = m.group(0)
         if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
@@ -240,6 +223,8 @@ _DECISION = re.compile(
 )
 _WHY = re.compile(r"\b(because|since|so that|as)\b\s+(.*)$", re.I)
 _NEXT = re.compile(r"^(next[,:]?\s|next step|then i|now i need to|todo[:\s]|remaining[:\s]|still need)", re.I)
+_NEXT_ANYWHERE = re.compile(r"\b(next|then i|now i need to|todo|remaining|still need)", re.I)
+"""Where :data:`_NEXT` can match a sentence's start: a text without it has no "next" sentence."""
 _TODO_TOOLS = {"todowrite", "update_plan", "todo_write"}
 
 
@@ -299,6 +284,16 @@ class Digest:
     steps: tuple[Step, ...]  # from the latest todo / plan call
     next_steps: tuple[str, ...]  # from assistant text, when no todo list exists
     identifiers: tuple[str, ...]  # most recent last
+    files_for_goal: tuple[str, ...] = ()  # read or edited since the latest request, most recent last
+    first_message: int = 0  # the first message read (> 0 when the digest was bounded by max_chars)
+
+    @property
+    def working_files(self) -> tuple[str, ...]:
+        """Files being worked on, most recent first: those read or edited for the current goal, then
+        the other edited files."""
+        goal = tuple(reversed(self.files_for_goal))
+        seen = set(goal)
+        return goal + tuple(f for f in reversed(self.files_edited) if f not in seen)
 
     @property
     def blocking_errors(self) -> tuple[ErrorEvent, ...]:
@@ -335,14 +330,18 @@ def _dedupe_last(items: Iterable[str]) -> tuple[str, ...]:
 
 
 def _unify_paths(paths: Sequence[str]) -> list[str]:
-    """Relative paths replaced by the absolute path they abbreviate, when one is in the list."""
-    absolute = [p for p in paths if p.startswith("/")]
+    """Relative paths replaced by the absolute path they abbreviate, when one is in the list (the
+    first such path in list order). Candidates are found by file name, so this stays linear."""
+    by_name: dict[str, list[str]] = {}
+    for p in dict.fromkeys(paths):
+        if p.startswith("/"):
+            by_name.setdefault(p.rsplit("/", 1)[-1], []).append(p)
     out = []
     for p in paths:
         if not p.startswith("/"):
             tail = "/" + p.removeprefix("./")
-            match = next((a for a in absolute if a.endswith(tail)), None)
-            p = match or p
+            candidates = by_name.get(p.rsplit("/", 1)[-1], ())
+            p = next((a for a in candidates if a.endswith(tail)), p)
         out.append(p)
     return out
 
@@ -367,83 +366,127 @@ def _steps_from(call: ToolCall) -> tuple[Step, ...] | None:
     return tuple(steps)
 
 
-def _iter_calls(messages: Sequence[Message]) -> Iterator[tuple[int, ToolCall]]:
-    for i, m in enumerate(messages):
-        for c in m.tool_calls:
-            yield i, c
+_READ_TOOLS = {"read", "view", "read_file", "cat", "open_file", "view_file", "notebookread"}
 
 
-def digest(session: Session) -> Digest:
-    """Read everything recovery needs from ``session`` (deterministic, one pass per concern)."""
-    messages = session.messages
-    requests = [clean_user_text(m.text) for m in messages if is_user_request(m)]
-    constraints = _dedupe_first(s for r in requests for s in constraint_sentences(r))
+def files_read_by(call: ToolCall) -> list[str]:
+    """Files a call reads: read tools' path, and what a shell command reads (``cat``, ``sed -n``,
+    ``head`` ... as :mod:`ctxhealth.signals.calls` parses it)."""
+    name = call.name.lower()
+    if name in _READ_TOOLS:
+        target = call_target(call)
+        return [target] if target else []
+    if tool_command(call):
+        return list(parse_call(call).reads)
+    return []
 
-    calls_by_id: dict[str, ToolCall] = {}
-    tool_counts: Counter[str] = Counter()
-    files_edited: list[str] = []
-    files_read: list[str] = []
-    edits_since_commit = 0
-    files_since_commit: list[str] = []
-    commit_seen = False
+
+# --- one pass, in named steps -------------------------------------------------------------
+
+
+def first_message_within(messages: Sequence[Message], max_chars: int) -> int:
+    """The index of the oldest message such that it and every later one hold at most ``max_chars``
+    characters of text and tool payload (walking back from the end; at least the last message)."""
+    total = 0
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        size = len(m.text) + sum(len(r.text) for r in m.tool_results)
+        size += sum(len(str(c.input)) for c in m.tool_calls)
+        total += size
+        if total > max_chars:
+            return min(i + 1, len(messages) - 1)
+    return 0
+
+
+@dataclass(slots=True)
+class _CallScan:
+    """What the tool calls say: by id, counts, files edited and read, commits, the latest plan."""
+
+    by_id: dict[str, ToolCall]
+    counts: Counter[str]
+    edited: list[str]
+    read: list[str]
+    for_goal: list[str]
+    edits_since_commit: int = 0
+    since_commit: list[str] | None = None
+    commit_seen: bool = False
     steps: tuple[Step, ...] = ()
-    ids: list[str] = []
-    for _, call in _iter_calls(messages):
-        calls_by_id[call.id] = call
-        tool_counts[call.name] += 1
+
+
+def _scan_calls(messages: Sequence[Message], goal_from: int, ids: list[str]) -> _CallScan:
+    """Every tool call once: files it edits or reads (those at or after ``goal_from`` also count for
+    the current goal), commits, todo lists; identifiers of shell commands go to ``ids``."""
+    scan = _CallScan({}, Counter(), [], [], [], since_commit=[])
+    since: list[str] = []
+    for i, call in _iter_calls(messages):
+        scan.by_id[call.id] = call
+        scan.counts[call.name] += 1
         paths = edited_paths(call)
-        files_edited.extend(paths)
         if paths:
-            edits_since_commit += 1
-            files_since_commit.extend(paths)
-        elif call.name.lower() in {"read", "view", "read_file", "cat"}:
-            target = call_target(call)
-            if target:
-                files_read.append(target)
+            scan.edited.extend(paths)
+            scan.edits_since_commit += 1
+            since.extend(paths)
+        else:
+            paths = files_read_by(call)
+            scan.read.extend(paths)
+        if i >= goal_from:
+            scan.for_goal.extend(paths)
         command = tool_command(call)
         if "git commit" in command:
-            commit_seen = True
-            edits_since_commit = 0
-            files_since_commit = []
+            scan.commit_seen = True
+            scan.edits_since_commit = 0
+            since = []
         if command:
             ids.extend(identifiers_in(command, commands=True))
         found = _steps_from(call) if call.name.lower() in _TODO_TOOLS else None
         if found is not None:
-            steps = found
+            scan.steps = found
+    scan.since_commit = since
+    return scan
 
-    results: list[tuple[int, ToolResult]] = [(i, r) for i, m in enumerate(messages) for r in m.tool_results]
-    errors: list[ErrorEvent] = []
-    for pos, (i, r) in enumerate(results):
-        origin = calls_by_id.get(r.tool_call_id)
+
+def _scan_results(
+    results: Sequence[tuple[int, ToolResult]], calls: dict[str, ToolCall], ids: list[str]
+) -> list[ErrorEvent]:
+    """Every failing result, each marked resolved when a later result of the same tool and target
+    succeeded: one backward pass (the successes seen so far are the later ones), then in order.
+    Commit hashes printed by ``git commit`` go to ``ids``."""
+    later_success: set[tuple[str, str]] = set()
+    found: list[ErrorEvent] = []
+    for pos in range(len(results) - 1, -1, -1):
+        i, r = results[pos]
+        origin = calls.get(r.tool_call_id)
         name = origin.name if origin else "tool"
         target = call_target(origin) if origin else ""
-        if "git commit" in (tool_command(origin) if origin else "") and not is_failure(r):
-            ids.extend(_COMMIT_OUT.findall(r.text))
         if not is_failure(r):
+            if origin is not None:
+                later_success.add((name, target))
             continue
-        resolved = False
-        for _, later in results[pos + 1 :]:
-            retry = calls_by_id.get(later.tool_call_id)
-            if (
-                retry is not None
-                and retry.name == name
-                and call_target(retry) == target
-                and not is_failure(later)
-            ):
-                resolved = True
-                break
-        errors.append(ErrorEvent(i, name, target, error_signature(r.text), r.text, resolved, pos))
+        resolved = (name, target) in later_success
+        found.append(ErrorEvent(i, name, target, error_signature(r.text), r.text, resolved, pos))
+    for _, r in results:
+        origin = calls.get(r.tool_call_id)
+        if origin is not None and "git commit" in tool_command(origin) and not is_failure(r):
+            ids.extend(_COMMIT_OUT.findall(r.text))
+    found.reverse()
+    return found
 
-    findings = tuple(
-        (calls_by_id[r.tool_call_id].name if r.tool_call_id in calls_by_id else "tool", r.text)
-        for _, r in results[-5:]
-    )
-    assistant_texts = [m.text for m in messages if m.role is Role.ASSISTANT and m.text.strip()]
-    last_progress = " ".join(assistant_texts[-1].split()) if assistant_texts else ""
 
+def _scan_assistant(messages: Sequence[Message], ids: list[str]) -> tuple[str, list[Decision], list[str]]:
+    """Last progress, decisions and "next ..." sentences from assistant text; its ids go to ``ids``."""
     decisions: list[Decision] = []
     next_steps: list[str] = []
-    for text in assistant_texts:
+    last = ""
+    for m in messages:
+        if m.role is not Role.ASSISTANT:
+            continue
+        text = m.text
+        if not text.strip():
+            continue
+        last = text
+        if _DECISION.search(text) is None and _NEXT_ANYWHERE.search(text) is None:
+            ids.extend(identifiers_in(text))
+            continue  # no sentence of it can state a decision or a next step
         for s in sentences(text):
             if _DECISION.search(s):
                 why = _WHY.search(s)
@@ -451,26 +494,63 @@ def digest(session: Session) -> Digest:
             if _NEXT.search(s):
                 next_steps.append(s)
         ids.extend(identifiers_in(text))
+    return " ".join(last.split()), decisions, next_steps
+
+
+def _iter_calls(messages: Sequence[Message]) -> Iterator[tuple[int, ToolCall]]:
+    for i, m in enumerate(messages):
+        for c in m.tool_calls:
+            yield i, c
+
+
+def digest(session: Session, *, max_chars: int | None = None) -> Digest:
+    """Read everything recovery needs from ``session`` in one pass per concern, each linear in the
+    messages read (no joins between them: results find their call by id, a failure finds a later
+    success of the same tool and target in a set).
+
+    ``max_chars`` bounds the work for a caller with a time budget (a PreCompact hook on a very long
+    transcript): only the latest messages holding at most that many characters of text and tool
+    payload are read (``first_message`` says where that starts), plus the person's requests, which
+    are read from the whole session (they are short and they are the task). Without it the whole
+    session is read. Deterministic: same session, same bound, same digest.
+    """
+    messages = session.messages
+    start = first_message_within(messages, max_chars) if max_chars is not None else 0
+    request_at = [i for i, m in enumerate(messages) if is_user_request(m)]
+    requests = [clean_user_text(messages[i].text) for i in request_at]
+    constraints = _dedupe_first(s for r in requests for s in constraint_sentences(r))
+    recent = messages[start:]
+    goal_from = max(0, (request_at[-1] if request_at else 0) - start)
+    ids: list[str] = []
+    calls = _scan_calls(recent, goal_from, ids)
+    results = [(start + i, r) for i, m in enumerate(recent) for r in m.tool_results]
+    errors = _scan_results(results, calls.by_id, ids)
+    findings = tuple(
+        (calls.by_id[r.tool_call_id].name if r.tool_call_id in calls.by_id else "tool", r.text)
+        for _, r in results[-5:]
+    )
+    last_progress, decisions, next_steps = _scan_assistant(recent, ids)
     for request in requests:
         ids.extend(identifiers_in(request))
-
     return Digest(
-        instruction=session.instruction,
+        instruction=requests[0] if requests else "",
         requests=tuple(requests),
         constraints=constraints,
-        tools_used=tuple(name for name, _ in sorted(tool_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-        tool_call_count=sum(tool_counts.values()),
+        tools_used=tuple(name for name, _ in sorted(calls.counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        tool_call_count=sum(calls.counts.values()),
         findings=findings,
         last_progress=last_progress,
-        files_edited=_dedupe_last(_unify_paths(files_edited)),
-        files_read=_dedupe_last(files_read),
-        edits_since_commit=edits_since_commit,
-        files_since_commit=_dedupe_last(_unify_paths(files_since_commit)),
-        commit_seen=commit_seen,
+        files_edited=_dedupe_last(_unify_paths(calls.edited)),
+        files_read=_dedupe_last(calls.read),
+        edits_since_commit=calls.edits_since_commit,
+        files_since_commit=_dedupe_last(_unify_paths(calls.since_commit or [])),
+        commit_seen=calls.commit_seen,
         errors=tuple(errors),
         tool_result_count=len(results),
         decisions=tuple({d.text: d for d in decisions}.values()),
-        steps=steps,
+        steps=calls.steps,
         next_steps=_dedupe_last(next_steps),
         identifiers=_dedupe_last(ids),
+        files_for_goal=_dedupe_last(_unify_paths(calls.for_goal)),
+        first_message=start,
     )

@@ -11,14 +11,22 @@ from dataclasses import replace
 from ctxhealth.errors import UsageError
 from ctxhealth.model import CompactionSummary, Message, Role, Session, TextBlock, ToolResult
 from ctxhealth.recovery.digest import is_failure, trim_error_output
+from ctxhealth.signals.requests import clean_user_text, is_user_request
 
 
 def instruction_index(messages: Sequence[Message]) -> int | None:
-    """Index of the message :attr:`Session.instruction` comes from (same rule), or None."""
+    """Index of the original request: the first real user request (not a tool result, compaction,
+    harness wrapper or pasted terminal output, see :mod:`ctxhealth.signals.requests`), or None."""
     for i, m in enumerate(messages):
-        if m.role is Role.USER and m.compaction is None and m.text.strip():
+        if is_user_request(m):
             return i
     return None
+
+
+def original_request(messages: Sequence[Message]) -> str:
+    """The text of the original request (cleaned), or "" when the messages hold none."""
+    i = instruction_index(messages)
+    return clean_user_text(messages[i].text) if i is not None else ""
 
 
 def system_indices(messages: Sequence[Message]) -> list[int]:

@@ -1,6 +1,8 @@
 """Checkpoint restart: the system prompt plus one user message — the original instruction
-verbatim, the checkpoint block, and the spec's continuation directive. Everything else is
-dropped. Counts as one restart; the policy layer owns the restart counter, the cooldown and
+verbatim, the checkpoint block, and the spec's continuation directive. Everything else in the
+live context (after the last compaction, see :mod:`.live`) is dropped; given a budget, the
+checkpoint spends all of it that the system prompt and the instruction leave. Counts as one
+restart; the policy layer owns the restart counter, the cooldown and
 the step-counter reset that follow.
 """
 
@@ -11,7 +13,8 @@ from dataclasses import replace
 from ctxhealth.model import Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens, text_tokens
 from ctxhealth.recovery.checkpoint import DEFAULT_BUDGET_TOKENS, build_checkpoint, render_block
-from ctxhealth.recovery.parts import system_indices, user_text
+from ctxhealth.recovery.live import live_context
+from ctxhealth.recovery.parts import original_request, system_indices, user_text
 from ctxhealth.recovery.report import RecoveryReport, Removal, RemovalKind, Strategy, empty_report
 from ctxhealth.recovery.truncate import budget_error
 
@@ -35,25 +38,30 @@ def restart(
     checkpoint_tokens: int = DEFAULT_BUDGET_TOKENS,
     encoding: str | None = DEFAULT_ENCODING,
 ) -> tuple[Session, RecoveryReport]:
-    """Restart ``session`` from a checkpoint (see the module docstring). Deterministic."""
-    messages = session.messages
+    """Restart ``session`` from a checkpoint (see the module docstring). Deterministic.
+
+    With ``budget_tokens`` the checkpoint gets all of the budget the system prompt and the
+    instruction leave (not only ``checkpoint_tokens``)."""
+    live = live_context(session)
+    messages = live.messages
     if not messages:
         return session, empty_report(Strategy.RESTART)
     sizes = messages_tokens(messages, encoding)
     keep = system_indices(messages)
     head = [messages[i] for i in keep]
+    instruction = original_request(messages)
     fixed = (
         sum(messages_tokens(head, encoding))
-        + text_tokens(restart_message_text(session.instruction, ""), encoding)
+        + text_tokens(restart_message_text(instruction, ""), encoding)
         + _FRAMING_TOKENS
     )
     cp_budget = checkpoint_tokens
     if budget_tokens is not None:
         if fixed > budget_tokens:
             raise budget_error(fixed, budget_tokens, "the system prompt and the original instruction")
-        cp_budget = min(checkpoint_tokens, budget_tokens - fixed)
+        cp_budget = budget_tokens - fixed
     text = restart_message_text(
-        session.instruction,
+        instruction,
         render_block(build_checkpoint(session, budget_tokens=cp_budget, encoding=encoding)),
     )
     out = (*head, user_text(text))
@@ -67,10 +75,13 @@ def restart(
         messages_before=len(messages),
         messages_after=len(out),
         removals=tuple(
-            Removal(i, RemovalKind.DROPPED, sizes[i], 0) for i in range(len(messages)) if i not in keep
+            Removal(live.original(i), RemovalKind.DROPPED, sizes[i], 0)
+            for i in range(len(messages))
+            if i not in keep
         ),
         injected=(text,),
         counts_as_restart=True,
         budget_tokens=budget_tokens,
+        notes=live.notes,
     )
     return replace(session, messages=out, reported_fill={}), report

@@ -42,6 +42,9 @@ class CallInfo:
     deletes: tuple[str, ...] = ()
     mentions: tuple[str, ...] = ()
     change: tuple[str, str] | None = None
+    runs: tuple[str, ...] = ()
+    """Files a shell command runs: an executed script (``./build.sh``) or the script or path given to
+    an interpreter or test runner (``python repro.py``, ``pytest tests/test_x.py``)."""
 
 
 SHELL_PARSE_LIMIT = 4000
@@ -107,6 +110,11 @@ _PATCH_FILE_SOURCE = r"^\*\*\* (?:Update|Add|Delete) File: (.+)$"
 _READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
 _SEARCH_VERBS = {"grep", "rg", "ag", "find", "ls", "tree", "git", "fd", "locate", "which"}
 _PATH_VERBS = frozenset({"sed", "perl", "tee", "rm", *_READ_VERBS})
+_RUNNERS = frozenset(
+    {"python", "python2", "python3", "node", "bash", "sh", "zsh", "ruby", "perl", "php", "deno", "bun",
+     "pytest", "py.test", "go", "tsx", "ts-node", "Rscript", "julia", "lua"}
+)  # fmt: skip
+"""Verbs whose first path argument is the script or file they run."""
 """The verbs whose arguments are read as paths (every other verb only sets the command's kind)."""
 
 
@@ -137,8 +145,10 @@ def _segments(command: str) -> list[str]:
 
 
 def _parse_shell(
-    command: str,
+    command: str, runs: list[str] | None = None
 ) -> tuple[set[CallKind], list[str], list[str], list[str], tuple[str, str] | None]:
+    """Kinds, reads, edits, deletes and a ``sed`` substitution of a shell command; the files it runs
+    (see :attr:`CallInfo.runs`) are appended to ``runs`` when given."""
     kinds: set[CallKind] = set()
     reads: list[str] = []
     edits: list[str] = []
@@ -171,6 +181,8 @@ def _parse_shell(
                 kinds.add(CallKind.EDIT)
             elif verb in _SEARCH_VERBS:
                 kinds.add(CallKind.SEARCH)
+            elif runs is not None and "." in segment:
+                _add_run_target(words, verb, runs)
             continue
         args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
         paths = [a for a in args if "." in a and _PATH.fullmatch(a)]
@@ -241,6 +253,20 @@ def _verifies(probe: str) -> bool:
     return matches_at_anchors(pattern.match, probe, _VERIFY_ANCHORS)
 
 
+def _add_run_target(words: list[str], verb: str, runs: list[str]) -> None:
+    """The file a simple command runs: an executed script (``./build.sh``) or the first path given to
+    an interpreter or test runner (``python repro.py``, ``pytest tests/test_x.py``)."""
+    first = words[0]
+    if "/" in first and "." in verb and _PATH.fullmatch(first):
+        runs.append(first)
+    elif verb in _RUNNERS or (verb.startswith("python") and verb[6:].replace(".", "").isdigit()):
+        for word in words[1:]:
+            arg = word.strip("'\"")
+            if not word.startswith("-") and "." in arg and _PATH.fullmatch(arg):
+                runs.append(arg)
+                return
+
+
 def parse_call(call: ToolCall) -> CallInfo:
     """Classify one tool call. Never raises: unknown shapes become :attr:`CallKind.OTHER`."""
     name = call.name
@@ -258,8 +284,9 @@ def parse_call(call: ToolCall) -> CallInfo:
     if isinstance(value, dict):
         raw = value.get("file_path") or value.get("path") or value.get("notebook_path") or ""
         path = raw if isinstance(raw, str) else ""
+    runs: list[str] = []
     if shell:
-        k, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT])
+        k, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT], runs)
         kinds |= k
     elif lname in _READ_TOOLS and path:
         reads.append(path)
@@ -290,6 +317,7 @@ def parse_call(call: ToolCall) -> CallInfo:
         deletes=tuple(dict.fromkeys(deletes)),
         mentions=mentions,
         change=change,
+        runs=tuple(dict.fromkeys(runs)),
     )
 
 

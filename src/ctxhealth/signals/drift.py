@@ -1,22 +1,28 @@
-"""Task drift: how much of the original instruction the agent's recent output still talks about.
+"""Task drift: how much of the current task the agent's recent output still talks about.
 
-similarity = |instruction words ∩ words of the last ``drift_window_chars`` characters of assistant
-output| / |instruction words| (asymmetric on purpose: the output may say much more than the
-request). Words are stop-word filtered and lightly stemmed. The signal fires when similarity is
-below ``drift_threshold`` and the fill is above the sweet spot.
+similarity = |task words ∩ words of the last ``drift_window_chars`` characters of assistant output|
+/ |task words| (asymmetric on purpose: the output may say much more than the request). Words are
+stop-word filtered and lightly stemmed. The signal fires when similarity is below
+``drift_threshold`` and the fill is above the sweet spot.
 
-The original instruction is the first real user request; a compaction summary never replaces it.
+The task is the person's *current* request: the latest real user request (tool results, pasted
+terminal output, harness wrappers and compaction summaries are not requests, see
+:mod:`~ctxhealth.signals.requests`), with short follow-ups ("go ahead") folded into the request
+before them. People give new requests mid-session ("now create a plan in status.md"): measuring
+against the first request would call work on the new one drift. The original request is kept
+(``instruction``) and named in the signal's evidence and detail next to the current one.
 
 The recent-output window is a sequence of words, each standing for a share of the characters of
 the reply it came from, trimmed from the front to ``drift_window_chars`` characters; a reply of a
 quarter of the window or more recounts the window from the last characters of output instead
 (bounded by the window). It is kept as *runs*, one per reply (its stems, how many of them were
 trimmed, the characters each stands for), so trimming is arithmetic on a run, never a loop over
-words; and only the instruction's words are tracked, each by the last position (a running word
-number) where it occurs: it is in the window while that position is, and a heap of positions says
-when it leaves. An update costs O(new words + instruction words in them), never O(history). The
-tail's text is kept as segments with their content words, so a recount re-reads only the text of
-the new reply and of a segment the window cut into.
+words; and only the task's words are tracked, each by the last position (a running word number)
+where it occurs: it is in the window while that position is, and a heap of positions says when it
+leaves. An update costs O(new words + task words in them), never O(history); a new request
+re-tracks its words over the window (bounded by the window). The tail's text is kept as segments
+with their content words, so a recount re-reads only the text of the new reply and of a segment
+the window cut into.
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ from typing import Any
 from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
+from ctxhealth.signals.requests import TaskTracker
 from ctxhealth.signals.text import content_words, run_stems
 from ctxhealth.signals.thresholds import SignalThresholds
 
 INSTRUCTION_WORD_LIMIT = 400
+REQUEST_EXCERPT_CHARS = 60
 
 # a run of the window: [stems, trimmed (stems dropped from its front), each (characters per word),
 # extra (more characters of its first word), index (the message it came from), base (the running
@@ -51,20 +59,24 @@ def _last_positions(stems: list[str], words: frozenset[str], base: int, start: i
 
 
 class DriftDetector(CachedDetector):
-    """Similarity of recent output to the original instruction (1.0 on topic)."""
+    """Similarity of recent output to the current task (1.0 on topic); see the module docstring."""
 
     def __init__(self, profile: SignalThresholds, sweet_spot: int) -> None:
         self.profile = profile
         self.sweet_spot = sweet_spot
+        self.task = TaskTracker()
+        # the original request (``instruction``) and the request drift is measured against
         self.instruction = ""
         self.instruction_index: int | None = None
+        self.request = ""
+        self.request_index: int | None = None
         self.pinned = False
         self.instruction_words: frozenset[str] = frozenset()
         self._runs: deque[list[Any]] = deque()
         self._chars = 0
         self._count = 0
         self._next = 0
-        # instruction word -> running number of its last occurrence in the window; a heap of
+        # task word -> running number of its last occurrence in the window; a heap of
         # (number, word) says when each leaves (entries superseded by a later occurrence are skipped)
         self._last: dict[str, int] = {}
         self._heap: list[tuple[int, str]] = []
@@ -79,12 +91,30 @@ class DriftDetector(CachedDetector):
         self._last_output = 0
 
     def set_instruction(self, text: str, index: int | None = None) -> None:
-        """Pin the original instruction; later user messages and compaction summaries never replace it."""
+        """Pin the original request (a host that knows it); later requests still become the current
+        task, and compaction summaries never replace either."""
         self.pinned = True
         self.instruction = text
         self.instruction_index = index
+        task = self.task
+        task.original, task.original_index = text, index
+        if not task.current:
+            task.add(text, index)
+            task.original, task.original_index = text, index
+            self._set_task()
+        else:
+            self._snap = None
+
+    def _set_task(self) -> None:
+        """Measure against the tracker's current task from now on (its words tracked afresh)."""
+        task = self.task
+        self.request = task.current
+        self.request_index = task.current_index
+        if not self.pinned:
+            self.instruction = task.original
+            self.instruction_index = task.original_index
         words: dict[str, None] = {}
-        for w in content_words(text):
+        for w in task.words:
             words.setdefault(w, None)
             if len(words) >= INSTRUCTION_WORD_LIMIT:
                 break
@@ -111,10 +141,8 @@ class DriftDetector(CachedDetector):
                 self._snap = None
             self.fill = fill
         if msg.role is Role.USER:
-            if not self.pinned and msg.compaction is None and not event.results:
-                text = msg.text
-                if text.strip():
-                    self.set_instruction(text, event.index)
+            if not event.results and self.task.observe(msg, event.index):
+                self._set_task()
             return
         if msg.role is not Role.ASSISTANT:
             return
@@ -278,14 +306,32 @@ class DriftDetector(CachedDetector):
         return (
             self.similarity,
             self.drifting,
-            (self.instruction_index, first, self._last_output),
+            (self.instruction_index, self.request_index, first, self._last_output),
             self._hits,
             len(self.instruction_words),
             self.sweet_spot,
+            (self.request, self.request_index, self.instruction, self.instruction_index),
         )
 
+    @staticmethod
+    def _which(
+        request: str, request_index: int | None, instruction: str, instruction_index: int | None
+    ) -> str:
+        """Which request the similarity is measured against, in words (for the signal's detail)."""
+        if not request:
+            return "instruction words"
+        excerpt = " ".join(request[: REQUEST_EXCERPT_CHARS * 4].split())
+        if len(excerpt) > REQUEST_EXCERPT_CHARS:
+            excerpt = excerpt[: REQUEST_EXCERPT_CHARS - 3] + "..."
+        where = f"message {request_index}" if request_index is not None else "pinned"
+        if request_index == instruction_index and request == instruction:
+            return f'words of the original request ({where}: "{excerpt}")'
+        original = f"message {instruction_index}" if instruction_index is not None else "pinned"
+        return f'words of the current request ({where}: "{excerpt}"; original request: {original})'
+
     def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
-        similarity, drifting, where, hits, n, sweet_spot = snap
+        similarity, drifting, where, hits, n, sweet_spot, requests = snap
+        which = self._which(*requests)
         evidence = tuple(sorted({i for i in where if i is not None}))
         p = self.profile
         return (
@@ -294,7 +340,7 @@ class DriftDetector(CachedDetector):
                 similarity,
                 drifting,
                 evidence,
-                f"{hits}/{n} instruction words in the last {p.drift_window_chars} chars of output "
+                f"{hits}/{n} {which} in the last {p.drift_window_chars} chars of output "
                 f"(fires below {p.drift_threshold} above {sweet_spot} tokens)",
             ),
         )

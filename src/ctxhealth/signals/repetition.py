@@ -1,6 +1,14 @@
 """Repetition detectors: the same call repeated, the same file re-read without an edit in between,
 edit thrash (a change undone, or one file edited again and again within a few turns).
 
+Re-running a command after editing what it runs is iteration, not repetition: a call that reads or
+runs a file (``cat x.py``, ``python repro.py``, ``Read x.py``) is forgotten when an edit, patch or
+write touches that file, so running it again is not a repeat. A check with no file of its own
+(``pytest``, ``make test``) depends on the whole workspace: any edit makes its next run new; an
+edit whose files are unknown (``git apply``, ``patch``) makes every such call new. Files
+are matched by name (an edit of ``/repo/src/x.py`` matches ``python src/x.py``), which errs on the
+side of not calling a run a repeat.
+
 State is bounded: recent call keys and per-file state live in :class:`BoundedDict` maps, events in
 turn windows of ``indicator_window`` turns.
 """
@@ -11,10 +19,17 @@ from collections import deque
 from typing import Any
 
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, pair_hash
+from ctxhealth.signals.calls import CallInfo, CallKind
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.thresholds import SignalThresholds
 
 KEY_LIMIT = 128
+ANY_EDIT = "*"
+"""The dependency of a check that names no file: any edit."""
+
+
+def _file_name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 class RepetitionDetector(CachedDetector):
@@ -33,6 +48,8 @@ class RepetitionDetector(CachedDetector):
         self.total_edits = 0
         self._turn = 0
         self.files_edited: BoundedDict[str, None] = BoundedDict(KEY_LIMIT)
+        # file (or ANY_EDIT) -> keys of seen calls that read or run it: an edit forgets them
+        self.depends: BoundedDict[str, list[int]] = BoundedDict(KEY_LIMIT)
 
     def update(self, event: Event) -> None:
         turn = event.turn
@@ -45,6 +62,7 @@ class RepetitionDetector(CachedDetector):
                 self.repeats.add(turn, event.index)
                 self._snap = None
             self.seen_calls.put(key, event.index)
+            self._depend(call)
             for path in call.reads:
                 if path in self.read_since_edit:
                     self.rereads.add(turn, event.index)
@@ -53,11 +71,43 @@ class RepetitionDetector(CachedDetector):
             for path in call.edits:
                 if self._edit(path, call.change, turn, event.index):
                     self._snap = None
+            if not call.edits and CallKind.EDIT in call.kinds:
+                self._forget_all_dependents()  # ``git apply``, ``patch``: files unknown
         if self.repeats.prune(turn) | self.rereads.prune(turn) | self.thrash.prune(turn):
             self._snap = None
 
+    def _depend(self, call: CallInfo) -> None:
+        """Remember which files ``call`` reads or runs, so an edit of one of them forgets the call."""
+        targets = call.reads + call.runs
+        if not targets and CallKind.VERIFY in call.kinds:
+            targets = (ANY_EDIT,)
+        for path in targets:
+            target = _file_name(path)
+            keys = self.depends.get(target)
+            if keys is None:
+                keys = []
+            elif call.key in keys:
+                continue
+            keys.append(call.key)
+            del keys[:-KEY_LIMIT]
+            self.depends.put(target, keys)
+
+    def _forget_dependents(self, path: str) -> None:
+        """An edit of ``path``: the calls that read or ran it (and checks of the whole workspace)
+        are no longer repeats when run again."""
+        for target in (_file_name(path), ANY_EDIT):
+            for key in self.depends.pop(target, ()):
+                self.seen_calls.pop(key, None)
+
+    def _forget_all_dependents(self) -> None:
+        for keys in self.depends.values():
+            for key in keys:
+                self.seen_calls.pop(key, None)
+        self.depends.clear()
+
     def _edit(self, path: str, change: tuple[str, str] | None, turn: int, index: int) -> bool:
         """Record an edit; True when it counts as thrash."""
+        self._forget_dependents(path)
         self.total_edits += 1
         self.files_edited.put(path, None)
         self.read_since_edit.pop(path, None)

@@ -23,10 +23,11 @@ from ctxhealth.accounting.types import FillSource
 from ctxhealth.signals.base import BoundedDict, TurnWindow
 from ctxhealth.signals.calls import CallInfo, CallKind
 from ctxhealth.signals.pressure import Zone
+from ctxhealth.signals.requests import TaskTracker
 
 _ENUMS: dict[str, type[Enum]] = {cls.__name__: cls for cls in (Zone, FillSource, CallKind)}
 # value classes of layers above (the policy's counters) register themselves with register_value
-_VALUES: dict[str, Callable[..., Any]] = {"CallInfo": CallInfo}
+_VALUES: dict[str, Callable[..., Any]] = {"CallInfo": CallInfo, "TaskTracker": TaskTracker}
 
 
 def register_enum(cls: type[Enum]) -> None:

@@ -93,13 +93,21 @@ def redact_session(session: Session) -> Session:
 
 
 def checkpoint_document(
-    session: Session, *, budget_tokens: int, created_at: str, encoding: str | None = DEFAULT_ENCODING
+    session: Session,
+    *,
+    budget_tokens: int,
+    created_at: str,
+    encoding: str | None = DEFAULT_ENCODING,
+    max_chars: int | None = None,
 ) -> tuple[dict[str, Any], str]:
     """The redacted JSON document and markdown text of the checkpoint of ``session``.
 
-    ``encoding`` is the tokenizer that sizes it (None: the estimate, no tokenizer load).
+    ``encoding`` is the tokenizer that sizes it (None: the estimate, no tokenizer load);
+    ``max_chars`` bounds the time it takes (see :func:`~ctxhealth.recovery.checkpoint.build_checkpoint`).
     """
-    cp = build_checkpoint(redact_session(session), budget_tokens=budget_tokens, encoding=encoding)
+    cp = build_checkpoint(
+        redact_session(session), budget_tokens=budget_tokens, encoding=encoding, max_chars=max_chars
+    )
     document = {
         "schema": CHECKPOINT_SCHEMA,
         "schema_version": 1,
@@ -123,11 +131,17 @@ def write_transcript_checkpoint(
     budget_tokens: int = DEFAULT_BUDGET_TOKENS,
     ledger: Ledger | None = None,
     encoding: str | None = DEFAULT_ENCODING,
+    max_chars: int | None = None,
 ) -> CheckpointFiles:
-    """Build, redact and write the checkpoint of ``session``; record it in ``ledger`` if given."""
+    """Build, redact and write the checkpoint of ``session``; record it in ``ledger`` if given.
+    ``max_chars`` bounds the build for a caller with a time budget (a PreCompact hook)."""
     store.check_writable()
     document, markdown = checkpoint_document(
-        session, budget_tokens=budget_tokens, created_at=store.now_iso(), encoding=encoding
+        session,
+        budget_tokens=budget_tokens,
+        created_at=store.now_iso(),
+        encoding=encoding,
+        max_chars=max_chars,
     )
     label = _UNSAFE.sub("-", session.session_id or Path(session.path).stem or "session")[:80] or "session"
     json_path = store.unique_path(store.checkpoints_dir, label, ".json")

@@ -20,6 +20,7 @@ import orjson
 from ctxhealth.errors import StateError
 from ctxhealth.model import Role, Session, ToolCall
 from ctxhealth.recovery.digest import edited_paths
+from ctxhealth.recovery.parts import original_request
 from ctxhealth.redact import redact, redact_value
 from ctxhealth.state.store import StateStore
 
@@ -120,7 +121,7 @@ def snapshot_from_session(
     active = tuple(reversed(list(recent)))[:max_files]
     users = _user_texts(session)
     corrections = sum(1 for text in users[1:] if _CORRECTION.match(text))
-    intent = session.instruction.strip()[:MAX_INTENT_CHARS]
+    intent = original_request(session.messages)[:MAX_INTENT_CHARS]
     return PreCompactionSnapshot(
         original_intent=intent,
         active_files=active,

@@ -36,6 +36,7 @@ from ctxhealth.integrations.claude_code.tailstate import (
     STATE_VERSION,
     SessionCounters,
     SessionLock,
+    call_files,
     call_signature,
     load_counters,
     save_counters,
@@ -112,7 +113,8 @@ def _notice_text(kind: Notice, counters: SessionCounters, detail: str) -> str:
     if kind is Notice.REANCHOR:
         from ctxhealth.recovery.reanchor import reanchor_text
 
-        return reanchor_text(counters.instruction, counters.drift or 0.0, counters.fill)
+        current = (counters.assessment or {}).get("request") or counters.instruction
+        return reanchor_text(current, counters.drift or 0.0, counters.fill, counters.instruction)
     lines = [_HEADLINES[kind], f"Why: {detail}" if detail else "", _ADVICE[kind]]
     if counters.instruction and kind in _WITH_REQUEST:
         lines += ["", "ORIGINAL REQUEST (verbatim):", counters.instruction]
@@ -239,8 +241,10 @@ def _checkpoint(home: str, counters: SessionCounters, ledger: Ledger | None, *, 
         write_snapshot(store, snapshot_from_session(session, created_at=store.now_iso()))
     counters.checkpoint_json = str(files.json_path)
     counters.checkpoint_text = _checkpoint_text(str(files.json_path))
-    if session.instruction and not counters.instruction:
-        counters.instruction = redact(session.instruction[:INSTRUCTION_CHARS])
+    if not counters.instruction:
+        from ctxhealth.recovery.parts import original_request
+
+        counters.instruction = redact(original_request(session.messages)[:INSTRUCTION_CHARS])
     return files.tokens
 
 
@@ -341,6 +345,7 @@ def _post_tool(home: str, payload: HookPayload, counters: SessionCounters) -> st
 
     name = payload.tool_name or "?"
     signature = call_signature(name, payload.tool_input)
+    counters.note_call(signature, *call_files(name, payload.tool_input))
     counted = counters.record_tool(payload.tool_use_id, name, signature, payload.failed)
     event = payload.event or HookEvent.POST_TOOL_USE
     notices: list[str] = []

@@ -127,5 +127,6 @@ def summarise(assessment: Assessment, monitor: Monitor) -> dict[str, Any]:
         "risk": None if assessment.risk is None else round(assessment.risk, 4),
         "fill": assessment.fill,
         "drift": drift.similarity if measured else None,
+        "request": drift.request if drift.request != drift.instruction else "",
         "fired": sorted(name for name, s in assessment.signals.items() if s.fired),
     }

@@ -20,10 +20,16 @@ from typing import Any
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
-from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters, call_signature
+from ctxhealth.integrations.claude_code.tailstate import (
+    INSTRUCTION_CHARS,
+    SessionCounters,
+    call_files,
+    call_signature,
+)
 from ctxhealth.model import Message, Role
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import redact
+from ctxhealth.signals.requests import clean_user_text, is_user_request
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 
 __all__ = ["DEFAULT_MAX_BYTES", "HEAD_BYTES", "fold_messages", "read_tail", "resolve_thresholds"]
@@ -96,9 +102,8 @@ def fold_messages(
                 name, signature = pending if pending else ("?", f"?:{result.tool_call_id}")
                 failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
                 counters.record_tool(result.tool_call_id, name, signature, failed)
-            text = message.text
-            if not counters.instruction and not message.tool_results and text.strip():
-                counters.instruction = redact(text[:INSTRUCTION_CHARS])
+            if not counters.instruction and is_user_request(message):
+                counters.instruction = redact(clean_user_text(message.text)[:INSTRUCTION_CHARS])
             continue
         if message.role is not Role.ASSISTANT:
             continue
@@ -115,7 +120,10 @@ def fold_messages(
                 if prices is not None:
                     counters.cost_usd = (counters.cost_usd or 0.0) + usage_cost(usage, prices)
         for call in message.tool_calls:
-            counters.pending_calls[call.id] = [call.name, call_signature(call.name, call.input)]
+            signature = call_signature(call.name, call.input)
+            if call.id not in counters.seen_ids:  # else its PostToolUse hook noted it already
+                counters.note_call(signature, *call_files(call.name, call.input))
+            counters.pending_calls[call.id] = [call.name, signature]
         while len(counters.pending_calls) > MAX_PENDING_CALLS:
             del counters.pending_calls[next(iter(counters.pending_calls))]
 

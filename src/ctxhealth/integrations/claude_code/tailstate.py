@@ -12,6 +12,13 @@ the hooks read on every turn, because opening the ledger costs several times Pyt
 The file is written atomically; the ledger is brought up to date whenever a hook does something that
 matters (a checkpoint, a notice, a compaction, the end of a session), see :mod:`.hooks`.
 
+Doom loops: the same call (name + input) finishing ``DOOM_LOOP_REPEATS`` times. Re-running a call
+after editing what it reads or runs is iteration, not a loop: :func:`call_files` reads which files a
+call reads or runs and which it edits (a cheap form of :mod:`ctxhealth.signals.calls`, which is too
+costly to import on a hook's fast path), and :meth:`SessionCounters.note_call` forgets the count of
+every call that depends on an edited file (matched by file name; a check that names no file, such
+as ``pytest`` or ``make test``, depends on every edit).
+
 Bounded: call signatures, seen tool ids and pending ledger events are capped and the monitor's
 snapshot is bounded by its windows, so the state stays within tens of kilobytes however long the
 session runs.
@@ -32,6 +39,7 @@ __all__ = [
     "STATE_VERSION",
     "SessionCounters",
     "SessionLock",
+    "call_files",
     "call_signature",
     "load_counters",
     "save_counters",
@@ -67,6 +75,7 @@ _FIELDS: dict[str, Any] = {
     "max_consecutive_failures": 0,
     "failures_by_tool": {},
     "signatures": {},
+    "dependents": {},
     "pending_calls": {},
     "seen_ids": [],
     "recent_outcomes": "",
@@ -117,6 +126,7 @@ class SessionCounters:
     max_consecutive_failures: int
     failures_by_tool: dict[str, int]
     signatures: dict[str, int]
+    dependents: dict[str, list[str]]
     pending_calls: dict[str, list[str]]
     seen_ids: list[str]
     recent_outcomes: str
@@ -208,6 +218,24 @@ class SessionCounters:
             self.last_doom_signature = signature
         return True
 
+    def note_call(self, signature: str, reads: list[str], edits: list[str]) -> None:
+        """A call was made: an edit forgets the counts of calls that read or run the edited files
+        (they are new work when run again); the call's own reads are remembered for later edits."""
+        if ANY_EDIT in edits:  # files unknown (``git apply``, ``patch``): every dependent is new work
+            edits = list(self.dependents)
+        for path in edits:
+            for target in (_file_name(path), ANY_EDIT):
+                for sig in self.dependents.pop(target, []):
+                    self.signatures.pop(sig, None)
+        for path in reads:
+            target = path if path == ANY_EDIT else _file_name(path)
+            sigs = self.dependents.pop(target, [])
+            if signature not in sigs:
+                sigs = [*sigs, signature][-MAX_SIGNATURES:]
+            self.dependents[target] = sigs  # re-inserted: most recent last, oldest evicted first
+        while len(self.dependents) > MAX_SIGNATURES:
+            del self.dependents[next(iter(self.dependents))]
+
     def queue_event(self, event: str, summary: str) -> None:
         """Remember a hook event for the ledger (flushed with the next ledger write)."""
         self.pending_events.append([event, self.session_id, summary[:200]])
@@ -227,6 +255,80 @@ def call_signature(name: str, tool_input: object) -> str:
     except (TypeError, ValueError):
         canonical = repr(tool_input)
     return f"{name}:{_digest64(canonical.encode('utf-8', errors='replace'))}"
+
+
+ANY_EDIT = "*"
+_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+_READ_TOOLS = frozenset({"Read", "NotebookRead"})
+_SHELL_TOOLS = frozenset({"Bash", "bash", "shell"})
+_RUNNERS = frozenset(
+    {"python", "python3", "node", "bash", "sh", "zsh", "ruby", "perl", "pytest", "deno", "bun"}
+)
+_CHECKS = (
+    "pytest",
+    "make",
+    "npm test",
+    "npm run",
+    "yarn test",
+    "cargo ",
+    "go test",
+    "go build",
+    "tox",
+    "jest",
+)
+
+
+def _file_name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _shell_files(command: str) -> tuple[list[str], list[str]]:
+    head = command.split("\n", 1)[0] if "<<" in command else command[:600]
+    reads: list[str] = []
+    edits: list[str] = []
+    for segment in head.replace("&&", ";").replace("||", ";").replace("|", ";").split(";"):
+        words = segment.split()
+        if not words:
+            continue
+        verb = _file_name(words[0])
+        args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
+        if "/" in words[0] and "." in verb:
+            reads.append(words[0])  # ./build.sh
+        elif verb in _RUNNERS or verb.startswith("python"):
+            reads += [a for a in args if "." in a][:1]
+        elif verb in ("cat", "head", "tail", "nl", "less"):
+            reads += [a for a in args if "." in a and ">" not in a]
+        elif verb == "sed" and any(w.startswith("-i") for w in words[1:]):
+            edits += [a for a in args[1:] if "." in a]
+        elif verb == "tee":
+            edits += args
+        elif verb == "patch" or (verb == "git" and args[:1] == ["apply"]):
+            edits.append(ANY_EDIT)
+        for i, word in enumerate(words):
+            if word in (">", ">>") and i + 1 < len(words):
+                edits.append(words[i + 1])
+            elif word.startswith(">") and len(word) > 2 and not word.startswith(">&"):
+                edits.append(word.lstrip(">"))
+    edits = [e for e in edits if not e.startswith("/dev/")]
+    if not reads and any(check in head for check in _CHECKS):
+        reads.append(ANY_EDIT)
+    return reads, edits
+
+
+def call_files(name: str, tool_input: object) -> tuple[list[str], list[str]]:
+    """(files a call reads or runs, files it edits) for the doom-loop count (see the module
+    docstring); ``ANY_EDIT`` among the reads for a check that names no file."""
+    if not isinstance(tool_input, dict):
+        return [], []
+    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
+    if name in _EDIT_TOOLS:
+        return [], [path] if isinstance(path, str) else []
+    if name in _READ_TOOLS:
+        return ([path] if isinstance(path, str) else []), []
+    command = tool_input.get("command")
+    if name in _SHELL_TOOLS and isinstance(command, str):
+        return _shell_files(command)
+    return [], []
 
 
 def tail_cache_path(home: str, transcript: str) -> str:
