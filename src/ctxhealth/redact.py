@@ -29,11 +29,19 @@ class SecretKind(StrEnum):
     OPENAI = "openai-key"
     AWS = "aws-key"
     GITHUB = "github-token"
+    GITLAB = "gitlab-token"
     SLACK = "slack-token"
+    STRIPE = "stripe-key"
     GOOGLE = "google-key"
+    NPM = "npm-token"
+    HUGGING_FACE = "hf-token"
+    SENDGRID = "sendgrid-key"
+    TWILIO = "twilio-key"
+    DISCORD = "discord-token"
     JWT = "jwt"
     BEARER = "bearer"
     URL_CREDENTIALS = "url-credentials"
+    COMMAND_LINE = "cli-password"
     ASSIGNMENT = "secret"
 
 
@@ -72,42 +80,102 @@ _PLACEHOLDER = r"^(?:\[REDACTED|\$\{|\$[A-Z_]|<[^>]*>?$|\*{3,}|x{6,}$|\.\.\.|Non
 # Names that say "the value is a secret". ``pwd`` and ``credentials`` are left out on purpose:
 # their values are usually paths. ``tokens`` (plural) is a count, hence the right boundary.
 _SECRET_NAME = (
-    r"(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key(?:[_-]?id)?|private[_-]?key|secret|token|"
-    r"password|passwd|passphrase)"
+    r"(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key(?:[_-]?id)?|private[_-]?key|account[_-]?key|"
+    r"shared[_-]?access[_-]?key|sharedaccesssignature|secret|token|password|passwd|passphrase)"
 )
 # Cheap test before the assignment rule: most text names no secret at all.
-_NAME_HINTS = ("key", "secret", "token", "passw", "passphrase")
+_NAME_HINTS = ("key", "secret", "token", "passw", "passphrase", "sharedaccesssignature")
+
+# Words that stand for a password in documentation (``curl --user user:passwd``).
+_PLACEHOLDER_WORD = r"(?:pass(?:wd|word)?|secret|pwd|x{3,}|\*{3,})(?![^\s\"'])"
+
+
+def _word(literal: str) -> str:
+    """``literal`` at the start of a word. The pattern starts with the literal itself and checks
+    the character before it afterwards: a leading ``\b`` would stop the regex engine from skipping
+    ahead to the literal, which makes a scan tens of times slower."""
+    escaped = re.escape(literal)
+    return f"{escaped}(?<![A-Za-z0-9_]{escaped})"
+
 
 _RULES: tuple[_Rule, ...] = (
     _Rule(
         SecretKind.PRIVATE_KEY,
         ("private key",),
+        # A block cut short (an excerpt) is redacted up to the end of its string: the next quote
+        # that is not escaped, so a JSON document stays valid.
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)",
+        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[^\"\\]|\\[^\"])*)",
     ),
-    _Rule(SecretKind.ANTHROPIC, ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
+    _Rule(SecretKind.ANTHROPIC, ("sk-ant-",), _word("sk-ant-") + r"[A-Za-z0-9_-]{16,}"),
     _Rule(
         SecretKind.OPENAI,
         ("sk-",),
-        r"\bsk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}",
+        _word("sk-") + r"(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}",
     ),
     _Rule(
         SecretKind.AWS,
         ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
-        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",
+        # The access key id, and the 40-character secret when it follows it (a credentials CSV,
+        # ``aws configure`` output): the secret alone has no shape of its own.
+        r"A(?:KIA|SIA|GPA|IDA|ROA|NPA)(?<![A-Za-z0-9_]....)[0-9A-Z]{16}\b"
+        r"(?:[\s,:;|=\"']{1,8}[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+]))?",
         exact_hints=True,
     ),
     _Rule(
         SecretKind.GITHUB,
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        _word("gh") + r"(?:[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{22,})",
     ),
-    _Rule(SecretKind.SLACK, ("xox",), r"\bxox[abposrce]-[A-Za-z0-9-]{10,}"),
-    _Rule(SecretKind.GOOGLE, ("aiza",), r"\bAIza[0-9A-Za-z_-]{30,}"),
+    _Rule(
+        SecretKind.GITLAB,
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-", "gloas-", "glsoat-"),
+        _word("gl") + r"(?:pat|dt|rt|ptt|ft|cbt|oas|soat)-[A-Za-z0-9_-]{20,}",
+    ),
+    _Rule(SecretKind.SLACK, ("xox",), _word("xox") + r"[abposrce]-[A-Za-z0-9-]{10,}"),
+    _Rule(SecretKind.SLACK, ("xapp-",), _word("xapp-") + r"[A-Za-z0-9-]{10,}"),
+    _Rule(
+        SecretKind.SLACK,
+        ("hooks.slack.com/services/",),
+        r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]{16,}",
+        keep_prefix_group=1,
+    ),
+    _Rule(
+        SecretKind.STRIPE,
+        ("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
+        r"[sr]k_(?<![A-Za-z0-9_][sr]k_)(?:live|test)_[A-Za-z0-9]{16,}",
+    ),
+    _Rule(SecretKind.STRIPE, ("whsec_",), _word("whsec_") + r"[A-Za-z0-9+/=]{24,}"),
+    _Rule(SecretKind.GOOGLE, ("aiza",), _word("AIza") + r"[0-9A-Za-z_-]{30,}"),
+    _Rule(SecretKind.NPM, ("npm_",), _word("npm_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{36}\b"),
+    _Rule(SecretKind.HUGGING_FACE, ("hf_",), _word("hf_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{30,}\b"),
+    _Rule(
+        SecretKind.SENDGRID,
+        ("SG.",),
+        _word("SG.") + r"[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
+        exact_hints=True,
+    ),
+    # A Twilio API key sid (SK + 32 hex), and the auth token after an account sid (``AC…:token``).
+    _Rule(SecretKind.TWILIO, ("SK",), _word("SK") + r"[0-9a-fA-F]{32}\b", exact_hints=True),
+    _Rule(
+        SecretKind.TWILIO,
+        ("AC",),
+        r"(AC(?<![A-Za-z0-9_]AC)[0-9a-fA-F]{32}:)[0-9a-fA-F]{32}\b",
+        keep_prefix_group=1,
+        exact_hints=True,
+    ),
+    _Rule(
+        SecretKind.DISCORD,
+        ("M", "N", "O"),
+        # A bot token: the user id in base64, a 6-character timestamp, an HMAC.
+        r"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
+        r"(?![A-Za-z0-9_-])",
+        exact_hints=True,
+    ),
     _Rule(
         SecretKind.JWT,
         ("eyj",),
-        r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}",
+        _word("eyJ") + r"[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}",
     ),
     _Rule(
         SecretKind.URL_CREDENTIALS,
@@ -119,10 +187,30 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         SecretKind.BEARER,
         ("bearer", "authorization"),
-        r"((?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|token|basic)?|\bbearer)\s+)"
+        r"((?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|token|basic|digest)?|\bbearer)\s+)"
         r"(?!\[REDACTED)[A-Za-z0-9._~+/=-]{8,}",
         keep_prefix_group=1,
         flags=re.I,
+    ),
+    # Passwords on a command line: ``curl -u user:pass`` / ``--user=user:pass``, ``mysql -pX`` (the
+    # password glued to -p), ``sshpass -p X``.
+    _Rule(
+        SecretKind.COMMAND_LINE,
+        ("-u", "--user"),
+        r"(-(?<![^\s\"']-)(?:u|-user)(?:\s+|=)[\"']?[^\s:\"'/@]+:)(?!\[REDACTED|" + _PLACEHOLDER_WORD + r")[^\s\"']+",
+        keep_prefix_group=1,
+    ),
+    _Rule(
+        SecretKind.COMMAND_LINE,
+        ("mysql", "mariadb"),
+        r"((?:mysql|mariadb)[\w-]*[^\n|;&]*?\s-p[\"']?)(?!\[REDACTED)[^\s\"']+",
+        keep_prefix_group=1,
+    ),
+    _Rule(
+        SecretKind.COMMAND_LINE,
+        ("sshpass",),
+        r"(sshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"']+",
+        keep_prefix_group=1,
     ),
 )
 
@@ -130,9 +218,23 @@ _RULES: tuple[_Rule, ...] = (
 # matched by its secret-saying end (``OPENAI_API_KEY`` ends in ``api_key``). The pattern is
 # matched case-sensitively against a lower-cased copy of the text: several times faster than
 # ``re.IGNORECASE``, and the copy has the same length, so its spans index the original.
+# ``is`` / ``was`` catch secrets in prose (``the password is X``); the value tests below keep
+# ``the token is valid`` as it is.
 _ASSIGNMENT = (
-    r"(?P<head>" + _SECRET_NAME + r"(?![a-z0-9])[\"']?\s*(?::=|=>|:|=)\s*[\"']?)"
+    r"(?P<head>" + _SECRET_NAME + r"(?![a-z0-9])(?:\\?[\"'])?\s*(?::=|=>|:|=|\bis\b|\bwas\b)\s*(?:\\?[\"'])?)"
     r"(?P<value>[^\s\"',;&)}\]\\]+)"
+)
+# ``NAME=value`` with an upper-case (environment) name one of whose ``_``-separated parts says
+# "secret" (``SENDGRID_API_KEY``, ``GITHUB_TOKEN_RO``, ``PGPASSWORD``): the value is a literal
+# whatever it looks like, quoted values up to their closing quote. Matched case-sensitively. An
+# unquoted value counts only in shell / dotenv style, ``=`` without spaces: ``SECRET = make()``
+# is a Python constant bound to code.
+_ENV_ASSIGNMENT = (
+    r"(?P<name>[A-Z](?<![A-Za-z0-9_$.][A-Z])[A-Z0-9_]*)"
+    r"(?:\s*=\s*(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)')|=(?P<bare>[^\s\"';&|)}\]\\]+))"
+)
+_ENV_SECRET_PART = (
+    r"(?:^|_)(?:[A-Z]*KEY|[A-Z]*TOKEN|[A-Z]*SECRET|[A-Z]*PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?)(?:_|$)"
 )
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
@@ -163,7 +265,34 @@ def _is_code(value: str) -> bool:
 
 def _assignment_is_secret(head: str, value: str) -> bool:
     quoted = head[-1:] in ("'", '"')
+    if not quoted and head.rstrip().endswith(("is", "was")):
+        value = value.rstrip(".,:;!?")  # prose: ``the password was changed.``
     return _is_secret_value(value) and (quoted or not _is_code(value))
+
+
+def _env_value_is_secret(value: str) -> bool:
+    # Paths and variable references are not secrets (``SSL_KEY=/etc/ssl/k.pem``, ``TOKEN=$T``).
+    return _is_secret_value(value) and not value.startswith(("/", "./", "../", "~/", "$", "%"))
+
+
+def _redact_env_assignments(text: str, found: list[SecretKind] | None) -> str:
+    pieces: list[str] = []
+    position = 0
+    for match in _compiled(_ENV_ASSIGNMENT).finditer(text):
+        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+        start, end = match.span(group)
+        if not _compiled(_ENV_SECRET_PART).search(match.group("name")):
+            continue
+        if not _env_value_is_secret(text[start:end]):
+            continue
+        pieces += [text[position:start], _marker(SecretKind.ASSIGNMENT)]
+        position = end
+        if found is not None:
+            found.append(SecretKind.ASSIGNMENT)
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def _redact_assignments(text: str, found: list[SecretKind] | None) -> str:
@@ -195,7 +324,10 @@ def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match
 
 # Every hint of every rule, lower-cased, and the assignment rule's: text containing none of them
 # (most text) is returned as is after one pass of substring tests.
-_ALL_HINTS = tuple(dict.fromkeys([h.lower() for rule in _RULES for h in rule.hints] + list(_NAME_HINTS)))
+_ENV_HINTS = ("pass", "pwd", "credential")
+_ALL_HINTS = tuple(
+    dict.fromkeys([h.lower() for rule in _RULES for h in rule.hints] + list(_NAME_HINTS) + list(_ENV_HINTS))
+)
 
 
 def _run(text: str, found: list[SecretKind] | None) -> str:
@@ -210,8 +342,10 @@ def _run(text: str, found: list[SecretKind] | None) -> str:
         if any(hint in haystack for hint in rule.hints):
             text = rule.pattern.sub(_replacer(rule, found), text)
 
-    if not any(hint in lowered for hint in _NAME_HINTS):
+    if not any(hint in lowered for hint in (*_NAME_HINTS, *_ENV_HINTS)):
         return text
+    if "=" in text:
+        text = _redact_env_assignments(text, found)
     return _redact_assignments(text, found)
 
 
