@@ -34,13 +34,7 @@ def canaries() -> dict[str, tuple[str, str]]:
     pem = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + pem_body + "-----END RSA PRIVATE KEY-----"
     pem_cut_body = "MIIEvQIBADANBgkq" + _mix("cu", 44)
     pem_cut = "-----BEGIN " + "PRIVATE KEY-----\n" + pem_cut_body
-    jwt = (
-        "ey"
-        + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
-        + "ey"
-        + "JzdWIiOiIxMjM0NTY3ODkwIn0."
-        + _mix("jw", 30)
-    )
+    jwt = "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0." + _mix("jw", 30)
     discord = "MTk4NjIy" + "NDgzNDcxOTI1MjQ4" + "." + "Cl2FMQ" + "." + _mix("dc", 27)
     values = {
         "anthropic": (f"export ANTHROPIC_KEY_VALUE {anthropic} now", anthropic),
@@ -49,7 +43,10 @@ def canaries() -> dict[str, tuple[str, str]]:
         "aws-access-key-id": (f"AWS id {aws_id} in config", aws_id),
         "aws-secret-assigned": (f"aws_secret_access_key = {aws_secret}", aws_secret),
         "aws-secret-after-id": (f"User,AKIAQ3EXAMPLE7Z2PAIR,{aws_pair_secret}\n", aws_pair_secret),
-        "github-classic": (f"git clone https://{'ghp' + '_' + _mix('gh', 36)}@github.com/x/y", _mix("gh", 36)),
+        "github-classic": (
+            f"git clone https://{'ghp' + '_' + _mix('gh', 36)}@github.com/x/y",
+            _mix("gh", 36),
+        ),
         "github-fine": (f"token is {'github' + '_pat_' + '11ABCDEFG0' + _mix('gf', 60)}.", _mix("gf", 60)),
         "gitlab": (f"GL token: {'gl' + 'pat-' + _mix('gl', 20)} for CI", _mix("gl", 20)),
         "slack-bot": (f"slack: {'xox' + 'b-' + '1234567890-0987654321-' + _mix('sl', 24)}", _mix("sl", 24)),
@@ -77,18 +74,25 @@ def canaries() -> dict[str, tuple[str, str]]:
             _mix("az", 40),
         ),
         "azure-sas-key": (
-            f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={_mix('sb', 43)}=",
+            "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;"
+            f"SharedAccessKey={_mix('sb', 43)}=",
             _mix("sb", 43),
         ),
         "jwt": (f"cookie session={jwt}; path=/", jwt),
         "pem": (f"key file:\n{pem}\nend", pem_body.strip()),
         "pem-cut-short": (f'{{"excerpt": "{pem_cut}', pem_cut_body),
         "bearer-header": (f"Authorization: Bearer {'Be' + _mix('be', 30)}", "Be" + _mix("be", 30)),
-        "bearer-lowercase-curl": (f'curl -H "authorization: bearer {_mix("bl", 30)}" https://api', _mix("bl", 30)),
+        "bearer-lowercase-curl": (
+            f'curl -H "authorization: bearer {_mix("bl", 30)}" https://api',
+            _mix("bl", 30),
+        ),
         "bearer-uppercase": (f"AUTHORIZATION: BEARER {_mix('bu', 30)}", _mix("bu", 30)),
         "basic-header": (f"Authorization: Basic {_mix('ba', 24)}==", _mix("ba", 24)),
         "url-credentials-postgres": ("postgres://admin:" + "Pa55word9Q" + "@db:5432/app", "Pa55word9Q"),
-        "url-credentials-mongodb-srv": ("mongodb+srv://svc:" + "Mg0Pass7Zx" + "@cluster0.x.net", "Mg0Pass7Zx"),
+        "url-credentials-mongodb-srv": (
+            "mongodb+srv://svc:" + "Mg0Pass7Zx" + "@cluster0.x.net",
+            "Mg0Pass7Zx",
+        ),
         "url-credentials-amqp": ("amqp://guest:" + "R4bbitPw2x" + "@mq:5672/", "R4bbitPw2x"),
         "password-equals": ("db password=" + "hunter2!xQ", "hunter2!xQ"),
         "password-colon-yaml": ("database:\n  password: " + "Yaml9Pass!", "Yaml9Pass!"),

@@ -20,7 +20,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
-__all__ = ["SecretKind", "find_secrets", "redact", "redact_value"]
+__all__ = ["SecretKind", "find_secrets", "redact", "redact_value", "scrub"]
 
 
 class SecretKind(StrEnum):
@@ -105,7 +105,7 @@ _RULES: tuple[_Rule, ...] = (
         # A block cut short (an excerpt) is redacted up to the end of its string: the next quote
         # that is not escaped, so a JSON document stays valid.
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[^\"\\]|\\[^\"])*)",
+        r"(?:(?:[^\"\\]|\\[^\"])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[^\"\\]|\\[^\"])*)",
     ),
     _Rule(SecretKind.ANTHROPIC, ("sk-ant-",), _word("sk-ant-") + r"[A-Za-z0-9_-]{16,}"),
     _Rule(
@@ -181,7 +181,7 @@ _RULES: tuple[_Rule, ...] = (
         SecretKind.URL_CREDENTIALS,
         ("://",),
         # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
-        r"(://[^\s:/@\"'\[\]]+:)(?!\[REDACTED)[^\s/@\"']+(?=@)",
+        r"(://[^\s:/@\"'\[\]\\]+:)(?!\[REDACTED)[^\s/@\"'\\]+(?=@)",
         keep_prefix_group=1,
     ),
     _Rule(
@@ -197,19 +197,20 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         SecretKind.COMMAND_LINE,
         ("-u", "--user"),
-        r"(-(?<![^\s\"']-)(?:u|-user)(?:\s+|=)[\"']?[^\s:\"'/@]+:)(?!\[REDACTED|" + _PLACEHOLDER_WORD + r")[^\s\"']+",
+        r"(-(?<![^\s\"']-)(?:u|-user)(?:\s+|=)[\"']?[^\s:\"'/@\\]+:)(?!\[REDACTED|" + _PLACEHOLDER_WORD + r")"
+        r"[^\s\"'\\]+",
         keep_prefix_group=1,
     ),
     _Rule(
         SecretKind.COMMAND_LINE,
         ("mysql", "mariadb"),
-        r"((?:mysql|mariadb)[\w-]*[^\n|;&]*?\s-p[\"']?)(?!\[REDACTED)[^\s\"']+",
+        r"((?:mysql|mariadb)[\w-]*[^\n|;&\"]*?\s-p[\"']?)(?!\[REDACTED)[^\s\"'\\]+",
         keep_prefix_group=1,
     ),
     _Rule(
         SecretKind.COMMAND_LINE,
         ("sshpass",),
-        r"(sshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"']+",
+        r"(sshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"'\\]+",
         keep_prefix_group=1,
     ),
 )
@@ -231,7 +232,7 @@ _ASSIGNMENT = (
 # is a Python constant bound to code.
 _ENV_ASSIGNMENT = (
     r"(?P<name>[A-Z](?<![A-Za-z0-9_$.][A-Z])[A-Z0-9_]*)"
-    r"(?:\s*=\s*(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)')|=(?P<bare>[^\s\"';&|)}\]\\]+))"
+    r"(?:\s*=\s*(?:\\?\"(?P<dq>[^\"\n\\]*)\\?\"|'(?P<sq>[^'\n\\]*)')|=(?P<bare>[^\s\"';&|)}\]\\]+))"
 )
 _ENV_SECRET_PART = (
     r"(?:^|_)(?:[A-Z]*KEY|[A-Z]*TOKEN|[A-Z]*SECRET|[A-Z]*PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?)(?:_|$)"
@@ -248,8 +249,14 @@ def _same_length_lower(text: str) -> str:
 def _is_secret_value(value: str) -> bool:
     if len(value) < 4 or _compiled(_PLACEHOLDER, re.I).match(value):
         return False
-    # Numbers and booleans are settings, not secrets (``token: 3``, ``password_required=true``).
-    return not (value.isdigit() or value.lower() in {"true", "false", "none", "null", "yes", "no"})
+    # Numbers and booleans are settings, not secrets (``token: 3``, ``password_required=true``);
+    # leaving a JSON number alone also keeps a redacted JSON document valid.
+    if value.lower() in {"true", "false", "none", "null", "yes", "no"}:
+        return False
+    return not _compiled(_NUMBER).match(value)
+
+
+_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 
 
 # An unquoted value that reads as code (``self.secret``, ``conn.get(``, ``data[``) is not a literal.
@@ -361,6 +368,20 @@ def find_secrets(text: str) -> list[SecretKind]:
     found: list[SecretKind] = []
     _run(text, found)
     return found
+
+
+def scrub(value: Any) -> Any:
+    """The one redaction every writer applies before anything leaves ctxhealth: files under the
+    home and the state root, ledger rows, the hooks' cache, hook output and printed checkpoints.
+
+    Takes text, UTF-8 bytes (a serialised document: redacting it leaves valid JSON valid) or a
+    JSON-like value (see :func:`redact_value`), and returns the same kind.
+    """
+    if isinstance(value, bytes | bytearray):
+        text = bytes(value).decode("utf-8", errors="surrogateescape")
+        clean = redact(text)
+        return bytes(value) if clean == text else clean.encode("utf-8", errors="surrogateescape")
+    return redact_value(value)
 
 
 def redact_value(value: Any) -> Any:
