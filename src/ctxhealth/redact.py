@@ -18,9 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["SecretKind", "find_secrets", "redact", "redact_value", "scrub"]
+if TYPE_CHECKING:
+    from ctxhealth.model import Message
+
+__all__ = ["SecretKind", "find_secrets", "redact", "redact_message", "redact_value", "scrub"]
 
 
 class SecretKind(StrEnum):
@@ -415,3 +418,31 @@ _SECRET_KEY = r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$"
 
 def _is_secret_key(key: str) -> bool:
     return bool(_compiled(_SECRET_KEY, re.I).match(key))
+
+
+def redact_message(message: Message) -> Message:
+    """``message`` with every text, thinking, tool input, tool output and compaction summary redacted
+    (the same object when nothing changed).
+
+    Anything that keeps excerpts of messages redacts them with this *before* it normalises them:
+    a failure signature with its digits masked (``sk-proj-abcNNN``) no longer looks like a key.
+    """
+    from dataclasses import replace
+
+    from ctxhealth.model import CompactionSummary, TextBlock, ThinkingBlock, ToolCall, ToolResult
+
+    blocks = []
+    changed = False
+    for block in message.blocks:
+        clean: Any = block
+        if isinstance(block, TextBlock | ThinkingBlock | ToolResult | CompactionSummary):
+            text = redact(block.text)
+            if text != block.text:
+                clean = replace(block, text=text)
+        elif isinstance(block, ToolCall):
+            value = redact_value(block.input)
+            if value != block.input:
+                clean = replace(block, input=value)
+        changed = changed or clean is not block
+        blocks.append(clean)
+    return replace(message, blocks=tuple(blocks)) if changed else message

@@ -10,6 +10,7 @@ was just before its K-th compaction, to compare with the agent's own summary.
 
 from __future__ import annotations
 
+import dataclasses
 from enum import StrEnum
 
 import click
@@ -26,8 +27,10 @@ from ctxhealth.recovery.reanchor import reanchor
 from ctxhealth.recovery.report import RecoveryReport, RemovalKind, Strategy
 from ctxhealth.recovery.restart import restart
 from ctxhealth.recovery.truncate import truncate
+from ctxhealth.redact import scrub
 from ctxhealth.sources import read_session
 from ctxhealth.sources.writers import to_anthropic_request, to_openai_request
+from ctxhealth.state.checkpoint import redact_session
 
 
 class OutputFormat(StrEnum):
@@ -100,8 +103,9 @@ def recover(
         session, _ = before_compaction(session, before)
     output = OutputFormat(fmt)
     if output is OutputFormat.MARKDOWN:
-        cp = build_checkpoint(session, budget_tokens=budget or DEFAULT_BUDGET_TOKENS)
-        text = render_markdown(cp)
+        # Redacted like `ctxhealth checkpoint`: the session before building, the output after.
+        cp = build_checkpoint(redact_session(session), budget_tokens=budget or DEFAULT_BUDGET_TOKENS)
+        text = scrub(render_markdown(cp))
         if as_json:
             doc = {
                 "schema_version": SCHEMA_VERSION,
@@ -109,9 +113,9 @@ def recover(
                 "markdown": text,
                 "tokens": cp.tokens,
                 "budget_tokens": cp.budget_tokens,
-                "checkpoint": cp,
+                "checkpoint": dataclasses.asdict(cp),
             }
-            click.echo(dump_json(doc))
+            click.echo(dump_json(scrub(doc)))
         else:
             click.echo(text, nl=False)
         click.echo(

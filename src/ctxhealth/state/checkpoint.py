@@ -17,13 +17,7 @@ import orjson
 
 from ctxhealth.labels import session_label
 from ctxhealth.model import (
-    Block,
-    CompactionSummary,
     Session,
-    TextBlock,
-    ThinkingBlock,
-    ToolCall,
-    ToolResult,
 )
 from ctxhealth.recovery.budget import DEFAULT_ENCODING
 from ctxhealth.recovery.checkpoint import (
@@ -32,7 +26,7 @@ from ctxhealth.recovery.checkpoint import (
     render_markdown,
     render_text,
 )
-from ctxhealth.redact import scrub
+from ctxhealth.redact import redact_message, scrub
 from ctxhealth.state.ledger import Ledger
 from ctxhealth.state.store import StateStore
 
@@ -70,14 +64,6 @@ class CheckpointFiles:
         }
 
 
-def _redact_block(block: Block) -> Block:
-    if isinstance(block, TextBlock | ThinkingBlock | ToolResult | CompactionSummary):
-        return dataclasses.replace(block, text=scrub(block.text))
-    if isinstance(block, ToolCall):
-        return dataclasses.replace(block, input=scrub(block.input))
-    return block
-
-
 def redact_session(session: Session) -> Session:
     """The session with every text, tool input and tool output redacted.
 
@@ -85,9 +71,7 @@ def redact_session(session: Session) -> Session:
     (identifiers, findings) that, once cut from their ``TOKEN=...`` context, no longer
     look like secrets.
     """
-    messages = tuple(
-        dataclasses.replace(m, blocks=tuple(_redact_block(b) for b in m.blocks)) for m in session.messages
-    )
+    messages = tuple(redact_message(m) for m in session.messages)
     sidechains = tuple(redact_session(s) for s in session.sidechains)
     return dataclasses.replace(session, messages=messages, sidechains=sidechains)
 

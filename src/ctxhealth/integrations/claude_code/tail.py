@@ -24,7 +24,7 @@ from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.monitoring import observe_messages
 from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters, call_signature
 from ctxhealth.model import Message, Role
-from ctxhealth.redact import redact
+from ctxhealth.redact import scrub
 from ctxhealth.signals.profile import Profile, default_profile
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 
@@ -105,7 +105,7 @@ def fold_messages(
                 counters.record_tool(result.tool_call_id, name, signature, failed)
             text = message.text
             if not counters.instruction and not message.tool_results and text.strip():
-                counters.instruction = redact(text[:INSTRUCTION_CHARS])
+                counters.instruction = scrub(text[:INSTRUCTION_CHARS])
             continue
         if message.role is not Role.ASSISTANT:
             continue

@@ -91,7 +91,7 @@ def open_transcript(path: str) -> int:
     problem = transcript_problem(path)
     if problem is not None:
         raise InputError(
-            f"transcript {path} is {problem}",
+            f"{problem}, not a transcript file" if problem != "missing" else "transcript not found",
             hint="Claude Code names its JSONL transcript here; nothing else is read",
             path=path,
         )
@@ -100,7 +100,7 @@ def open_transcript(path: str) -> int:
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise InputError(
-            f"transcript {path} is {file_kind(mode)}",
+            f"{file_kind(mode)}, not a transcript file",
             hint="Claude Code names its JSONL transcript here; nothing else is read",
             path=path,
         )
