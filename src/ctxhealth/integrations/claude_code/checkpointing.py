@@ -171,6 +171,8 @@ def write_hook_checkpoint(
         if built is None:
             break  # out of time: keep what was written (if anything)
         session, document, markdown, shot = built
+        if not session.messages:
+            break  # nothing readable in the window (zeros, junk): no empty checkpoint
         files = write_checkpoint_document(store, session, document, markdown, ledger=ledger)
         if shot is not None:
             from ctxhealth.state.memory import write_snapshot
