@@ -34,4 +34,8 @@ def session_folder(raw: str | None, readable: str | None = None) -> str:
     from hashlib import blake2b
 
     digest = blake2b((raw or "").encode("utf-8", errors="surrogatepass"), digest_size=FOLDER_DIGEST_BYTES)
-    return f"{session_label(raw if readable is None else readable, 40)}-{digest.hexdigest()}"
+    from ctxhealth.redact import redact
+
+    # The readable part is redacted: a folder name is as visible as a file's content.
+    label = session_label(redact((raw if readable is None else readable) or ""), 40)
+    return f"{label}-{digest.hexdigest()}"

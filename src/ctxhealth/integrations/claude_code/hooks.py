@@ -514,9 +514,12 @@ def run_hook(event_name: str | None, raw: bytes, *, home: str) -> HookResult:
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
         return HookResult(stdout=handle_hook(event, raw, home=home))
     except Exception as exc:  # fail open: a hook must never break the agent
-        message = _one_line(exc)
-        _log_error(home, f"hook {event_name or '?'}", message)
-        return HookResult(stderr=f"ctxhealth: hook {event_name or '?'} skipped: {message}")
+        from ctxhealth.redact import scrub
+
+        message = scrub(_one_line(exc))
+        where = scrub(f"hook {event_name or '?'}")
+        _log_error(home, where, message)
+        return HookResult(stderr=f"ctxhealth: {where} skipped: {message}")
 
 
 def _one_line(exc: BaseException) -> str:
