@@ -43,6 +43,23 @@ MB = 1024 * 1024
 COMMANDS = ("PreCompact", "SessionStart", "UserPromptSubmit", "statusline")
 
 
+# Runs a module as ``python -m`` does and, at exit, writes its peak RSS (``VmHWM``, kB: the
+# process's own, not the forked parent's, which ``ru_maxrss`` would include) to the file in argv[1].
+PEAK_RSS_WRAPPER = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def peak():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                with open(out, "w") as handle:
+                    handle.write(line.split()[1])
+atexit.register(peak)
+module = sys.argv.pop(1)
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
 def _line(kind: str, n: int, message: dict[str, Any]) -> str:
     parent = f"u{n - 1}" if n else None
     return json.dumps(
@@ -127,8 +144,9 @@ def _run_one(command: str, transcript: Path, src: Path | None, kill_after: float
         env["PYTHONPATH"] = str(src)
     args = ["ctxhealth.cli.statusline"] if command == "statusline" else ["ctxhealth.cli.hook", command]
     started = time.perf_counter()
+    peak_file = home / "peak-rss-kb"
     proc = subprocess.Popen(
-        [sys.executable, "-m", *args],
+        [sys.executable, "-c", PEAK_RSS_WRAPPER, str(peak_file), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -149,14 +167,15 @@ def _run_one(command: str, transcript: Path, src: Path | None, kill_after: float
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc.wait()
+        elapsed = time.perf_counter() - started
+        peak_kb = int(peak_file.read_text()) if peak_file.exists() else 0
     finally:
         timer.cancel()
         shutil.rmtree(home, ignore_errors=True)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     return {
-        "s": round(time.perf_counter() - started, 3),
-        "rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "s": round(elapsed, 3),
+        "rss_mb": round(peak_kb / 1024, 1),
         "exit": proc.returncode,
         "killed": killed.is_set(),
     }

@@ -139,10 +139,12 @@ def write_hook_checkpoint(
     *,
     snapshot: bool,
     before_last_compaction: bool = False,
+    deadline: float | None = None,
 ) -> CheckpointOutcome | None:
     """Write the checkpoint of ``counters.path`` under the state root ``root`` (and the
     pre-compaction snapshot when ``snapshot``); None when the transcript is not a regular file or
-    no checkpoint could be built in time. Updates the counters' checkpoint fields."""
+    no checkpoint could be built in time. ``deadline`` (``time.monotonic()``; default: now +
+    ``limits.checkpoint_seconds``) ends the building. Updates the counters' checkpoint fields."""
     from pathlib import Path
 
     from ctxhealth.state.checkpoint import write_checkpoint_document
@@ -151,7 +153,8 @@ def write_hook_checkpoint(
     path = counters.path
     if transcript_problem(path) is not None:
         return None
-    deadline = time.monotonic() + limits.checkpoint_seconds
+    if deadline is None:
+        deadline = time.monotonic() + limits.checkpoint_seconds
     size = os.stat(path).st_size
     store = StateStore(Path(root))
     outcome: CheckpointOutcome | None = None

@@ -229,25 +229,21 @@ def _summary(payload: HookPayload) -> str:
 
 
 def _checkpoint(
-    home: str,
-    counters: SessionCounters,
-    ledger: Ledger | None,
-    limits: HookLimits,
-    *,
-    snapshot: bool,
-    before_last_compaction: bool = False,
+    call: _Call, ledger: Ledger | None, *, snapshot: bool, before_last_compaction: bool = False
 ) -> CheckpointOutcome | None:
     """Write a checkpoint of the transcript (and the pre-compaction snapshot) under the session's
-    root, bounded in bytes and time (:mod:`.checkpointing`); None when there is none."""
+    root, bounded in bytes, and in time by the hook's checkpoint budget counted from its start
+    (:mod:`.checkpointing`); None when there is none."""
     from ctxhealth.integrations.claude_code.checkpointing import write_hook_checkpoint
 
     return write_hook_checkpoint(
-        session_root(home, counters),
-        counters,
+        session_root(call.home, call.counters),
+        call.counters,
         ledger,
-        limits,
+        call.limits,
         snapshot=snapshot,
         before_last_compaction=before_last_compaction,
+        deadline=call.started + call.limits.checkpoint_seconds,
     )
 
 
@@ -265,29 +261,21 @@ def _saved_message(outcome: CheckpointOutcome | None, problem: str | None) -> st
 
 
 def _pre_compact(call: _Call) -> str:
+    from ctxhealth.integrations.claude_code.transcript import transcript_problem
     from ctxhealth.state.ledger import Ledger
 
     home, counters = call.home, call.counters
-    problem = _read_tail(counters)
+    problem = transcript_problem(counters.path)
     with Ledger.open(_home_path(home)) as ledger:
-        outcome = _checkpoint(home, counters, ledger, call.limits, snapshot=True)
+        # The checkpoint first: it is what PreCompact is for. The counters' tail only if time is left.
+        outcome = _checkpoint(call, ledger, snapshot=True)
+        if call.time_left() > 0:
+            _read_tail(counters)
         counters.checkpoint_pending = outcome is not None
         saved = f" checkpoint={counters.checkpoint_json}" if outcome is not None else " no-checkpoint"
         counters.queue_event(HookEvent.PRE_COMPACT.value, _summary(call.payload) + saved)
         _flush(home, counters, ledger)
     return hook_output(HookEvent.PRE_COMPACT, user_message=_saved_message(outcome, problem))
-
-
-def _checkpoint_text(json_path: str) -> str | None:
-    import json
-
-    try:
-        with open(json_path, "rb") as handle:
-            document = json.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    text = document.get("text") if isinstance(document, dict) else None
-    return text if isinstance(text, str) else None
 
 
 def reanchor_after_compaction(counters: SessionCounters) -> str:
@@ -310,19 +298,14 @@ def _session_start(call: _Call) -> str:
         counters.queue_event(HookEvent.SESSION_START.value, _summary(payload))
         return ""
     counters.episodes += 1
-    _read_tail(counters)
     if not counters.checkpoint_pending:
         # No PreCompact checkpoint for this compaction (some compaction paths skip PreCompact), or a
         # resume: checkpoint what the transcript holds, up to the compaction that just happened.
         counters.checkpoint_text = None
-        _checkpoint(
-            home,
-            counters,
-            None,
-            call.limits,
-            snapshot=False,
-            before_last_compaction=payload.source is SessionSource.COMPACT,
-        )
+        compact = payload.source is SessionSource.COMPACT
+        _checkpoint(call, None, snapshot=False, before_last_compaction=compact)
+    if call.time_left() > 0:
+        _read_tail(counters)
     counters.checkpoint_pending = False
     context = reanchor_after_compaction(counters)
     done = " reanchored" if context else " nothing-to-give-back"
@@ -363,7 +346,7 @@ def _user_prompt(call: _Call) -> str:
                 counters.session_id, counters.turns, decision.action, "; ".join(decision.reasons)
             )
             if kind in (Notice.RESTART, Notice.HALT):
-                outcome = _checkpoint(home, counters, ledger, call.limits, snapshot=False)
+                outcome = _checkpoint(call, ledger, snapshot=False)
                 if outcome is not None:
                     context += f"\n\nA checkpoint of this session was saved: {outcome.json_path}"
             _flush(home, counters, ledger)
@@ -464,15 +447,22 @@ _HANDLERS = {
 class _Call:
     """One hook call: where ctxhealth keeps its state, the payload, the session's counters, limits."""
 
-    __slots__ = ("counters", "home", "limits", "payload")
+    __slots__ = ("counters", "home", "limits", "payload", "started")
 
     def __init__(
-        self, home: str, payload: HookPayload, counters: SessionCounters, limits: HookLimits
+        self, home: str, payload: HookPayload, counters: SessionCounters, limits: HookLimits, started: float
     ) -> None:
         self.home = home
         self.payload = payload
         self.counters = counters
         self.limits = limits
+        self.started = started
+
+    def time_left(self) -> float:
+        """Seconds left of the hook's checkpoint budget (negative once it is spent)."""
+        import time
+
+        return self.started + self.limits.checkpoint_seconds - time.monotonic()
 
 
 def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookLimits | None = None) -> str:
@@ -491,12 +481,15 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookL
             f"unknown hook event {payload.event_name!r}",
             hint="use one of " + ", ".join(e.value for e in _HANDLERS),
         )
+    import time
+
+    started = time.monotonic()
     limits = limits or HookLimits()
     transcript = os.path.abspath(os.path.expanduser(payload.transcript_path or ""))
     with SessionLock(home, transcript, timeout=limits.lock_seconds) as lock:
         counters = _load(home, payload)
         counters.lock_held = lock.acquired
-        output = _HANDLERS[payload.event](_Call(home, payload, counters, limits))
+        output = _HANDLERS[payload.event](_Call(home, payload, counters, limits, started))
         if lock.acquired:
             save_counters(home, counters)
         elif counters.pending_events:
