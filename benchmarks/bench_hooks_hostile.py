@@ -15,7 +15,9 @@ ctxhealth.cli.statusline``, the JSON payload on stdin, a fresh ``CTXHEALTH_HOME`
 Commands: PreCompact (writes a checkpoint), SessionStart ``compact`` without a PreCompact
 checkpoint (builds one from the transcript), UserPromptSubmit and the status line (read the tail).
 A run still going after ``--kill-after`` seconds (default 90; Claude Code stops a hook at 60 s) is
-killed and reported as ``killed``. With ``--before-src`` the same table is measured for another
+killed and reported as ``killed``; each run's address space is capped at ``--memory-cap-mb``
+(default 2048), so code that reads a device until memory runs out fails there (a non-zero exit)
+instead of taking the machine's memory. With ``--before-src`` the same table is measured for another
 checkout (``PYTHONPATH=<dir>``) in the same run, for a before / after comparison.
 
 Prints a table (wall seconds, and the child's peak RSS in MB) to stderr and, last, one JSON line:
@@ -137,7 +139,19 @@ def _payload(command: str, transcript: Path) -> bytes:
     return json.dumps(body).encode()
 
 
-def _run_one(command: str, transcript: Path, src: Path | None, kill_after: float) -> dict[str, Any]:
+def _cap_memory(megabytes: int) -> Any:
+    def cap() -> None:
+        import resource
+
+        limit = megabytes * MB
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return cap
+
+
+def _run_one(
+    command: str, transcript: Path, src: Path | None, kill_after: float, cap_mb: int
+) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="ctxhealth-bench-home-"))
     env = {**os.environ, "CTXHEALTH_HOME": str(home)}
     if src is not None:
@@ -151,6 +165,7 @@ def _run_one(command: str, transcript: Path, src: Path | None, kill_after: float
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
+        preexec_fn=_cap_memory(cap_mb),
     )
     killed = threading.Event()
 
@@ -181,12 +196,14 @@ def _run_one(command: str, transcript: Path, src: Path | None, kill_after: float
     }
 
 
-def _measure(files: dict[str, Path], src: Path | None, kill_after: float) -> dict[str, dict[str, Any]]:
+def _measure(
+    files: dict[str, Path], src: Path | None, kill_after: float, cap_mb: int
+) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
     for name, path in files.items():
         table[name] = {}
         for command in COMMANDS:
-            table[name][command] = _run_one(command, path, src, kill_after)
+            table[name][command] = _run_one(command, path, src, kill_after, cap_mb)
     return table
 
 
@@ -197,7 +214,13 @@ def _print(label: str, table: dict[str, dict[str, Any]]) -> None:
         cells = []
         for command in COMMANDS:
             r = row[command]
-            cells.append(("killed" if r["killed"] else f"{r['s']:.2f}s ({r['rss_mb']:.0f})").rjust(22))
+            if r["killed"]:
+                cell = "killed"
+            elif r["exit"] != 0:
+                cell = f"exit {r['exit']} {r['s']:.1f}s"
+            else:
+                cell = f"{r['s']:.2f}s ({r['rss_mb']:.0f})"
+            cells.append(cell.rjust(22))
         print(name.ljust(16) + "".join(cells), file=sys.stderr)
 
 
@@ -206,12 +229,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="Real Claude Code sessions.")
     parser.add_argument("--before-src", type=Path, help="Another checkout's src/ to measure in the same run.")
     parser.add_argument("--kill-after", type=float, default=90.0, help="Seconds before a run is killed.")
+    parser.add_argument(
+        "--memory-cap-mb", type=int, default=2048, help="Address-space cap per run (a run past it fails)."
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ctxhealth-hostile-") as tmp:
         files = _files(Path(tmp), args.data)
         sizes = {n: round(p.stat().st_size / MB, 2) if p.is_file() else None for n, p in files.items()}
-        after = _measure(files, None, args.kill_after)
-        before = _measure(files, args.before_src, args.kill_after) if args.before_src else None
+        after = _measure(files, None, args.kill_after, args.memory_cap_mb)
+        before = (
+            _measure(files, args.before_src, args.kill_after, args.memory_cap_mb) if args.before_src else None
+        )
     _print("after (this checkout)", after)
     if before is not None:
         _print(f"before ({args.before_src})", before)
