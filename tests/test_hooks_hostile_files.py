@@ -31,6 +31,7 @@ CLI = ["-c", "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ct
 INSTRUCTION = "Fix the parser bug in src/parse.py so that nested brackets parse correctly"
 # A hostile file must be refused or read in bounded memory: far below the 1 GB it holds.
 MAX_RSS_KB = 400 * 1024
+FIXTURE_CODEX = (Path(__file__).parent / "fixtures" / "codex-rollout.jsonl").read_bytes()
 
 
 def _line(kind: str, n: int, **extra: Any) -> str:
@@ -447,3 +448,40 @@ def test_the_next_writer_removes_temp_files_a_killed_writer_left(tmp_path: Path)
     assert not stale.exists() and other.exists()
     counters = load_counters(str(home), str(transcript))
     assert counters is not None and counters.tool_calls == 2
+
+
+# -- watch on what is not a Claude Code transcript -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        (FIXTURE_CODEX, "a Codex CLI rollout"),
+        (b'[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]', "OpenAI"),
+        (b"\x1f\x8b\x08\x00junk", "gzip"),
+        (b"\x00\x01\x02 binary junk \xff", "unrecognised content"),
+    ],
+)
+def test_watch_says_what_a_file_is_and_what_it_supports(tmp_path: Path, content: bytes, what: str) -> None:
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(content)
+    done = CliRunner().invoke(cli, ["watch", "--once", str(path)])
+    assert done.exit_code == 3
+    assert what in done.output and "follows Claude Code JSONL transcripts" in done.output
+
+
+def test_watch_refuses_a_fifo_at_once_and_follows_an_empty_new_session(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    done = CliRunner().invoke(cli, ["watch", "--once", str(_hostile(tmp_path, "fifo"))])
+    assert done.exit_code == 3 and "FIFO" in done.output
+    empty = tmp_path / "new.jsonl"
+    empty.write_text("")
+    done = CliRunner().invoke(cli, ["watch", "--once", str(empty)])
+    assert done.exit_code == 0 and "ctxhealth watch" in done.output
