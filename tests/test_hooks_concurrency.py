@@ -159,3 +159,6 @@ def test_a_writer_that_cannot_get_the_lock_saves_nothing_but_its_events(tmp_path
     with Ledger.open(home) as ledger:
         summaries = [row.payload_summary for row in ledger.hook_events()]
     assert any("tool=Grep" in s for s in summaries)
+    # The events queued by earlier hooks stay queued for the lock holder: none written twice.
+    assert not any("tool=Read" in s for s in summaries)
+    assert any("tool=Read" in event[2] for event in counters.pending_events)

@@ -193,10 +193,14 @@ def _flush(home: str, counters: SessionCounters, ledger: Ledger | None = None) -
 
     own = ledger is None
     ledger = ledger or Ledger.open(_home_path(home))
+    # Without the lock, the events loaded with the counters are the holder's to write: only ours.
+    pending = counters.pending_events
+    events = pending if counters.lock_held else pending[counters.events_loaded :]
     try:
-        for event, session_id, summary in counters.pending_events:
+        for event, session_id, summary in events:
             ledger.record_hook_event(str(event), session_id, str(summary))
         counters.pending_events.clear()
+        counters.events_loaded = 0
         if counters.lock_held:
             ledger.set_tail(
                 counters.path,
@@ -489,6 +493,7 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookL
     with SessionLock(home, transcript, timeout=limits.lock_seconds) as lock:
         counters = _load(home, payload)
         counters.lock_held = lock.acquired
+        counters.events_loaded = len(counters.pending_events)
         output = _HANDLERS[payload.event](_Call(home, payload, counters, limits, started))
         if lock.acquired:
             save_counters(home, counters)

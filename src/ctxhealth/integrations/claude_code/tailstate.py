@@ -140,20 +140,23 @@ class SessionCounters:
     monitor: dict[str, Any] | None
     assessment: dict[str, Any] | None
 
-    # Not stored: whether this process holds the session's lock (only then may it save the state).
+    # Not stored: whether this process holds the session's lock (only then may it save the state),
+    # and how many of ``pending_events`` were loaded (queued by earlier processes).
     lock_held: bool
+    events_loaded: int
 
     def __init__(self, path: str = "") -> None:
         for name, default in _FIELDS.items():
             setattr(self, name, default.copy() if isinstance(default, dict | list) else default)
         self.path = path
         self.lock_held = True
+        self.events_loaded = 0
 
     def reset(self) -> None:
         """Forget what was read (the transcript was rewritten); keep notices and unflushed events."""
-        keep = (self.notices, self.pending_events, self.hooks_seen, self.lock_held)
+        keep = (self.notices, self.pending_events, self.hooks_seen, self.lock_held, self.events_loaded)
         self.__init__(self.path)  # type: ignore[misc]
-        self.notices, self.pending_events, self.hooks_seen, self.lock_held = keep
+        self.notices, self.pending_events, self.hooks_seen, self.lock_held, self.events_loaded = keep
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": STATE_VERSION}
