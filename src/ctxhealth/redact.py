@@ -55,15 +55,15 @@ def _marker(kind: SecretKind) -> str:
 @dataclass(frozen=True, slots=True)
 class _Rule:
     kind: SecretKind
-    # Literals one of which any match contains (lower-case unless ``exact_hints``): a fast
-    # test that skips the regex for most text.
+    # Lower-case literals one of which any match contains (in the lower-cased text): a test that
+    # skips the regex for most text. Only for patterns that do not start with a literal: the
+    # regex engine skips ahead to a leading literal faster than a few substring tests do.
+    # Empty: the rule always runs.
     hints: tuple[str, ...]
     # Compiled on first use (:func:`_compiled`): most text never needs most rules.
     source: str
     # Group kept in front of the redaction (``Bearer ``, ``://user:``); 0 = none.
     keep_prefix_group: int = 0
-    # Hints are matched against the text as is (case matters), not its lower-case copy.
-    exact_hints: bool = False
     flags: int = 0
 
     @property
@@ -110,79 +110,80 @@ _RULES: tuple[_Rule, ...] = (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
         r"(?:(?:[^\"\\]|\\[^\"])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[^\"\\]|\\[^\"])*)",
     ),
-    _Rule(SecretKind.ANTHROPIC, ("sk-ant-",), _word("sk-ant-") + r"[A-Za-z0-9_-]{16,}"),
+    _Rule(SecretKind.ANTHROPIC, (), _word("sk-ant-") + r"[A-Za-z0-9_-]{16,}"),
     _Rule(
         SecretKind.OPENAI,
-        ("sk-",),
+        (),
         _word("sk-") + r"(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}",
     ),
     _Rule(
         SecretKind.AWS,
-        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
+        (),
         # The access key id, and the 40-character secret when it follows it (a credentials CSV,
         # ``aws configure`` output): the secret alone has no shape of its own.
         r"A(?:KIA|SIA|GPA|IDA|ROA|NPA)(?<![A-Za-z0-9_]....)[0-9A-Z]{16}\b"
         r"(?:[\s,:;|=\"']{1,8}[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+]))?",
-        exact_hints=True,
     ),
     _Rule(
         SecretKind.GITHUB,
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        (),
         _word("gh") + r"(?:[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{22,})",
     ),
     _Rule(
         SecretKind.GITLAB,
-        ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-", "gloas-", "glsoat-"),
+        (),
         _word("gl") + r"(?:pat|dt|rt|ptt|ft|cbt|oas|soat)-[A-Za-z0-9_-]{20,}",
     ),
-    _Rule(SecretKind.SLACK, ("xox",), _word("xox") + r"[abposrce]-[A-Za-z0-9-]{10,}"),
-    _Rule(SecretKind.SLACK, ("xapp-",), _word("xapp-") + r"[A-Za-z0-9-]{10,}"),
+    _Rule(SecretKind.SLACK, (), _word("xox") + r"[abposrce]-[A-Za-z0-9-]{10,}"),
+    _Rule(SecretKind.SLACK, (), _word("xapp-") + r"[A-Za-z0-9-]{10,}"),
     _Rule(
         SecretKind.SLACK,
-        ("hooks.slack.com/services/",),
+        (),
         r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]{16,}",
         keep_prefix_group=1,
     ),
     _Rule(
         SecretKind.STRIPE,
-        ("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
-        r"[sr]k_(?<![A-Za-z0-9_][sr]k_)(?:live|test)_[A-Za-z0-9]{16,}",
+        (),
+        _word("sk_") + r"(?:live|test)_[A-Za-z0-9]{16,}",
     ),
-    _Rule(SecretKind.STRIPE, ("whsec_",), _word("whsec_") + r"[A-Za-z0-9+/=]{24,}"),
-    _Rule(SecretKind.GOOGLE, ("aiza",), _word("AIza") + r"[0-9A-Za-z_-]{30,}"),
-    _Rule(SecretKind.NPM, ("npm_",), _word("npm_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{36}\b"),
-    _Rule(SecretKind.HUGGING_FACE, ("hf_",), _word("hf_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{30,}\b"),
+    _Rule(
+        SecretKind.STRIPE,
+        (),
+        _word("rk_") + r"(?:live|test)_[A-Za-z0-9]{16,}",
+    ),
+    _Rule(SecretKind.STRIPE, (), _word("whsec_") + r"[A-Za-z0-9+/=]{24,}"),
+    _Rule(SecretKind.GOOGLE, (), _word("AIza") + r"[0-9A-Za-z_-]{30,}"),
+    _Rule(SecretKind.NPM, (), _word("npm_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{36}\b"),
+    _Rule(SecretKind.HUGGING_FACE, (), _word("hf_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{30,}\b"),
     _Rule(
         SecretKind.SENDGRID,
-        ("SG.",),
+        (),
         _word("SG.") + r"[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
-        exact_hints=True,
     ),
     # A Twilio API key sid (SK + 32 hex), and the auth token after an account sid (``AC…:token``).
-    _Rule(SecretKind.TWILIO, ("SK",), _word("SK") + r"[0-9a-fA-F]{32}\b", exact_hints=True),
+    _Rule(SecretKind.TWILIO, (), _word("SK") + r"[0-9a-fA-F]{32}\b"),
     _Rule(
         SecretKind.TWILIO,
-        ("AC",),
+        (),
         r"(AC(?<![A-Za-z0-9_]AC)[0-9a-fA-F]{32}:)[0-9a-fA-F]{32}\b",
         keep_prefix_group=1,
-        exact_hints=True,
     ),
     _Rule(
         SecretKind.DISCORD,
-        ("M", "N", "O"),
+        (),
         # A bot token: the user id in base64, a 6-character timestamp, an HMAC.
         r"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
         r"(?![A-Za-z0-9_-])",
-        exact_hints=True,
     ),
     _Rule(
         SecretKind.JWT,
-        ("eyj",),
+        (),
         _word("eyJ") + r"[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}",
     ),
     _Rule(
         SecretKind.URL_CREDENTIALS,
-        ("://",),
+        (),
         # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
         r"(://[^\s:/@\"'\[\]\\]+:)(?!\[REDACTED)[^\s/@\"'\\]+(?=@)",
         keep_prefix_group=1,
@@ -199,7 +200,7 @@ _RULES: tuple[_Rule, ...] = (
     # password glued to -p), ``sshpass -p X``.
     _Rule(
         SecretKind.COMMAND_LINE,
-        ("-u", "--user"),
+        (),
         r"(-(?<![^\s\"']-)(?:u|-user)(?:\s+|=)[\"']?[^\s:\"'/@\\]+:)(?!\[REDACTED|" + _PLACEHOLDER_WORD + r")"
         r"[^\s\"'\\]+",
         keep_prefix_group=1,
@@ -212,7 +213,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.COMMAND_LINE,
-        ("sshpass",),
+        (),
         r"(sshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"'\\]+",
         keep_prefix_group=1,
     ),
@@ -332,25 +333,22 @@ def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match
     return replace
 
 
-# Every hint of every rule, lower-cased, and the assignment rule's: text containing none of them
-# (most text) is returned as is after one pass of substring tests.
 _ENV_HINTS = ("pass", "pwd", "credential")
-_ALL_HINTS = tuple(
-    dict.fromkeys([h.lower() for rule in _RULES for h in rule.hints] + list(_NAME_HINTS) + list(_ENV_HINTS))
-)
+
+
+@cache
+def _compiled_rules() -> tuple[tuple[_Rule, re.Pattern[str]], ...]:
+    """Every rule with its compiled pattern (compiled on the first redaction, not on import)."""
+    return tuple((rule, rule.pattern) for rule in _RULES)
 
 
 def _run(text: str, found: list[SecretKind] | None) -> str:
     lowered = text.lower()
-    for hint in _ALL_HINTS:
-        if hint in lowered:
-            break
-    else:
-        return text
-    for rule in _RULES:
-        haystack = text if rule.exact_hints else lowered
-        if any(hint in haystack for hint in rule.hints):
-            text = rule.pattern.sub(_replacer(rule, found), text)
+    for rule, pattern in _compiled_rules():
+        if rule.hints and not any(hint in lowered for hint in rule.hints):
+            continue
+        if pattern.search(text) is not None:  # most text matches no rule: no replacer to build
+            text = pattern.sub(_replacer(rule, found), text)
 
     if not any(hint in lowered for hint in (*_NAME_HINTS, *_ENV_HINTS)):
         return text
