@@ -13,14 +13,16 @@ UUIDs, paths and counters such as ``max_tokens=4096`` pass through unchanged.
 from __future__ import annotations
 
 import re
-import string
-from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
+# Every hook imports this module: ``typing``, ``dataclasses`` and ``string`` would cost a hook more
+# than the redaction itself, so they are left out (the types are for the type checker only).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from ctxhealth.model import Message
 
 __all__ = ["SecretKind", "find_secrets", "redact", "redact_message", "redact_value", "scrub"]
@@ -52,19 +54,32 @@ def _marker(kind: SecretKind) -> str:
     return f"[REDACTED:{kind.value}]"
 
 
-@dataclass(frozen=True, slots=True)
 class _Rule:
-    kind: SecretKind
-    # Lower-case literals one of which any match contains (in the lower-cased text): a test that
-    # skips the regex for most text. Only for patterns that do not start with a literal: the
-    # regex engine skips ahead to a leading literal faster than a few substring tests do.
-    # Empty: the rule always runs.
-    hints: tuple[str, ...]
-    # Compiled on first use (:func:`_compiled`): most text never needs most rules.
-    source: str
-    # Group kept in front of the redaction (``Bearer ``, ``://user:``); 0 = none.
-    keep_prefix_group: int = 0
-    flags: int = 0
+    """One named pattern.
+
+    ``hints``: lower-case literals one of which any match contains (in the lower-cased text), a
+    test that skips the regex for most text; only for patterns that do not start with a literal
+    (the regex engine skips ahead to a leading literal faster than a few substring tests do);
+    empty: the rule always runs. ``source`` is compiled on first use (:func:`_compiled`).
+    ``keep_prefix_group``: the group kept in front of the redaction (``Bearer ``, ``://user:``);
+    0 = none.
+    """
+
+    __slots__ = ("flags", "hints", "keep_prefix_group", "kind", "source")
+
+    def __init__(
+        self,
+        kind: SecretKind,
+        hints: tuple[str, ...],
+        source: str,
+        keep_prefix_group: int = 0,
+        flags: int = 0,
+    ) -> None:
+        self.kind = kind
+        self.hints = hints
+        self.source = source
+        self.keep_prefix_group = keep_prefix_group
+        self.flags = flags
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -241,7 +256,7 @@ _ENV_ASSIGNMENT = (
 _ENV_SECRET_PART = (
     r"(?:^|_)(?:[A-Z]*KEY|[A-Z]*TOKEN|[A-Z]*SECRET|[A-Z]*PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?)(?:_|$)"
 )
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _same_length_lower(text: str) -> str:

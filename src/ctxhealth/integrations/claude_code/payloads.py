@@ -480,9 +480,10 @@ def hook_output(event: HookEvent, *, context: str = "", user_message: str = "") 
     ``context`` goes to the model as ``hookSpecificOutput.additionalContext`` (only for events that
     honour it); ``user_message`` is shown to the person as ``systemMessage``. Both are redacted.
     """
-    from ctxhealth.redact import scrub
+    if context or user_message:
+        from ctxhealth.redact import scrub
 
-    context, user_message = scrub(context), scrub(user_message)
+        context, user_message = scrub(context), scrub(user_message)
     out: dict[str, Any] = {}
     if context and event in _CONTEXT_EVENTS:
         out["hookSpecificOutput"] = {"hookEventName": event.value, "additionalContext": context}
