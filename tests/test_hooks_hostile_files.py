@@ -485,3 +485,43 @@ def test_watch_refuses_a_fifo_at_once_and_follows_an_empty_new_session(tmp_path:
     empty.write_text("")
     done = CliRunner().invoke(cli, ["watch", "--once", str(empty)])
     assert done.exit_code == 0 and "ctxhealth watch" in done.output
+
+
+# -- configured limits -----------------------------------------------------------------------------
+
+
+def test_checkpoint_limits_come_from_the_hooks_table_of_the_configuration(tmp_path: Path) -> None:
+    transcript, home = tmp_path / "t.jsonl", tmp_path / "home"
+    _long_transcript(transcript, 300)
+    home.mkdir()
+    (home / "config.toml").write_text(
+        "[hooks]\ncheckpoint_tail_mb = 0.05\ncheckpoint_head_kb = 4\nfallback_tail_mb = 0.01\n"
+    )
+    payload = _payload("PreCompact", transcript, trigger="auto")
+    code, out, err, _ = _run(["ctxhealth.cli.hook", "PreCompact"], payload, home)
+    assert code == 0 and err == b"", err
+    message = json.loads(out)["systemMessage"]
+    assert "from the start and the last 0.1 of" in message, message  # 50 KB + 4 KB of ~0.6 MB
+
+
+def test_a_broken_hooks_table_is_reported_and_the_defaults_apply(tmp_path: Path) -> None:
+    transcript, home = tmp_path / "t.jsonl", tmp_path / "home"
+    transcript.write_text(_user(0, INSTRUCTION) + "\n")
+    home.mkdir()
+    (home / "config.toml").write_text('[hooks]\ncheckpoint_seconds = "soon"\n')
+    code, out, err, _ = _run(["ctxhealth.cli.hook", "PreCompact"], _payload("PreCompact", transcript), home)
+    assert code == 0
+    assert b"configuration ignored" in err and b"hooks.checkpoint_seconds" in err
+    assert json.loads(out)["systemMessage"].startswith("ctxhealth: checkpoint saved")
+
+
+@pytest.mark.parametrize(
+    "table",
+    [{"checkpoint_seconds": 0}, {"checkpoint_tail_mb": True}, {"tail": 3}, {"lock_seconds": "1"}],
+)
+def test_hook_limits_refuse_bad_values_naming_the_key(table: dict[str, object]) -> None:
+    from ctxhealth.errors import ConfigError
+
+    with pytest.raises(ConfigError) as raised:
+        HookLimits.from_config(table)
+    assert f"hooks.{next(iter(table))}" in str(raised.value.render())

@@ -502,7 +502,9 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookL
         return output
 
 
-def run_hook(event_name: str | None, raw: bytes, *, home: str) -> HookResult:
+def run_hook(
+    event_name: str | None, raw: bytes, *, home: str, limits: HookLimits | None = None
+) -> HookResult:
     """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise."""
     try:
         event = find_event(event_name) if event_name else None
@@ -510,7 +512,7 @@ def run_hook(event_name: str | None, raw: bytes, *, home: str) -> HookResult:
             from ctxhealth.errors import UsageError
 
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
-        return HookResult(stdout=handle_hook(event, raw, home=home))
+        return HookResult(stdout=handle_hook(event, raw, home=home, limits=limits))
     except Exception as exc:  # fail open: a hook must never break the agent
         from ctxhealth.redact import scrub
 

@@ -17,6 +17,7 @@ import stat
 from ctxhealth.errors import InputError
 
 __all__ = [
+    "CONFIG_KEYS",
     "HookLimits",
     "TranscriptWindow",
     "file_kind",
@@ -24,6 +25,16 @@ __all__ = [
     "read_window",
     "transcript_problem",
 ]
+
+
+# ``[hooks]`` keys of the configuration -> (HookLimits attribute, unit: bytes, or 1 for seconds).
+CONFIG_KEYS: dict[str, tuple[str, int]] = {
+    "checkpoint_seconds": ("checkpoint_seconds", 1),
+    "checkpoint_tail_mb": ("tail_bytes", 1024 * 1024),
+    "checkpoint_head_kb": ("head_bytes", 1024),
+    "fallback_tail_mb": ("fallback_tail_bytes", 1024 * 1024),
+    "lock_seconds": ("lock_seconds", 1),
+}
 
 
 class HookLimits:
@@ -54,6 +65,25 @@ class HookLimits:
         self.checkpoint_seconds = checkpoint_seconds
         self.fallback_tail_bytes = fallback_tail_bytes
         self.lock_seconds = lock_seconds
+
+    @classmethod
+    def from_config(cls, table: dict[str, object]) -> HookLimits:
+        """Limits from the configuration's ``[hooks]`` table (``checkpoint_seconds = 20``,
+        ``checkpoint_tail_mb = 64``, ``checkpoint_head_kb = 256``, ``fallback_tail_mb = 2``,
+        ``lock_seconds = 15``); missing keys keep their defaults. Raises :class:`ConfigError`
+        naming the key for an unknown key or a value that is not a positive number."""
+        from ctxhealth.errors import ConfigError
+
+        limits = cls()
+        for key, value in table.items():
+            if key not in CONFIG_KEYS:
+                known = ", ".join(f"hooks.{k}" for k in CONFIG_KEYS)
+                raise ConfigError(f"unknown key hooks.{key}", hint=f"known: {known}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ConfigError(f"hooks.{key} must be a positive number (got {value!r})", hint="e.g. 20")
+            attribute, unit = CONFIG_KEYS[key]
+            setattr(limits, attribute, value if unit == 1 else int(value * unit))
+        return limits
 
 
 def file_kind(mode: int) -> str:
