@@ -20,6 +20,10 @@ killed and reported as ``killed``; each run's address space is capped at ``--mem
 instead of taking the machine's memory. With ``--before-src`` the same table is measured for another
 checkout (``PYTHONPATH=<dir>``) in the same run, for a before / after comparison.
 
+Also measured: reading the real session and the generated one whole and building their checkpoint
+in one process, in seconds per MB (``checkpoint_s_per_mb``, for both checkouts), the cost that the
+windows and the budget bound.
+
 Prints a table (wall seconds, and the child's peak RSS in MB) to stderr and, last, one JSON line:
 ``{"after": {file: {command: {"s": .., "rss_mb": .., "exit": .., "killed": ..}}}, "before": ..,
 "worst_after_s": .., "files_mb": {...}}``.
@@ -207,6 +211,40 @@ def _measure(
     return table
 
 
+# Reads a transcript whole and builds its redacted checkpoint, in a fresh process; prints seconds.
+CHECKPOINT_TIMER = """
+import sys, time
+from ctxhealth.sources.reader import read_session
+from ctxhealth.state.checkpoint import checkpoint_document
+started = time.perf_counter()
+session = read_session(sys.argv[1])
+checkpoint_document(session, budget_tokens=500, created_at="now", encoding=None)
+print(time.perf_counter() - started)
+"""
+
+
+def _checkpoint_seconds_per_mb(files: dict[str, Path], src: Path | None) -> dict[str, float]:
+    """Whole-file read + checkpoint seconds per MB (no window, no budget) of the real session and
+    the generated 50 MB one: the cost the hooks' windows and budget bound."""
+    env = {**os.environ}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    out: dict[str, float] = {}
+    for name in ("real", "generated-50mb"):
+        if name not in files:
+            continue
+        done = subprocess.run(
+            [sys.executable, "-c", CHECKPOINT_TIMER, str(files[name])],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=True,
+        )
+        out[name] = round(float(done.stdout.strip()) / (files[name].stat().st_size / MB), 3)
+    return out
+
+
 def _print(label: str, table: dict[str, dict[str, Any]]) -> None:
     print(f"\n{label}: wall seconds (peak RSS MB)", file=sys.stderr)
     print("file".ljust(16) + "".join(c.rjust(22) for c in COMMANDS), file=sys.stderr)
@@ -236,6 +274,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ctxhealth-hostile-") as tmp:
         files = _files(Path(tmp), args.data)
         sizes = {n: round(p.stat().st_size / MB, 2) if p.is_file() else None for n, p in files.items()}
+        per_mb = {"after": _checkpoint_seconds_per_mb(files, None)}
+        if args.before_src:
+            per_mb["before"] = _checkpoint_seconds_per_mb(files, args.before_src)
         after = _measure(files, None, args.kill_after, args.memory_cap_mb)
         before = (
             _measure(files, args.before_src, args.kill_after, args.memory_cap_mb) if args.before_src else None
@@ -248,6 +289,7 @@ def main() -> None:
         "files_mb": sizes,
         "after": after,
         "before": before,
+        "checkpoint_s_per_mb": per_mb,
         "worst_after_s": max(r["s"] for r in hostile),
         "any_killed_after": any(r["killed"] for r in hostile),
         "any_nonzero_exit_after": any(r["exit"] != 0 for row in after.values() for r in row.values()),
