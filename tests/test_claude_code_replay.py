@@ -20,6 +20,7 @@ from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.monitoring import claude_code_profile, summarise
 from ctxhealth.integrations.claude_code.statusline import render_status
 from ctxhealth.integrations.claude_code.tailstate import load_counters
+from ctxhealth.labels import session_folder
 from ctxhealth.model import TextBlock
 from ctxhealth.monitor import Monitor
 from ctxhealth.policy import Action
@@ -104,7 +105,13 @@ def test_replay_real_session_with_hooks(
                 replay.fire("PreCompact", trigger="auto", custom_instructions="")
                 with Ledger.open(home) as ledger:
                     checkpoints_before.append(len(ledger.checkpoints(session)))
-                cp_dir = home / "claude-code" / "sessions" / session / "checkpoints"
+                cp_dir = (
+                    home
+                    / "claude-code"
+                    / "sessions"
+                    / session_folder("id:" + session, session)
+                    / "checkpoints"
+                )
                 assert (cp_dir / "latest-checkpoint.json").exists(), "checkpoint must exist before compaction"
             sink.write(raw)
             sink.flush()

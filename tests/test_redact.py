@@ -161,6 +161,7 @@ def test_quoted_literal_assigned_to_a_secret_name_is_redacted() -> None:
 
 _IDS = re.compile(
     r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{40}\b|\b[0-9a-f]{64}\b"
+    r"|\b(?:msg|toolu|req|call)_[A-Za-z0-9]{10,}\b"
 )
 
 
@@ -178,3 +179,34 @@ def test_real_transcripts_keep_their_ids_and_hashes(claude_code_data: Path) -> N
         assert ids <= set(_IDS.findall(out)), path.name
         checked += len(ids)
     assert checked > 100  # the sample really holds session ids, message uuids and hashes
+
+
+def test_every_canary_format_is_redacted_in_text_and_in_serialised_json() -> None:
+    import json
+
+    from canaries import canaries
+    from ctxhealth.redact import scrub
+
+    found = canaries()
+    assert len(found) >= 30
+    for name, (text, secret) in found.items():
+        assert secret not in redact(text), name
+        for document in ({"x": text}, {"x": [text, {"y": text}]}):
+            clean = scrub(json.dumps(document).encode())
+            assert secret.encode() not in clean, name
+            json.loads(clean)  # still valid JSON
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token is valid and the password was changed.",
+        "if secret is None:\n    secret = make()",
+        "curl -v --digest --user user:passwd http://example.com/",
+        "AUTH_USER_MODEL=auth.User MAX_TOKENS=4096 SSL_KEY=/etc/ssl/key.pem TOKEN=$T",
+        "SENSITIVE_CREDENTIALS = _lazy_re_compile('api|token')",
+        '{"api_key": 12.5e3, "token": null, "password": true}',
+    ],
+)
+def test_ordinary_text_near_secret_words_is_untouched(text: str) -> None:
+    assert redact(text) == text

@@ -4,15 +4,95 @@
 flushes and fsyncs it, renames it over the target with ``os.replace`` and then
 fsyncs the directory, so a reader sees either the whole old file or the whole
 new one, never a torn mix, even if the writer is killed at any instant.
+
+Private by default: files are created ``0600`` and the directories this module
+creates ``0700``, set explicitly so the umask cannot widen or narrow them
+(ctxhealth's files hold excerpts of transcripts). ``remove_stale_temps`` clears
+the temporary files a killed writer left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["fsync_dir", "write_atomic"]
+__all__ = [
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
+    "create_private_file",
+    "fsync_dir",
+    "make_private_dirs",
+    "remove_stale_temps",
+    "write_atomic",
+]
+
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+def make_private_dirs(directory: Path | str) -> None:
+    """Create ``directory`` and its missing parents, each ``0700`` whatever the umask.
+
+    Directories that already exist are left as they are: they are the user's, or ours already.
+    """
+    target = Path(directory)
+    missing: list[Path] = []
+    probe = target
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            continue  # another process made it meanwhile (ctxhealth makes them private too)
+        os.chmod(path, PRIVATE_DIR_MODE)
+    if not target.is_dir():
+        raise NotADirectoryError(f"not a directory: {target}")
+
+
+def create_private_file(path: Path | str) -> None:
+    """Make sure ``path`` exists and is ``0600`` (created empty if missing; an existing file of
+    ours with wider permissions, e.g. from an older version, is narrowed)."""
+    target = Path(path)
+    make_private_dirs(target.parent)
+    # Non-blocking: a FIFO put in the file's place must not hang the caller.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(target, flags, PRIVATE_FILE_MODE)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(target))
+        if status.st_mode & 0o777 != PRIVATE_FILE_MODE:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temps(target: Path | str) -> int:
+    """Remove the temporary files of earlier writes of ``target`` (a writer killed between
+    creating its temporary file and the rename leaves one behind); return how many.
+
+    Call it only while no other process can be writing ``target`` (e.g. under its lock).
+    """
+    path = Path(target)
+    prefix = f".{path.name}."
+    removed = 0
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return 0
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / name)
+                removed += 1
+    return removed
 
 
 def fsync_dir(directory: Path) -> None:
@@ -49,17 +129,18 @@ def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
     raise FileExistsError(f"could not create a temporary file in {directory}")
 
 
-def write_atomic(path: Path | str, data: bytes | str, *, mode: int = 0o644) -> Path:
+def write_atomic(path: Path | str, data: bytes | str, *, mode: int = PRIVATE_FILE_MODE) -> Path:
     """Replace ``path`` with ``data`` atomically; return the resolved path.
 
-    ``str`` data is written as UTF-8. Parent directories are created. The
+    ``str`` data is written as UTF-8. Missing parent directories are created
+    ``0700``; the file gets ``mode`` (default ``0600``) whatever the umask. The
     temporary file lives next to the target (same filesystem, so the rename is
     atomic) and is removed if anything fails before the rename.
     """
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     directory = target.parent
-    directory.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(directory)
     fd, tmp = _create_temp(directory, target.name)
     try:
         with os.fdopen(fd, "wb") as handle:

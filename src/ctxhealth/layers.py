@@ -19,8 +19,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("layers",),
     ("__init__",),
     ("atomic",),
-    ("redact",),
     ("model",),
+    ("redact",),  # redacts model messages block by block
+    ("labels",),  # file-name-safe session labels (redacted)
     # the pipeline
     ("sources",),
     ("accounting",),

@@ -13,14 +13,19 @@ UUIDs, paths and counters such as ``max_tokens=4096`` pass through unchanged.
 from __future__ import annotations
 
 import re
-import string
-from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from typing import Any
 
-__all__ = ["SecretKind", "find_secrets", "redact", "redact_value"]
+# Every hook imports this module: ``typing``, ``dataclasses`` and ``string`` would cost a hook more
+# than the redaction itself, so they are left out (the types are for the type checker only).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ctxhealth.model import Message
+
+__all__ = ["SecretKind", "find_secrets", "redact", "redact_message", "redact_value", "scrub"]
 
 
 class SecretKind(StrEnum):
@@ -29,11 +34,19 @@ class SecretKind(StrEnum):
     OPENAI = "openai-key"
     AWS = "aws-key"
     GITHUB = "github-token"
+    GITLAB = "gitlab-token"
     SLACK = "slack-token"
+    STRIPE = "stripe-key"
     GOOGLE = "google-key"
+    NPM = "npm-token"
+    HUGGING_FACE = "hf-token"
+    SENDGRID = "sendgrid-key"
+    TWILIO = "twilio-key"
+    DISCORD = "discord-token"
     JWT = "jwt"
     BEARER = "bearer"
     URL_CREDENTIALS = "url-credentials"
+    COMMAND_LINE = "cli-password"
     ASSIGNMENT = "secret"
 
 
@@ -41,19 +54,32 @@ def _marker(kind: SecretKind) -> str:
     return f"[REDACTED:{kind.value}]"
 
 
-@dataclass(frozen=True, slots=True)
 class _Rule:
-    kind: SecretKind
-    # Literals one of which any match contains (lower-case unless ``exact_hints``): a fast
-    # test that skips the regex for most text.
-    hints: tuple[str, ...]
-    # Compiled on first use (:func:`_compiled`): most text never needs most rules.
-    source: str
-    # Group kept in front of the redaction (``Bearer ``, ``://user:``); 0 = none.
-    keep_prefix_group: int = 0
-    # Hints are matched against the text as is (case matters), not its lower-case copy.
-    exact_hints: bool = False
-    flags: int = 0
+    """One named pattern.
+
+    ``hints``: lower-case literals one of which any match contains (in the lower-cased text), a
+    test that skips the regex for most text; only for patterns that do not start with a literal
+    (the regex engine skips ahead to a leading literal faster than a few substring tests do);
+    empty: the rule always runs. ``source`` is compiled on first use (:func:`_compiled`).
+    ``keep_prefix_group``: the group kept in front of the redaction (``Bearer ``, ``://user:``);
+    0 = none.
+    """
+
+    __slots__ = ("flags", "hints", "keep_prefix_group", "kind", "source")
+
+    def __init__(
+        self,
+        kind: SecretKind,
+        hints: tuple[str, ...],
+        source: str,
+        keep_prefix_group: int = 0,
+        flags: int = 0,
+    ) -> None:
+        self.kind = kind
+        self.hints = hints
+        self.source = source
+        self.keep_prefix_group = keep_prefix_group
+        self.flags = flags
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -72,57 +98,139 @@ _PLACEHOLDER = r"^(?:\[REDACTED|\$\{|\$[A-Z_]|<[^>]*>?$|\*{3,}|x{6,}$|\.\.\.|Non
 # Names that say "the value is a secret". ``pwd`` and ``credentials`` are left out on purpose:
 # their values are usually paths. ``tokens`` (plural) is a count, hence the right boundary.
 _SECRET_NAME = (
-    r"(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key(?:[_-]?id)?|private[_-]?key|secret|token|"
-    r"password|passwd|passphrase)"
+    r"(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key(?:[_-]?id)?|private[_-]?key|account[_-]?key|"
+    r"shared[_-]?access[_-]?key|sharedaccesssignature|secret|token|password|passwd|passphrase)"
 )
 # Cheap test before the assignment rule: most text names no secret at all.
-_NAME_HINTS = ("key", "secret", "token", "passw", "passphrase")
+_NAME_HINTS = ("key", "secret", "token", "passw", "passphrase", "sharedaccesssignature")
+
+# Words that stand for a password in documentation (``curl --user user:passwd``).
+_PLACEHOLDER_WORD = r"(?:pass(?:wd|word)?|secret|pwd|x{3,}|\*{3,})(?![^\s\"'])"
+
+
+def _word(literal: str) -> str:
+    """``literal`` at the start of a word. The pattern starts with the literal itself and checks
+    the character before it afterwards: a leading ``\b`` would stop the regex engine from skipping
+    ahead to the literal, which makes a scan tens of times slower."""
+    escaped = re.escape(literal)
+    return f"{escaped}(?<![A-Za-z0-9_]{escaped})"
+
 
 _RULES: tuple[_Rule, ...] = (
     _Rule(
         SecretKind.PRIVATE_KEY,
         ("private key",),
+        # A block cut short (an excerpt) is redacted up to the end of its string: the next quote
+        # that is not escaped, so a JSON document stays valid.
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)",
+        r"(?:(?:[^\"\\]|\\[^\"])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[^\"\\]|\\[^\"])*)",
     ),
-    _Rule(SecretKind.ANTHROPIC, ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
+    _Rule(SecretKind.ANTHROPIC, (), _word("sk-ant-") + r"[A-Za-z0-9_-]{16,}"),
     _Rule(
         SecretKind.OPENAI,
-        ("sk-",),
-        r"\bsk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}",
+        (),
+        _word("sk-") + r"(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}",
     ),
     _Rule(
         SecretKind.AWS,
-        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
-        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",
-        exact_hints=True,
+        (),
+        # The access key id, and the 40-character secret when it follows it (a credentials CSV,
+        # ``aws configure`` output): the secret alone has no shape of its own.
+        r"A(?:KIA|SIA|GPA|IDA|ROA|NPA)(?<![A-Za-z0-9_]....)[0-9A-Z]{16}\b"
+        r"(?:[\s,:;|=\"']{1,8}[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+]))?",
     ),
     _Rule(
         SecretKind.GITHUB,
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        (),
+        _word("gh") + r"(?:[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{22,})",
     ),
-    _Rule(SecretKind.SLACK, ("xox",), r"\bxox[abposrce]-[A-Za-z0-9-]{10,}"),
-    _Rule(SecretKind.GOOGLE, ("aiza",), r"\bAIza[0-9A-Za-z_-]{30,}"),
+    _Rule(
+        SecretKind.GITLAB,
+        (),
+        _word("gl") + r"(?:pat|dt|rt|ptt|ft|cbt|oas|soat)-[A-Za-z0-9_-]{20,}",
+    ),
+    _Rule(SecretKind.SLACK, (), _word("xox") + r"[abposrce]-[A-Za-z0-9-]{10,}"),
+    _Rule(SecretKind.SLACK, (), _word("xapp-") + r"[A-Za-z0-9-]{10,}"),
+    _Rule(
+        SecretKind.SLACK,
+        (),
+        r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]{16,}",
+        keep_prefix_group=1,
+    ),
+    _Rule(
+        SecretKind.STRIPE,
+        (),
+        _word("sk_") + r"(?:live|test)_[A-Za-z0-9]{16,}",
+    ),
+    _Rule(
+        SecretKind.STRIPE,
+        (),
+        _word("rk_") + r"(?:live|test)_[A-Za-z0-9]{16,}",
+    ),
+    _Rule(SecretKind.STRIPE, (), _word("whsec_") + r"[A-Za-z0-9+/=]{24,}"),
+    _Rule(SecretKind.GOOGLE, (), _word("AIza") + r"[0-9A-Za-z_-]{30,}"),
+    _Rule(SecretKind.NPM, (), _word("npm_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{36}\b"),
+    _Rule(SecretKind.HUGGING_FACE, (), _word("hf_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{30,}\b"),
+    _Rule(
+        SecretKind.SENDGRID,
+        (),
+        _word("SG.") + r"[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
+    ),
+    # A Twilio API key sid (SK + 32 hex), and the auth token after an account sid (``AC…:token``).
+    _Rule(SecretKind.TWILIO, (), _word("SK") + r"[0-9a-fA-F]{32}\b"),
+    _Rule(
+        SecretKind.TWILIO,
+        (),
+        r"(AC(?<![A-Za-z0-9_]AC)[0-9a-fA-F]{32}:)[0-9a-fA-F]{32}\b",
+        keep_prefix_group=1,
+    ),
+    _Rule(
+        SecretKind.DISCORD,
+        (),
+        # A bot token: the user id in base64, a 6-character timestamp, an HMAC.
+        r"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
+        r"(?![A-Za-z0-9_-])",
+    ),
     _Rule(
         SecretKind.JWT,
-        ("eyj",),
-        r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}",
+        (),
+        _word("eyJ") + r"[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}",
     ),
     _Rule(
         SecretKind.URL_CREDENTIALS,
-        ("://",),
+        (),
         # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
-        r"(://[^\s:/@\"'\[\]]+:)(?!\[REDACTED)[^\s/@\"']+(?=@)",
+        r"(://[^\s:/@\"'\[\]\\]+:)(?!\[REDACTED)[^\s/@\"'\\]+(?=@)",
         keep_prefix_group=1,
     ),
     _Rule(
         SecretKind.BEARER,
         ("bearer", "authorization"),
-        r"((?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|token|basic)?|\bbearer)\s+)"
+        r"((?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|token|basic|digest)?|\bbearer)\s+)"
         r"(?!\[REDACTED)[A-Za-z0-9._~+/=-]{8,}",
         keep_prefix_group=1,
         flags=re.I,
+    ),
+    # Passwords on a command line: ``curl -u user:pass`` / ``--user=user:pass``, ``mysql -pX`` (the
+    # password glued to -p), ``sshpass -p X``.
+    _Rule(
+        SecretKind.COMMAND_LINE,
+        (),
+        r"(-(?<![^\s\"']-)(?:u|-user)(?:\s+|=)[\"']?[^\s:\"'/@\\]+:)(?!\[REDACTED|" + _PLACEHOLDER_WORD + r")"
+        r"[^\s\"'\\]+",
+        keep_prefix_group=1,
+    ),
+    _Rule(
+        SecretKind.COMMAND_LINE,
+        ("mysql", "mariadb"),
+        r"((?:mysql|mariadb)[\w-]*[^\n|;&\"]*?\s-p[\"']?)(?!\[REDACTED)[^\s\"'\\]+",
+        keep_prefix_group=1,
+    ),
+    _Rule(
+        SecretKind.COMMAND_LINE,
+        (),
+        r"(sshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"'\\]+",
+        keep_prefix_group=1,
     ),
 )
 
@@ -130,11 +238,25 @@ _RULES: tuple[_Rule, ...] = (
 # matched by its secret-saying end (``OPENAI_API_KEY`` ends in ``api_key``). The pattern is
 # matched case-sensitively against a lower-cased copy of the text: several times faster than
 # ``re.IGNORECASE``, and the copy has the same length, so its spans index the original.
+# ``is`` / ``was`` catch secrets in prose (``the password is X``); the value tests below keep
+# ``the token is valid`` as it is.
 _ASSIGNMENT = (
-    r"(?P<head>" + _SECRET_NAME + r"(?![a-z0-9])[\"']?\s*(?::=|=>|:|=)\s*[\"']?)"
+    r"(?P<head>" + _SECRET_NAME + r"(?![a-z0-9])(?:\\?[\"'])?\s*(?::=|=>|:|=|\bis\b|\bwas\b)\s*(?:\\?[\"'])?)"
     r"(?P<value>[^\s\"',;&)}\]\\]+)"
 )
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+# ``NAME=value`` with an upper-case (environment) name one of whose ``_``-separated parts says
+# "secret" (``SENDGRID_API_KEY``, ``GITHUB_TOKEN_RO``, ``PGPASSWORD``): the value is a literal
+# whatever it looks like, quoted values up to their closing quote. Matched case-sensitively. An
+# unquoted value counts only in shell / dotenv style, ``=`` without spaces: ``SECRET = make()``
+# is a Python constant bound to code.
+_ENV_ASSIGNMENT = (
+    r"(?P<name>[A-Z](?<![A-Za-z0-9_$.][A-Z])[A-Z0-9_]*)"
+    r"(?:\s*=\s*(?:\\?\"(?P<dq>[^\"\n\\]*)\\?\"|'(?P<sq>[^'\n\\]*)')|=(?P<bare>[^\s\"';&|)}\]\\]+))"
+)
+_ENV_SECRET_PART = (
+    r"(?:^|_)(?:[A-Z]*KEY|[A-Z]*TOKEN|[A-Z]*SECRET|[A-Z]*PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?)(?:_|$)"
+)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _same_length_lower(text: str) -> str:
@@ -146,8 +268,14 @@ def _same_length_lower(text: str) -> str:
 def _is_secret_value(value: str) -> bool:
     if len(value) < 4 or _compiled(_PLACEHOLDER, re.I).match(value):
         return False
-    # Numbers and booleans are settings, not secrets (``token: 3``, ``password_required=true``).
-    return not (value.isdigit() or value.lower() in {"true", "false", "none", "null", "yes", "no"})
+    # Numbers and booleans are settings, not secrets (``token: 3``, ``password_required=true``);
+    # leaving a JSON number alone also keeps a redacted JSON document valid.
+    if value.lower() in {"true", "false", "none", "null", "yes", "no"}:
+        return False
+    return not _compiled(_NUMBER).match(value)
+
+
+_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 
 
 # An unquoted value that reads as code (``self.secret``, ``conn.get(``, ``data[``) is not a literal.
@@ -163,7 +291,34 @@ def _is_code(value: str) -> bool:
 
 def _assignment_is_secret(head: str, value: str) -> bool:
     quoted = head[-1:] in ("'", '"')
+    if not quoted and head.rstrip().endswith(("is", "was")):
+        value = value.rstrip(".,:;!?")  # prose: ``the password was changed.``
     return _is_secret_value(value) and (quoted or not _is_code(value))
+
+
+def _env_value_is_secret(value: str) -> bool:
+    # Paths and variable references are not secrets (``SSL_KEY=/etc/ssl/k.pem``, ``TOKEN=$T``).
+    return _is_secret_value(value) and not value.startswith(("/", "./", "../", "~/", "$", "%"))
+
+
+def _redact_env_assignments(text: str, found: list[SecretKind] | None) -> str:
+    pieces: list[str] = []
+    position = 0
+    for match in _compiled(_ENV_ASSIGNMENT).finditer(text):
+        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+        start, end = match.span(group)
+        if not _compiled(_ENV_SECRET_PART).search(match.group("name")):
+            continue
+        if not _env_value_is_secret(text[start:end]):
+            continue
+        pieces += [text[position:start], _marker(SecretKind.ASSIGNMENT)]
+        position = end
+        if found is not None:
+            found.append(SecretKind.ASSIGNMENT)
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def _redact_assignments(text: str, found: list[SecretKind] | None) -> str:
@@ -193,25 +348,27 @@ def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match
     return replace
 
 
-# Every hint of every rule, lower-cased, and the assignment rule's: text containing none of them
-# (most text) is returned as is after one pass of substring tests.
-_ALL_HINTS = tuple(dict.fromkeys([h.lower() for rule in _RULES for h in rule.hints] + list(_NAME_HINTS)))
+_ENV_HINTS = ("pass", "pwd", "credential")
+
+
+@cache
+def _compiled_rules() -> tuple[tuple[_Rule, re.Pattern[str]], ...]:
+    """Every rule with its compiled pattern (compiled on the first redaction, not on import)."""
+    return tuple((rule, rule.pattern) for rule in _RULES)
 
 
 def _run(text: str, found: list[SecretKind] | None) -> str:
     lowered = text.lower()
-    for hint in _ALL_HINTS:
-        if hint in lowered:
-            break
-    else:
-        return text
-    for rule in _RULES:
-        haystack = text if rule.exact_hints else lowered
-        if any(hint in haystack for hint in rule.hints):
-            text = rule.pattern.sub(_replacer(rule, found), text)
+    for rule, pattern in _compiled_rules():
+        if rule.hints and not any(hint in lowered for hint in rule.hints):
+            continue
+        if pattern.search(text) is not None:  # most text matches no rule: no replacer to build
+            text = pattern.sub(_replacer(rule, found), text)
 
-    if not any(hint in lowered for hint in _NAME_HINTS):
+    if not any(hint in lowered for hint in (*_NAME_HINTS, *_ENV_HINTS)):
         return text
+    if "=" in text:
+        text = _redact_env_assignments(text, found)
     return _redact_assignments(text, found)
 
 
@@ -229,8 +386,23 @@ def find_secrets(text: str) -> list[SecretKind]:
     return found
 
 
+def scrub(value: Any) -> Any:
+    """The one redaction every writer applies before anything leaves ctxhealth: files under the
+    home and the state root, ledger rows, the hooks' cache, hook output and printed checkpoints.
+
+    Takes text, UTF-8 bytes (a serialised document: redacting it leaves valid JSON valid) or a
+    JSON-like value (see :func:`redact_value`), and returns the same kind.
+    """
+    if isinstance(value, bytes | bytearray):
+        text = bytes(value).decode("utf-8", errors="surrogateescape")
+        clean = redact(text)
+        return bytes(value) if clean == text else clean.encode("utf-8", errors="surrogateescape")
+    return redact_value(value)
+
+
 def redact_value(value: Any) -> Any:
-    """Redact every string inside a JSON-like value (dicts, lists, tuples); keys are kept.
+    """Redact every string inside a JSON-like value (dicts, lists, tuples), string keys included
+    (a cache keyed by file names or call signatures carries transcript text in its keys).
 
     A dict entry whose key itself names a secret (``{"api_key": "..."}``) has its string
     value replaced whole, whatever it looks like.
@@ -248,7 +420,7 @@ def redact_value(value: Any) -> Any:
             ):
                 out[key] = _marker(SecretKind.ASSIGNMENT)
             else:
-                out[key] = redact_value(item)
+                out[redact(key) if isinstance(key, str) else key] = redact_value(item)
         return out
     if isinstance(value, list | tuple):
         return [redact_value(item) for item in value]
@@ -260,3 +432,31 @@ _SECRET_KEY = r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$"
 
 def _is_secret_key(key: str) -> bool:
     return bool(_compiled(_SECRET_KEY, re.I).match(key))
+
+
+def redact_message(message: Message) -> Message:
+    """``message`` with every text, thinking, tool input, tool output and compaction summary redacted
+    (the same object when nothing changed).
+
+    Anything that keeps excerpts of messages redacts them with this *before* it normalises them:
+    a failure signature with its digits masked (``sk-proj-abcNNN``) no longer looks like a key.
+    """
+    from dataclasses import replace
+
+    from ctxhealth.model import CompactionSummary, TextBlock, ThinkingBlock, ToolCall, ToolResult
+
+    blocks = []
+    changed = False
+    for block in message.blocks:
+        clean: Any = block
+        if isinstance(block, TextBlock | ThinkingBlock | ToolResult | CompactionSummary):
+            text = redact(block.text)
+            if text != block.text:
+                clean = replace(block, text=text)
+        elif isinstance(block, ToolCall):
+            value = redact_value(block.input)
+            if value != block.input:
+                clean = replace(block, input=value)
+        changed = changed or clean is not block
+        blocks.append(clean)
+    return replace(message, blocks=tuple(blocks)) if changed else message

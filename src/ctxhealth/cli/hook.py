@@ -39,6 +39,28 @@ def write(stdout: str, stderr: str) -> None:
         sys.stderr.flush()
 
 
+# The hooks that build checkpoints read the ``[hooks]`` limits from the configuration; the per-turn
+# hooks do not load it (it costs more than their whole work).
+_CONFIGURED_EVENTS = frozenset({"precompact", "sessionstart"})
+
+
+def hook_limits(event: str | None) -> tuple[Any, str]:
+    """The configured :class:`HookLimits` for ``event`` (None: the defaults) and a warning line
+    ("" when none): a broken configuration never stops a hook, it runs with the defaults."""
+    if event is None or event.replace("-", "").replace("_", "").lower() not in _CONFIGURED_EVENTS:
+        return None, ""
+    try:
+        from pathlib import Path
+
+        from ctxhealth.config import load_settings
+        from ctxhealth.integrations.claude_code.transcript import HookLimits
+
+        table = load_settings({}, os.environ, Path.cwd()).section("hooks")
+        return (HookLimits.from_config(table) if table else None), ""
+    except Exception as exc:  # fail open: defaults, and say why
+        return None, f"ctxhealth: hook {event}: configuration ignored ({type(exc).__name__}: {exc})"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the hook named in ``argv[0]`` (or in the payload); print its output; return 0 (fail open)."""
     args = sys.argv[1:] if argv is None else argv
@@ -46,8 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from ctxhealth.integrations.claude_code.hooks import run_hook
 
-        result = run_hook(event, read_stdin(), home=home_dir())
-        write(result.stdout, result.stderr)
+        limits, warning = hook_limits(event)
+        result = run_hook(event, read_stdin(), home=home_dir(), limits=limits)
+        write(result.stdout, "\n".join(line for line in (warning, result.stderr) if line))
     except Exception as exc:  # fail open even if ctxhealth itself cannot be imported
         write("", f"ctxhealth: hook {event or '?'} skipped: {type(exc).__name__}: {exc}")
     return 0

@@ -13,6 +13,7 @@ clear fail with a usage error rather than print a context that does not fit.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from enum import StrEnum
 from pathlib import Path
@@ -27,8 +28,10 @@ from ctxhealth.recovery.checkpoint import DEFAULT_BUDGET_TOKENS, build_checkpoin
 from ctxhealth.recovery.parts import before_compaction
 from ctxhealth.recovery.report import RecoveryReport, RemovalKind, Strategy
 from ctxhealth.recovery.run import run_strategy, usable_window
+from ctxhealth.redact import scrub
 from ctxhealth.sources import read_session
 from ctxhealth.sources.writers import to_anthropic_request, to_openai_request
+from ctxhealth.state.checkpoint import redact_session
 
 
 class OutputFormat(StrEnum):
@@ -88,8 +91,9 @@ def recover(
         session, _ = before_compaction(session, before)
     output = OutputFormat(fmt)
     if output is OutputFormat.MARKDOWN:
-        cp = build_checkpoint(session, budget_tokens=budget or DEFAULT_BUDGET_TOKENS)
-        text = render_markdown(cp)
+        # Redacted like `ctxhealth checkpoint`: the session before building, the output after.
+        cp = build_checkpoint(redact_session(session), budget_tokens=budget or DEFAULT_BUDGET_TOKENS)
+        text = scrub(render_markdown(cp))
         if as_json:
             doc = {
                 "schema_version": SCHEMA_VERSION,
@@ -97,9 +101,9 @@ def recover(
                 "markdown": text,
                 "tokens": cp.tokens,
                 "budget_tokens": cp.budget_tokens,
-                "checkpoint": cp,
+                "checkpoint": dataclasses.asdict(cp),
             }
-            click.echo(dump_json(doc))
+            click.echo(dump_json(scrub(doc)))
         else:
             click.echo(text, nl=False)
         click.echo(

@@ -12,7 +12,12 @@ import click
 
 from ctxhealth.cli.common import guarded
 from ctxhealth.errors import InputError
-from ctxhealth.integrations.claude_code.watch import SessionWatch, find_newest_session, render_frame
+from ctxhealth.integrations.claude_code.watch import (
+    SessionWatch,
+    check_watchable,
+    find_newest_session,
+    render_frame,
+)
 
 
 def _resolve(session: str | None, projects: Path) -> Path:
@@ -22,8 +27,8 @@ def _resolve(session: str | None, projects: Path) -> Path:
             raise InputError(f"no Claude Code transcripts under {projects}", hint="pass a transcript path")
         return newest
     path = Path(session)
-    if path.is_file():
-        return path
+    if path.exists() and not path.is_dir():
+        return path  # a FIFO or a device too: check_watchable says what it is
     matches = sorted(projects.rglob(f"{session}*.jsonl")) if projects.is_dir() else []
     if not matches:
         raise InputError(
@@ -52,7 +57,9 @@ def watch(
 ) -> None:
     """Follow SESSION live (a transcript path or session id; default: the newest): fill, zone, signals."""
     projects = (claude_dir or Path(os.path.expanduser("~")) / ".claude") / "projects"
-    view = SessionWatch(_resolve(session, projects))
+    path = _resolve(session, projects)
+    check_watchable(path)
+    view = SessionWatch(path)
     limit = 1 if once else frames
     shown = 0
     clear = sys.stdout.isatty()

@@ -9,21 +9,15 @@ goes: ``<root>/checkpoints/<session>-<ts>.{json,md}`` plus the stable aliases
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ctxhealth.labels import session_label
 from ctxhealth.model import (
-    Block,
-    CompactionSummary,
     Session,
-    TextBlock,
-    ThinkingBlock,
-    ToolCall,
-    ToolResult,
 )
 from ctxhealth.recovery.budget import DEFAULT_ENCODING
 from ctxhealth.recovery.checkpoint import (
@@ -32,7 +26,7 @@ from ctxhealth.recovery.checkpoint import (
     render_markdown,
     render_text,
 )
-from ctxhealth.redact import redact, redact_value
+from ctxhealth.redact import redact_message, scrub
 from ctxhealth.state.ledger import Ledger
 from ctxhealth.state.store import StateStore
 
@@ -41,11 +35,11 @@ __all__ = [
     "CheckpointFiles",
     "checkpoint_document",
     "redact_session",
+    "write_checkpoint_document",
     "write_transcript_checkpoint",
 ]
 
 CHECKPOINT_SCHEMA = "ctxhealth/checkpoint"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +64,6 @@ class CheckpointFiles:
         }
 
 
-def _redact_block(block: Block) -> Block:
-    if isinstance(block, TextBlock | ThinkingBlock | ToolResult | CompactionSummary):
-        return dataclasses.replace(block, text=redact(block.text))
-    if isinstance(block, ToolCall):
-        return dataclasses.replace(block, input=redact_value(block.input))
-    return block
-
-
 def redact_session(session: Session) -> Session:
     """The session with every text, tool input and tool output redacted.
 
@@ -85,9 +71,7 @@ def redact_session(session: Session) -> Session:
     (identifiers, findings) that, once cut from their ``TOKEN=...`` context, no longer
     look like secrets.
     """
-    messages = tuple(
-        dataclasses.replace(m, blocks=tuple(_redact_block(b) for b in m.blocks)) for m in session.messages
-    )
+    messages = tuple(redact_message(m) for m in session.messages)
     sidechains = tuple(redact_session(s) for s in session.sidechains)
     return dataclasses.replace(session, messages=messages, sidechains=sidechains)
 
@@ -121,7 +105,7 @@ def checkpoint_document(
         "checkpoint": dataclasses.asdict(cp),
         "text": render_text(cp),
     }
-    return redact_value(document), redact(render_markdown(cp))
+    return scrub(document), scrub(render_markdown(cp))
 
 
 def write_transcript_checkpoint(
@@ -143,7 +127,22 @@ def write_transcript_checkpoint(
         encoding=encoding,
         max_chars=max_chars,
     )
-    label = _UNSAFE.sub("-", session.session_id or Path(session.path).stem or "session")[:80] or "session"
+    return write_checkpoint_document(store, session, document, markdown, ledger=ledger)
+
+
+def write_checkpoint_document(
+    store: StateStore,
+    session: Session,
+    document: dict[str, Any],
+    markdown: str,
+    *,
+    ledger: Ledger | None = None,
+) -> CheckpointFiles:
+    """Write a checkpoint built by :func:`checkpoint_document` (the slow part, which a caller with a
+    time budget runs on its own): the timestamped files, the ``latest-checkpoint`` aliases, and the
+    ledger row when ``ledger`` is given."""
+    store.check_writable()
+    label = session_label(session.session_id or Path(session.path).stem)
     json_path = store.unique_path(store.checkpoints_dir, label, ".json")
     markdown_path = json_path.with_suffix(".md")
     data = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
@@ -165,7 +164,7 @@ def write_transcript_checkpoint(
         markdown_path=markdown_path,
         session_id=session.session_id,
         tokens=int(document["tokens"]),
-        budget_tokens=budget_tokens,
+        budget_tokens=int(document["budget_tokens"]),
         over_budget=bool(document["over_budget"]),
         ledger_id=ledger_id,
     )

@@ -8,12 +8,14 @@ assessments, decisions and their outcomes, checkpoints, hook events and errors.
 Many short-lived processes (hooks, the status line) write at once, so every
 write is one short ``BEGIN IMMEDIATE`` transaction with a busy timeout, and the
 schema is brought up to date on open (:mod:`ctxhealth.state.migrations`).
-Every text column that can carry transcript text is redacted before it is written.
+Every text column that can carry transcript text is redacted (:func:`ctxhealth.redact.scrub`)
+before it is written; the database and its side files are ``0600``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -26,8 +28,9 @@ from typing import Any, Self
 
 import orjson
 
+from ctxhealth.atomic import PRIVATE_FILE_MODE, create_private_file
 from ctxhealth.errors import LedgerError
-from ctxhealth.redact import redact, redact_value
+from ctxhealth.redact import scrub
 from ctxhealth.state.migrations import MIGRATIONS, applied_migrations, apply_migrations
 
 __all__ = [
@@ -71,6 +74,18 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+def _make_private(path: Path) -> None:
+    """Create the ledger file ``0600`` before SQLite does (it would use the umask), in a ``0700``
+    home; SQLite gives its ``-wal`` and ``-shm`` files the database file's permissions, and those
+    left wider by an older version are narrowed."""
+    create_private_file(path)
+    for suffix in ("-wal", "-shm", "-journal"):
+        side = path.with_name(path.name + suffix)
+        with contextlib.suppress(OSError):
+            if side.stat().st_mode & 0o077:
+                os.chmod(side, PRIVATE_FILE_MODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +161,12 @@ class ErrorRow:
 
 
 def _clip(text: str) -> str:
-    text = redact(text)
+    text = scrub(text)
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 15] + "...[truncated]"
 
 
 def _dumps(value: dict[str, Any]) -> str:
-    return orjson.dumps(redact_value(value), option=orjson.OPT_NON_STR_KEYS).decode()
+    return orjson.dumps(scrub(value), option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _loads(text: str) -> dict[str, Any]:
@@ -179,7 +194,7 @@ class Ledger:
         """Open (creating if needed) ``home/ledger.db`` and bring its schema up to date."""
         path = Path(home) / LEDGER_FILENAME
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_private(path)
             conn = sqlite3.connect(
                 path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )

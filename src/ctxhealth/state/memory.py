@@ -21,7 +21,7 @@ from ctxhealth.errors import StateError
 from ctxhealth.model import Role, Session, ToolCall
 from ctxhealth.recovery.digest import edited_paths
 from ctxhealth.recovery.parts import original_request
-from ctxhealth.redact import redact, redact_value
+from ctxhealth.redact import scrub
 from ctxhealth.state.store import StateStore
 
 __all__ = [
@@ -135,7 +135,7 @@ def snapshot_from_session(
 def write_snapshot(store: StateStore, snapshot: PreCompactionSnapshot) -> Path:
     """Write the snapshot (timestamped, plus ``snapshots/latest-pre-compaction.json``)."""
     store.check_writable()
-    data = orjson.dumps(redact_value(snapshot.to_dict()), option=orjson.OPT_INDENT_2) + b"\n"
+    data = orjson.dumps(scrub(snapshot.to_dict()), option=orjson.OPT_INDENT_2) + b"\n"
     path = store.unique_path(store.snapshots_dir, "pre-compaction", ".json")
     store.write_file(path, data)
     store.write_file(store.snapshots_dir / LATEST_SNAPSHOT, data)
@@ -176,7 +176,7 @@ def read_memory(store: StateStore, kind: MemoryKind) -> list[str]:
 
 def append_memory(store: StateStore, kind: MemoryKind, text: str) -> Path:
     """Append one entry (one line, redacted, timestamped) to a memory file; return its path."""
-    entry = " ".join(redact(text).split())[:MAX_MEMORY_ENTRY_CHARS]
+    entry = " ".join(scrub(text).split())[:MAX_MEMORY_ENTRY_CHARS]
     if not entry:
         raise StateError("a memory entry cannot be empty", hint="pass the text to remember")
     store.check_writable()

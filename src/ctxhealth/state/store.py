@@ -11,7 +11,8 @@ Layout (``root`` is chosen by the caller; the CLI uses ``--root`` / ``CTXHEALTH_
     root/memory/{learnings,issues,decisions}.md
     root/archive/<ts>/                   whatever ``archive`` moved aside
 
-Every write is atomic (:func:`ctxhealth.atomic.write_atomic`) and redacted. Before
+Every write is atomic (:func:`ctxhealth.atomic.write_atomic`), private (files ``0600``, new
+directories ``0700``) and redacted (:func:`ctxhealth.redact.scrub`) in :meth:`StateStore.write_file`. Before
 any write the root is checked for legacy or foreign state files; if there are any,
 the write is refused until they are archived explicitly.
 """
@@ -30,7 +31,7 @@ import orjson
 
 from ctxhealth.atomic import fsync_dir, write_atomic
 from ctxhealth.errors import EnvironmentProblem, StateError
-from ctxhealth.redact import redact, redact_value
+from ctxhealth.redact import scrub
 from ctxhealth.state.schema import (
     SchemaKind,
     TaskState,
@@ -275,9 +276,11 @@ class StateStore:
             )
 
     def write_file(self, path: Path, data: bytes | str) -> Path:
-        """Write one file under the root atomically; an OS failure becomes a clear error."""
+        """Write one file under the root atomically, redacted (:func:`ctxhealth.redact.scrub`, whatever
+        the caller did before) and private (``0600``, new directories ``0700``); an OS failure becomes
+        a clear error."""
         try:
-            return write_atomic(path, data)
+            return write_atomic(path, scrub(data))
         except OSError as exc:
             raise EnvironmentProblem(
                 f"cannot write {path.name}: {exc.strerror or exc}",
@@ -313,7 +316,7 @@ class StateStore:
     def write_state(self, state: TaskState) -> TaskState:
         """Validate, redact and write the task state atomically; return what was written."""
         self.check_writable()
-        clean = state_from_dict(redact_value(state_to_dict(state)), path=str(self.state_path))
+        clean = state_from_dict(scrub(state_to_dict(state)), path=str(self.state_path))
         self.write_file(self.state_path, dump_state(clean))
         return clean
 
@@ -334,7 +337,7 @@ class StateStore:
     def write_summary(self, state: TaskState) -> Path:
         """Write a timestamped summary, then the stable alias; return the timestamped path."""
         self.check_writable()
-        text = redact(render_summary(state))
+        text = scrub(render_summary(state))
         copy = self.unique_path(self.summaries_dir, "summary", ".md")
         self.write_file(copy, text)
         self.write_file(self.latest_summary_path, text)
@@ -381,7 +384,7 @@ class StateStore:
 
     def write_control(self, control: Control) -> None:
         self.check_writable()
-        data = orjson.dumps(redact_value(control.to_dict()), option=orjson.OPT_INDENT_2) + b"\n"
+        data = orjson.dumps(scrub(control.to_dict()), option=orjson.OPT_INDENT_2) + b"\n"
         self.write_file(self.control_path, data)
 
     def clear_halt(self, *, reason: str, allow: int) -> Control:

@@ -32,7 +32,6 @@ from ctxhealth.integrations.claude_code.payloads import (
 )
 from ctxhealth.integrations.claude_code.tailstate import (
     DOOM_LOOP_REPEATS,
-    INSTRUCTION_CHARS,
     STATE_VERSION,
     SessionCounters,
     SessionLock,
@@ -41,19 +40,16 @@ from ctxhealth.integrations.claude_code.tailstate import (
     load_counters,
     save_counters,
 )
+from ctxhealth.integrations.claude_code.transcript import HookLimits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ctxhealth.integrations.claude_code.checkpointing import CheckpointOutcome
     from ctxhealth.state.ledger import Ledger
 
 __all__ = ["HookResult", "Notice", "handle_hook", "reanchor_after_compaction", "run_hook", "session_root"]
-
-CHECKPOINT_BUDGET_TOKENS = 500
-# Hooks size checkpoints with the estimate (about 4 characters a token): loading an exact BPE
-# vocabulary takes seconds in a fresh process, too long for a hook that runs before compaction.
-CHECKPOINT_ENCODING: str | None = None
 
 
 class HookResult:
@@ -67,10 +63,17 @@ class HookResult:
 
 
 def session_root(home: str, counters: SessionCounters) -> str:
-    """The state root of one Claude Code session: ``<home>/claude-code/sessions/<session id>``."""
-    label = counters.session_id or os.path.splitext(os.path.basename(counters.path))[0] or "session"
-    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label)[:80]
-    return os.path.join(home, "claude-code", "sessions", safe)
+    """The state root of one Claude Code session: ``<home>/claude-code/sessions/<folder>``, the folder
+    named by :func:`ctxhealth.labels.session_folder` from the raw session id (else the transcript's
+    path), so no two sessions share one whatever their ids."""
+    from ctxhealth.labels import session_folder
+
+    if counters.session_id is not None:
+        folder = session_folder("id:" + counters.session_id, counters.session_id)
+    else:
+        stem = os.path.splitext(os.path.basename(counters.path))[0]
+        folder = session_folder("path:" + counters.path, stem)
+    return os.path.join(home, "claude-code", "sessions", folder)
 
 
 # -- notices -------------------------------------------------------------------------------------
@@ -169,35 +172,47 @@ def _home_path(home: str) -> Path:
     return Path(home)
 
 
-def _read_tail(counters: SessionCounters) -> None:
-    try:
-        size = os.path.getsize(counters.path)
-    except OSError:
-        return  # no transcript (yet): nothing to read
-    if size == counters.offset and counters.thresholds is not None:
-        return  # nothing new: skip importing the reader
+def _read_tail(counters: SessionCounters) -> str | None:
+    """Fold the transcript's new tail into the counters; return why it could not be read (it is
+    missing, a FIFO, a device, ...) or None. Never opens anything but a regular file."""
+    from ctxhealth.integrations.claude_code.transcript import transcript_problem
+
+    problem = transcript_problem(counters.path)
+    if problem is not None:
+        return problem
+    if os.stat(counters.path).st_size == counters.offset and counters.thresholds is not None:
+        return None  # nothing new: skip importing the reader
     from ctxhealth.integrations.claude_code.tail import read_tail
 
     read_tail(counters, counters.path)
+    return None
 
 
 def _flush(home: str, counters: SessionCounters, ledger: Ledger | None = None) -> None:
-    """Write queued hook events and the tail state to the ledger (opening it if not given)."""
+    """Write queued hook events to the ledger (opening it if not given), and the tail state when this
+    process holds the session's lock (``counters.lock_held``); without it, only the events."""
     from ctxhealth.state.ledger import Ledger, TailState
 
     own = ledger is None
     ledger = ledger or Ledger.open(_home_path(home))
+    # Without the lock, the events loaded with the counters are the holder's to write: only ours.
+    pending = counters.pending_events
+    events = pending if counters.lock_held else pending[counters.events_loaded :]
     try:
-        for event, session_id, summary in counters.pending_events:
+        for event, session_id, summary in events:
             ledger.record_hook_event(str(event), session_id, str(summary))
         counters.pending_events.clear()
-        state = counters.to_dict()
-        ledger.set_tail(
-            counters.path,
-            TailState(
-                offset=counters.offset, line=counters.line, state=state, session_id=counters.session_id
-            ),
-        )
+        counters.events_loaded = 0
+        if counters.lock_held:
+            ledger.set_tail(
+                counters.path,
+                TailState(
+                    offset=counters.offset,
+                    line=counters.line,
+                    state=counters.to_dict(),
+                    session_id=counters.session_id,
+                ),
+            )
     finally:
         if own:
             ledger.close()
@@ -219,63 +234,61 @@ def _summary(payload: HookPayload) -> str:
 # -- handlers ------------------------------------------------------------------------------------
 
 
-def _checkpoint(home: str, counters: SessionCounters, ledger: Ledger | None, *, snapshot: bool) -> int:
-    """Write a checkpoint of the whole transcript (and the pre-compaction snapshot); return its tokens.
+def _checkpoint(
+    call: _Call, ledger: Ledger | None, *, snapshot: bool, before_last_compaction: bool = False
+) -> CheckpointOutcome | None:
+    """Write a checkpoint of the transcript (and the pre-compaction snapshot) under the session's
+    root, bounded in bytes, and in time by the hook's checkpoint budget counted from its start
+    (:mod:`.checkpointing`); None when there is none."""
+    from ctxhealth.integrations.claude_code.checkpointing import write_hook_checkpoint
 
-    The one step that reads the whole transcript: a checkpoint needs all of it. It runs before a
-    compaction, after a resume that had none, and when the policy advises a restart or a halt.
-    """
-    from ctxhealth.redact import redact
-    from ctxhealth.sources import read_session
-    from ctxhealth.state.checkpoint import write_transcript_checkpoint
-    from ctxhealth.state.store import StateStore
-
-    session = read_session(counters.path)
-    store = StateStore(_home_path(session_root(home, counters)))
-    files = write_transcript_checkpoint(
-        store, session, budget_tokens=CHECKPOINT_BUDGET_TOKENS, ledger=ledger, encoding=CHECKPOINT_ENCODING
+    return write_hook_checkpoint(
+        session_root(call.home, call.counters),
+        call.counters,
+        ledger,
+        call.limits,
+        snapshot=snapshot,
+        before_last_compaction=before_last_compaction,
+        deadline=call.started + call.limits.checkpoint_seconds,
     )
-    if snapshot:
-        from ctxhealth.state.memory import snapshot_from_session, write_snapshot
-
-        write_snapshot(store, snapshot_from_session(session, created_at=store.now_iso()))
-    counters.checkpoint_json = str(files.json_path)
-    counters.checkpoint_text = _checkpoint_text(str(files.json_path))
-    if not counters.instruction:
-        from ctxhealth.recovery.parts import original_request
-
-        counters.instruction = redact(original_request(session.messages)[:INSTRUCTION_CHARS])
-    return files.tokens
 
 
-def _pre_compact(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+def _saved_message(outcome: CheckpointOutcome | None, problem: str | None) -> str:
+    if outcome is None:
+        why = f"the transcript is {problem}" if problem else "nothing readable in time"
+        return f"ctxhealth: no checkpoint saved ({why})"
+    if outcome.fallback or outcome.window_bytes < outcome.size:
+        mb = 1024 * 1024
+        return (
+            f"ctxhealth: checkpoint saved ({outcome.tokens} tokens, from the start and the last "
+            f"{outcome.window_bytes / mb:.1f} of {outcome.size / mb:.1f} MB of the transcript)"
+        )
+    return f"ctxhealth: checkpoint saved ({outcome.tokens} tokens)"
+
+
+def _pre_compact(call: _Call) -> str:
+    from ctxhealth.integrations.claude_code.transcript import transcript_problem
     from ctxhealth.state.ledger import Ledger
 
-    _read_tail(counters)
+    home, counters = call.home, call.counters
+    problem = transcript_problem(counters.path)
     with Ledger.open(_home_path(home)) as ledger:
-        tokens = _checkpoint(home, counters, ledger, snapshot=True)
-        counters.queue_event(
-            HookEvent.PRE_COMPACT.value, _summary(payload) + f" checkpoint={counters.checkpoint_json}"
-        )
+        # The checkpoint first: it is what PreCompact is for. The counters' tail only if time is left.
+        outcome = _checkpoint(call, ledger, snapshot=True)
+        if call.time_left() > 0:
+            _read_tail(counters)
+        counters.checkpoint_pending = outcome is not None
+        saved = f" checkpoint={counters.checkpoint_json}" if outcome is not None else " no-checkpoint"
+        counters.queue_event(HookEvent.PRE_COMPACT.value, _summary(call.payload) + saved)
         _flush(home, counters, ledger)
-    save_counters(home, counters)
-    return hook_output(HookEvent.PRE_COMPACT, user_message=f"ctxhealth: checkpoint saved ({tokens} tokens)")
-
-
-def _checkpoint_text(json_path: str) -> str | None:
-    import json
-
-    try:
-        with open(json_path, "rb") as handle:
-            document = json.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    text = document.get("text") if isinstance(document, dict) else None
-    return text if isinstance(text, str) else None
+    return hook_output(HookEvent.PRE_COMPACT, user_message=_saved_message(outcome, problem))
 
 
 def reanchor_after_compaction(counters: SessionCounters) -> str:
-    """The context given back after a compaction: the checkpoint, then the original request verbatim."""
+    """The context given back after a compaction: the checkpoint, then the original request verbatim;
+    "" when there is neither (nothing to give back is better than a heading over nothing)."""
+    if not counters.checkpoint_text and not counters.instruction:
+        return ""
     parts = ["[ctxhealth] Context was compacted. What you were doing, saved just before compaction:"]
     if counters.checkpoint_text:
         parts += ["", counters.checkpoint_text.strip()]
@@ -285,20 +298,25 @@ def reanchor_after_compaction(counters: SessionCounters) -> str:
     return "\n".join(parts)
 
 
-def _session_start(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+def _session_start(call: _Call) -> str:
+    home, payload, counters = call.home, call.payload, call.counters
     if payload.source not in (SessionSource.COMPACT, SessionSource.RESUME):
         counters.queue_event(HookEvent.SESSION_START.value, _summary(payload))
-        save_counters(home, counters)
         return ""
     counters.episodes += 1
-    _read_tail(counters)
-    if counters.checkpoint_text is None and os.path.exists(counters.path):
-        # Resumed (or compacted without our PreCompact hook): checkpoint what the transcript holds now.
-        _checkpoint(home, counters, None, snapshot=False)
+    if not counters.checkpoint_pending:
+        # No PreCompact checkpoint for this compaction (some compaction paths skip PreCompact), or a
+        # resume: checkpoint what the transcript holds, up to the compaction that just happened.
+        counters.checkpoint_text = None
+        compact = payload.source is SessionSource.COMPACT
+        _checkpoint(call, None, snapshot=False, before_last_compaction=compact)
+    if call.time_left() > 0:
+        _read_tail(counters)
+    counters.checkpoint_pending = False
     context = reanchor_after_compaction(counters)
-    counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + " reanchored")
+    done = " reanchored" if context else " nothing-to-give-back"
+    counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + done)
     _flush(home, counters)
-    save_counters(home, counters)
     return hook_output(HookEvent.SESSION_START, context=context)
 
 
@@ -315,9 +333,10 @@ _ACTION_NOTICE = {
 }
 
 
-def _user_prompt(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+def _user_prompt(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import read_counters, verdict
 
+    home, payload, counters = call.home, call.payload, call.counters
     _read_tail(counters)
     reading = read_counters(counters)
     decision = verdict(counters)
@@ -332,17 +351,18 @@ def _user_prompt(home: str, payload: HookPayload, counters: SessionCounters) -> 
             ledger.record_decision(
                 counters.session_id, counters.turns, decision.action, "; ".join(decision.reasons)
             )
-            if kind in (Notice.RESTART, Notice.HALT) and os.path.exists(counters.path):
-                _checkpoint(home, counters, ledger, snapshot=False)
-                context += f"\n\nA checkpoint of this session was saved: {counters.checkpoint_json}"
+            if kind in (Notice.RESTART, Notice.HALT):
+                outcome = _checkpoint(call, ledger, snapshot=False)
+                if outcome is not None:
+                    context += f"\n\nA checkpoint of this session was saved: {outcome.json_path}"
             _flush(home, counters, ledger)
-    save_counters(home, counters)
     return hook_output(HookEvent.USER_PROMPT_SUBMIT, context=context)
 
 
-def _post_tool(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+def _post_tool(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import read_counters
 
+    home, payload, counters = call.home, call.payload, call.counters
     name = payload.tool_name or "?"
     signature = call_signature(name, payload.tool_input)
     counters.note_call(signature, *call_files(name, payload.tool_input))
@@ -360,13 +380,13 @@ def _post_tool(home: str, payload: HookPayload, counters: SessionCounters) -> st
     counters.queue_event(event.value, _summary(payload))
     if context:
         _flush(home, counters)
-    save_counters(home, counters)
     return hook_output(event, context=context)
 
 
-def _stop(home: str, payload: HookPayload, counters: SessionCounters) -> str:
+def _stop(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import read_counters, verdict
 
+    home, payload, counters = call.home, call.payload, call.counters
     _read_tail(counters)
     reading = read_counters(counters)
     decision = verdict(counters)
@@ -384,7 +404,6 @@ def _stop(home: str, payload: HookPayload, counters: SessionCounters) -> str:
     ]
     if counters.last_final == verdict_key:
         # Nothing happened since the last final assessment: keep the event for the next ledger write.
-        save_counters(home, counters)
         return ""
     from ctxhealth.state.ledger import Ledger
 
@@ -418,7 +437,6 @@ def _stop(home: str, payload: HookPayload, counters: SessionCounters) -> str:
         )
         counters.last_final = verdict_key
         _flush(home, counters, ledger)
-    save_counters(home, counters)
     return ""
 
 
@@ -433,9 +451,33 @@ _HANDLERS = {
 }
 
 
-def handle_hook(event: HookEvent | None, raw: bytes, *, home: str) -> str:
+class _Call:
+    """One hook call: where ctxhealth keeps its state, the payload, the session's counters, limits."""
+
+    __slots__ = ("counters", "home", "limits", "payload", "started")
+
+    def __init__(
+        self, home: str, payload: HookPayload, counters: SessionCounters, limits: HookLimits, started: float
+    ) -> None:
+        self.home = home
+        self.payload = payload
+        self.counters = counters
+        self.limits = limits
+        self.started = started
+
+    def time_left(self) -> float:
+        """Seconds left of the hook's checkpoint budget (negative once it is spent)."""
+        import time
+
+        return self.started + self.limits.checkpoint_seconds - time.monotonic()
+
+
+def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookLimits | None = None) -> str:
     """Run the handler for ``event`` (else the payload's ``hook_event_name``); return stdout text.
 
+    The session's counters are loaded, updated and saved under its lock. A hook that cannot get the
+    lock within ``limits.lock_seconds`` still does its work, but writes only its events to the
+    ledger (SQLite serialises those), never the counters, which the holder of the lock is writing.
     Raises on bad input or an internal problem; :func:`run_hook` is the fail-open wrapper.
     """
     payload = parse_hook_payload(raw, event)
@@ -446,13 +488,26 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str) -> str:
             f"unknown hook event {payload.event_name!r}",
             hint="use one of " + ", ".join(e.value for e in _HANDLERS),
         )
+    import time
+
+    started = time.monotonic()
+    limits = limits or HookLimits()
     transcript = os.path.abspath(os.path.expanduser(payload.transcript_path or ""))
-    with SessionLock(home, transcript):
+    with SessionLock(home, transcript, timeout=limits.lock_seconds) as lock:
         counters = _load(home, payload)
-        return _HANDLERS[payload.event](home, payload, counters)
+        counters.lock_held = lock.acquired
+        counters.events_loaded = len(counters.pending_events)
+        output = _HANDLERS[payload.event](_Call(home, payload, counters, limits, started))
+        if lock.acquired:
+            save_counters(home, counters)
+        elif counters.pending_events:
+            _flush(home, counters)
+        return output
 
 
-def run_hook(event_name: str | None, raw: bytes, *, home: str) -> HookResult:
+def run_hook(
+    event_name: str | None, raw: bytes, *, home: str, limits: HookLimits | None = None
+) -> HookResult:
     """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise."""
     try:
         event = find_event(event_name) if event_name else None
@@ -460,11 +515,14 @@ def run_hook(event_name: str | None, raw: bytes, *, home: str) -> HookResult:
             from ctxhealth.errors import UsageError
 
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
-        return HookResult(stdout=handle_hook(event, raw, home=home))
+        return HookResult(stdout=handle_hook(event, raw, home=home, limits=limits))
     except Exception as exc:  # fail open: a hook must never break the agent
-        message = _one_line(exc)
-        _log_error(home, f"hook {event_name or '?'}", message)
-        return HookResult(stderr=f"ctxhealth: hook {event_name or '?'} skipped: {message}")
+        from ctxhealth.redact import scrub
+
+        message = scrub(_one_line(exc))
+        where = scrub(f"hook {event_name or '?'}")
+        _log_error(home, where, message)
+        return HookResult(stderr=f"ctxhealth: {where} skipped: {message}")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -12,9 +12,10 @@ Claude Code manages its own history: each compaction in the transcript is record
 (:meth:`Monitor.record_recovery`), and the policy's turn-count trigger (history compression after
 ``max_turns`` turns) is off, since Claude Code compacts by itself when it needs to.
 
-The snapshot keeps excerpts of the conversation (the instruction, the last characters of output), so
-the monitor is fed the messages with secrets in their text blocks redacted
-(:func:`ctxhealth.redact.redact`), as the counters' own excerpts are.
+The snapshot keeps excerpts of the conversation (the instruction, the last characters of output, the
+failure detector's "same mistake" signatures), so the monitor is fed the messages with secrets in
+every block redacted first (:func:`ctxhealth.redact.redact_message`): redacting after a signature
+masked its digits would miss the key.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.types import ModelInfo
 from ctxhealth.errors import StateError
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
-from ctxhealth.model import Format, Message, TextBlock
+from ctxhealth.model import Format, Message
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
 from ctxhealth.policy.profile import Profile, default_profile
-from ctxhealth.redact import redact
+from ctxhealth.redact import redact_message
 
 __all__ = [
     "NO_TURN_LIMIT",
@@ -102,12 +103,9 @@ def observe_messages(
 
 
 def redacted(message: Message) -> Message:
-    """``message`` with secrets in its text blocks redacted (the same message when there are none)."""
-    blocks = message.blocks
-    clean = tuple(TextBlock(redact(b.text)) if isinstance(b, TextBlock) else b for b in blocks)
-    if all(a is b or a == b for a, b in zip(clean, blocks, strict=True)):
-        return message
-    return replace(message, blocks=clean)
+    """``message`` with secrets in every block redacted, text, tool input and tool output alike,
+    before the monitor normalises anything (:func:`ctxhealth.redact.redact_message`)."""
+    return redact_message(message)
 
 
 def summarise(assessment: Assessment, monitor: Monitor) -> dict[str, Any]:

@@ -478,8 +478,12 @@ def hook_output(event: HookEvent, *, context: str = "", user_message: str = "") 
     """The JSON a hook prints on stdout (exit 0), or "" when there is nothing to say.
 
     ``context`` goes to the model as ``hookSpecificOutput.additionalContext`` (only for events that
-    honour it); ``user_message`` is shown to the person as ``systemMessage``.
+    honour it); ``user_message`` is shown to the person as ``systemMessage``. Both are redacted.
     """
+    if context or user_message:
+        from ctxhealth.redact import scrub
+
+        context, user_message = scrub(context), scrub(user_message)
     out: dict[str, Any] = {}
     if context and event in _CONTEXT_EVENTS:
         out["hookSpecificOutput"] = {"hookEventName": event.value, "additionalContext": context}

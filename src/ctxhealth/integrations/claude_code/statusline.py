@@ -13,13 +13,23 @@ Colour is ANSI, one colour per zone, off when ``color`` is False (the CLI honour
 from __future__ import annotations
 
 import os
+import stat
 
 from ctxhealth.integrations.claude_code.assess import Reading, low_cache_hit_rate, read_counters
 from ctxhealth.integrations.claude_code.payloads import StatusPayload, parse_status_payload
-from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_counters, save_counters
+from ctxhealth.integrations.claude_code.tailstate import (
+    SessionCounters,
+    SessionLock,
+    load_counters,
+    save_counters,
+)
+from ctxhealth.integrations.claude_code.transcript import transcript_problem
 from ctxhealth.signals.zones import Zone
 
-__all__ = ["format_status", "render_status", "status_counters"]
+__all__ = ["LOCK_SECONDS", "format_status", "has_data", "render_status", "status_counters"]
+
+LOCK_SECONDS = 0.5
+"""How long the status line waits for the session's lock before drawing without saving."""
 
 _COLOURS = {
     Zone.GREEN: "32",
@@ -48,28 +58,74 @@ def status_counters(payload: StatusPayload, *, home: str) -> SessionCounters:
     """The session's counters, brought up to date from the transcript only when that is needed.
 
     The new tail is read when the transcript grew and either no hook keeps the counters fresh or the
-    payload carries no fill; the model's thresholds are resolved when none are cached yet.
+    payload carries no fill; the model's thresholds are resolved when none are cached yet. Updating
+    happens under the session's lock (a short wait, :data:`LOCK_SECONDS`), reloading the counters
+    there so nothing a hook saved meanwhile is overwritten; without the lock the line is drawn from
+    what was read, and nothing is saved. A transcript that is not a regular file is never opened.
     """
     path = os.path.abspath(os.path.expanduser(payload.transcript_path or ""))
     cached = load_counters(home, path) if payload.transcript_path else None
     counters = cached if cached is not None else SessionCounters(path)
     if payload.session_id:
         counters.session_id = payload.session_id
-    window = payload.context_window
-    has_fill = window is not None and (window.used_tokens is not None or window.used_percentage is not None)
-    grew = bool(payload.transcript_path) and os.path.exists(path) and os.path.getsize(path) != counters.offset
-    need_read = grew and (cached is None or not counters.hooks_seen or not has_fill)
-    if need_read or counters.thresholds is None:
-        from ctxhealth.integrations.claude_code.tail import read_tail, resolve_thresholds
-
-        if need_read:
-            read_tail(counters, path)
-        if payload.model_id and not counters.model:
-            counters.model = payload.model_id
-        resolve_thresholds(counters, window=window.size if window is not None else None)
-        if payload.transcript_path:
+    if not _needs_update(payload, counters, cached is not None):
+        return counters
+    if not payload.transcript_path:
+        _refresh(payload, counters, cached is not None)
+        return counters
+    with SessionLock(home, path, timeout=LOCK_SECONDS) as lock:
+        if lock.acquired:
+            fresh = load_counters(home, path)  # what a hook may have saved since the first load
+            if fresh is not None:
+                counters, cached = fresh, fresh
+                if payload.session_id:
+                    counters.session_id = payload.session_id
+            if not _needs_update(payload, counters, cached is not None):
+                return counters
+        _refresh(payload, counters, cached is not None)
+        if lock.acquired:
             save_counters(home, counters)
     return counters
+
+
+def _transcript_size(path: str) -> int | None:
+    """The transcript's size, None when it is missing or not a regular file (never opened here)."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
+def _has_fill(payload: StatusPayload) -> bool:
+    window = payload.context_window
+    return window is not None and (window.used_tokens is not None or window.used_percentage is not None)
+
+
+def _needs_read(payload: StatusPayload, counters: SessionCounters, cached: bool) -> bool:
+    size = _transcript_size(counters.path) if payload.transcript_path else None
+    grew = size is not None and size != counters.offset
+    return grew and (not cached or not counters.hooks_seen or not _has_fill(payload))
+
+
+def _needs_update(payload: StatusPayload, counters: SessionCounters, cached: bool) -> bool:
+    return _needs_read(payload, counters, cached) or counters.thresholds is None
+
+
+def _refresh(payload: StatusPayload, counters: SessionCounters, cached: bool) -> None:
+    from ctxhealth.integrations.claude_code.tail import read_tail, resolve_thresholds
+
+    window = payload.context_window
+    if _needs_read(payload, counters, cached):
+        read_tail(counters, counters.path)
+    if payload.model_id and not counters.model:
+        counters.model = payload.model_id
+    resolve_thresholds(counters, window=window.size if window is not None else None)
+
+
+def has_data(payload: StatusPayload, counters: SessionCounters) -> bool:
+    """Whether there is anything to show: a fill in the payload, or counters that read something."""
+    return _has_fill(payload) or counters.turns > 0 or counters.fill > 0 or counters.tool_calls > 0
 
 
 def _reading(payload: StatusPayload, counters: SessionCounters) -> Reading:
@@ -84,8 +140,22 @@ def _reading(payload: StatusPayload, counters: SessionCounters) -> Reading:
     return read_counters(counters, fill=fill, window=size)
 
 
+def _no_data(payload: StatusPayload, color: bool) -> str:
+    path = payload.transcript_path
+    if not path:
+        why = "no transcript_path in the payload"
+    else:
+        problem = transcript_problem(os.path.abspath(os.path.expanduser(path)))
+        known = {None: "nothing read yet", "missing": "transcript not found"}
+        why = known.get(problem, f"transcript is {problem}")
+    return _paint(f"ctxhealth: no data ({why})", _DIM, color)
+
+
 def format_status(payload: StatusPayload, counters: SessionCounters, *, color: bool) -> str:
-    """The status line for this payload and these counters."""
+    """The status line for this payload and these counters ("no data" and why, when there is none:
+    never a zone drawn from nothing)."""
+    if not has_data(payload, counters):
+        return _no_data(payload, color)
     r = _reading(payload, counters)
     parts = [
         _paint(f"● {r.zone.value}", _COLOURS[r.zone], color),

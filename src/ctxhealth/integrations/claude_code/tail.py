@@ -4,7 +4,9 @@ The byte offset and line count cached in the counters say where the last call st
 after it are read and parsed (``ClaudeCodeTail``), so a hook costs O(new bytes), not O(transcript).
 A partial last line is left for the next call (the offset only moves past complete lines). If the file
 shrank (rewritten or rotated) the counters start over. A first read of a very large transcript keeps
-its head (the original request) and its last ``max_bytes``, so even a cold start is bounded.
+its head (the original request) and its last ``max_bytes``, and so does a read after more than
+``max_bytes`` were appended, so every call is bounded; the file type is checked before any read
+(:mod:`.transcript`).
 
 The new messages are also fed to the session's monitor (:mod:`.monitoring`), whose snapshot and last
 assessment travel in the counters. This is the slow path of a hook: it imports the reader, the model
@@ -28,7 +30,7 @@ from ctxhealth.integrations.claude_code.tailstate import (
 )
 from ctxhealth.model import Message, Role
 from ctxhealth.policy.profile import Profile, default_profile
-from ctxhealth.redact import redact
+from ctxhealth.redact import scrub
 from ctxhealth.signals.requests import clean_user_text, is_user_request
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 
@@ -47,26 +49,32 @@ def read_tail(
     registry: ModelRegistry | None = None,
     profile: Profile | None = None,
 ) -> list[Message]:
-    """Read the transcript's bytes after ``counters.offset``, fold them in, return the new messages."""
-    size = os.path.getsize(transcript)
+    """Read the transcript's bytes after ``counters.offset``, fold them in, return the new messages.
+
+    At most ``max_bytes`` are read (plus the head of the file on a first read): when more than that
+    was appended, the reading skips to the last ``max_bytes``. Raises :class:`InputError` when the
+    transcript is not a regular file (a FIFO or a device is never opened blocking).
+    """
+    from ctxhealth.integrations.claude_code.transcript import read_window
+
+    size = os.stat(transcript).st_size
     if size < counters.offset:
         counters.reset()  # rewritten or rotated: start over
     if size == counters.offset:
         counters.size = size
         return []
+    first = counters.offset == 0
+    window = read_window(
+        transcript, tail_bytes=max_bytes, head_bytes=HEAD_BYTES if first else 0, start=counters.offset
+    )
     messages: list[Message] = []
-    with open(transcript, "rb") as handle:
-        if counters.offset == 0 and size > max_bytes + HEAD_BYTES:
-            messages += _feed(counters, handle.read(HEAD_BYTES), transcript)
-            skip_to = size - max_bytes
-            handle.seek(skip_to)
-            handle.readline()  # to the next line start
-            counters.offset = handle.tell()
-            counters.line = 0  # line numbers are unknown past a skipped stretch
-        handle.seek(counters.offset)
-        data = handle.read(size - counters.offset)
-    messages += _feed(counters, data, transcript)
-    counters.size = size
+    if window.skipped:
+        if window.head:
+            messages += _feed(counters, window.head, transcript)
+        counters.offset = window.tail_start
+        counters.line = 0  # line numbers are unknown past a skipped stretch
+    messages += _feed(counters, window.tail, transcript)
+    counters.size = window.size
     fold_messages(counters, messages, registry=registry)
     observe_messages(counters, messages, registry=registry, profile=profile)
     resolve_thresholds(counters, registry=registry, profile=profile)
@@ -103,7 +111,7 @@ def fold_messages(
                 failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
                 counters.record_tool(result.tool_call_id, name, signature, failed)
             if not counters.instruction and is_user_request(message):
-                counters.instruction = redact(clean_user_text(message.text)[:INSTRUCTION_CHARS])
+                counters.instruction = scrub(clean_user_text(message.text)[:INSTRUCTION_CHARS])
             continue
         if message.role is not Role.ASSISTANT:
             continue

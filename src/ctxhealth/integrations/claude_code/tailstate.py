@@ -88,6 +88,7 @@ _FIELDS: dict[str, Any] = {
     "pending_events": [],
     "checkpoint_json": None,
     "checkpoint_text": None,
+    "checkpoint_pending": False,
     "hooks_seen": False,
     "cost_usd": None,
     "zone": None,
@@ -139,6 +140,7 @@ class SessionCounters:
     pending_events: list[list[Any]]
     checkpoint_json: str | None
     checkpoint_text: str | None
+    checkpoint_pending: bool
     hooks_seen: bool
     cost_usd: float | None
     zone: str | None
@@ -148,16 +150,23 @@ class SessionCounters:
     monitor: dict[str, Any] | None
     assessment: dict[str, Any] | None
 
+    # Not stored: whether this process holds the session's lock (only then may it save the state),
+    # and how many of ``pending_events`` were loaded (queued by earlier processes).
+    lock_held: bool
+    events_loaded: int
+
     def __init__(self, path: str = "") -> None:
         for name, default in _FIELDS.items():
             setattr(self, name, default.copy() if isinstance(default, dict | list) else default)
         self.path = path
+        self.lock_held = True
+        self.events_loaded = 0
 
     def reset(self) -> None:
         """Forget what was read (the transcript was rewritten); keep notices and unflushed events."""
-        keep = (self.notices, self.pending_events, self.hooks_seen)
+        keep = (self.notices, self.pending_events, self.hooks_seen, self.lock_held, self.events_loaded)
         self.__init__(self.path)  # type: ignore[misc]
-        self.notices, self.pending_events, self.hooks_seen = keep
+        self.notices, self.pending_events, self.hooks_seen, self.lock_held, self.events_loaded = keep
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": STATE_VERSION}
@@ -220,7 +229,10 @@ class SessionCounters:
 
     def note_call(self, signature: str, reads: list[str], edits: list[str]) -> None:
         """A call was made: an edit forgets the counts of calls that read or run the edited files
-        (they are new work when run again); the call's own reads are remembered for later edits."""
+        (they are new work when run again); the call's own reads are remembered for later edits.
+        A URL is no file (and may carry credentials): it is not remembered."""
+        reads = [p for p in reads if "://" not in p]
+        edits = [p for p in edits if "://" not in p]
         if ANY_EDIT in edits:  # files unknown (``git apply``, ``patch``): every dependent is new work
             edits = list(self.dependents)
         for path in edits:
@@ -338,7 +350,9 @@ def tail_cache_path(home: str, transcript: str) -> str:
     records the path too and a mismatch is treated as a miss.
     """
     path = os.path.abspath(transcript)
-    stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in os.path.basename(path))[:60]
+    from ctxhealth.labels import session_label
+
+    stem = session_label(os.path.basename(path), 60)
     return os.path.join(
         home, "claude-code", "tails", f"{stem}-{_digest64(path.encode('utf-8', errors='replace'))}.json"
     )
@@ -358,51 +372,67 @@ def load_counters(home: str, transcript: str) -> SessionCounters | None:
 
 
 def save_counters(home: str, counters: SessionCounters) -> None:
-    """Write the fast copy atomically (owner-only: it holds redacted excerpts of the transcript)."""
-    from ctxhealth.atomic import write_atomic
+    """Write the fast copy atomically, redacted (:func:`ctxhealth.redact.scrub`) and owner-only.
 
+    Call it holding the session's :class:`SessionLock`: temporary files of earlier writers of this
+    cache (killed between creating one and the rename) are removed first.
+    """
+    from ctxhealth.atomic import remove_stale_temps, write_atomic
+    from ctxhealth.redact import scrub
+
+    target = tail_cache_path(home, counters.path)
     data = json.dumps(counters.to_dict(), ensure_ascii=False, separators=(",", ":"))
-    write_atomic(tail_cache_path(home, counters.path), data, mode=0o600)
+    remove_stale_temps(target)
+    write_atomic(target, scrub(data))
 
 
 class SessionLock:
-    """An advisory lock per transcript, held while one hook loads, updates and saves the counters.
+    """An advisory lock per transcript, held by every writer of the session's state while it loads,
+    updates and saves the counters (hooks and the status line alike).
 
     Claude Code may run hooks for parallel tool calls at the same time; without the lock two of them
-    could each save their own update and one would be lost. Waiting is bounded (``timeout`` seconds):
-    past it the hook goes on unlocked rather than stall the agent. Where ``fcntl`` is missing
-    (Windows) there is no lock; a lost count is made good by the next transcript read, which counts
-    every tool result it has not seen.
+    could each save their own update and one would be lost. Waiting is bounded (``timeout`` seconds);
+    ``acquired`` says whether the lock was got: a writer that did not get it must not save the
+    counters (it would overwrite what the holder saves). Where ``fcntl`` is missing (Windows) there
+    is no lock and ``acquired`` is True; a lost count is made good by the next transcript read, which
+    counts every tool result it has not seen.
     """
 
     def __init__(self, home: str, transcript: str, timeout: float = 2.0) -> None:
         self.path = tail_cache_path(home, transcript)[: -len(".json")] + ".lock"
         self.timeout = timeout
+        self.acquired = False
         self._fd: int | None = None
 
     def __enter__(self) -> SessionLock:
         try:
             import fcntl
         except ImportError:
+            self.acquired = True
             return self
         import time
 
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            from ctxhealth.atomic import make_private_dirs
+
+            make_private_dirs(os.path.dirname(self.path))
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o600)
         except OSError:
             return self  # an unwritable home fails later, where the error says why
         deadline = time.monotonic() + self.timeout
+        pause = 0.002
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self._fd = fd
+                self.acquired = True
                 return self
             except OSError:
                 if time.monotonic() >= deadline:
                     os.close(fd)
                     return self
-                time.sleep(0.005)
+                time.sleep(pause)
+                pause = min(pause * 1.5, 0.05)
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:

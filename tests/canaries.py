@@ -1,0 +1,108 @@
+"""A canary set of secrets in the shapes real providers and tools use, with fake values.
+
+Each canary is ``name -> (text that carries it, the secret itself)``. The values are assembled at run
+time (prefix + body) so no key-shaped literal sits in the repository, and each secret is unique so a
+search of every byte ctxhealth wrote can tell which one leaked.
+"""
+
+from __future__ import annotations
+
+BODY = "Zq7X" + "r2Lm9Tb4Kw8Np3Vd6Hs1Jc5Fg0"  # 28 mixed characters
+HEX32 = "9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a90"
+
+
+def _mix(tag: str, length: int) -> str:
+    """A mixed-case alphanumeric body of ``length`` characters, unique per ``tag``."""
+    base = (tag.upper() + "7" + BODY + tag.lower() + "3" + BODY[::-1]) * 4
+    return base[:length]
+
+
+def _hex(tag: str) -> str:
+    digits = "".join(f"{ord(c) % 16:x}" for c in tag)
+    return (digits + HEX32)[:32]
+
+
+def canaries() -> dict[str, tuple[str, str]]:
+    """Every canary by name: (text containing the secret, the secret)."""
+    anthropic = "sk-" + "ant-api03-" + _mix("an", 40) + "_-" + _mix("th", 20)
+    openai_proj = "sk-" + "proj-" + _mix("op", 48)
+    openai_legacy = "sk-" + _mix("ol", 20) + "T3Blbk" + "FJ" + _mix("lg", 20)
+    aws_id = "AKIA" + "Q3EXAMPLE7Z2WX4Y"
+    aws_secret = "wJalr" + "XUtnFEMI/K7MDENG/bPxRfiCY" + "Q3CANARYK"
+    aws_pair_secret = "pQ9s" + "Tu2VwXyZ/aB3cD4eF5gH6iJ7kL8mN9oP0qR1"
+    pem_body = "MIIEpAIBAAKCAQEA" + _mix("pk", 40) + "\n" + _mix("pe", 40) + "==\n"
+    pem = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + pem_body + "-----END RSA PRIVATE KEY-----"
+    pem_cut_body = "MIIEvQIBADANBgkq" + _mix("cu", 44)
+    pem_cut = "-----BEGIN " + "PRIVATE KEY-----\n" + pem_cut_body
+    jwt = "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0." + _mix("jw", 30)
+    discord = "MTk4NjIy" + "NDgzNDcxOTI1MjQ4" + "." + "Cl2FMQ" + "." + _mix("dc", 27)
+    values = {
+        "anthropic": (f"export ANTHROPIC_KEY_VALUE {anthropic} now", anthropic),
+        "openai-proj": (f"client = OpenAI(key='{openai_proj}')", openai_proj),
+        "openai-legacy": (f"using {openai_legacy} for the call", openai_legacy),
+        "aws-access-key-id": (f"AWS id {aws_id} in config", aws_id),
+        "aws-secret-assigned": (f"aws_secret_access_key = {aws_secret}", aws_secret),
+        "aws-secret-after-id": (f"User,AKIAQ3EXAMPLE7Z2PAIR,{aws_pair_secret}\n", aws_pair_secret),
+        "github-classic": (
+            f"git clone https://{'ghp' + '_' + _mix('gh', 36)}@github.com/x/y",
+            _mix("gh", 36),
+        ),
+        "github-fine": (f"token is {'github' + '_pat_' + '11ABCDEFG0' + _mix('gf', 60)}.", _mix("gf", 60)),
+        "gitlab": (f"GL token: {'gl' + 'pat-' + _mix('gl', 20)} for CI", _mix("gl", 20)),
+        "slack-bot": (f"slack: {'xox' + 'b-' + '1234567890-0987654321-' + _mix('sl', 24)}", _mix("sl", 24)),
+        "slack-webhook": (
+            "POST https://hooks.slack.com/services/T0123ABCD/B0456EFGH/" + _mix("sw", 24),
+            _mix("sw", 24),
+        ),
+        "stripe-secret": (f"stripe.api_key_value = {'sk' + '_live_' + _mix('st', 24)}", _mix("st", 24)),
+        "stripe-restricted": (f"use {'rk' + '_live_' + _mix('rk', 24)} here", _mix("rk", 24)),
+        "google": (f"maps?key={'AI' + 'za' + 'Sy' + _mix('go', 33)}&q=1", _mix("go", 33)),
+        "npm": (f"//registry/:_authToken {'npm' + '_' + _mix('np', 36)}", _mix("np", 36)),
+        "hugging-face": (f"login with {'hf' + '_' + _mix('hf', 34)} then", _mix("hf", 34)),
+        "sendgrid": (
+            f"mail key {'SG' + '.' + _mix('sg', 22) + '.' + _mix('gr', 43)} ok",
+            _mix("sg", 22) + "." + _mix("gr", 43),
+        ),
+        "sendgrid-env-code-like": ("SENDGRID_API_KEY=" + "SG.abCdEf.ghIj9", "SG.abCdEf.ghIj9"),
+        "twilio-api-key": (f"twilio key {'SK' + _hex('tw')}", _hex("tw")),
+        "twilio-auth-token": (f"TWILIO_AUTH_TOKEN={_hex('ta')}", _hex("ta")),
+        "twilio-basic": (f"curl -u AC{_hex('ac')}:{_hex('tt')} https://api", _hex("tt")),
+        "discord": (f"bot.run('{discord}')", discord),
+        "azure-account-key": (
+            f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={_mix('az', 40)}==;"
+            "EndpointSuffix=core.windows.net",
+            _mix("az", 40),
+        ),
+        "azure-sas-key": (
+            "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;"
+            f"SharedAccessKey={_mix('sb', 43)}=",
+            _mix("sb", 43),
+        ),
+        "jwt": (f"cookie session={jwt}; path=/", jwt),
+        "pem": (f"key file:\n{pem}\nend", pem_body.strip()),
+        "pem-cut-short": (f'{{"excerpt": "{pem_cut}', pem_cut_body),
+        "bearer-header": (f"Authorization: Bearer {'Be' + _mix('be', 30)}", "Be" + _mix("be", 30)),
+        "bearer-lowercase-curl": (
+            f'curl -H "authorization: bearer {_mix("bl", 30)}" https://api',
+            _mix("bl", 30),
+        ),
+        "bearer-uppercase": (f"AUTHORIZATION: BEARER {_mix('bu', 30)}", _mix("bu", 30)),
+        "basic-header": (f"Authorization: Basic {_mix('ba', 24)}==", _mix("ba", 24)),
+        "url-credentials-postgres": ("postgres://admin:" + "Pa55word9Q" + "@db:5432/app", "Pa55word9Q"),
+        "url-credentials-mongodb-srv": (
+            "mongodb+srv://svc:" + "Mg0Pass7Zx" + "@cluster0.x.net",
+            "Mg0Pass7Zx",
+        ),
+        "url-credentials-amqp": ("amqp://guest:" + "R4bbitPw2x" + "@mq:5672/", "R4bbitPw2x"),
+        "password-equals": ("db password=" + "hunter2!xQ", "hunter2!xQ"),
+        "password-colon-yaml": ("database:\n  password: " + "Yaml9Pass!", "Yaml9Pass!"),
+        "passwd": ("ftp passwd: " + "Pwd0Value7", "Pwd0Value7"),
+        "password-in-prose": ("ok, the password is " + "Tr0ub4dor&3x" + " for staging", "Tr0ub4dor&3x"),
+        "curl-user": ("curl -u deploy:" + "CurlPa55w0rd" + " https://x", "CurlPa55w0rd"),
+        "mysql-p": ("mysql -u root -p" + "My5qlSecret" + " app < dump.sql", "My5qlSecret"),
+        "export-name-token": ("export DEPLOY_TOKEN=" + "dT0kenValue9", "dT0kenValue9"),
+        "env-token-not-at-end": ("GITHUB_TOKEN_RO=" + "roT0ken5Val" + " make", "roT0ken5Val"),
+        "json-client-secret": ('{"client_secret": "' + "zzSecretValue99" + '"}', "zzSecretValue99"),
+        "api-key-assignment": ("api_key=" + "q8w7e6r5t4y3", "q8w7e6r5t4y3"),
+    }
+    return values
