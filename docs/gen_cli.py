@@ -51,7 +51,7 @@ command (see [exit codes](../reference/exit-codes.md)).
 
 
 def root_command() -> click.Group:
-    """The ``ctxhealth`` group, imported here so the script runs from a checkout with the package installed."""
+    """The ``ctxhealth`` group (imported here: the script runs from a checkout with the package installed)."""
     from ctxhealth.cli.main import cli
 
     return cli
@@ -125,12 +125,12 @@ def usage(doc: Documented) -> str:
 
 
 def value_of(param: click.Parameter, ctx: click.Context) -> str:
-    """What the parameter takes: a flag, one of its choices, or its type's name."""
+    """What the parameter takes: a flag, one of its choices, or its type's name (an option's metavar)."""
     if isinstance(param, click.Option) and param.is_flag:
         return "flag"
     if isinstance(param.type, click.Choice):
         return "one of " + ", ".join(f"`{choice}`" for choice in param.type.choices)
-    if param.metavar:
+    if isinstance(param, click.Option) and param.metavar:
         return cell(param.metavar)
     return cell(param.type.name.upper())
 
@@ -162,8 +162,10 @@ def option_rows(doc: Documented) -> list[str]:
         if not isinstance(param, click.Option) or param.hidden:
             continue
         names = [*param.opts, *param.secondary_opts]
-        label = " / ".join(f"`{name}`" for name in names) if param.secondary_opts else ", ".join(
-            f"`{name}`" for name in names
+        label = (
+            " / ".join(f"`{name}`" for name in names)
+            if param.secondary_opts
+            else ", ".join(f"`{name}`" for name in names)
         )
         description = cell(param.help or "")
         notes = notes_of(param, doc.ctx)
@@ -179,7 +181,7 @@ def argument_rows(doc: Documented) -> list[str]:
     for param in doc.command.params:
         if not isinstance(param, click.Argument):
             continue
-        name = (param.metavar or param.name or "").upper()
+        name = (param.name or "").upper()
         how = ["required" if param.required else "optional"]
         if param.nargs == -1:
             how.append("any number")
@@ -226,7 +228,9 @@ def render_page(top: Documented, current: str | None) -> str:
         head = f"# ctxhealth {top.path[0]}\n\n{cell(summary(top.command))}\n\n"
         return head + block
     if BEGIN not in current or END not in current:
-        raise SystemExit(f"{COMMANDS_DIR / page_name(top)}: the markers are missing; put back\n{BEGIN}\n{END}")
+        raise SystemExit(
+            f"{COMMANDS_DIR / page_name(top)}: the markers are missing; put back\n{BEGIN}\n{END}"
+        )
     before, rest = current.split(BEGIN, 1)
     after = rest.split(END, 1)[1].lstrip("\n")
     return before + block + (("\n" + after) if after else "")
