@@ -66,6 +66,11 @@ class Documented:
     ctx: click.Context
 
 
+def context(command: click.Command, name: str, parent: click.Context | None) -> click.Context:
+    """The context ``ctxhealth ... NAME`` runs in, with the command's own settings (``-h`` for help)."""
+    return click.Context(command, info_name=name, parent=parent, **command.context_settings)
+
+
 def walk(command: click.Command, ctx: click.Context, path: tuple[str, ...]) -> Iterator[Documented]:
     """Yield ``command`` and every visible sub-command below it, depth first, in ``--help`` order."""
     yield Documented(path, command, ctx)
@@ -74,18 +79,18 @@ def walk(command: click.Command, ctx: click.Context, path: tuple[str, ...]) -> I
             sub = command.get_command(ctx, name)
             if sub is None or sub.hidden:
                 continue
-            yield from walk(sub, click.Context(sub, info_name=name, parent=ctx), (*path, name))
+            yield from walk(sub, context(sub, name, ctx), (*path, name))
 
 
 def top_level() -> list[Documented]:
     """The visible top-level commands of ``ctxhealth``, sorted by name."""
     cli = root_command()
-    ctx = click.Context(cli, info_name="ctxhealth")
+    ctx = context(cli, "ctxhealth", None)
     found = []
     for name in cli.list_commands(ctx):
         command = cli.get_command(ctx, name)
         if command is not None and not command.hidden:
-            found.append(Documented((name,), command, click.Context(command, info_name=name, parent=ctx)))
+            found.append(Documented((name,), command, context(command, name, ctx)))
     return sorted(found, key=lambda d: d.path)
 
 
