@@ -191,3 +191,19 @@ def test_every_page_in_the_nav_exists() -> None:
     assert len(pages) > 20
     missing = [page for page in pages if not (DOCS / page).is_file()]
     assert not missing, missing
+
+
+def python_examples() -> list[tuple[str, str]]:
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        blocks = re.findall(
+            r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL
+        )
+        found += [(f"{page.relative_to(DOCS)}#{i}", block) for i, block in enumerate(blocks)]
+    return found
+
+
+@pytest.mark.parametrize(("where", "code"), python_examples(), ids=[w for w, _ in python_examples()])
+def test_python_examples_in_the_docs_run(where: str, code: str) -> None:
+    namespace: dict[str, object] = {name: getattr(ctxhealth, name) for name in ctxhealth.__all__}
+    exec(compile(code, where, "exec"), namespace)
