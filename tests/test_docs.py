@@ -145,9 +145,15 @@ def test_every_public_name_is_on_the_api_index() -> None:
 
 
 def api_targets() -> list[str]:
+    """Every object an API page renders: each ``:::`` target, and each of its ``members: [...]``."""
     found = []
     for page in sorted((DOCS / "api").glob("*.md")):
-        found += re.findall(r"^::: ([\w.]+)", page.read_text(encoding="utf-8"), flags=re.MULTILINE)
+        text = page.read_text(encoding="utf-8")
+        for target, options in re.findall(r"^::: ([\w.]+)\n((?:    .*\n)*)", text, flags=re.MULTILINE):
+            found.append(target)
+            members = re.search(r"members: \[(.*)\]", options)
+            if members:
+                found += [f"{target}.{name.strip()}" for name in members.group(1).split(",")]
     return found
 
 
