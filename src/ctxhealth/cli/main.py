@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "validate": "ctxhealth.cli.validate:validate",
     "doctor": "ctxhealth.cli.doctor:doctor",
     "watch": "ctxhealth.cli.watch:watch",
+    "proxy": "ctxhealth.cli.proxy:proxy",
 }
 
 

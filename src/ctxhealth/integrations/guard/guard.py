@@ -1,0 +1,437 @@
+"""The guard: the health policy applied to model API requests, for the proxy and the SDK wrappers.
+
+:meth:`Guard.plan` takes one request body (bytes, as the client sent it) and returns a
+:class:`Plan`: forward the body unchanged, forward a rewritten body, or answer with an API-shaped
+error. On the way the request's conversation is matched against its session's known prefix
+(:mod:`.prefix`); only the items not seen before are turned into messages and observed by the
+session's :class:`~ctxhealth.monitor.Monitor` (the usage of the previous response is attached to the
+assistant message that shows up first), so the monitor's work per request does not grow with the
+length of the conversation. :meth:`Guard.finish` records what the response reported.
+
+Modes (:class:`Mode`):
+
+* ``observe`` — the body is forwarded byte for byte; the monitor assesses, the ledger records.
+* ``advise`` — as observe; when the decision is to intervene, a note with the reasons is added as
+  the newest user content (once per episode: again only after the decision changed).
+* ``enforce`` — warn adds the note; re-anchor appends the spec's re-anchor message; clear tool
+  results, history compression, truncate and restart rewrite the conversation with the recovery
+  code, and later requests of the session are sent with the recovered items in place of the
+  history they replaced; halt answers with an API-shaped error and calls no model.
+
+The guard holds no I/O: a store (:mod:`.store`) keeps sessions; :meth:`Guard.flush` hands it the
+sessions that changed. A lock makes it safe for clients used from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import orjson
+
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.errors import StateError
+from ctxhealth.integrations.guard.metrics import Metrics
+from ctxhealth.integrations.guard.notes import halt_text, note_text
+from ctxhealth.integrations.guard.prefix import chain_of, session_digest
+from ctxhealth.integrations.guard.session import GuardSession, Rewrite
+from ctxhealth.integrations.guard.store import MemoryStore, SessionStore
+from ctxhealth.integrations.wire import ADAPTERS, ApiStyle, ResponseFacts, WireAdapter
+from ctxhealth.integrations.wire.base import ApiError, ErrorKind, attach_usage
+from ctxhealth.model import Format, Message, Role, Session
+from ctxhealth.monitor import Assessment, Monitor
+from ctxhealth.policy import Action
+from ctxhealth.recovery.clear import clear_tool_results
+from ctxhealth.recovery.compress import compress_history
+from ctxhealth.recovery.reanchor import reanchor
+from ctxhealth.recovery.report import RecoveryReport
+from ctxhealth.recovery.restart import restart
+from ctxhealth.recovery.truncate import truncate
+from ctxhealth.signals.profile import Profile
+
+SESSION_HEADER = "x-ctxhealth-session"
+MAX_SESSIONS = 1_000
+MAX_RESPONSE_IDS = 10_000
+
+
+class Mode(StrEnum):
+    OBSERVE = "observe"
+    ADVISE = "advise"
+    ENFORCE = "enforce"
+
+
+class Applied(StrEnum):
+    """How a decision reached the request."""
+
+    NONE = "none"  # forwarded as the client sent it
+    NOTE = "note"  # a note was added
+    REWRITE = "rewrite"  # the conversation was rewritten by a recovery strategy
+    HALT = "halt"  # answered with an error, no model called
+
+
+_NOTE_ACTIONS = frozenset({Action.WARN, Action.REANCHOR})
+_RECOVERIES = frozenset({Action.CLEAR_TOOL_RESULTS, Action.COMPRESS_HISTORY, Action.TRUNCATE, Action.RESTART})
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to do with one request. ``body`` is None when the original bytes go out unchanged;
+    ``error`` is set when the guard answers itself. ``report`` is the recovery's account."""
+
+    key: str | None
+    style: ApiStyle
+    body: bytes | None = None
+    error: ApiError | None = None
+    assessment: Assessment | None = None
+    action: Action = Action.CONTINUE
+    applied: Applied = Applied.NONE
+    reset: bool = False
+    observed: int = 0
+    report: RecoveryReport | None = None
+
+
+def _recover(action: Action, session: Session) -> tuple[Session, RecoveryReport]:
+    if action is Action.TRUNCATE:
+        return truncate(session)
+    if action is Action.RESTART:
+        return restart(session)
+    if action is Action.CLEAR_TOOL_RESULTS:
+        return clear_tool_results(session)
+    return compress_history(session)
+
+
+class Guard:
+    """Sessions, their monitors and the mode (see the module docstring)."""
+
+    def __init__(
+        self,
+        mode: Mode = Mode.OBSERVE,
+        *,
+        store: SessionStore | None = None,
+        profile: Profile | None = None,
+        registry: ModelRegistry | None = None,
+        model: str | None = None,
+        max_sessions: int = MAX_SESSIONS,
+    ) -> None:
+        self.mode = mode
+        self.store: SessionStore = store if store is not None else MemoryStore()
+        self.profile = profile
+        self.registry = registry
+        self.model = model
+        self.max_sessions = max_sessions
+        self.sessions: OrderedDict[str, GuardSession] = OrderedDict()
+        self.metrics = Metrics()
+        self._responses: OrderedDict[str, str] = OrderedDict()  # response id -> session key
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ sessions
+
+    def _new_monitor(self, model: str | None) -> Monitor:
+        return Monitor(self.model or model, self.profile, registry=self.registry)
+
+    def _session(self, key: str, style: ApiStyle, model: str | None) -> GuardSession:
+        session = self.sessions.get(key)
+        if session is not None:
+            self.sessions.move_to_end(key)
+            return session
+        data = self.store.load(key)
+        if data is not None:
+            try:
+                monitor = Monitor.restore(data["monitor"], self.model, self.profile, registry=self.registry)
+                session = GuardSession.load(data, monitor)
+            except (StateError, KeyError, TypeError, ValueError):
+                session = None  # from another version, or damaged: start afresh
+        if session is None:
+            session = GuardSession(key, style.value, self._new_monitor(model))
+        self.sessions[key] = session
+        while len(self.sessions) > self.max_sessions:
+            old_key, old = self.sessions.popitem(last=False)
+            if old.dirty:
+                self.store.save(old_key, old.dump())
+        return session
+
+    def _key(self, adapter: WireAdapter, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
+        given = headers.get(SESSION_HEADER)
+        if given:
+            return f"{adapter.style.value}:{given.strip()[:200]}"
+        previous = body.get("previous_response_id")
+        if isinstance(previous, str) and previous in self._responses:
+            return self._responses[previous]
+        return (
+            f"{adapter.style.value}:{session_digest(adapter.style.value, adapter.session_seed(dict(body)))}"
+        )
+
+    # ------------------------------------------------------------------ requests
+
+    def plan(self, style: ApiStyle, raw: bytes, headers: Mapping[str, str]) -> Plan:
+        """Decide what to send for one request body (see the module docstring)."""
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            body = None
+        if not isinstance(body, dict):
+            return Plan(None, style)  # not ours to judge: the provider answers it
+        with self._lock:
+            return self._plan(ADAPTERS[style], body, headers)
+
+    def _plan(self, adapter: WireAdapter, body: dict[str, Any], headers: Mapping[str, str]) -> Plan:
+        style = adapter.style
+        self.metrics.requests[(style.value, self.mode.value)] += 1
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        key = self._key(adapter, body, headers)
+        session = self._session(key, style, model)
+        session.requests += 1
+        session.dirty = True
+        items = adapter.items(body)
+        continued = isinstance(body.get("previous_response_id"), str)
+        reset = False
+        if continued:
+            # the provider holds the history: every item here is new, nothing can be rewritten
+            new_items, with_head, chains = items, session.count == 0, None
+        else:
+            chains = chain_of(style.value, adapter.head(body), items)
+            count = session.count
+            if count and (count > len(items) or chains[count] != session.chain):
+                reset = True
+                session.resets += 1
+                self.metrics.resets += 1
+                session.monitor = self._new_monitor(model)
+                session.rewrite = None
+                session.pending = None
+                session.noted = None
+                session.halted = False
+                count = 0
+            new_items, with_head = items[count:], count == 0
+        messages = adapter.to_messages(body, new_items, with_head=with_head)
+        messages = self._attach_pending(session, messages)
+        monitor = session.monitor
+        assessment: Assessment | None = None
+        for message in messages:
+            assessment = monitor.observe(message)
+        session.observed += len(messages)
+        session.count = len(items) if not continued else session.count + len(items)
+        if chains is not None:
+            session.chain = chains[-1]
+        if assessment is None:
+            assessment = monitor.last
+        action = assessment.action if assessment is not None else Action.CONTINUE
+
+        effective = items
+        rewrite = session.rewrite
+        if rewrite is not None and chains is not None and rewrite.count <= len(items):
+            if chains[rewrite.count] == rewrite.chain:
+                effective = [*rewrite.items, *items[rewrite.count :]]
+            else:
+                session.rewrite = None
+        plan = self._apply(adapter, body, session, assessment, action, effective, chains, continued)
+        plan = Plan(
+            key,
+            style,
+            plan.body if plan.body is not None or effective is items else _dump(adapter, body, effective),
+            plan.error,
+            assessment,
+            action,
+            plan.applied,
+            reset,
+            len(messages),
+            plan.report,
+        )
+        self._record(session, plan)
+        return plan
+
+    def _attach_pending(self, session: GuardSession, messages: list[Message]) -> list[Message]:
+        pending = session.pending
+        if pending is None:
+            return messages
+        session.pending = None
+        for i, m in enumerate(messages):
+            if m.role is Role.ASSISTANT:
+                out = list(messages)
+                out[i] = attach_usage(m, pending.usage, pending.model, pending.response_id)
+                return out
+        return messages
+
+    def _apply(
+        self,
+        adapter: WireAdapter,
+        body: dict[str, Any],
+        session: GuardSession,
+        assessment: Assessment | None,
+        action: Action,
+        effective: list[Any],
+        chains: list[bytes] | None,
+        continued: bool,
+    ) -> Plan:
+        style = adapter.style
+        if action is Action.CONTINUE or assessment is None or self.mode is Mode.OBSERVE:
+            if action is Action.CONTINUE:
+                session.noted = None
+            return Plan(None, style)
+        if self.mode is Mode.ENFORCE and action is Action.HALT:
+            session.halted = True
+            return Plan(
+                None, style, error=adapter.error(ErrorKind.HALT, halt_text(assessment)), applied=Applied.HALT
+            )
+        enforce = self.mode is Mode.ENFORCE and not continued
+        if enforce and action in _RECOVERIES:
+            return self._recover(adapter, body, session, action, effective, chains)
+        if session.noted == action.value:
+            return Plan(None, style)  # this episode was noted already
+        session.noted = action.value
+        if enforce and action is Action.REANCHOR:
+            parsed = adapter.to_messages(body, effective, with_head=True)
+            _, report = reanchor(
+                _session_of(parsed, session),
+                similarity=session.monitor.drift.similarity,
+                tokens=assessment.fill,
+            )
+            items = adapter.add_note(effective, report.injected[0])
+            self._keep_rewrite(session, chains, items)
+            session.monitor.record_recovery(Action.REANCHOR)
+            return Plan(None, style, _dump(adapter, body, items), applied=Applied.REWRITE, report=report)
+        if action is Action.COMPRESS_HISTORY:
+            return Plan(None, style)  # routine: advice about it is noise
+        items = adapter.add_note(effective, note_text(action, assessment))
+        return Plan(None, style, _dump(adapter, body, items), applied=Applied.NOTE)
+
+    def _recover(
+        self,
+        adapter: WireAdapter,
+        body: dict[str, Any],
+        session: GuardSession,
+        action: Action,
+        effective: list[Any],
+        chains: list[bytes] | None,
+    ) -> Plan:
+        parsed = adapter.to_messages(body, effective, with_head=True)
+        recovered, report = _recover(action, _session_of(parsed, session))
+        items = adapter.write(list(recovered.messages), effective, [m for m in parsed if m.line])
+        self._keep_rewrite(session, chains, items)
+        session.monitor.record_recovery(report.action, fill=report.tokens_after)
+        session.noted = None
+        return Plan(None, adapter.style, _dump(adapter, body, items), applied=Applied.REWRITE, report=report)
+
+    @staticmethod
+    def _keep_rewrite(session: GuardSession, chains: list[bytes] | None, items: list[Any]) -> None:
+        if chains is not None:
+            session.rewrite = Rewrite(len(chains) - 1, chains[-1], items)
+
+    def _record(self, session: GuardSession, plan: Plan) -> None:
+        a = plan.assessment
+        action = plan.action.value
+        self.metrics.actions[(action, plan.applied.value)] += 1
+        session.actions[action] = session.actions.get(action, 0) + 1
+        session.last_action = action
+        if a is None:
+            return
+        session.last = {
+            "turn": a.turn,
+            "fill": a.fill,
+            "fill_source": a.fill_source.value,
+            "zone": a.zone.value,
+            "pressure": round(a.pressure, 4),
+            "risk": None if a.risk is None else round(a.risk, 4),
+            "action": action,
+            "applied": plan.applied.value,
+            "reasons": list(a.reasons),
+            "model": a.model,
+        }
+        row = {
+            "tokens": a.fill,
+            "pressure": round(a.pressure, 4),
+            "zone": a.zone.value,
+            "details": {
+                "source": "guard",
+                "mode": self.mode.value,
+                "action": action,
+                "rule": a.rule.value,
+                "applied": plan.applied.value,
+                "reset": plan.reset,
+                "observed": plan.observed,
+            },
+        }
+        decision = None if plan.action is Action.CONTINUE else (action, "; ".join(a.reasons))
+        self.store.record(session.key, a.turn, row, decision)
+
+    # ------------------------------------------------------------------ responses
+
+    def finish(self, plan: Plan, status: int, facts: ResponseFacts) -> None:
+        """Record what the response to ``plan``'s request reported (status, usage, model, id)."""
+        with self._lock:
+            self.metrics.responses[(plan.style.value, str(status))] += 1
+            usage = facts.usage
+            if usage is not None:
+                tokens = self.metrics.tokens
+                tokens["input"] += usage.input_tokens
+                tokens["output"] += usage.output_tokens
+                tokens["cache_read"] += usage.cache_read_tokens
+                tokens["cache_write"] += usage.cache_creation_tokens
+            session = self.sessions.get(plan.key) if plan.key is not None else None
+            if session is None or status >= 400:
+                return
+            session.dirty = True
+            if usage is not None or facts.model is not None:
+                session.pending = facts
+            if usage is not None:
+                session.reported_fill = usage.context_tokens
+            if facts.response_id and plan.key is not None:
+                self._responses[facts.response_id] = plan.key
+                while len(self._responses) > MAX_RESPONSE_IDS:
+                    self._responses.popitem(last=False)
+
+    # ------------------------------------------------------------------ persistence and status
+
+    def flush(self) -> int:
+        """Hand every changed session to the store; the number handed over."""
+        with self._lock:
+            dirty = [(k, s.dump()) for k, s in self.sessions.items() if s.dirty]
+            for s in self.sessions.values():
+                s.dirty = False
+        for key, state in dirty:
+            self.store.save(key, state)
+        return len(dirty)
+
+    def status(self) -> dict[str, Any]:
+        """Sessions with fill, zone, pressure, last action and counters (JSON-safe)."""
+        with self._lock:
+            sessions = [
+                {
+                    "session": s.key,
+                    "api": s.style,
+                    "requests": s.requests,
+                    "observed_messages": s.observed,
+                    "resets": s.resets,
+                    "last_action": s.last_action,
+                    "actions": dict(s.actions),
+                    "halted": s.halted,
+                    "rewritten": s.rewrite is not None,
+                    "reported_fill": s.reported_fill,
+                    **s.last,
+                }
+                for s in reversed(self.sessions.values())
+            ]
+        return {"mode": self.mode.value, "sessions": sessions}
+
+    def metrics_text(self) -> str:
+        with self._lock:
+            fills = [
+                (
+                    s.key,
+                    s.style,
+                    s.reported_fill if s.reported_fill is not None else int(s.last.get("fill", 0)),
+                )
+                for s in self.sessions.values()
+            ]
+            return self.metrics.render(fills)
+
+
+def _session_of(messages: list[Message], session: GuardSession) -> Session:
+    return Session(path=f"guard:{session.key}", format=Format.ANTHROPIC_MESSAGES, messages=tuple(messages))
+
+
+def _dump(adapter: WireAdapter, body: dict[str, Any], items: list[Any]) -> bytes:
+    return orjson.dumps(adapter.with_items(body, items))

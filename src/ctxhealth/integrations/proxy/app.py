@@ -1,0 +1,212 @@
+"""The proxy's ASGI app: model API routes through the guard, everything else passed through.
+
+* ``POST /v1/messages``, ``/v1/chat/completions``, ``/v1/responses`` (also under a path prefix):
+  the body (at most ``max_body_bytes``) goes through :meth:`Guard.plan`; the planned body is sent
+  upstream, or the guard's API-shaped error is answered without calling upstream; the response is
+  relayed as it arrives while its usage is read (:class:`~ctxhealth.integrations.wire.UsageTap`).
+* ``GET /ctxhealth/status`` (JSON) and ``GET /metrics`` (Prometheus text).
+* Any other method and path: forwarded unchanged, response relayed.
+
+Upstream errors and status codes reach the client as the upstream sent them; an upstream that
+cannot be reached is a 502 (a timeout a 504) in the API's error shape. Logs never carry
+``authorization`` / ``x-api-key`` headers, and bodies only with ``log_bodies``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ctxhealth.integrations.guard import Guard, LedgerStore, Plan, SessionStore
+from ctxhealth.integrations.proxy.config import ProxyConfig
+from ctxhealth.integrations.proxy.relay import Relay, request_headers, upstream_url
+from ctxhealth.integrations.wire import UsageTap, adapter_for_path
+from ctxhealth.integrations.wire.base import ErrorKind, WireAdapter
+
+log = logging.getLogger("ctxhealth.proxy")
+
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+ACTION_HEADER = "x-ctxhealth-action"
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class ProxyApp:
+    """State shared by the routes: config, guard, the upstream client."""
+
+    def __init__(self, config: ProxyConfig, guard: Guard, client: httpx.AsyncClient | None = None) -> None:
+        self.config = config
+        self.guard = guard
+        self._client = client
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            cfg = self.config
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(cfg.read_timeout, connect=cfg.connect_timeout),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+                follow_redirects=False,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    # ------------------------------------------------------------------ routes
+
+    async def status(self, request: Request) -> Response:
+        return JSONResponse({"schema_version": 1, "upstream": self.config.upstream, **self.guard.status()})
+
+    async def metrics(self, request: Request) -> Response:
+        return PlainTextResponse(self.guard.metrics_text(), media_type="text/plain; version=0.0.4")
+
+    async def forward(self, request: Request) -> Response | Relay:
+        adapter = adapter_for_path(request.url.path) if request.method == "POST" else None
+        try:
+            body = await read_body(request, self.config.max_body_bytes)
+        except BodyTooLarge:
+            message = f"ctxhealth proxy: request body over {self.config.max_body_bytes:,} bytes"
+            return _error(adapter, ErrorKind.TOO_LARGE, message, 413)
+        except ClientDisconnect:
+            return Response(status_code=499)
+        plan: Plan | None = None
+        if adapter is None:
+            self.guard.metrics.forwarded += 1
+        else:
+            plan = self.guard.plan(adapter.style, body, request.headers)
+            self._log_plan(request, plan, body)
+            if plan.error is not None:
+                return JSONResponse(
+                    plan.error.body, status_code=plan.error.status, headers={ACTION_HEADER: plan.action.value}
+                )
+            if plan.body is not None:
+                body = plan.body
+        started = time.perf_counter()
+        try:
+            upstream = await self.client.send(
+                self.client.build_request(
+                    request.method,
+                    upstream_url(self.config.upstream_base, request.scope),
+                    headers=request_headers(request.headers),
+                    content=body,
+                ),
+                stream=True,
+            )
+        except httpx.TimeoutException as exc:
+            return _error(
+                adapter, ErrorKind.BAD_REQUEST, f"ctxhealth proxy: upstream timed out: {exc!r}", 504
+            )
+        except httpx.HTTPError as exc:
+            return _error(
+                adapter, ErrorKind.BAD_REQUEST, f"ctxhealth proxy: upstream unreachable: {exc!r}", 502
+            )
+        tap = UsageTap(adapter.style, upstream.headers.get("content-type")) if adapter is not None else None
+
+        def done(status: int, tap: UsageTap | None, seconds: float, complete: bool) -> None:
+            self.guard.metrics.observe_latency(seconds)
+            if plan is not None and tap is not None:
+                self.guard.finish(plan, status if complete else 499, tap.facts())
+
+        return Relay(upstream, tap, done, started)
+
+    def _log_plan(self, request: Request, plan: Plan, body: bytes) -> None:
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "%s %s session=%s action=%s applied=%s reset=%s observed=%d",
+                request.method,
+                request.url.path,
+                plan.key,
+                plan.action.value,
+                plan.applied.value,
+                plan.reset,
+                plan.observed,
+            )
+        if self.config.log_bodies:
+            log.info("request body: %s", body.decode("utf-8", "replace"))
+            if plan.body is not None:
+                log.info("forwarded body: %s", plan.body.decode("utf-8", "replace"))
+
+
+def _error(adapter: WireAdapter | None, kind: ErrorKind, message: str, status: int) -> Response:
+    if adapter is None:
+        return PlainTextResponse(message, status_code=status)
+    return JSONResponse(adapter.error(kind, message).body, status_code=status)
+
+
+class _Endpoint:
+    """Adapts :meth:`ProxyApp.forward` (which may return a raw ASGI relay) to a starlette route."""
+
+    def __init__(self, proxy: ProxyApp) -> None:
+        self.proxy = proxy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.proxy.forward(Request(scope, receive))
+        await response(scope, receive, send)
+
+
+def create_app(
+    config: ProxyConfig, *, guard: Guard | None = None, store: SessionStore | None = None
+) -> Starlette:
+    """The proxy as an ASGI app. Without ``guard``, one is made in ``config.mode`` over ``store``
+    (default: the ledger under ``config.home`` when set)."""
+    if guard is None:
+        if store is None and config.home is not None:
+            store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))
+        guard = Guard(config.mode, store=store, model=config.model)
+    proxy = ProxyApp(config, guard)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        async def flush_periodically() -> None:
+            while True:
+                await asyncio.sleep(config.flush_interval)
+                guard.flush()
+
+        task = asyncio.create_task(flush_periodically())
+        try:
+            yield {}
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            guard.flush()
+            guard.store.close()
+            await proxy.aclose()
+
+    routes = [
+        Route("/ctxhealth/status", proxy.status, methods=["GET"]),
+        Route("/metrics", proxy.metrics, methods=["GET"]),
+        Route("/{path:path}", _Endpoint(proxy), methods=METHODS),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.proxy = proxy
+    return app
