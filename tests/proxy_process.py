@@ -32,7 +32,7 @@ class ProxyProcess:
                 return
             except httpx.HTTPError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    out, err = self.process.communicate(timeout=5)
+                    _out, err = self.process.communicate(timeout=5)
                     raise RuntimeError(f"proxy did not start: {err.decode()[-2000:]}") from None
                 time.sleep(0.05)
 

@@ -12,6 +12,7 @@ import anthropic
 import httpx
 import openai
 import pytest
+
 from proxy_process import ProxyProcess
 from wire_upstream import WIRE, Upstream, fixture_bytes
 
@@ -47,25 +48,47 @@ def anthropic_history(turns: int, *, start: int = 0) -> list[dict[str, Any]]:
                 "role": "assistant",
                 "content": [
                     {"type": "text", "text": f"Reading the parser module, step {i}."},
-                    {"type": "tool_use", "id": f"toolu_{i:04d}", "name": "Read", "input": {"file_path": "src/parser.py"}},
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_{i:04d}",
+                        "name": "Read",
+                        "input": {"file_path": "src/parser.py"},
+                    },
                 ],
             }
         )
         messages.append(
             {
                 "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i:04d}", "content": f"def parse_{i}(text): ..."}],
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_{i:04d}",
+                        "content": f"def parse_{i}(text): ...",
+                    }
+                ],
             }
         )
     return messages
 
 
 def chat_history(turns: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": INSTRUCTION}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": INSTRUCTION},
+    ]
     for i in range(turns):
-        call = {"id": f"call_{i:04d}", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "src/parser.py"}'}}
-        messages.append({"role": "assistant", "content": f"Reading the parser, step {i}.", "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{i:04d}", "content": f"def parse_{i}(text): ..."})
+        call = {
+            "id": f"call_{i:04d}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "src/parser.py"}'},
+        }
+        messages.append(
+            {"role": "assistant", "content": f"Reading the parser, step {i}.", "tool_calls": [call]}
+        )
+        messages.append(
+            {"role": "tool", "tool_call_id": f"call_{i:04d}", "content": f"def parse_{i}(text): ..."}
+        )
     return messages
 
 
@@ -82,8 +105,25 @@ def session_status(proxy: ProxyProcess, session: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "body"),
     [
-        ("/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 256, "system": SYSTEM, "messages": anthropic_history(1), "stream": True}),
-        ("/v1/chat/completions", {"model": "gpt-4o", "messages": chat_history(1), "stream": True, "stream_options": {"include_usage": True}}),
+        (
+            "/v1/messages",
+            {
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 256,
+                "system": SYSTEM,
+                "messages": anthropic_history(1),
+                "stream": True,
+            },
+        ),
+        (
+            "/v1/chat/completions",
+            {
+                "model": "gpt-4o",
+                "messages": chat_history(1),
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        ),
         ("/v1/responses", {"model": "gpt-5", "instructions": SYSTEM, "input": INSTRUCTION, "stream": True}),
         ("/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 256, "messages": anthropic_history(0)}),
         ("/v1/chat/completions", {"model": "gpt-4o", "messages": chat_history(0)}),
@@ -94,7 +134,11 @@ def test_observe_passes_bytes_through_both_ways(
     observe: ProxyProcess, upstream: Upstream, path: str, body: dict[str, Any]
 ) -> None:
     raw = json.dumps(body).encode()
-    headers = {"x-api-key": "sk-ant-test-secret", "authorization": "Bearer sk-test", "content-type": "application/json"}
+    headers = {
+        "x-api-key": "sk-ant-test-secret",
+        "authorization": "Bearer sk-test",
+        "content-type": "application/json",
+    }
     with httpx.stream("POST", observe.url + path, content=raw, headers=headers, timeout=10) as response:
         got = b"".join(response.iter_raw())
         assert response.status_code == 200
@@ -109,7 +153,11 @@ def test_anthropic_client_streams_through_the_proxy(observe: ProxyProcess, upstr
     client = anthropic.Anthropic(base_url=observe.url, api_key="sk-ant-test", max_retries=0)
     messages = anthropic_history(2)
     with client.messages.stream(
-        model="claude-sonnet-4-5", max_tokens=256, system=SYSTEM, messages=messages, extra_headers={"x-ctxhealth-session": "sdk-a"}
+        model="claude-sonnet-4-5",
+        max_tokens=256,
+        system=SYSTEM,
+        messages=messages,
+        extra_headers={"x-ctxhealth-session": "sdk-a"},
     ) as stream:
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
@@ -122,31 +170,49 @@ def test_anthropic_client_streams_through_the_proxy(observe: ProxyProcess, upstr
     # the next request carries the whole conversation again: only the new messages are observed
     messages += [
         {"role": "assistant", "content": [c.model_dump(exclude_none=True) for c in final.content]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": final.content[1].id, "content": "ok"}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": final.content[1].id, "content": "ok"}],
+        },
     ]
     reply = client.messages.create(
-        model="claude-sonnet-4-5", max_tokens=256, system=SYSTEM, messages=messages, extra_headers={"x-ctxhealth-session": "sdk-a"}
+        model="claude-sonnet-4-5",
+        max_tokens=256,
+        system=SYSTEM,
+        messages=messages,
+        extra_headers={"x-ctxhealth-session": "sdk-a"},
     )
     assert reply.id == "msg_01Kx8p3JnWqYF3a9bHc2Vd7T"
     status = session_status(observe, "sdk-a")
     assert status["observed_messages"] == 6 + 2
     assert status["requests"] == 2 and status["resets"] == 0
-    assert status["fill_source"] == "estimated" and status["fill"] > 20152  # the reported fill + the new result
+    assert (
+        status["fill_source"] == "estimated" and status["fill"] > 20152
+    )  # the reported fill + the new result
 
 
 def test_openai_clients_stream_through_the_proxy(observe: ProxyProcess) -> None:
     client = openai.OpenAI(base_url=observe.url + "/v1", api_key="sk-test", max_retries=0)
     chunks = list(
         client.chat.completions.create(
-            model="gpt-4o", messages=chat_history(1), stream=True, stream_options={"include_usage": True},  # type: ignore[arg-type]
+            model="gpt-4o",
+            messages=chat_history(1),
+            stream=True,
+            stream_options={"include_usage": True},  # type: ignore[arg-type]
             extra_headers={"x-ctxhealth-session": "sdk-c"},
         )
     )
     assert chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens == 20152
     assert chunks[0].choices[0].delta.tool_calls[0].function.name == "read_file"  # type: ignore[index,union-attr]
-    events = list(client.responses.create(model="gpt-5", input=INSTRUCTION, stream=True, extra_headers={"x-ctxhealth-session": "sdk-r"}))
+    events = list(
+        client.responses.create(
+            model="gpt-5", input=INSTRUCTION, stream=True, extra_headers={"x-ctxhealth-session": "sdk-r"}
+        )
+    )
     assert events[-1].type == "response.completed"
-    reply = client.responses.create(model="gpt-5", input=INSTRUCTION, extra_headers={"x-ctxhealth-session": "sdk-r2"})
+    reply = client.responses.create(
+        model="gpt-5", input=INSTRUCTION, extra_headers={"x-ctxhealth-session": "sdk-r2"}
+    )
     assert reply.output_text == "The failing case is the empty input."
     assert session_status(observe, "sdk-c")["reported_fill"] == 20152
     assert session_status(observe, "sdk-r")["reported_fill"] == 20152
@@ -160,18 +226,26 @@ def test_edited_history_is_recognised_and_counted_as_a_reset(observe: ProxyProce
     # cache breakpoints moved to the newest message: not an edit
     moved = anthropic_history(3)
     moved[-1]["content"][0]["cache_control"] = {"type": "ephemeral"}
-    httpx.post(observe.url + "/v1/messages", json={**body, "messages": moved}, headers=headers, timeout=10).raise_for_status()
+    httpx.post(
+        observe.url + "/v1/messages", json={**body, "messages": moved}, headers=headers, timeout=10
+    ).raise_for_status()
     assert session_status(observe, "edit")["resets"] == 0
     # the agent compacted: a summary replaces the old turns
     compacted = [{"role": "user", "content": "Summary of the work so far: the parser fails on empty input."}]
-    httpx.post(observe.url + "/v1/messages", json={**body, "messages": compacted}, headers=headers, timeout=10).raise_for_status()
+    httpx.post(
+        observe.url + "/v1/messages", json={**body, "messages": compacted}, headers=headers, timeout=10
+    ).raise_for_status()
     status = session_status(observe, "edit")
     assert status["resets"] == 1
     assert status["observed_messages"] == 7 + 1  # re-observed from the start
 
 
 def test_status_and_metrics(observe: ProxyProcess) -> None:
-    httpx.post(observe.url + "/v1/messages", json={"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": anthropic_history(0)}, timeout=10)
+    httpx.post(
+        observe.url + "/v1/messages",
+        json={"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": anthropic_history(0)},
+        timeout=10,
+    )
     status = observe.status()
     assert status["mode"] == "observe"
     session = status["sessions"][0]  # type: ignore[index]
@@ -205,7 +279,11 @@ def test_client_disconnect_ends_the_upstream_call(observe: ProxyProcess, upstrea
 def test_request_size_limit(upstream: Upstream) -> None:
     proxy = ProxyProcess(upstream.url, "--max-body-mb", "0.01")
     try:
-        big = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "x" * 20_000}]}
+        big = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": "x" * 20_000}],
+        }
         response = httpx.post(proxy.url + "/v1/messages", json=big, timeout=5)
         assert response.status_code == 413
         assert response.json()["error"]["type"] == "request_too_large"

@@ -13,9 +13,6 @@ import httpx
 import openai
 import pydantic
 import pytest
-from proxy_process import ProxyProcess
-from test_proxy import SYSTEM, anthropic_history, chat_history
-from wire_upstream import Upstream
 
 from ctxhealth.model import Session
 from ctxhealth.recovery.pairing import find_orphans
@@ -23,10 +20,19 @@ from ctxhealth.recovery.restart import restart
 from ctxhealth.recovery.truncate import truncate
 from ctxhealth.sources import anthropic_messages, openai_chat
 from ctxhealth.sources.writers import to_anthropic_request, to_openai_messages
+from proxy_process import ProxyProcess
+from test_proxy import SYSTEM, anthropic_history, chat_history
+from wire_upstream import Upstream
 
-ANTHROPIC_REQUEST = pydantic.TypeAdapter(anthropic.types.message_create_params.MessageCreateParamsNonStreaming)
-CHAT_REQUEST = pydantic.TypeAdapter(openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming)
-RESPONSES_REQUEST = pydantic.TypeAdapter(openai.types.responses.response_create_params.ResponseCreateParamsNonStreaming)
+ANTHROPIC_REQUEST = pydantic.TypeAdapter(
+    anthropic.types.message_create_params.MessageCreateParamsNonStreaming
+)
+CHAT_REQUEST = pydantic.TypeAdapter(
+    openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming
+)
+RESPONSES_REQUEST = pydantic.TypeAdapter(
+    openai.types.responses.response_create_params.ResponseCreateParamsNonStreaming
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +65,30 @@ def with_reply(messages: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
             "role": "assistant",
             "content": [
                 {"type": "text", "text": "I'll read the parser module to find the failing case."},
-                {"type": "tool_use", "id": f"toolu_r{i}", "name": "Read", "input": {"file_path": "src/parser.py"}},
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_r{i}",
+                    "name": "Read",
+                    "input": {"file_path": "src/parser.py"},
+                },
             ],
         },
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_r{i}", "content": "def parse(text): ..."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": f"toolu_r{i}", "content": "def parse(text): ..."}
+            ],
+        },
     ]
 
 
 def test_enforce_truncates_with_the_recovery_code(enforce: ProxyProcess, upstream: Upstream) -> None:
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 256, "system": SYSTEM, "messages": anthropic_history(6)}
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 256,
+        "system": SYSTEM,
+        "messages": anthropic_history(6),
+    }
     upstream.fill = None
     assert post(enforce, "/v1/messages", body, "trunc").status_code == 200
     assert upstream.last("/v1/messages").json() == body  # healthy: unchanged
@@ -95,7 +116,9 @@ def test_enforce_truncates_with_the_recovery_code(enforce: ProxyProcess, upstrea
     ANTHROPIC_REQUEST.validate_python(again)
 
 
-def test_enforce_halts_with_an_api_error_and_calls_no_model(enforce: ProxyProcess, upstream: Upstream) -> None:
+def test_enforce_halts_with_an_api_error_and_calls_no_model(
+    enforce: ProxyProcess, upstream: Upstream
+) -> None:
     body = {"model": "claude-sonnet-4-5", "max_tokens": 256, "messages": anthropic_history(2)}
     upstream.fill = 160_000
     post(enforce, "/v1/messages", body, "halt").raise_for_status()
@@ -103,7 +126,9 @@ def test_enforce_halts_with_an_api_error_and_calls_no_model(enforce: ProxyProces
     client = anthropic.Anthropic(base_url=enforce.url, api_key="k", max_retries=2)
     with pytest.raises(anthropic.BadRequestError) as caught:
         client.messages.create(
-            model="claude-sonnet-4-5", max_tokens=256, messages=with_reply(body["messages"], 1),  # type: ignore[arg-type]
+            model="claude-sonnet-4-5",
+            max_tokens=256,
+            messages=with_reply(body["messages"], 1),  # type: ignore[arg-type]
             extra_headers={"x-ctxhealth-session": "halt"},
         )
     assert "halted this session" in str(caught.value) and "checkpoint" in str(caught.value)
@@ -116,7 +141,11 @@ def test_enforce_restart_on_chat_completions(enforce: ProxyProcess, upstream: Up
     upstream.fill = 110_000
     post(enforce, "/v1/chat/completions", body, "restart").raise_for_status()
     upstream.fill = 20_000
-    call = {"id": "call_r1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "src/parser.py"}'}}
+    call = {
+        "id": "call_r1",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "src/parser.py"}'},
+    }
     grown = {
         **body,
         "messages": [
@@ -138,15 +167,32 @@ def test_enforce_restart_on_chat_completions(enforce: ProxyProcess, upstream: Up
 
 
 def test_enforce_on_responses_keeps_items_valid(enforce: ProxyProcess, upstream: Upstream) -> None:
-    items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing parser test in src/parser.py."}]
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "Fix the failing parser test in src/parser.py."}
+    ]
     for i in range(5):
-        items.append({"type": "function_call", "call_id": f"fc_{i}", "name": "read_file", "arguments": '{"path": "src/parser.py"}'})
-        items.append({"type": "function_call_output", "call_id": f"fc_{i}", "output": f"def parse_{i}(): ..."})
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": f"fc_{i}",
+                "name": "read_file",
+                "arguments": '{"path": "src/parser.py"}',
+            }
+        )
+        items.append(
+            {"type": "function_call_output", "call_id": f"fc_{i}", "output": f"def parse_{i}(): ..."}
+        )
     body = {"model": "gpt-5", "instructions": SYSTEM, "input": items}
     upstream.fill = 125_000
     post(enforce, "/v1/responses", body, "resp").raise_for_status()
-    grown = {**body, "input": [*items, {"type": "function_call", "call_id": "fc_x", "name": "read_file", "arguments": "{}"},
-                               {"type": "function_call_output", "call_id": "fc_x", "output": "ok"}]}
+    grown = {
+        **body,
+        "input": [
+            *items,
+            {"type": "function_call", "call_id": "fc_x", "name": "read_file", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "fc_x", "output": "ok"},
+        ],
+    }
     post(enforce, "/v1/responses", grown, "resp").raise_for_status()
     forwarded = upstream.last("/v1/responses").json()
     assert len(forwarded["input"]) < len(grown["input"])

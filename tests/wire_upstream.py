@@ -36,7 +36,11 @@ FIXTURES = {
     "/v1/responses": "openai-responses",
 }
 # the recorded prompt sizes: uncached part fixed, the cached part adjusted to reach ``fill``
-_UNCACHED = {"/v1/messages": 412 + 1536, "/v1/chat/completions": 20152 - 18176, "/v1/responses": 20152 - 18176}
+_UNCACHED = {
+    "/v1/messages": 412 + 1536,
+    "/v1/chat/completions": 20152 - 18176,
+    "/v1/responses": 20152 - 18176,
+}
 
 
 def free_port() -> int:
@@ -96,8 +100,11 @@ class Upstream:
         body = await request.body()
         self.received.append(Received(request.url.path, dict(request.headers), body))
         if self.status is not None:
-            return JSONResponse({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
-                                status_code=self.status, headers={"retry-after": "0"})
+            return JSONResponse(
+                {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+                status_code=self.status,
+                headers={"retry-after": "0"},
+            )
         stream = bool(json.loads(body).get("stream"))
         data = fixture_bytes(request.url.path, stream, self.fill)
         if not stream:
@@ -118,7 +125,7 @@ class Upstream:
         async def chunks() -> Any:
             try:
                 for i in range(200):
-                    yield f"data: {{\"n\": {i}}}\n\n".encode()
+                    yield f'data: {{"n": {i}}}\n\n'.encode()
                     await asyncio.sleep(0.05)
             finally:
                 self.abandoned.set()
