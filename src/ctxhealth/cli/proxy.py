@@ -77,6 +77,10 @@ def proxy(
         model=settings.model,
     )
     if verbose or log_bodies:
-        logging.basicConfig(level=logging.INFO, format="ctxhealth proxy: %(message)s")
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("ctxhealth proxy: %(message)s"))
+        logger = logging.getLogger("ctxhealth.proxy")
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     click.echo(f"ctxhealth proxy: {mode} mode, http://{host}:{port} -> {upstream}", err=True)
     serve(config)

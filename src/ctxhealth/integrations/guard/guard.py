@@ -25,6 +25,7 @@ sessions that changed. A lock makes it safe for clients used from several thread
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import StateError
 from ctxhealth.integrations.guard.metrics import Metrics
 from ctxhealth.integrations.guard.notes import halt_text, note_text
-from ctxhealth.integrations.guard.prefix import chain_of, session_digest
+from ctxhealth.integrations.guard.prefix import chain_values, session_digest
 from ctxhealth.integrations.guard.session import GuardSession, Rewrite
 from ctxhealth.integrations.guard.store import MemoryStore, SessionStore
 from ctxhealth.integrations.wire import ADAPTERS, ApiStyle, ResponseFacts, WireAdapter
@@ -186,16 +187,21 @@ class Guard:
         session = self._session(key, style, model)
         session.requests += 1
         session.dirty = True
+        session.touched = time.monotonic()
         items = adapter.items(body)
         continued = isinstance(body.get("previous_response_id"), str)
         reset = False
+        chains: dict[int, bytes] | None = None
         if continued:
             # the provider holds the history: every item here is new, nothing can be rewritten
-            new_items, with_head, chains = items, session.count == 0, None
+            new_items, with_head = items, session.count == 0
         else:
-            chains = chain_of(style.value, adapter.head(body), items)
             count = session.count
-            if count and (count > len(items) or chains[count] != session.chain):
+            marks = {count, len(items)}
+            if session.rewrite is not None:
+                marks.add(session.rewrite.count)
+            chains = chain_values(style.value, adapter.head(body), items, marks)
+            if count and chains.get(count) != session.chain:
                 reset = True
                 session.resets += 1
                 self.metrics.resets += 1
@@ -215,15 +221,15 @@ class Guard:
         session.observed += len(messages)
         session.count = len(items) if not continued else session.count + len(items)
         if chains is not None:
-            session.chain = chains[-1]
+            session.chain = chains[len(items)]
         if assessment is None:
             assessment = monitor.last
         action = assessment.action if assessment is not None else Action.CONTINUE
 
         effective = items
         rewrite = session.rewrite
-        if rewrite is not None and chains is not None and rewrite.count <= len(items):
-            if chains[rewrite.count] == rewrite.chain:
+        if rewrite is not None and chains is not None:
+            if chains.get(rewrite.count) == rewrite.chain:
                 effective = [*rewrite.items, *items[rewrite.count :]]
             else:
                 session.rewrite = None
@@ -263,7 +269,7 @@ class Guard:
         assessment: Assessment | None,
         action: Action,
         effective: list[Any],
-        chains: list[bytes] | None,
+        chains: dict[int, bytes] | None,
         continued: bool,
     ) -> Plan:
         style = adapter.style
@@ -305,7 +311,7 @@ class Guard:
         session: GuardSession,
         action: Action,
         effective: list[Any],
-        chains: list[bytes] | None,
+        chains: dict[int, bytes] | None,
     ) -> Plan:
         parsed = adapter.to_messages(body, effective, with_head=True)
         recovered, report = _recover(action, _session_of(parsed, session))
@@ -316,9 +322,10 @@ class Guard:
         return Plan(None, adapter.style, _dump(adapter, body, items), applied=Applied.REWRITE, report=report)
 
     @staticmethod
-    def _keep_rewrite(session: GuardSession, chains: list[bytes] | None, items: list[Any]) -> None:
+    def _keep_rewrite(session: GuardSession, chains: dict[int, bytes] | None, items: list[Any]) -> None:
         if chains is not None:
-            session.rewrite = Rewrite(len(chains) - 1, chains[-1], items)
+            length = max(chains)
+            session.rewrite = Rewrite(length, chains[length], items)
 
     def _record(self, session: GuardSession, plan: Plan) -> None:
         a = plan.assessment
@@ -374,6 +381,7 @@ class Guard:
             if session is None or status >= 400:
                 return
             session.dirty = True
+            session.touched = time.monotonic()
             if usage is not None or facts.model is not None:
                 session.pending = facts
             if usage is not None:
@@ -385,12 +393,28 @@ class Guard:
 
     # ------------------------------------------------------------------ persistence and status
 
-    def flush(self) -> int:
-        """Hand every changed session to the store; the number handed over."""
+    def flush(self, *, idle: float = 0.0, max_age: float | None = None, limit: int | None = None) -> int:
+        """Hand changed sessions to the store; the number handed over.
+
+        With ``idle``, only sessions without a request or response for that many seconds (a session
+        is saved between an agent's turns, not in the middle of one), or, with ``max_age``, not
+        saved for that long; at most ``limit`` per call. Saving takes the monitor's snapshot (about
+        a millisecond), so a server spreads it out this way; the defaults save every changed session.
+        """
+        if isinstance(self.store, MemoryStore):
+            return 0  # nowhere to keep them: skip the snapshots
+        now = time.monotonic()
         with self._lock:
-            dirty = [(k, s.dump()) for k, s in self.sessions.items() if s.dirty]
-            for s in self.sessions.values():
+            due = [
+                s
+                for s in self.sessions.values()
+                if s.dirty and (now - s.touched >= idle or (max_age is not None and now - s.saved >= max_age))
+            ]
+            dirty = []
+            for s in due[:limit]:
+                dirty.append((s.key, s.dump()))
                 s.dirty = False
+                s.saved = now
         for key, state in dirty:
             self.store.save(key, state)
         return len(dirty)

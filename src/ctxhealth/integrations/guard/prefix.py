@@ -1,34 +1,35 @@
 """The running hash over a conversation's items, so a request is matched against what was seen.
 
-``chain[0]`` hashes the API style and the head (system prompt / instructions); ``chain[i + 1]``
-hashes ``chain[i]`` with the digest of item ``i``. A session keeps the chain value after the items it
-has observed: the next request continues it when its chain at that length is the same value (the
-conversation only grew), and is re-observed from the start (a reset) when it is not (the agent
-compacted or edited its history, or changed its system prompt). Digests leave ``cache_control``
-markers out (see :func:`~ctxhealth.integrations.wire.base.item_digest`).
+The chain at ``n`` hashes the API style, the head (system prompt / instructions) and the compact JSON
+of the first ``n`` items. A session keeps the chain
+at the number of items it has observed: the next request continues it when its own chain at that
+length is the same value (the conversation only grew), and is re-observed from the start (a reset)
+when it is not (the agent compacted or edited its history, or changed its system prompt). Item bytes
+leave ``cache_control`` markers out (see :func:`~ctxhealth.integrations.wire.base.canonical`).
+
+Only the lengths asked for are computed (the known prefix, the whole request, the rewritten prefix):
+each is one JSON encoding and one hash in C over bytes the request already holds, with no Python
+work per item (a JSON array's encoding is its items' encodings in order, so the chain at ``n`` is
+the same value whichever request it is computed from).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Any
 
-from ctxhealth.integrations.wire.base import canonical, item_digest
+from ctxhealth.integrations.wire.base import canonical
 
 DIGEST_SIZE = 16
 
 
-def chain_start(style: str, head: Any) -> bytes:
-    return hashlib.blake2b(style.encode() + b"\x00" + canonical(head), digest_size=DIGEST_SIZE).digest()
-
-
-def chain_of(style: str, head: Any, items: list[Any]) -> list[bytes]:
-    """The chain values after 0, 1, ... ``len(items)`` items."""
-    value = chain_start(style, head)
-    out = [value]
-    for item in items:
-        value = hashlib.blake2b(value + item_digest(item), digest_size=DIGEST_SIZE).digest()
-        out.append(value)
+def chain_values(style: str, head: Any, items: list[Any], lengths: Iterable[int]) -> dict[int, bytes]:
+    """The chain at each of ``lengths`` (those from 0 to ``len(items)``)."""
+    seed = style.encode() + b"\x00" + canonical(head) + b"\x00"
+    out: dict[int, bytes] = {}
+    for n in sorted({n for n in lengths if 0 <= n <= len(items)}):
+        out[n] = hashlib.blake2b(seed + canonical(items[:n]), digest_size=DIGEST_SIZE).digest()
     return out
 
 

@@ -51,6 +51,8 @@ class GuardSession:
     last: dict[str, Any] = field(default_factory=dict)
     reported_fill: int | None = None
     dirty: bool = True
+    touched: float = 0.0  # monotonic time of the latest request or response (not saved)
+    saved: float = 0.0  # monotonic time of the latest hand-over to the store (not saved)
 
     def dump(self) -> dict[str, Any]:
         """JSON-safe state (the monitor as :meth:`Monitor.snapshot`)."""

@@ -29,7 +29,7 @@ class ProxyConfig:
     max_body_bytes: int = MAX_BODY_BYTES
     log_bodies: bool = False
     model: str | None = None
-    flush_interval: float = 1.0
+    flush_interval: float = 0.25
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
