@@ -1,6 +1,6 @@
 """Benchmark: the proxy under load on loopback, against calling the upstream directly in the same run.
 
-Run: ``python benchmarks/bench_proxy.py [--requests 200] [--rounds 3] [--ramp 1.0] [--mode observe]``
+Run: ``python benchmarks/bench_proxy.py [--requests 200] [--rounds 3] [--ramp 4] [--gap 300] [--mode M]``
 
 Three processes on 127.0.0.1: a local upstream (this script with ``--serve-upstream``) that streams the
 recorded Anthropic SSE response (``tests/fixtures/wire/anthropic-messages.sse``) one event every
@@ -165,9 +165,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--ramp", type=float, default=1.0, help="seconds over which a round's starts are spread"
+        "--ramp", type=float, default=4.0, help="seconds over which a round's starts are spread"
     )
-    parser.add_argument("--gap", type=float, default=10.0, help="ms between the upstream's events")
+    parser.add_argument("--gap", type=float, default=300.0, help="ms between the upstream's events")
     parser.add_argument("--history", type=int, default=20, help="turns in each conversation at the start")
     parser.add_argument("--mode", default="observe", choices=["observe", "advise", "enforce"])
     parser.add_argument("--no-ledger", action="store_true", help="run the proxy without its ledger")

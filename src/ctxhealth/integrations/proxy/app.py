@@ -5,6 +5,8 @@
   upstream, or the guard's API-shaped error is answered without calling upstream; the response is
   relayed as it arrives while its usage is read (:class:`~ctxhealth.integrations.wire.UsageTap`).
 * ``GET /ctxhealth/status`` (JSON) and ``GET /metrics`` (Prometheus text).
+
+starlette provides the request and response types; the app itself dispatches on the path.
 * Any other method and path: forwarded unchanged, response relayed.
 
 Upstream errors and status codes reach the client as the upstream sent them; an upstream that
@@ -18,14 +20,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
-from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ctxhealth.integrations.guard import Guard, LedgerStore, Plan, SessionStore
@@ -187,51 +185,62 @@ def _error(adapter: WireAdapter | None, kind: ErrorKind, message: str, status: i
     return JSONResponse(adapter.error(kind, message).body, status_code=status)
 
 
-class _Endpoint:
-    """Adapts :meth:`ProxyApp.forward` (which may return a raw ASGI relay) to a starlette route."""
+class ProxyASGI:
+    """The ASGI app: a direct dispatch on the path (no routing table or middleware stack between the
+    server and the relay, since every response chunk passes through whatever wraps ``send``), and
+    the lifespan (periodic saving of sessions; everything saved and closed at shutdown)."""
 
     def __init__(self, proxy: ProxyApp) -> None:
         self.proxy = proxy
+        self._flusher: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = await self.proxy.forward(Request(scope, receive))
-        await response(scope, receive, send)
+        kind = scope["type"]
+        if kind == "http":
+            path, method = scope["path"], scope["method"]
+            request = Request(scope, receive)
+            response: Response | Relay
+            if path == "/ctxhealth/status" and method == "GET":
+                response = await self.proxy.status(request)
+            elif path == "/metrics" and method == "GET":
+                response = await self.proxy.metrics(request)
+            else:
+                response = await self.proxy.forward(request)
+            await response(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        guard, config = self.proxy.guard, self.proxy.config
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._flusher = asyncio.create_task(self._flush_periodically(config.flush_interval))
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._flusher is not None:
+                    self._flusher.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._flusher
+                guard.flush()
+                guard.store.close()
+                await self.proxy.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _flush_periodically(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.proxy.guard.flush(idle=FLUSH_IDLE, max_age=FLUSH_MAX_AGE, limit=FLUSH_BATCH)
 
 
 def create_app(
     config: ProxyConfig, *, guard: Guard | None = None, store: SessionStore | None = None
-) -> Starlette:
+) -> ProxyASGI:
     """The proxy as an ASGI app. Without ``guard``, one is made in ``config.mode`` over ``store``
     (default: the ledger under ``config.home`` when set)."""
     if guard is None:
         if store is None and config.home is not None:
             store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))
         guard = Guard(config.mode, store=store, model=config.model)
-    proxy = ProxyApp(config, guard)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        async def flush_periodically() -> None:
-            while True:
-                await asyncio.sleep(config.flush_interval)
-                guard.flush(idle=FLUSH_IDLE, max_age=FLUSH_MAX_AGE, limit=FLUSH_BATCH)
-
-        task = asyncio.create_task(flush_periodically())
-        try:
-            yield {}
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            guard.flush()
-            guard.store.close()
-            await proxy.aclose()
-
-    routes = [
-        Route("/ctxhealth/status", proxy.status, methods=["GET"]),
-        Route("/metrics", proxy.metrics, methods=["GET"]),
-        Route("/{path:path}", _Endpoint(proxy), methods=METHODS),
-    ]
-    app = Starlette(routes=routes, lifespan=lifespan)
-    app.state.proxy = proxy
-    return app
+    return ProxyASGI(ProxyApp(config, guard))
