@@ -58,7 +58,12 @@ def serve_upstream(port: int, gap_ms: float) -> None:
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
-    app = Starlette(routes=[Route("/v1/messages", messages, methods=["POST"])])
+    app = Starlette(
+        routes=[
+            Route("/v1/messages", messages, methods=["POST"]),
+            Route("/raw/messages", messages, methods=["POST"]),  # a path the proxy only relays
+        ]
+    )
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", access_log=False, lifespan="off")
 
 

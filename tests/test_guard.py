@@ -181,3 +181,29 @@ def test_ledger_store_keeps_sessions_and_records(tmp_path: Path) -> None:
     assert [d.action for d in decisions] == ["reanchor"] and "drift" in decisions[0].reason
     assert rows[-1].tokens == 100_025 and rows[-1].details["applied"] == "note"
     assert tail is not None and tail.state["requests"] == 2
+
+
+def test_a_retried_request_gets_the_same_rewrite_and_no_second_recovery() -> None:
+    guard = Guard(Mode.ENFORCE)
+    style = ApiStyle.ANTHROPIC_MESSAGES
+    body = chat_body(6)
+    for m in body["messages"]:
+        m["content"] = m["content"].replace(
+            "garden hose and tomato plants need watering", "billing release notes draft"
+        )
+    first = guard.plan(style, orjson.dumps(body), {})
+    guard.finish(first, 200, ResponseFacts(Usage(input_tokens=125_000), None, "m1"))
+    grown = {
+        **body,
+        "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": "release notes"},
+            {"role": "user", "content": "go"},
+        ],
+    }
+    truncated = guard.plan(style, orjson.dumps(grown), {})
+    assert truncated.action is Action.TRUNCATE and truncated.applied is Applied.REWRITE
+    retry = guard.plan(style, orjson.dumps(grown), {})
+    assert retry.applied is Applied.NONE and retry.observed == 0
+    assert retry.body == truncated.body
+    assert guard.sessions[str(retry.key)].monitor.counters.truncations == 1

