@@ -207,3 +207,54 @@ def test_a_retried_request_gets_the_same_rewrite_and_no_second_recovery() -> Non
     assert retry.applied is Applied.NONE and retry.observed == 0
     assert retry.body == truncated.body
     assert guard.sessions[str(retry.key)].monitor.counters.truncations == 1
+
+
+def test_enforce_clears_repeated_error_output_and_keeps_the_latest_error() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Run the parser tests in tests/test_parser.py and fix them."}
+    ]
+    for i in range(9):
+        failed = i >= 6
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Running the parser tests, attempt {i}."},
+                    {
+                        "type": "tool_use",
+                        "id": f"t{i}",
+                        "name": "Bash",
+                        "input": {"command": f"pytest -k case{i}"},
+                    },
+                ],
+            }
+        )
+        trace = "".join(
+            f'  File "src/parser.py", line {n}, in parse_{n}\n    return step(text)\n' for n in range(30)
+        )
+        error = (
+            f"Traceback (most recent call last):\n{trace}ModuleNotFoundError: No module named 'parserlib'\n"
+        )
+        text = error if failed else "tests/test_parser.py::test_case PASSED\n" * 40
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"t{i}", "is_error": failed, "content": text}
+                ],
+            }
+        )
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": messages}
+    plan = Guard(Mode.ENFORCE).plan(ApiStyle.ANTHROPIC_MESSAGES, orjson.dumps(body), {})
+    assert plan.action is Action.CLEAR_TOOL_RESULTS and plan.body is not None
+    results = [
+        b
+        for m in orjson.loads(plan.body)["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
+    assert len(results) == 9  # paired: every call keeps its result
+    assert results[-1]["content"] == messages[-1]["content"][0]["content"]  # the latest error, whole
+    assert all(r["content"].startswith("[cleared by ctxhealth:") for r in results[:-1])
+    assert "parserlib" in results[-2]["content"]  # a cleared error keeps its signature line

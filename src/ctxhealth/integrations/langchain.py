@@ -40,26 +40,17 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from ctxhealth.errors import UsageError
 from ctxhealth.integrations.guard import Mode
+from ctxhealth.integrations.guard.guard import recover
 from ctxhealth.integrations.guard.notes import halt_text, note_text
 from ctxhealth.model import Block, Format, Message, Role, Session, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
-from ctxhealth.recovery.clear import clear_tool_results
-from ctxhealth.recovery.compress import compress_history
 from ctxhealth.recovery.reanchor import reanchor
-from ctxhealth.recovery.report import RecoveryReport
-from ctxhealth.recovery.restart import restart
-from ctxhealth.recovery.truncate import truncate
 from ctxhealth.signals.profile import Profile
 
 __all__ = ["CtxHealthMiddleware", "to_message"]
 
-_RECOVERIES: dict[Action, Callable[[Session], tuple[Session, RecoveryReport]]] = {
-    Action.TRUNCATE: truncate,
-    Action.RESTART: restart,
-    Action.CLEAR_TOOL_RESULTS: clear_tool_results,
-    Action.COMPRESS_HISTORY: compress_history,
-}
+_RECOVERIES = frozenset({Action.TRUNCATE, Action.RESTART, Action.CLEAR_TOOL_RESULTS, Action.COMPRESS_HISTORY})
 
 
 def _text(content: Any) -> str:
@@ -217,10 +208,9 @@ class CtxHealthMiddleware(AgentMiddleware):
             note = HumanMessage(content=report.injected[0])
             thread.count, thread.digest = len(messages) + 1, _ids_digest([*messages, note])
             return {"messages": [note]}
-        strategy = _RECOVERIES.get(action)
-        if strategy is None:
+        if action not in _RECOVERIES:
             return None
-        recovered, report = strategy(_session(messages))
+        recovered, report = recover(action, _session(messages))
         new: list[BaseMessage] = []
         for m in recovered.messages:
             original = messages[m.line - 1] if m.line and m.line <= len(messages) else None

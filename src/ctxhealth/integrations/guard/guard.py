@@ -46,7 +46,7 @@ from ctxhealth.integrations.wire.base import ApiError, ErrorKind, attach_usage
 from ctxhealth.model import Format, Message, Role, Session
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
-from ctxhealth.recovery.clear import clear_tool_results
+from ctxhealth.recovery.clear import ClearConfig, ClearTrigger, TriggerKind, clear_tool_results
 from ctxhealth.recovery.compress import compress_history
 from ctxhealth.recovery.reanchor import reanchor
 from ctxhealth.recovery.report import RecoveryReport
@@ -95,13 +95,20 @@ class Plan:
     report: RecoveryReport | None = None
 
 
-def _recover(action: Action, session: Session) -> tuple[Session, RecoveryReport]:
+CLEAR_ON_DECISION = ClearConfig(trigger=ClearTrigger(TriggerKind.TOOL_USES, 0), keep_tool_uses=1)
+"""Clearing when the policy decided it (the same mistake repeated): the decision is the trigger, and
+every tool result but the latest is replaced by its placeholder (which keeps an error's signature
+line), so the repeated error output goes and the latest error stays."""
+
+
+def recover(action: Action, session: Session) -> tuple[Session, RecoveryReport]:
+    """Carry out a recovery ``action`` (clear, compress, truncate, restart) on ``session``."""
     if action is Action.TRUNCATE:
         return truncate(session)
     if action is Action.RESTART:
         return restart(session)
     if action is Action.CLEAR_TOOL_RESULTS:
-        return clear_tool_results(session)
+        return clear_tool_results(session, CLEAR_ON_DECISION)
     return compress_history(session)
 
 
@@ -322,7 +329,7 @@ class Guard:
         chains: dict[int, bytes] | None,
     ) -> Plan:
         parsed = adapter.to_messages(body, effective, with_head=True)
-        recovered, report = _recover(action, _session_of(parsed, session))
+        recovered, report = recover(action, _session_of(parsed, session))
         items = adapter.write(list(recovered.messages), effective, [m for m in parsed if m.line])
         self._keep_rewrite(session, chains, items)
         session.monitor.record_recovery(report.action, fill=report.tokens_after)
