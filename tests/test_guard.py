@@ -258,3 +258,12 @@ def test_enforce_clears_repeated_error_output_and_keeps_the_latest_error() -> No
     assert results[-1]["content"] == messages[-1]["content"][0]["content"]  # the latest error, whole
     assert all(r["content"].startswith("[cleared by ctxhealth:") for r in results[:-1])
     assert "parserlib" in results[-2]["content"]  # a cleared error keeps its signature line
+
+
+def test_flush_waits_for_a_pause_or_the_age_limit() -> None:
+    store = DictStore()
+    guard = Guard(Mode.OBSERVE, store=store)
+    guard.plan(ApiStyle.ANTHROPIC_MESSAGES, orjson.dumps(chat_body(2)), {"x-ctxhealth-session": "busy"})
+    assert guard.flush(idle=60.0, max_age=300.0) == 0  # just seen, just taken up: not yet
+    assert guard.flush(idle=0.0) == 1 and "anthropic-messages:busy" in store.states
+    assert guard.flush() == 0  # nothing changed since

@@ -155,6 +155,7 @@ class Guard:
                 session = None  # from another version, or damaged: start afresh
         if session is None:
             session = GuardSession(key, style.value, self._new_monitor(model))
+        session.saved = time.monotonic()  # ``max_age`` counts from when this process took it up
         self.sessions[key] = session
         while len(self.sessions) > self.max_sessions:
             old_key, old = self.sessions.popitem(last=False)
