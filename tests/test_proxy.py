@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from proxy_process import ProxyProcess
-from wire_upstream import WIRE, Upstream, fixture_bytes
+from wire_upstream import WIRE, Upstream, fixture_bytes, free_port
 
 INSTRUCTION = "Fix the failing parser test in src/parser.py and run the parser test suite."
 SYSTEM = "You are a careful coding agent. Use the tools to read and edit files."
@@ -183,6 +183,7 @@ def test_anthropic_client_streams_through_the_proxy(observe: ProxyProcess, upstr
         extra_headers={"x-ctxhealth-session": "sdk-a"},
     )
     assert reply.id == "msg_01Kx8p3JnWqYF3a9bHc2Vd7T"
+    assert "x-ctxhealth-session" not in upstream.last("/v1/messages").headers  # ours, not the provider's
     status = session_status(observe, "sdk-a")
     assert status["observed_messages"] == 6 + 2
     assert status["requests"] == 2 and status["resets"] == 0
@@ -319,3 +320,31 @@ def test_state_survives_a_restart(upstream: Upstream, tmp_path: Path) -> None:
     assert after["requests"] == 2 and after["resets"] == 0
     assert after["observed_messages"] == before["observed_messages"] + 2  # only the new turn was observed
     assert after["reported_fill"] == before["reported_fill"]
+
+
+def test_unreachable_upstream_is_an_api_error_and_logs_carry_no_secrets(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    proxy = ProxyProcess(dead, "-v", "--log-bodies")
+    try:
+        headers = {
+            "x-api-key": "sk-ant-api03-very-secret-key",
+            "authorization": "Bearer sk-proj-secret-token",
+        }
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": anthropic_history(0)}
+        response = httpx.post(proxy.url + "/v1/messages", json=body, headers=headers, timeout=10)
+    finally:
+        log = proxy.stop()
+    assert response.status_code == 502
+    assert response.json()["type"] == "error" and "unreachable" in response.json()["error"]["message"]
+    assert "POST /v1/messages session=" in log and "request body:" in log  # bodies only with --log-bodies
+    assert "very-secret-key" not in log and "sk-proj-secret-token" not in log
+
+
+def test_cli_refuses_an_upstream_that_is_not_http() -> None:
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["proxy", "--upstream", "ftp://example.com"])
+    assert result.exit_code == 2
+    assert "not an http(s) URL" in result.output
