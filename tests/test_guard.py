@@ -267,3 +267,40 @@ def test_flush_waits_for_a_pause_or_the_age_limit() -> None:
     assert guard.flush(idle=60.0, max_age=300.0) == 0  # just seen, just taken up: not yet
     assert guard.flush(idle=0.0) == 1 and "anthropic-messages:busy" in store.states
     assert guard.flush() == 0  # nothing changed since
+
+
+def test_a_rewrite_saved_by_an_enforcing_guard_is_not_applied_in_observe_mode() -> None:
+    store = DictStore()
+    style = ApiStyle.ANTHROPIC_MESSAGES
+    body = chat_body(6)
+    for m in body["messages"]:
+        m["content"] = m["content"].replace(
+            "garden hose and tomato plants need watering", "billing release notes draft"
+        )
+    enforcing = Guard(Mode.ENFORCE, store=store)
+    enforcing.finish(
+        enforcing.plan(style, orjson.dumps(body), {}),
+        200,
+        ResponseFacts(Usage(input_tokens=125_000), None, "m1"),
+    )
+    grown = {
+        **body,
+        "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": "notes"},
+            {"role": "user", "content": "go"},
+        ],
+    }
+    assert enforcing.plan(style, orjson.dumps(grown), {}).applied is Applied.REWRITE
+    enforcing.flush()
+    observing = Guard(Mode.OBSERVE, store=store)
+    later = {
+        **grown,
+        "messages": [
+            *grown["messages"],
+            {"role": "assistant", "content": "more"},
+            {"role": "user", "content": "ok"},
+        ],
+    }
+    plan = observing.plan(style, orjson.dumps(later), {})
+    assert plan.body is None and plan.observed == 2  # forwarded as sent, the saved session resumed

@@ -236,7 +236,8 @@ class Guard:
 
         effective = items
         rewrite = session.rewrite
-        if rewrite is not None and chains is not None:
+        if rewrite is not None and chains is not None and self.mode is Mode.ENFORCE:
+            # (a rewrite kept from an enforcing run never reaches the model in observe or advise mode)
             if chains.get(rewrite.count) == rewrite.chain:
                 effective = [*rewrite.items, *items[rewrite.count :]]
             else:
