@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.errors import StateError
+from ctxhealth.errors import LedgerError, StateError
 from ctxhealth.integrations.guard.metrics import Metrics
 from ctxhealth.integrations.guard.notes import halt_text, note_text
 from ctxhealth.integrations.guard.prefix import chain_values, session_digest
@@ -146,7 +146,10 @@ class Guard:
         if session is not None:
             self.sessions.move_to_end(key)
             return session
-        data = self.store.load(key)
+        try:
+            data = self.store.load(key)
+        except LedgerError:
+            data = None  # an unreadable ledger must not stop the traffic: start the session afresh
         if data is not None:
             try:
                 monitor = Monitor.restore(data["monitor"], self.model, self.profile, registry=self.registry)

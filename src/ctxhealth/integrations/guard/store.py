@@ -2,9 +2,9 @@
 
 :class:`LedgerStore` keeps each session's state in the ledger's ``sessions`` table (as the tail
 state of the pseudo path ``guard:<key>``) and writes one assessment row per request and one decision
-row per intervention. Writes go through one background thread, so a request never waits for
-SQLite; loads (once per session per process) are synchronous. The ledger is used through one
-connection under a lock. :meth:`LedgerStore.close` drains the queue.
+row per intervention. Writes go through one background thread and its own connection, so a request
+never waits for SQLite; loads (once per session per process) are synchronous on a second
+connection (WAL: a reader does not wait for the writer). :meth:`LedgerStore.close` drains the queue.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class LedgerStore:
 
     def __init__(self, home: Path, *, on_error: Callable[[Exception], None] | None = None) -> None:
         self._ledger = Ledger.open(home)
+        self._reader = Ledger.open(home)
         self._lock = threading.Lock()
         self._queue: queue.Queue[Callable[[Ledger], None] | None] = queue.Queue()
         self._on_error = on_error
@@ -78,8 +79,7 @@ class LedgerStore:
                     self._on_error(exc)
 
     def load(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            tail = self._ledger.get_tail(PATH_PREFIX + key)
+        tail = self._reader.get_tail(PATH_PREFIX + key)
         return tail.state if tail is not None and tail.state else None
 
     def save(self, key: str, state: dict[str, Any]) -> None:
@@ -112,3 +112,4 @@ class LedgerStore:
         self._thread.join()
         with self._lock:
             self._ledger.close()
+        self._reader.close()
