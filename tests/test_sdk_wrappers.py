@@ -13,7 +13,7 @@ import pytest
 
 from ctxhealth.integrations import anthropic as ch_anthropic
 from ctxhealth.integrations import openai as ch_openai
-from ctxhealth.integrations.guard import Guard, Mode
+from ctxhealth.integrations.guard import Guard, LedgerStore, Mode
 from ctxhealth.state.ledger import Ledger
 from test_proxy import INSTRUCTION, SYSTEM, anthropic_history, chat_history
 from test_proxy_enforce import ANTHROPIC_REQUEST, with_reply
@@ -108,8 +108,10 @@ def test_async_anthropic_halt_raises_bad_request(upstream: Upstream) -> None:
 
 
 def test_openai_sync_chat_stream_and_async_responses(upstream: Upstream, tmp_path: Path) -> None:
+    store = LedgerStore(tmp_path)
+    guard = Guard(Mode.ADVISE, store=store)
     client = ch_openai.wrap(
-        openai.OpenAI(base_url=upstream.url + "/v1", api_key="k", max_retries=0), mode="advise", home=tmp_path
+        openai.OpenAI(base_url=upstream.url + "/v1", api_key="k", max_retries=0), guard=guard
     )
     upstream.fill = 85_000  # gpt-4o: pressure 0.76, a warning
     chunks = list(
@@ -137,6 +139,16 @@ def test_openai_sync_chat_stream_and_async_responses(upstream: Upstream, tmp_pat
         return reply.output_text
 
     assert asyncio.run(run()) == "The failing case is the empty input."
+    store.drain()  # the ledger is written by a background thread
     with Ledger.open(tmp_path) as ledger:  # the wrapped client kept its session on disk
         assert ledger.get_tail("guard:openai-chat:sdk") is not None
         assert [d.action for d in ledger.decisions("openai-chat:sdk")] == [action]
+
+
+def test_wrap_refuses_an_unknown_mode_and_a_foreign_client() -> None:
+    from ctxhealth.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown mode"):
+        ch_anthropic.wrap(anthropic.Anthropic(api_key="k"), mode="enforcing")
+    with pytest.raises(UsageError, match="cannot wrap"):
+        ch_openai.wrap(object(), mode="observe")

@@ -14,6 +14,7 @@ the module the client's HTTP client comes from, so the wrapper follows whichever
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 from collections.abc import AsyncIterator, Iterator
@@ -34,7 +35,10 @@ def make_guard(mode: Mode | str, home: Path | None, model: str | None) -> Guard:
         chosen = Mode(mode)
     except ValueError:
         raise UsageError(f"unknown mode {mode!r}", hint="use observe, advise or enforce") from None
-    store = LedgerStore(home) if home is not None else None
+    store = None
+    if home is not None:
+        store = LedgerStore(home)
+        atexit.register(store.close)  # the writes still queued reach the ledger before the process ends
     return Guard(chosen, store=store, model=model)
 
 
