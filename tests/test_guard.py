@@ -304,3 +304,49 @@ def test_a_rewrite_saved_by_an_enforcing_guard_is_not_applied_in_observe_mode() 
     }
     plan = observing.plan(style, orjson.dumps(later), {})
     assert plan.body is None and plan.observed == 2  # forwarded as sent, the saved session resumed
+
+
+def test_enforced_truncation_sends_kept_messages_as_the_client_wrote_them() -> None:
+    """Signed thinking, images and cache markers survive in the messages a recovery keeps."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Fix the billing release notes for version 2.4."}
+    ]
+    for i in range(8):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": f"The notes need step {i}.", "signature": f"sig-{i}=="},
+                    {"type": "text", "text": f"Editing the billing release notes, step {i}."},
+                    {"type": "tool_use", "id": f"tu{i}", "name": "Edit", "input": {"file_path": "NOTES.md"}},
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"tu{i}",
+                        "content": "edited",
+                        "cache_control": {"type": "ephemeral"},
+                    }
+                ],
+            }
+        )
+    style = ApiStyle.ANTHROPIC_MESSAGES
+    guard = Guard(Mode.ENFORCE)
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
+    first = guard.plan(style, orjson.dumps({**body, "messages": messages[:-2]}), {})
+    guard.finish(first, 200, ResponseFacts(Usage(input_tokens=125_000), None, "m1"))
+    plan = guard.plan(style, orjson.dumps({**body, "messages": messages}), {})
+    assert plan.action is Action.TRUNCATE and plan.body is not None
+    sent = orjson.loads(plan.body)
+    assert sent["thinking"] == body["thinking"]
+    assert len(sent["messages"]) < len(messages)
+    assert sent["messages"][-4:] == messages[-4:]  # the last two pairs, byte for byte
