@@ -68,13 +68,14 @@ def _str(raw: Any, key: str) -> str | None:
 class UsageTap:
     """Reads usage from a response body fed in chunks; :meth:`facts` gives what it found."""
 
-    __slots__ = ("_buffer", "_json", "_model", "_rid", "_usage", "sse", "style")
+    __slots__ = ("_buffer", "_json", "_model", "_rid", "_size", "_usage", "sse", "style")
 
     def __init__(self, style: ApiStyle, content_type: str | None) -> None:
         self.style = style
         self.sse = bool(content_type) and "text/event-stream" in str(content_type)
         self._buffer = b""
         self._json: list[bytes] | None = None if self.sse else []
+        self._size = 0
         self._usage: Usage | None = None
         self._model: str | None = None
         self._rid: str | None = None
@@ -83,7 +84,8 @@ class UsageTap:
         if not chunk:
             return
         if self._json is not None:
-            if sum(map(len, self._json)) + len(chunk) <= MAX_JSON_BYTES:
+            self._size += len(chunk)
+            if self._size <= MAX_JSON_BYTES:
                 self._json.append(chunk)
             return
         data = self._buffer + chunk if self._buffer else chunk
