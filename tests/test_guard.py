@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from ctxhealth.integrations.guard import Applied, Guard, LedgerStore, Mode
+from ctxhealth.integrations.guard.apply import recovery_session
 from ctxhealth.integrations.wire import ADAPTERS, ApiStyle, ResponseFacts, UsageTap
 from ctxhealth.model import Role, Usage
 from ctxhealth.policy import Action
@@ -117,10 +118,8 @@ def test_enforce_reanchor_appends_the_recovery_text() -> None:
     sent = orjson.loads(plan.body)
     adapter = ADAPTERS[style]
     session = guard.sessions[str(plan.key)]
-    from ctxhealth.integrations.guard.guard import _session_of
-
     _, report = reanchor(
-        _session_of(adapter.to_messages(grown, grown["messages"], with_head=True), session),
+        recovery_session(adapter.to_messages(grown, grown["messages"], with_head=True), session.key),
         similarity=session.monitor.drift.similarity,
         tokens=plan.assessment.fill,
     )

@@ -40,7 +40,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from ctxhealth.errors import UsageError
 from ctxhealth.integrations.guard import Mode
-from ctxhealth.integrations.guard.guard import recover
+from ctxhealth.integrations.guard.apply import RECOVERIES, recover
 from ctxhealth.integrations.guard.notes import halt_text, note_text
 from ctxhealth.model import Block, Format, Message, Role, Session, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import Assessment, Monitor
@@ -49,8 +49,6 @@ from ctxhealth.recovery.reanchor import reanchor
 from ctxhealth.signals.profile import Profile
 
 __all__ = ["CtxHealthMiddleware", "to_message"]
-
-_RECOVERIES = frozenset({Action.TRUNCATE, Action.RESTART, Action.CLEAR_TOOL_RESULTS, Action.COMPRESS_HISTORY})
 
 
 def _text(content: Any) -> str:
@@ -208,7 +206,7 @@ class CtxHealthMiddleware(AgentMiddleware):
             note = HumanMessage(content=report.injected[0])
             thread.count, thread.digest = len(messages) + 1, _ids_digest([*messages, note])
             return {"messages": [note]}
-        if action not in _RECOVERIES:
+        if action not in RECOVERIES:
             return None
         recovered, report = recover(action, _session(messages))
         new: list[BaseMessage] = []

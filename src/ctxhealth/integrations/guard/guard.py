@@ -8,7 +8,7 @@ session's :class:`~ctxhealth.monitor.Monitor` (the usage of the previous respons
 assistant message that shows up first), so the monitor's work per request does not grow with the
 length of the conversation. :meth:`Guard.finish` records what the response reported.
 
-Modes (:class:`Mode`):
+Modes (:class:`~ctxhealth.integrations.guard.apply.Mode`; carried out by :mod:`.apply`):
 
 * ``observe`` — the body is forwarded byte for byte; the monitor assesses, the ledger records.
 * ``advise`` — as observe; when the decision is to intervene, a note with the reasons is added as
@@ -29,53 +29,28 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import orjson
 
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import LedgerError, StateError
+from ctxhealth.integrations.guard.apply import Applied, Mode, Outcome, apply_decision, dump_body, halt
 from ctxhealth.integrations.guard.metrics import Metrics
-from ctxhealth.integrations.guard.notes import halt_text, note_text
 from ctxhealth.integrations.guard.prefix import chain_values, session_digest
-from ctxhealth.integrations.guard.session import GuardSession, Rewrite
+from ctxhealth.integrations.guard.session import GuardSession
 from ctxhealth.integrations.guard.store import MemoryStore, SessionStore
 from ctxhealth.integrations.wire import ADAPTERS, ApiStyle, ResponseFacts, WireAdapter
-from ctxhealth.integrations.wire.base import ApiError, ErrorKind, attach_usage
-from ctxhealth.model import Format, Message, Role, Session
+from ctxhealth.integrations.wire.base import ApiError, attach_usage
+from ctxhealth.model import Message, Role
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
-from ctxhealth.recovery.clear import ClearConfig, ClearTrigger, TriggerKind, clear_tool_results
-from ctxhealth.recovery.compress import compress_history
-from ctxhealth.recovery.reanchor import reanchor
 from ctxhealth.recovery.report import RecoveryReport
-from ctxhealth.recovery.restart import restart
-from ctxhealth.recovery.truncate import truncate
 from ctxhealth.signals.profile import Profile
 
 SESSION_HEADER = "x-ctxhealth-session"
 MAX_SESSIONS = 1_000
 MAX_RESPONSE_IDS = 10_000
-
-
-class Mode(StrEnum):
-    OBSERVE = "observe"
-    ADVISE = "advise"
-    ENFORCE = "enforce"
-
-
-class Applied(StrEnum):
-    """How a decision reached the request."""
-
-    NONE = "none"  # forwarded as the client sent it
-    NOTE = "note"  # a note was added
-    REWRITE = "rewrite"  # the conversation was rewritten by a recovery strategy
-    HALT = "halt"  # answered with an error, no model called
-
-
-_NOTE_ACTIONS = frozenset({Action.WARN, Action.REANCHOR})
-_RECOVERIES = frozenset({Action.CLEAR_TOOL_RESULTS, Action.COMPRESS_HISTORY, Action.TRUNCATE, Action.RESTART})
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,23 +68,6 @@ class Plan:
     reset: bool = False
     observed: int = 0
     report: RecoveryReport | None = None
-
-
-CLEAR_ON_DECISION = ClearConfig(trigger=ClearTrigger(TriggerKind.TOOL_USES, 0), keep_tool_uses=1)
-"""Clearing when the policy decided it (the same mistake repeated): the decision is the trigger, and
-every tool result but the latest is replaced by its placeholder (which keeps an error's signature
-line), so the repeated error output goes and the latest error stays."""
-
-
-def recover(action: Action, session: Session) -> tuple[Session, RecoveryReport]:
-    """Carry out a recovery ``action`` (clear, compress, truncate, restart) on ``session``."""
-    if action is Action.TRUNCATE:
-        return truncate(session)
-    if action is Action.RESTART:
-        return restart(session)
-    if action is Action.CLEAR_TOOL_RESULTS:
-        return clear_tool_results(session, CLEAR_ON_DECISION)
-    return compress_history(session)
 
 
 class Guard:
@@ -245,26 +203,25 @@ class Guard:
                 effective = [*rewrite.items, *items[rewrite.count :]]
             else:
                 session.rewrite = None
+        rewrite_at = (len(items), chains[len(items)]) if chains is not None else None
         if messages:
-            plan = self._apply(adapter, body, session, assessment, action, effective, chains, continued)
+            outcome = apply_decision(self.mode, adapter, body, session, assessment, effective, rewrite_at)
         elif session.halted and self.mode is Mode.ENFORCE and assessment is not None:
-            # a retry of a halted request: still halted
-            plan = Plan(
-                None, style, error=adapter.error(ErrorKind.HALT, halt_text(assessment)), applied=Applied.HALT
-            )
+            outcome = halt(adapter, session, assessment)  # a retry of a halted request: still halted
         else:
-            plan = Plan(None, style)  # a retry with nothing new: decided already (a rewrite still applies)
+            outcome = Outcome()  # a retry with nothing new: decided already (a rewrite still applies)
+        unchanged = outcome.body is None and effective is items
         plan = Plan(
             key,
             style,
-            plan.body if plan.body is not None or effective is items else _dump(adapter, body, effective),
-            plan.error,
+            outcome.body if outcome.body is not None or unchanged else dump_body(adapter, body, effective),
+            outcome.error,
             assessment,
             action,
-            plan.applied,
+            outcome.applied,
             reset,
             len(messages),
-            plan.report,
+            outcome.report,
         )
         self._record(session, plan)
         return plan
@@ -280,72 +237,6 @@ class Guard:
                 out[i] = attach_usage(m, pending.usage, pending.model, pending.response_id)
                 return out
         return messages
-
-    def _apply(
-        self,
-        adapter: WireAdapter,
-        body: dict[str, Any],
-        session: GuardSession,
-        assessment: Assessment | None,
-        action: Action,
-        effective: list[Any],
-        chains: dict[int, bytes] | None,
-        continued: bool,
-    ) -> Plan:
-        style = adapter.style
-        if action is Action.CONTINUE or assessment is None or self.mode is Mode.OBSERVE:
-            if action is Action.CONTINUE:
-                session.noted = None
-            return Plan(None, style)
-        if self.mode is Mode.ENFORCE and action is Action.HALT:
-            session.halted = True
-            return Plan(
-                None, style, error=adapter.error(ErrorKind.HALT, halt_text(assessment)), applied=Applied.HALT
-            )
-        enforce = self.mode is Mode.ENFORCE and not continued
-        if enforce and action in _RECOVERIES:
-            return self._recover(adapter, body, session, action, effective, chains)
-        if session.noted == action.value:
-            return Plan(None, style)  # this episode was noted already
-        session.noted = action.value
-        if enforce and action is Action.REANCHOR:
-            parsed = adapter.to_messages(body, effective, with_head=True)
-            _, report = reanchor(
-                _session_of(parsed, session),
-                similarity=session.monitor.drift.similarity,
-                tokens=assessment.fill,
-            )
-            items = adapter.add_note(effective, report.injected[0])
-            self._keep_rewrite(session, chains, items)
-            session.monitor.record_recovery(Action.REANCHOR)
-            return Plan(None, style, _dump(adapter, body, items), applied=Applied.REWRITE, report=report)
-        if action is Action.COMPRESS_HISTORY:
-            return Plan(None, style)  # routine: advice about it is noise
-        items = adapter.add_note(effective, note_text(action, assessment))
-        return Plan(None, style, _dump(adapter, body, items), applied=Applied.NOTE)
-
-    def _recover(
-        self,
-        adapter: WireAdapter,
-        body: dict[str, Any],
-        session: GuardSession,
-        action: Action,
-        effective: list[Any],
-        chains: dict[int, bytes] | None,
-    ) -> Plan:
-        parsed = adapter.to_messages(body, effective, with_head=True)
-        recovered, report = recover(action, _session_of(parsed, session))
-        items = adapter.write(list(recovered.messages), effective, [m for m in parsed if m.line])
-        self._keep_rewrite(session, chains, items)
-        session.monitor.record_recovery(report.action, fill=report.tokens_after)
-        session.noted = None
-        return Plan(None, adapter.style, _dump(adapter, body, items), applied=Applied.REWRITE, report=report)
-
-    @staticmethod
-    def _keep_rewrite(session: GuardSession, chains: dict[int, bytes] | None, items: list[Any]) -> None:
-        if chains is not None:
-            length = max(chains)
-            session.rewrite = Rewrite(length, chains[length], items)
 
     def _record(self, session: GuardSession, plan: Plan) -> None:
         a = plan.assessment
@@ -471,11 +362,3 @@ class Guard:
                 for s in self.sessions.values()
             ]
             return self.metrics.render(fills)
-
-
-def _session_of(messages: list[Message], session: GuardSession) -> Session:
-    return Session(path=f"guard:{session.key}", format=Format.ANTHROPIC_MESSAGES, messages=tuple(messages))
-
-
-def _dump(adapter: WireAdapter, body: dict[str, Any], items: list[Any]) -> bytes:
-    return orjson.dumps(adapter.with_items(body, items))
