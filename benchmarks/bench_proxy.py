@@ -19,6 +19,10 @@ both; and the proxy's added latency, p50 and p99 of (proxy - direct) for TTFB an
 stream (the same percentile of each distribution); the proxy's resident memory at the end. A table
 goes to stderr; the last line on stdout is one JSON object. The aim: p99 added latency under 5 ms in
 observe mode.
+
+``--scaling`` measures only, in process, the guard's CPU per request in steady state (two new
+messages on a known prefix) at 20, 200 and 1,000 turns, against observing the whole conversation
+afresh, in the same run.
 """
 
 from __future__ import annotations
@@ -158,6 +162,39 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def plan_scaling(sizes: list[int], repeat: int) -> dict[str, Any]:
+    """In process: CPU per request of ``Guard.plan`` in steady state (two new messages on a known
+    prefix) at each conversation size, against observing the whole conversation afresh (what a
+    guard without prefix matching would do), in the same run."""
+    from ctxhealth.integrations.guard import Guard, Mode
+    from ctxhealth.integrations.wire import ApiStyle
+
+    out: dict[str, Any] = {}
+    for turns in sizes:
+        bodies = [
+            json.dumps(
+                {"model": "claude-sonnet-4-5", "max_tokens": 256, "messages": history(turns + r)}
+            ).encode()
+            for r in range(repeat + 1)
+        ]
+        guard = Guard(Mode.OBSERVE)
+        guard.plan(ApiStyle.ANTHROPIC_MESSAGES, bodies[0], {"x-ctxhealth-session": "s"})
+        started = time.process_time()
+        for body in bodies[1:]:
+            guard.plan(ApiStyle.ANTHROPIC_MESSAGES, body, {"x-ctxhealth-session": "s"})
+        steady = (time.process_time() - started) / repeat
+        started = time.process_time()
+        for i, body in enumerate(bodies[1:]):
+            Guard(Mode.OBSERVE).plan(ApiStyle.ANTHROPIC_MESSAGES, body, {"x-ctxhealth-session": f"f{i}"})
+        afresh = (time.process_time() - started) / repeat
+        out[str(turns)] = {
+            "body_kib": round(len(bodies[-1]) / 1024, 1),
+            "steady_ms": round(steady * 1000, 3),
+            "afresh_ms": round(afresh * 1000, 3),
+        }
+    return out
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -176,10 +213,23 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=20, help="turns in each conversation at the start")
     parser.add_argument("--mode", default="observe", choices=["observe", "advise", "enforce"])
     parser.add_argument("--no-ledger", action="store_true", help="run the proxy without its ledger")
+    parser.add_argument(
+        "--scaling", action="store_true", help="only the in-process cost of a request by conversation size"
+    )
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_upstream:
         serve_upstream(args.serve_upstream, args.gap)
+        return
+    if args.scaling:
+        result = plan_scaling([20, 200, 1000], 20)
+        for turns, r in result.items():
+            print(
+                f"{turns:>5} turns, {r['body_kib']:>8} KiB: steady {r['steady_ms']:8.3f} ms, "
+                f"afresh {r['afresh_ms']:9.3f} ms",
+                file=sys.stderr,
+            )
+        print(json.dumps({"plan_cpu_by_turns": result}))
         return
 
     import subprocess

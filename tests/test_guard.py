@@ -349,3 +349,24 @@ def test_enforced_truncation_sends_kept_messages_as_the_client_wrote_them() -> N
     assert sent["thinking"] == body["thinking"]
     assert len(sent["messages"]) < len(messages)
     assert sent["messages"][-4:] == messages[-4:]  # the last two pairs, byte for byte
+
+
+def test_the_one_pass_chain_equals_hashing_each_prefix_whole() -> None:
+    import hashlib
+
+    from ctxhealth.integrations.guard.prefix import DIGEST_SIZE, chain_values
+    from ctxhealth.integrations.wire.base import canonical
+
+    items: list[Any] = chat_body(4)["messages"]
+    items[1] = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}],
+    }
+    head = [{"type": "text", "text": "system", "cache_control": {"type": "ephemeral"}}]
+    seed = b"s\x00" + canonical(head) + b"\x00"
+    whole = {
+        n: hashlib.blake2b(seed + canonical(items[:n]), digest_size=DIGEST_SIZE).digest()
+        for n in range(len(items) + 1)
+    }
+    for lengths in ([0], [len(items)], [2, 5, len(items)], list(range(len(items) + 1))):
+        assert chain_values("s", head, items, lengths) == {n: whole[n] for n in lengths}

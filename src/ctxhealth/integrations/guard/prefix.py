@@ -25,11 +25,24 @@ DIGEST_SIZE = 16
 
 
 def chain_values(style: str, head: Any, items: list[Any], lengths: Iterable[int]) -> dict[int, bytes]:
-    """The chain at each of ``lengths`` (those from 0 to ``len(items)``)."""
-    seed = style.encode() + b"\x00" + canonical(head) + b"\x00"
+    """The chain at each of ``lengths`` (those from 0 to ``len(items)``).
+
+    One pass: the items between two wanted lengths are encoded once, and the hash of the array so far
+    is read at each wanted length by closing a copy of it (``[a,b`` + ``]``), which equals hashing
+    ``canonical(items[:n])`` whole.
+    """
+    running = hashlib.blake2b(digest_size=DIGEST_SIZE)
+    running.update(style.encode() + b"\x00" + canonical(head) + b"\x00[")
     out: dict[int, bytes] = {}
+    done = 0
     for n in sorted({n for n in lengths if 0 <= n <= len(items)}):
-        out[n] = hashlib.blake2b(seed + canonical(items[:n]), digest_size=DIGEST_SIZE).digest()
+        if n > done:
+            inner = canonical(items[done:n])[1:-1]
+            running.update(b"," + inner if done else inner)
+            done = n
+        closed = running.copy()
+        closed.update(b"]")
+        out[n] = closed.digest()
     return out
 
 
