@@ -14,10 +14,8 @@ import openai
 import pytest
 
 from proxy_process import ProxyProcess
+from wire_conversations import INSTRUCTION, SYSTEM, anthropic_history, chat_history
 from wire_upstream import WIRE, Upstream, fixture_bytes, free_port
-
-INSTRUCTION = "Fix the failing parser test in src/parser.py and run the parser test suite."
-SYSTEM = "You are a careful coding agent. Use the tools to read and edit files."
 
 
 @pytest.fixture(scope="module")
@@ -38,58 +36,6 @@ def observe(upstream: Upstream) -> Iterator[ProxyProcess]:
     proxy = ProxyProcess(upstream.url)
     yield proxy
     proxy.stop()
-
-
-def anthropic_history(turns: int, *, start: int = 0) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": INSTRUCTION}]
-    for i in range(start, start + turns):
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "text", "text": f"Reading the parser module, step {i}."},
-                    {
-                        "type": "tool_use",
-                        "id": f"toolu_{i:04d}",
-                        "name": "Read",
-                        "input": {"file_path": "src/parser.py"},
-                    },
-                ],
-            }
-        )
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": f"toolu_{i:04d}",
-                        "content": f"def parse_{i}(text): ...",
-                    }
-                ],
-            }
-        )
-    return messages
-
-
-def chat_history(turns: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": INSTRUCTION},
-    ]
-    for i in range(turns):
-        call = {
-            "id": f"call_{i:04d}",
-            "type": "function",
-            "function": {"name": "read_file", "arguments": '{"path": "src/parser.py"}'},
-        }
-        messages.append(
-            {"role": "assistant", "content": f"Reading the parser, step {i}.", "tool_calls": [call]}
-        )
-        messages.append(
-            {"role": "tool", "tool_call_id": f"call_{i:04d}", "content": f"def parse_{i}(text): ..."}
-        )
-    return messages
 
 
 def session_status(proxy: ProxyProcess, session: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from typing import Any
 import anthropic
 import httpx
 import openai
-import pydantic
 import pytest
 
 from ctxhealth.model import Session
@@ -21,18 +20,16 @@ from ctxhealth.recovery.truncate import truncate
 from ctxhealth.sources import anthropic_messages, openai_chat
 from ctxhealth.sources.writers import to_anthropic_request, to_openai_messages
 from proxy_process import ProxyProcess
-from test_proxy import SYSTEM, anthropic_history, chat_history
+from wire_conversations import (
+    ANTHROPIC_REQUEST,
+    CHAT_REQUEST,
+    RESPONSES_REQUEST,
+    SYSTEM,
+    anthropic_history,
+    chat_history,
+    with_reply,
+)
 from wire_upstream import Upstream
-
-ANTHROPIC_REQUEST = pydantic.TypeAdapter(
-    anthropic.types.message_create_params.MessageCreateParamsNonStreaming
-)
-CHAT_REQUEST = pydantic.TypeAdapter(
-    openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming
-)
-RESPONSES_REQUEST = pydantic.TypeAdapter(
-    openai.types.responses.response_create_params.ResponseCreateParamsNonStreaming
-)
 
 
 @pytest.fixture(scope="module")
@@ -55,31 +52,6 @@ def post(proxy: ProxyProcess, path: str, body: dict[str, Any], session: str) -> 
 
 def anthropic_read(body: dict[str, Any]) -> Session:
     return anthropic_messages.parse(json.dumps(body).encode(), "request")
-
-
-def with_reply(messages: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
-    """The conversation after the fixture's reply (text + a Read call) and its tool result."""
-    return [
-        *messages,
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": "I'll read the parser module to find the failing case."},
-                {
-                    "type": "tool_use",
-                    "id": f"toolu_r{i}",
-                    "name": "Read",
-                    "input": {"file_path": "src/parser.py"},
-                },
-            ],
-        },
-        {
-            "role": "user",
-            "content": [
-                {"type": "tool_result", "tool_use_id": f"toolu_r{i}", "content": "def parse(text): ..."}
-            ],
-        },
-    ]
 
 
 def test_enforce_truncates_with_the_recovery_code(enforce: ProxyProcess, upstream: Upstream) -> None:

@@ -15,8 +15,14 @@ from ctxhealth.integrations import anthropic as ch_anthropic
 from ctxhealth.integrations import openai as ch_openai
 from ctxhealth.integrations.guard import Guard, LedgerStore, Mode
 from ctxhealth.state.ledger import Ledger
-from test_proxy import INSTRUCTION, SYSTEM, anthropic_history, chat_history
-from test_proxy_enforce import ANTHROPIC_REQUEST, with_reply
+from wire_conversations import (
+    ANTHROPIC_REQUEST,
+    INSTRUCTION,
+    SYSTEM,
+    anthropic_history,
+    chat_history,
+    with_reply,
+)
 from wire_upstream import Upstream
 
 SESSION = {"x-ctxhealth-session": "sdk"}

@@ -21,6 +21,7 @@ as the same LangChain objects (ids, metadata and all).
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,9 @@ from ctxhealth.recovery.reanchor import reanchor
 from ctxhealth.signals.profile import Profile
 
 __all__ = ["CtxHealthMiddleware", "to_message"]
+
+MAX_THREADS = 1_000
+"""Threads kept per middleware; a forgotten thread is observed afresh if it comes back."""
 
 
 def _text(content: Any) -> str:
@@ -155,7 +159,7 @@ class CtxHealthMiddleware(AgentMiddleware):
             raise UsageError(f"unknown mode {mode!r}", hint="use observe, advise or enforce") from None
         self.model = model
         self.profile = profile
-        self.threads: dict[str, _Thread] = {}
+        self.threads: OrderedDict[str, _Thread] = OrderedDict()
 
     # ------------------------------------------------------------------ observing
 
@@ -164,6 +168,10 @@ class CtxHealthMiddleware(AgentMiddleware):
         thread = self.threads.get(key)
         if thread is None:
             thread = self.threads[key] = _Thread(Monitor(self.model, self.profile))
+            while len(self.threads) > MAX_THREADS:
+                self.threads.popitem(last=False)  # the least recently used thread is forgotten
+        else:
+            self.threads.move_to_end(key)
         return thread
 
     def assess(self, messages: Sequence[AnyMessage]) -> tuple[_Thread, Assessment | None]:
