@@ -46,8 +46,8 @@ from ctxhealth.integrations.guard.notes import halt_text, note_text
 from ctxhealth.model import Block, Format, Message, Role, Session, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
-from ctxhealth.recovery.reanchor import reanchor
 from ctxhealth.policy.profile import Profile
+from ctxhealth.recovery.reanchor import reanchor
 
 __all__ = ["CtxHealthMiddleware", "to_message"]
 

@@ -45,8 +45,8 @@ from ctxhealth.integrations.wire.base import ApiError, attach_usage
 from ctxhealth.model import Message, Role
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
-from ctxhealth.recovery.report import RecoveryReport
 from ctxhealth.policy.profile import Profile
+from ctxhealth.recovery.report import RecoveryReport
 
 SESSION_HEADER = "x-ctxhealth-session"
 MAX_SESSIONS = 1_000
