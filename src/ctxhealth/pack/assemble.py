@@ -1,0 +1,345 @@
+"""``pack()``: assemble the context a task needs from a repository under a hard token budget.
+
+The steps, in order: resolve the payload budget (``budget`` tokens, or 80% of a model's usable
+window); allocate it over the levels the task type uses (:mod:`.budget`); render L1 rules, L2 specs,
+L4 error output and L5 history within their caps; index the repository (cached); score every
+candidate source file (:mod:`.relevance`); pack L3 from the top of the ranking into what the other
+levels left (:mod:`.select`); order the files by tier, then path; count the whole payload exactly
+(o200k) and drop the lowest-ranked file until it fits — the budget is a hard cap. The manifest
+(:mod:`.manifest`) says what went in, why, and what stayed out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxhealth.accounting.tokens import count_batch, exact_available
+from ctxhealth.errors import InputError, TokenizerUnavailable, UsageError
+from ctxhealth.pack.budget import MIN_BUDGET, Allocation, TaskType, allocate, payload_for_model
+from ctxhealth.pack.errors_output import fit_error_output
+from ctxhealth.pack.history import History, decay_factors, read_history
+from ctxhealth.pack.imports import import_distances, import_graph
+from ctxhealth.pack.index import RepoIndex, build_index
+from ctxhealth.pack.levels import FittedLevel, LevelFile, discover_rules, fit_pieces, label_for, read_level_files
+from ctxhealth.pack.manifest import Inputs, build_manifest
+from ctxhealth.pack.priority import OTHER_MIN_SCORE, Tier, assign_tiers, bc_cap, is_test_path, tests_of
+from ctxhealth.pack.recency import read_edit_history
+from ctxhealth.pack.relevance import THRESHOLD, Scored, import_term, score_file, size_term, weights_for
+from ctxhealth.pack.render import OutputFormat, PackedPiece, join_document, level_open, render_level
+from ctxhealth.pack.select import Ranked, Taken, pack_sources
+from ctxhealth.pack.similarity import build_bm25, similarity_scores
+
+ENCODING = "o200k_base"
+
+
+@dataclass(frozen=True, slots=True)
+class Pack:
+    """A packed context: the payload ``text`` and its ``manifest`` (a JSON-ready dict)."""
+
+    text: str
+    manifest: dict[str, Any]
+
+    @property
+    def tokens(self) -> int:
+        return int(self.manifest["tokens"])
+
+
+def _counter() -> Any:
+    if not exact_available(ENCODING):
+        raise TokenizerUnavailable(
+            "exact o200k_base token counts are needed for a hard budget and toktok cannot be imported",
+            hint="install the tokenizer: pip install toktok-rs",
+        )
+
+    def count(text: str) -> int:
+        return int(count_batch([text], ENCODING)[0][0])
+
+    return count
+
+
+def resolve_payload(budget: int | None, model: str | None, registry: Any = None) -> tuple[int, int | None]:
+    """The payload budget and the model window (None without a model)."""
+    if budget is None and model is None:
+        raise UsageError("no budget", hint="give --budget N (tokens) or --model M")
+    window: int | None = None
+    payload = budget
+    if model is not None:
+        from ctxhealth.accounting.registry import ModelRegistry
+
+        info = (registry or ModelRegistry.default()).lookup(model)
+        window = info.window
+        usable = info.window - info.reserved_output - info.autocompact_buffer
+        by_model = payload_for_model(usable)
+        payload = by_model if payload is None else min(payload, by_model)
+    assert payload is not None
+    if payload < MIN_BUDGET:
+        raise UsageError(f"a budget of {payload} tokens is too small", hint=f"give at least {MIN_BUDGET} tokens")
+    return payload, window
+
+
+def _active_paths(repo: Path, index: RepoIndex, active: Sequence[Path | str]) -> tuple[list[str], list[str]]:
+    """Active files as repository paths, and notes about those that are not candidates."""
+    found: list[str] = []
+    notes: list[str] = []
+    for raw in active:
+        path = Path(raw)
+        label = label_for(repo, path if path.is_absolute() or path.exists() else repo / path)
+        if label in index.facts:
+            found.append(label)
+        else:
+            notes.append(f"active file {label} is not a candidate (missing, ignored or blacklisted)")
+    return sorted(set(found)), notes
+
+
+def _text_levels(
+    repo: Path,
+    alloc: Allocation,
+    fmt: OutputFormat,
+    count: Any,
+    rules: list[LevelFile],
+    specs: list[LevelFile],
+    errors: str | None,
+    history: History | None,
+) -> tuple[dict[str, FittedLevel], list[str]]:
+    fitted: dict[str, FittedLevel] = {}
+    notes: list[str] = []
+    for level, files in (("L1", rules), ("L2", specs)):
+        if files and level in alloc.levels:
+            pieces = [PackedPiece(f.label, "full", f.text) for f in files]
+            fitted[level] = fit_pieces(level, pieces, alloc.caps[level], fmt, count)
+        elif files:
+            notes.append(f"{level} not used for task type {alloc.levels and 'this'}: {len(files)} file(s) left out")
+    if errors is not None and errors.strip():
+        overhead = count(render_level("L4", [""], fmt)) + 8
+        text = fit_error_output(errors, max(1, alloc.caps["L4"] - overhead), count)
+        fitted["L4"] = fit_pieces("L4", [PackedPiece(None, "trimmed", text)], 10**9, fmt, count)
+    if history is not None and history.text:
+        if "L5" in alloc.levels:
+            paragraphs = history.text.split("\n\n")
+            lo, hi, best = 1, len(paragraphs), 0
+            cap = alloc.caps["L5"]
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                piece = PackedPiece(None, "summary", "\n\n".join(paragraphs[-mid:]))
+                if count(render_level("L5", [_render(piece, fmt)], fmt)) <= cap:
+                    best, lo = mid, mid + 1
+                else:
+                    hi = mid - 1
+            if best:
+                piece = PackedPiece(None, "summary", "\n\n".join(paragraphs[-best:]))
+                fitted["L5"] = FittedLevel(render_level("L5", [_render(piece, fmt)], fmt), (piece,), ())
+            else:
+                notes.append("L5 history does not fit its share of the budget: left out")
+        else:
+            notes.append("L5 history is not used for this task type: left out (it still drives decay)")
+    return fitted, notes
+
+
+def _render(piece: PackedPiece, fmt: OutputFormat) -> str:
+    from ctxhealth.pack.render import render_piece
+
+    return render_piece(piece, fmt)
+
+
+def _score_sources(
+    repo: Path,
+    index: RepoIndex,
+    task: str,
+    task_type: TaskType,
+    active: list[str],
+    exclude: set[str],
+    history: History | None,
+) -> tuple[list[Scored], dict[str, Tier], dict[str, str], Any, list[str]]:
+    paths = [p for p in index.facts if p not in exclude]
+    facts = [index.facts[p] for p in paths]
+    bm25 = build_bm25([f.bag for f in facts])
+    similarity = similarity_scores(task, bm25, paths, [f.defines for f in facts])
+    git = read_edit_history(repo)
+    a_files = sorted(set(active) | ({p for p in git.changed if p in index.facts} if git else set()))
+    a_files = [p for p in a_files if p not in exclude]
+    weights = weights_for(has_recency=git is not None or bool(active), has_imports=bool(a_files))
+    graph = import_graph(index.facts, index.contents) if a_files else {}
+    distances = import_distances(graph, a_files) if a_files else {}
+    decay = decay_factors(history, paths) if history is not None else {}
+    active_set = set(active)
+    scored: list[Scored] = []
+    for i, path in enumerate(paths):
+        f = facts[i]
+        tokens = f.tokens if f.tokens is not None else math.ceil(f.size / 4)
+        recency: float | None = None
+        if "recency" in weights.values:
+            recency = 1.0 if path in active_set else (git.scores.get(path, 0.0) if git else 0.0)
+        components: dict[str, float | None] = {
+            "recency": None if recency is None else round(recency, 6),
+            "imports": round(import_term(distances.get(path)), 6) if "imports" in weights.values else None,
+            "similarity": round(float(similarity[i]), 6),
+            "size": round(size_term(tokens), 6),
+        }
+        scored.append(score_file(path, components, weights, decay.get(path, 1.0)))
+    tiers = assign_tiers(paths, a_files, graph)
+    skip: dict[str, str] = {}
+    if task_type is not TaskType.DEBUG:
+        for path in tests_of(paths, a_files):
+            skip[path] = "test of an active file: tests are packed only for debugging"
+    notes = []
+    if weights.renormalised:
+        notes.append(f"weights re-normalised over the terms present (missing: {', '.join(weights.missing)})")
+    return scored, tiers, skip, weights, notes
+
+
+def _rank(
+    scored: list[Scored], tiers: dict[str, Tier], skip: dict[str, str], has_a: bool, n_candidates: int
+) -> tuple[list[Scored], dict[str, str]]:
+    excluded = dict(skip)
+    eligible: list[Scored] = []
+    cap = bc_cap(n_candidates)
+    bc = 0
+    order = sorted(scored, key=lambda s: (tiers[s.path] is not Tier.A, -s.score, tiers[s.path].rank, s.path))
+    for s in order:
+        tier = tiers[s.path]
+        if s.path in excluded:
+            continue
+        if tier is Tier.A:
+            eligible.append(s)
+            continue
+        if s.score < THRESHOLD:
+            excluded[s.path] = f"relevance {s.score:.2f} below the threshold {THRESHOLD}"
+            continue
+        if tier is Tier.OTHER and has_a and s.score <= OTHER_MIN_SCORE:
+            excluded[s.path] = f"unrelated to the active files and relevance {s.score:.2f} <= {OTHER_MIN_SCORE}"
+            continue
+        if tier in (Tier.B, Tier.C):
+            if bc >= cap:
+                excluded[s.path] = f"B + C cap of {cap} files reached"
+                continue
+            bc += 1
+        eligible.append(s)
+    return eligible, excluded
+
+
+def pack(
+    repo: Path | str,
+    task: str,
+    *,
+    budget: int | None = None,
+    model: str | None = None,
+    task_type: TaskType | str = TaskType.CODE,
+    active: Sequence[Path | str] = (),
+    errors: str | None = None,
+    history: Path | str | None = None,
+    rules: Sequence[Path | str] = (),
+    specs: Sequence[Path | str] = (),
+    output_format: OutputFormat | str = OutputFormat.MARKDOWN,
+    cache_home: Path | None = None,
+    registry: Any = None,
+) -> Pack:
+    """Pack what ``task`` needs from ``repo`` within ``budget`` tokens (or a ``model``'s window)."""
+    root = Path(repo)
+    if not task.strip():
+        raise UsageError("the task is empty", hint="describe the task with --task TEXT or --task-file F")
+    kind = TaskType(task_type)
+    fmt = OutputFormat(output_format)
+    payload, window = resolve_payload(budget, model, registry)
+    count = _counter()
+    rule_files = read_level_files(root, rules, "rules")
+    rule_files += discover_rules(root, rule_files)
+    spec_files = read_level_files(root, specs, "specs")
+    past = read_history(history) if history is not None else None
+    alloc = allocate(
+        payload,
+        kind,
+        window=window,
+        has_specs=bool(spec_files),
+        has_errors=bool(errors and errors.strip()),
+        turns=past.turns if past else 0,
+    )
+    index = build_index(root, cache_home=cache_home)
+    active_paths, notes = _active_paths(root, index, active)
+    fitted, level_notes = _text_levels(root, alloc, fmt, count, rule_files, spec_files, errors, past)
+    notes += level_notes
+    level_labels = {f.label for f in (*rule_files, *spec_files)}
+    scored, tiers, skip, weights, score_notes = _score_sources(
+        root, index, task, kind, active_paths, level_labels, past
+    )
+    notes += score_notes
+    has_a = any(t is Tier.A for t in tiers.values())
+    eligible, excluded = _rank(scored, tiers, skip, has_a, len(scored))
+    fixed = [fitted[lv].section if lv in fitted else "" for lv in ("L1", "L2")]
+    tail = [fitted[lv].section if lv in fitted else "" for lv in ("L4", "L5")]
+    used = count(join_document([*fixed, *tail], fmt)) + count(level_open("L3", fmt)) + 4
+    ranked = [
+        Ranked(s.path, tiers[s.path], s.score, index.facts[s.path].language, index.text(s.path)) for s in eligible
+    ]
+    taken, left, merged = pack_sources(
+        ranked, max(0, payload - used), fmt=fmt, strip_comments=kind is not TaskType.DOCS, count=count
+    )
+    excluded.update(left)
+    text, taken, l3 = _fit(taken, fixed, tail, fmt, count, payload, excluded)
+    index.remember_tokens({t.ranked.path: t.full_tokens for t in taken if t.piece.form == "full"})
+    index.flush()
+    sections = {"L1": fixed[0], "L2": fixed[1], "L3": l3, "L4": tail[0], "L5": tail[1]}
+    inputs = Inputs(
+        task=task,
+        task_type=kind,
+        payload=payload,
+        window=window,
+        model=model,
+        fmt=fmt,
+        active=tuple(active_paths),
+        rules=tuple(rule_files),
+        specs=tuple(spec_files),
+        errors=errors,
+        history=past,
+    )
+    manifest = build_manifest(
+        inputs=inputs,
+        alloc=alloc,
+        index=index,
+        text=text,
+        sections=sections,
+        fitted=fitted,
+        taken=taken,
+        scored={s.path: s for s in scored},
+        tiers=tiers,
+        excluded=excluded,
+        weights=weights,
+        merged=merged,
+        notes=notes,
+        count=count,
+    )
+    return Pack(text, manifest)
+
+
+def _fit(
+    taken: list[Taken],
+    fixed: list[str],
+    tail: list[str],
+    fmt: OutputFormat,
+    count: Any,
+    payload: int,
+    excluded: dict[str, str],
+) -> tuple[str, list[Taken], str]:
+    """Order L3 by tier then path, and drop the lowest-ranked file until the whole payload fits."""
+    kept = list(taken)
+    while True:
+        ordered = sorted(kept, key=lambda t: (t.ranked.tier.rank, t.ranked.path))
+        l3 = render_level("L3", [t.rendered for t in ordered], fmt)
+        text = join_document([*fixed, l3, *tail], fmt)
+        if count(text) <= payload:
+            return text, ordered, l3
+        if not kept:
+            raise UsageError(
+                f"the rules, specs, error output and history alone exceed the budget of {payload:,} tokens",
+                hint="raise --budget",
+            )
+        worst = max(kept, key=lambda t: t.rank)
+        kept.remove(worst)
+        excluded[worst.ranked.path] = "dropped to keep the payload within the budget"
+
+
+__all__ = ["ENCODING", "Pack", "pack", "resolve_payload"]
+_ = (InputError, is_test_path)

@@ -1,0 +1,102 @@
+"""The repository index: every candidate's bytes and facts, built from the cache where hashes match.
+
+:func:`build_index` lists the candidates, reads each file once (the content hash needs the bytes
+anyway), reuses cached facts whose hash equals the file's, reads facts for the rest, and writes the
+cache back when anything changed. Files whose content disqualifies them (binary, minified, too big)
+join the excluded list with their reason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxhealth.pack.cache import cache_path, decode_row, load_cache, save_cache
+from ctxhealth.pack.candidates import content_reason, list_candidates
+from ctxhealth.pack.facts import FileFacts, content_digest, read_facts
+
+
+@dataclass(slots=True)
+class RepoIndex:
+    """The candidates of one repository: facts and bytes per path (sorted), exclusions, cache use."""
+
+    root: Path
+    source: str
+    facts: dict[str, FileFacts]
+    contents: dict[str, bytes]
+    excluded: list[tuple[str, str]]
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_file: Path | None = None
+    _dirty: bool = field(default=False, repr=False)
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self.facts)
+
+    def text(self, path: str) -> str:
+        return self.contents[path].decode("utf-8", "replace")
+
+    def remember_tokens(self, counts: dict[str, int]) -> None:
+        """Store exact token counts of whole files so the next run need not count them again."""
+        for path, tokens in counts.items():
+            old = self.facts.get(path)
+            if old is not None and old.tokens != tokens:
+                self.facts[path] = FileFacts(
+                    old.path, old.digest, old.size, old.language, old.bag, old.defines, old.imports,
+                    old.lines, tokens,
+                )
+                self._dirty = True
+
+    def flush(self) -> None:
+        """Write the cache when facts changed since it was read."""
+        if self.cache_file is not None and self._dirty:
+            save_cache(self.cache_file, self.facts)
+            self._dirty = False
+
+
+def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
+    """Index ``repo``'s candidates, reusing and refreshing the cache under ``cache_home`` when given."""
+    candidates = list_candidates(repo)
+    file = cache_path(cache_home, repo) if cache_home is not None else None
+    cached = load_cache(file) if file is not None else {}
+    facts: dict[str, FileFacts] = {}
+    contents: dict[str, bytes] = {}
+    excluded = list(candidates.excluded)
+    hits = misses = 0
+    top = str(repo)
+    for path in candidates.paths:
+        try:
+            with open(os.path.join(top, path), "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            excluded.append((path, f"unreadable: {exc.strerror or exc}"))
+            continue
+        reason = content_reason(data)
+        if reason is not None:
+            excluded.append((path, reason))
+            continue
+        digest = content_digest(data)
+        entry = cached.get(path)
+        found = decode_row(path, entry[1]) if entry is not None and entry[0] == digest else None
+        if found is None:
+            found = read_facts(path, data, digest)
+            misses += 1
+        else:
+            hits += 1
+        facts[path] = found
+        contents[path] = data
+    index = RepoIndex(
+        root=repo,
+        source=candidates.source,
+        facts=facts,
+        contents=contents,
+        excluded=sorted(excluded),
+        cache_hits=hits,
+        cache_misses=misses,
+        cache_file=file,
+        _dirty=misses > 0 or len(cached) != hits,
+    )
+    index.flush()
+    return index

@@ -1,0 +1,77 @@
+"""The signatures form of a large file: imports, class and function lines, and first docstring lines.
+
+Python is read with ``ast`` (decorators and multi-line signatures kept whole); JavaScript,
+TypeScript, Go, Rust and Java with tree-sitter; anything else keeps lines that look like
+declarations or imports. Skipped stretches become one ``...`` line at their indentation.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ctxhealth.pack import treesitter
+
+_GENERIC_DECLARATION = re.compile(
+    r"^\s*(?:export\s+|public\s+|private\s+|protected\s+|static\s+|async\s+|pub(?:\([^)]*\))?\s+)*"
+    r"(?:def|class|function|func|fn|interface|struct|enum|trait|impl|type|module|import|from|use|package|"
+    r"#include|require)\b"
+)
+DOCSTRING_LINES = 3
+
+
+def _python_lines(text: str) -> set[int] | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    keep: set[int] = set()
+
+    def docstring(body: list[ast.stmt]) -> None:
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            if isinstance(body[0].value.value, str):
+                first = body[0].lineno
+                keep.update(range(first, min(first + DOCSTRING_LINES, (body[0].end_lineno or first) + 1)))
+
+    docstring(tree.body)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node.col_offset == 0:
+            keep.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            body_start = node.body[0].lineno if node.body else node.lineno + 1
+            keep.update(range(start, max(node.lineno, body_start - 1) + 1))
+            docstring(node.body)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.col_offset == 0:
+            keep.add(node.lineno)  # module constants and __all__
+    return {n - 1 for n in keep}
+
+
+def signature_lines(path_language: str | None, text: str) -> list[int]:
+    """0-based numbers of the lines the signatures form keeps."""
+    if path_language == "python":
+        found = _python_lines(text)
+        if found is not None:
+            return sorted(found)
+    elif path_language is not None and treesitter.available(path_language):
+        outline = treesitter.outline(path_language, text.encode("utf-8"))
+        if outline is not None:
+            return list(outline.signature_lines)
+    return [i for i, line in enumerate(text.splitlines()) if _GENERIC_DECLARATION.match(line)]
+
+
+def render_signatures(language: str | None, text: str) -> str:
+    """The signatures form of ``text`` (see the module docstring)."""
+    lines = text.splitlines()
+    keep = set(signature_lines(language, text))
+    out: list[str] = []
+    skipping = False
+    for i, line in enumerate(lines):
+        if i in keep:
+            out.append(line)
+            skipping = False
+        elif not skipping and line.strip():
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}...")
+            skipping = True
+    return "\n".join(out) + ("\n" if out else "")
