@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "validate": "ctxhealth.cli.validate:validate",
     "doctor": "ctxhealth.cli.doctor:doctor",
     "watch": "ctxhealth.cli.watch:watch",
+    "pack": "ctxhealth.cli.pack:pack",
 }
 
 

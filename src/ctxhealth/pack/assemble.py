@@ -18,20 +18,42 @@ from pathlib import Path
 from typing import Any
 
 from ctxhealth.accounting.tokens import count_batch, exact_available
-from ctxhealth.errors import InputError, TokenizerUnavailable, UsageError
+from ctxhealth.errors import TokenizerUnavailable, UsageError
 from ctxhealth.pack.budget import MIN_BUDGET, Allocation, TaskType, allocate, payload_for_model
 from ctxhealth.pack.errors_output import fit_error_output
 from ctxhealth.pack.history import History, decay_factors, read_history
 from ctxhealth.pack.imports import import_distances, import_graph
 from ctxhealth.pack.index import RepoIndex, build_index
-from ctxhealth.pack.levels import FittedLevel, LevelFile, discover_rules, fit_pieces, label_for, read_level_files
+from ctxhealth.pack.levels import (
+    FittedLevel,
+    LevelFile,
+    discover_rules,
+    fit_pieces,
+    label_for,
+    read_level_files,
+)
 from ctxhealth.pack.manifest import Inputs, build_manifest
-from ctxhealth.pack.priority import OTHER_MIN_SCORE, Tier, assign_tiers, bc_cap, is_test_path, tests_of
-from ctxhealth.pack.recency import read_edit_history
-from ctxhealth.pack.relevance import THRESHOLD, Scored, import_term, score_file, size_term, weights_for
+from ctxhealth.pack.priority import OTHER_MIN_SCORE, Tier, assign_tiers, bc_cap, tests_of
+from ctxhealth.pack.recency import EditHistory, read_edit_history
+from ctxhealth.pack.relevance import (
+    THRESHOLD,
+    Scored,
+    Weights,
+    import_term,
+    score_file,
+    size_term,
+    weights_for,
+)
 from ctxhealth.pack.render import OutputFormat, PackedPiece, join_document, level_open, render_level
 from ctxhealth.pack.select import Ranked, Taken, pack_sources
-from ctxhealth.pack.similarity import build_bm25, similarity_scores
+from ctxhealth.pack.similarity import (
+    Bm25Index,
+    build_bm25,
+    corpus_key,
+    load_bm25,
+    save_bm25,
+    similarity_scores,
+)
 
 ENCODING = "o200k_base"
 
@@ -77,7 +99,9 @@ def resolve_payload(budget: int | None, model: str | None, registry: Any = None)
         payload = by_model if payload is None else min(payload, by_model)
     assert payload is not None
     if payload < MIN_BUDGET:
-        raise UsageError(f"a budget of {payload} tokens is too small", hint=f"give at least {MIN_BUDGET} tokens")
+        raise UsageError(
+            f"a budget of {payload} tokens is too small", hint=f"give at least {MIN_BUDGET} tokens"
+        )
     return payload, window
 
 
@@ -96,7 +120,7 @@ def _active_paths(repo: Path, index: RepoIndex, active: Sequence[Path | str]) ->
 
 
 def _text_levels(
-    repo: Path,
+    kind: TaskType,
     alloc: Allocation,
     fmt: OutputFormat,
     count: Any,
@@ -112,7 +136,7 @@ def _text_levels(
             pieces = [PackedPiece(f.label, "full", f.text) for f in files]
             fitted[level] = fit_pieces(level, pieces, alloc.caps[level], fmt, count)
         elif files:
-            notes.append(f"{level} not used for task type {alloc.levels and 'this'}: {len(files)} file(s) left out")
+            notes.append(f"{level} is not used for task type {kind}: {len(files)} file(s) left out")
     if errors is not None and errors.strip():
         overhead = count(render_level("L4", [""], fmt)) + 8
         text = fit_error_output(errors, max(1, alloc.caps["L4"] - overhead), count)
@@ -145,50 +169,189 @@ def _render(piece: PackedPiece, fmt: OutputFormat) -> str:
     return render_piece(piece, fmt)
 
 
-def _score_sources(
-    repo: Path,
-    index: RepoIndex,
-    task: str,
-    task_type: TaskType,
-    active: list[str],
-    exclude: set[str],
-    history: History | None,
-) -> tuple[list[Scored], dict[str, Tier], dict[str, str], Any, list[str]]:
-    paths = [p for p in index.facts if p not in exclude]
-    facts = [index.facts[p] for p in paths]
-    bm25 = build_bm25([f.bag for f in facts])
-    similarity = similarity_scores(task, bm25, paths, [f.defines for f in facts])
-    git = read_edit_history(repo)
-    a_files = sorted(set(active) | ({p for p in git.changed if p in index.facts} if git else set()))
-    a_files = [p for p in a_files if p not in exclude]
-    weights = weights_for(has_recency=git is not None or bool(active), has_imports=bool(a_files))
-    graph = import_graph(index.facts, index.contents) if a_files else {}
-    distances = import_distances(graph, a_files) if a_files else {}
-    decay = decay_factors(history, paths) if history is not None else {}
-    active_set = set(active)
-    scored: list[Scored] = []
-    for i, path in enumerate(paths):
-        f = facts[i]
-        tokens = f.tokens if f.tokens is not None else math.ceil(f.size / 4)
-        recency: float | None = None
-        if "recency" in weights.values:
-            recency = 1.0 if path in active_set else (git.scores.get(path, 0.0) if git else 0.0)
-        components: dict[str, float | None] = {
-            "recency": None if recency is None else round(recency, 6),
-            "imports": round(import_term(distances.get(path)), 6) if "imports" in weights.values else None,
-            "similarity": round(float(similarity[i]), 6),
-            "size": round(size_term(tokens), 6),
-        }
-        scored.append(score_file(path, components, weights, decay.get(path, 1.0)))
-    tiers = assign_tiers(paths, a_files, graph)
-    skip: dict[str, str] = {}
-    if task_type is not TaskType.DEBUG:
-        for path in tests_of(paths, a_files):
-            skip[path] = "test of an active file: tests are packed only for debugging"
-    notes = []
-    if weights.renormalised:
-        notes.append(f"weights re-normalised over the terms present (missing: {', '.join(weights.missing)})")
-    return scored, tiers, skip, weights, notes
+class RepoPacker:
+    """One repository prepared for packing: its index, BM25 index, import graph and edit history,
+    built on first use and reused by every :meth:`pack` call (a benchmark packs many tasks)."""
+
+    def __init__(self, repo: Path | str, *, cache_home: Path | None = None) -> None:
+        self.root = Path(repo)
+        self.cache_home = cache_home
+        self._index: RepoIndex | None = None
+        self._bm25: Bm25Index | None = None
+        self._graph: dict[str, list[str]] | None = None
+        self._git: EditHistory | bool | None = False
+
+    @property
+    def index(self) -> RepoIndex:
+        if self._index is None:
+            self._index = build_index(self.root, cache_home=self.cache_home)
+        return self._index
+
+    @property
+    def bm25(self) -> Bm25Index:
+        if self._bm25 is None:
+            index = self.index
+            key = corpus_key([(p, f.digest) for p, f in index.facts.items()])
+            file = index.cache_file.with_suffix(".bm25.npz") if index.cache_file is not None else None
+            found = load_bm25(file, key) if file is not None else None
+            if found is None:
+                found = build_bm25([f.bag for f in index.facts.values()])
+                if file is not None:
+                    save_bm25(file, key, found)
+            self._bm25 = found
+        return self._bm25
+
+    @property
+    def graph(self) -> dict[str, list[str]]:
+        if self._graph is None:
+            self._graph = import_graph(self.index.facts, self.index.contents)
+        return self._graph
+
+    @property
+    def git(self) -> EditHistory | None:
+        if self._git is False:
+            self._git = read_edit_history(self.root)
+        assert not isinstance(self._git, bool)
+        return self._git
+
+    def score(
+        self, task: str, task_type: TaskType, active: list[str], exclude: set[str], history: History | None
+    ) -> tuple[list[Scored], dict[str, Tier], dict[str, str], Weights, list[str], dict[str, list[str]]]:
+        """Relevance of every candidate but ``exclude``, tiers, skipped tests, weights and notes."""
+        index = self.index
+        all_paths = list(index.facts)
+        all_facts = list(index.facts.values())
+        similarity = similarity_scores(task, self.bm25, all_paths, [f.defines for f in all_facts])
+        git = self.git
+        a_files = sorted(set(active) | ({p for p in git.changed if p in index.facts} if git else set()))
+        a_files = [p for p in a_files if p not in exclude]
+        weights = weights_for(has_recency=git is not None or bool(active), has_imports=bool(a_files))
+        graph = self.graph if a_files else {}
+        distances = import_distances(graph, a_files) if a_files else {}
+        paths = [p for p in all_paths if p not in exclude]
+        decay = decay_factors(history, paths) if history is not None else {}
+        active_set = set(active)
+        scored: list[Scored] = []
+        for i, path in enumerate(all_paths):
+            if path in exclude:
+                continue
+            f = all_facts[i]
+            tokens = f.tokens if f.tokens is not None else math.ceil(f.size / 4)
+            recency: float | None = None
+            if "recency" in weights.values:
+                recency = 1.0 if path in active_set else (git.scores.get(path, 0.0) if git else 0.0)
+            components: dict[str, float | None] = {
+                "recency": None if recency is None else round(recency, 6),
+                "imports": round(import_term(distances.get(path)), 6)
+                if "imports" in weights.values
+                else None,
+                "similarity": round(float(similarity[i]), 6),
+                "size": round(size_term(tokens), 6),
+            }
+            scored.append(score_file(path, components, weights, decay.get(path, 1.0)))
+        tiers = assign_tiers(paths, a_files, graph)
+        skip: dict[str, str] = {}
+        if task_type is not TaskType.DEBUG:
+            for path in tests_of(paths, a_files):
+                skip[path] = "test of an active file: tests are packed only for debugging"
+        notes = []
+        if weights.renormalised:
+            notes.append(
+                f"weights re-normalised over the terms present (missing: {', '.join(weights.missing)})"
+            )
+        return scored, tiers, skip, weights, notes, graph
+
+    def pack(
+        self,
+        task: str,
+        *,
+        budget: int | None = None,
+        model: str | None = None,
+        task_type: TaskType | str = TaskType.CODE,
+        active: Sequence[Path | str] = (),
+        errors: str | None = None,
+        history: Path | str | None = None,
+        rules: Sequence[Path | str] = (),
+        specs: Sequence[Path | str] = (),
+        output_format: OutputFormat | str = OutputFormat.MARKDOWN,
+        registry: Any = None,
+    ) -> Pack:
+        """Pack what ``task`` needs (see :func:`pack`)."""
+        root = self.root
+        if not task.strip():
+            raise UsageError("the task is empty", hint="describe the task with --task TEXT or --task-file F")
+        kind = TaskType(task_type)
+        fmt = OutputFormat(output_format)
+        payload, window = resolve_payload(budget, model, registry)
+        count = _counter()
+        rule_files = read_level_files(root, rules, "rules")
+        rule_files += discover_rules(root, rule_files)
+        spec_files = read_level_files(root, specs, "specs")
+        past = read_history(history) if history is not None else None
+        alloc = allocate(
+            payload,
+            kind,
+            window=window,
+            has_specs=bool(spec_files),
+            has_errors=bool(errors and errors.strip()),
+            turns=past.turns if past else 0,
+        )
+        index = self.index
+        active_paths, notes = _active_paths(root, index, active)
+        fitted, level_notes = _text_levels(kind, alloc, fmt, count, rule_files, spec_files, errors, past)
+        notes += level_notes
+        level_labels = {f.label for f in (*rule_files, *spec_files)}
+        scored, tiers, skip, weights, score_notes, _ = self.score(
+            task, kind, active_paths, level_labels, past
+        )
+        notes += score_notes
+        has_a = any(t is Tier.A for t in tiers.values())
+        eligible, excluded = _rank(scored, tiers, skip, has_a, len(scored))
+        fixed = [fitted[lv].section if lv in fitted else "" for lv in ("L1", "L2")]
+        tail = [fitted[lv].section if lv in fitted else "" for lv in ("L4", "L5")]
+        used = count(join_document([*fixed, *tail], fmt)) + count(level_open("L3", fmt)) + 4
+        ranked = [
+            Ranked(s.path, tiers[s.path], s.score, index.facts[s.path].language, index.text(s.path))
+            for s in eligible
+        ]
+        taken, left, merged = pack_sources(
+            ranked, max(0, payload - used), fmt=fmt, strip_comments=kind is not TaskType.DOCS, count=count
+        )
+        excluded.update(left)
+        text, taken, l3 = _fit(taken, fixed, tail, fmt, count, payload, excluded)
+        index.remember_tokens({t.ranked.path: t.full_tokens for t in taken if t.piece.form == "full"})
+        index.flush()
+        sections = {"L1": fixed[0], "L2": fixed[1], "L3": l3, "L4": tail[0], "L5": tail[1]}
+        inputs = Inputs(
+            task=task,
+            task_type=kind,
+            payload=payload,
+            window=window,
+            model=model,
+            fmt=fmt,
+            active=tuple(active_paths),
+            rules=tuple(rule_files),
+            specs=tuple(spec_files),
+            errors=errors,
+            history=past,
+        )
+        manifest = build_manifest(
+            inputs=inputs,
+            alloc=alloc,
+            index=index,
+            text=text,
+            sections=sections,
+            fitted=fitted,
+            taken=taken,
+            scored={s.path: s for s in scored},
+            tiers=tiers,
+            excluded=excluded,
+            weights=weights,
+            merged=merged,
+            notes=notes,
+            count=count,
+        )
+        return Pack(text, manifest)
 
 
 def _rank(
@@ -210,7 +373,9 @@ def _rank(
             excluded[s.path] = f"relevance {s.score:.2f} below the threshold {THRESHOLD}"
             continue
         if tier is Tier.OTHER and has_a and s.score <= OTHER_MIN_SCORE:
-            excluded[s.path] = f"unrelated to the active files and relevance {s.score:.2f} <= {OTHER_MIN_SCORE}"
+            excluded[s.path] = (
+                f"unrelated to the active files and relevance {s.score:.2f} <= {OTHER_MIN_SCORE}"
+            )
             continue
         if tier in (Tier.B, Tier.C):
             if bc >= cap:
@@ -237,81 +402,25 @@ def pack(
     cache_home: Path | None = None,
     registry: Any = None,
 ) -> Pack:
-    """Pack what ``task`` needs from ``repo`` within ``budget`` tokens (or a ``model``'s window)."""
-    root = Path(repo)
-    if not task.strip():
-        raise UsageError("the task is empty", hint="describe the task with --task TEXT or --task-file F")
-    kind = TaskType(task_type)
-    fmt = OutputFormat(output_format)
-    payload, window = resolve_payload(budget, model, registry)
-    count = _counter()
-    rule_files = read_level_files(root, rules, "rules")
-    rule_files += discover_rules(root, rule_files)
-    spec_files = read_level_files(root, specs, "specs")
-    past = read_history(history) if history is not None else None
-    alloc = allocate(
-        payload,
-        kind,
-        window=window,
-        has_specs=bool(spec_files),
-        has_errors=bool(errors and errors.strip()),
-        turns=past.turns if past else 0,
-    )
-    index = build_index(root, cache_home=cache_home)
-    active_paths, notes = _active_paths(root, index, active)
-    fitted, level_notes = _text_levels(root, alloc, fmt, count, rule_files, spec_files, errors, past)
-    notes += level_notes
-    level_labels = {f.label for f in (*rule_files, *spec_files)}
-    scored, tiers, skip, weights, score_notes = _score_sources(
-        root, index, task, kind, active_paths, level_labels, past
-    )
-    notes += score_notes
-    has_a = any(t is Tier.A for t in tiers.values())
-    eligible, excluded = _rank(scored, tiers, skip, has_a, len(scored))
-    fixed = [fitted[lv].section if lv in fitted else "" for lv in ("L1", "L2")]
-    tail = [fitted[lv].section if lv in fitted else "" for lv in ("L4", "L5")]
-    used = count(join_document([*fixed, *tail], fmt)) + count(level_open("L3", fmt)) + 4
-    ranked = [
-        Ranked(s.path, tiers[s.path], s.score, index.facts[s.path].language, index.text(s.path)) for s in eligible
-    ]
-    taken, left, merged = pack_sources(
-        ranked, max(0, payload - used), fmt=fmt, strip_comments=kind is not TaskType.DOCS, count=count
-    )
-    excluded.update(left)
-    text, taken, l3 = _fit(taken, fixed, tail, fmt, count, payload, excluded)
-    index.remember_tokens({t.ranked.path: t.full_tokens for t in taken if t.piece.form == "full"})
-    index.flush()
-    sections = {"L1": fixed[0], "L2": fixed[1], "L3": l3, "L4": tail[0], "L5": tail[1]}
-    inputs = Inputs(
-        task=task,
-        task_type=kind,
-        payload=payload,
-        window=window,
+    """Pack what ``task`` needs from ``repo`` within ``budget`` tokens (or 80% of a model's usable window).
+
+    ``active`` files count as just edited; ``errors`` is error output text (L4); ``history`` a
+    transcript (L5 and decay); ``rules`` / ``specs`` files for L1 / L2. With ``cache_home`` the index
+    is cached under ``cache_home/pack-index/``.
+    """
+    return RepoPacker(repo, cache_home=cache_home).pack(
+        task,
+        budget=budget,
         model=model,
-        fmt=fmt,
-        active=tuple(active_paths),
-        rules=tuple(rule_files),
-        specs=tuple(spec_files),
+        task_type=task_type,
+        active=active,
         errors=errors,
-        history=past,
+        history=history,
+        rules=rules,
+        specs=specs,
+        output_format=output_format,
+        registry=registry,
     )
-    manifest = build_manifest(
-        inputs=inputs,
-        alloc=alloc,
-        index=index,
-        text=text,
-        sections=sections,
-        fitted=fitted,
-        taken=taken,
-        scored={s.path: s for s in scored},
-        tiers=tiers,
-        excluded=excluded,
-        weights=weights,
-        merged=merged,
-        notes=notes,
-        count=count,
-    )
-    return Pack(text, manifest)
 
 
 def _fit(
@@ -341,5 +450,4 @@ def _fit(
         excluded[worst.ranked.path] = "dropped to keep the payload within the budget"
 
 
-__all__ = ["ENCODING", "Pack", "pack", "resolve_payload"]
-_ = (InputError, is_test_path)
+__all__ = ["ENCODING", "Pack", "RepoPacker", "pack", "resolve_payload"]

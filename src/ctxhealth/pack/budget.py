@@ -74,7 +74,13 @@ def payload_for_model(usable_window: int) -> int:
 
 
 def allocate(
-    payload: int, task_type: TaskType, *, window: int | None, has_specs: bool, has_errors: bool, turns: int = 0
+    payload: int,
+    task_type: TaskType,
+    *,
+    window: int | None,
+    has_specs: bool,
+    has_errors: bool,
+    turns: int = 0,
 ) -> Allocation:
     """Caps per level for a payload of ``payload`` tokens (see the module docstring)."""
     effective_window = window if window is not None else int(payload / MODEL_PAYLOAD_SHARE)

@@ -61,7 +61,11 @@ def load_cache(file: Path) -> dict[str, tuple[str, list[Any]]]:
         doc = orjson.loads(file.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA or not isinstance(doc.get("files"), dict):
+    if (
+        not isinstance(doc, dict)
+        or doc.get("schema") != CACHE_SCHEMA
+        or not isinstance(doc.get("files"), dict)
+    ):
         return {}
     out: dict[str, tuple[str, list[Any]]] = {}
     for path, row in doc["files"].items():

@@ -1,4 +1,4 @@
-"""Candidate files of a repository: what git tracks, or a walk that honours ``.gitignore``, minus the blacklist.
+"""Candidate files of a repository: what git tracks (or a walk honouring ``.gitignore``) minus the blacklist.
 
 The blacklist (the spec: lockfiles, minified bundles, compiled files; plus binary files and vendored
 trees) is decided from the path alone here (:func:`blacklist_reason`); content checks (NUL bytes,
@@ -36,20 +36,101 @@ LOCKFILES = frozenset(
     }
 )
 COMPILED_SUFFIXES = frozenset(
-    {".pyc", ".pyo", ".class", ".o", ".obj", ".so", ".dll", ".dylib", ".a", ".lib", ".exe", ".wasm",
-     ".mo", ".jar", ".war", ".whl", ".egg"}
+    {
+        ".pyc",
+        ".pyo",
+        ".class",
+        ".o",
+        ".obj",
+        ".so",
+        ".dll",
+        ".dylib",
+        ".a",
+        ".lib",
+        ".exe",
+        ".wasm",
+        ".mo",
+        ".jar",
+        ".war",
+        ".whl",
+        ".egg",
+    }
 )
 BINARY_SUFFIXES = frozenset(
-    {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tif", ".tiff", ".pdf", ".zip", ".gz",
-     ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3",
-     ".mp4", ".wav", ".ogg", ".mov", ".avi", ".sqlite", ".db", ".bin", ".dat", ".pkl", ".npy", ".npz",
-     ".parquet", ".dbf", ".shp", ".shx", ".prj", ".gpkg", ".psd", ".xcf", ".icns"}
+    {
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".webp",
+        ".tif",
+        ".tiff",
+        ".pdf",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".7z",
+        ".rar",
+        ".tar",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".mp3",
+        ".mp4",
+        ".wav",
+        ".ogg",
+        ".mov",
+        ".avi",
+        ".sqlite",
+        ".db",
+        ".bin",
+        ".dat",
+        ".pkl",
+        ".npy",
+        ".npz",
+        ".parquet",
+        ".dbf",
+        ".shp",
+        ".shx",
+        ".prj",
+        ".gpkg",
+        ".psd",
+        ".xcf",
+        ".icns",
+    }
 )
 MINIFIED_MARKERS = (".min.js", ".min.css", ".min.mjs", "-min.js", ".bundle.js", ".map")
 VENDORED_DIRS = frozenset(
-    {"node_modules", "vendor", "vendored", "third_party", "third-party", "bower_components", ".git",
-     ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache",
-     ".ruff_cache", "dist", "build", "target", ".next", ".eggs", "site-packages"}
+    {
+        "node_modules",
+        "vendor",
+        "vendored",
+        "third_party",
+        "third-party",
+        "bower_components",
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "dist",
+        "build",
+        "target",
+        ".next",
+        ".eggs",
+        "site-packages",
+    }
 )
 MINIFIED_LINE_CHARS = 1_000
 """A text file whose average line is longer than this is treated as minified or generated."""

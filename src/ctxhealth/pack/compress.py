@@ -18,17 +18,61 @@ from pathlib import PurePosixPath
 LONG_STRING_CHARS = 500
 KEEP_STRING_CHARS = 100
 
-_C_LIKE = frozenset({".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".go", ".rs", ".java", ".c",
-                     ".h", ".cc", ".cpp", ".hpp", ".cs", ".kt", ".swift", ".scala", ".css", ".scss", ".less",
-                     ".php", ".dart"})
-_HASH = frozenset({".sh", ".bash", ".zsh", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".rb", ".pl", ".r",
-                   ".mk", ".dockerfile", ".conf", ".txt-tpl"})
+_C_LIKE = frozenset(
+    {
+        ".js",
+        ".mjs",
+        ".cjs",
+        ".jsx",
+        ".ts",
+        ".tsx",
+        ".mts",
+        ".cts",
+        ".go",
+        ".rs",
+        ".java",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".cs",
+        ".kt",
+        ".swift",
+        ".scala",
+        ".css",
+        ".scss",
+        ".less",
+        ".php",
+        ".dart",
+    }
+)
+_HASH = frozenset(
+    {
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".cfg",
+        ".ini",
+        ".rb",
+        ".pl",
+        ".r",
+        ".mk",
+        ".dockerfile",
+        ".conf",
+        ".txt-tpl",
+    }
+)
 _HASH_NAMES = frozenset({"makefile", "dockerfile", ".gitignore", ".dockerignore", "gemfile", "rakefile"})
 _C_LINE = re.compile(r"^[ \t]*//.*\n?", re.M)
 _C_BLOCK = re.compile(r"^[ \t]*/\*.*?\*/[ \t]*\n?", re.M | re.S)
 _HASH_LINE = re.compile(r"^[ \t]*#(?!!).*\n?", re.M)
 _BLANK_RUNS = re.compile(r"\n(?:[ \t]*\n){2,}")
-_C_STRING = re.compile(r"\"(?:[^\"\\\n]|\\.){%d,}\"|'(?:[^'\\\n]|\\.){%d,}'|`[^`]{%d,}`" % ((LONG_STRING_CHARS,) * 3))
+_N = LONG_STRING_CHARS
+_C_STRING = re.compile(rf"\"(?:[^\"\\\n]|\\.){{{_N},}}\"|'(?:[^'\\\n]|\\.){{{_N},}}'|`[^`]{{{_N},}}`")
 
 
 def _cut(literal: str) -> str:
@@ -36,7 +80,8 @@ def _cut(literal: str) -> str:
     prefix_len = len(literal) - len(literal.lstrip("rbuRBUfF"))
     opener = literal[: prefix_len + quote_len]
     body = literal[prefix_len + quote_len : len(literal) - quote_len]
-    return f"{opener}{body[:KEEP_STRING_CHARS]}...[truncated {len(body) - KEEP_STRING_CHARS} chars]{literal[-quote_len:]}"
+    cut = len(body) - KEEP_STRING_CHARS
+    return f"{opener}{body[:KEEP_STRING_CHARS]}...[truncated {cut} chars]{literal[-quote_len:]}"
 
 
 def _python(text: str, strip_comments: bool) -> str:

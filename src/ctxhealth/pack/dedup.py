@@ -38,18 +38,26 @@ class ParagraphDeduper:
     """Remembers the paragraphs already packed and replaces later near-copies."""
 
     _lsh: Any = None
+    _template: Any = None
     _kept: dict[str, tuple[str, frozenset[bytes]]] = field(default_factory=dict)
     merged: int = 0
 
     def __post_init__(self) -> None:
-        from datasketch import MinHashLSH
+        from datasketch import MinHash, MinHashLSH
 
         self._lsh = MinHashLSH(threshold=JACCARD_THRESHOLD, num_perm=NUM_PERM)
+        self._template = MinHash(num_perm=NUM_PERM, hashfunc=_hash)
 
     def _sketch(self, shingles: frozenset[bytes]) -> Any:
         from datasketch import MinHash
 
-        sketch = MinHash(num_perm=NUM_PERM, hashfunc=_hash)
+        # The permutations are the same for every sketch: drawing them is most of a MinHash's cost.
+        sketch = MinHash(
+            num_perm=NUM_PERM,
+            hashfunc=_hash,
+            permutations=self._template.permutations,
+            scheme=self._template.scheme,
+        )
         sketch.update_batch(sorted(shingles))
         return sketch
 

@@ -12,7 +12,9 @@ import re
 from collections.abc import Callable
 
 TAIL_LINES = 50
-_TRACE_START = re.compile(r"^(?:Traceback \(most recent call last\):|\s+at \S+.*\(|panic:|thread '.*' panicked)")
+_TRACE_START = re.compile(
+    r"^(?:Traceback \(most recent call last\):|\s+at \S+.*\(|panic:|thread '.*' panicked)"
+)
 
 
 def select_error_lines(text: str, tail: int = TAIL_LINES) -> list[str]:

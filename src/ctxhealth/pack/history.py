@@ -47,7 +47,7 @@ def _render(message: Message) -> str:
             flag = " (error)" if block.is_error else ""
             parts.append(f"[tool result{flag}] {block.text[:600]}")
         elif getattr(block, "text", None):
-            parts.append(str(getattr(block, "text")).strip())
+            parts.append(str(block.text).strip())
     body = "\n".join(p for p in parts if p)
     return f"{message.role.value}: {body}" if body else ""
 
@@ -81,7 +81,10 @@ def decay_factors(history: History, paths: Sequence[str]) -> dict[str, float]:
             turn += 1
             text = "\n".join(
                 [message.text]
-                + [c.input if isinstance(c.input, str) else orjson.dumps(c.input).decode() for c in message.tool_calls]
+                + [
+                    c.input if isinstance(c.input, str) else orjson.dumps(c.input).decode()
+                    for c in message.tool_calls
+                ]
             )
             for p in _mentions(text, path_set):
                 last_ref[p] = turn

@@ -80,7 +80,9 @@ def parse_patterns(base: str, text: str) -> list[IgnorePattern]:
             continue
         anchored = "/" in line
         line = line.lstrip("/")
-        patterns.append(IgnorePattern(base, re.compile(_translate(line) + r"\Z"), negated, dir_only, anchored))
+        patterns.append(
+            IgnorePattern(base, re.compile(_translate(line) + r"\Z"), negated, dir_only, anchored)
+        )
     return patterns
 
 

@@ -15,8 +15,22 @@ from collections.abc import Iterable, Mapping
 
 from ctxhealth.pack.facts import FileFacts
 
-_JS_EXTENSIONS = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", "/index.ts", "/index.tsx",
-                  "/index.js", "/index.jsx", "/index.mjs")
+_JS_EXTENSIONS = (
+    "",
+    ".ts",
+    ".tsx",
+    ".js",
+    ".jsx",
+    ".mjs",
+    ".cjs",
+    ".mts",
+    ".cts",
+    "/index.ts",
+    "/index.tsx",
+    "/index.js",
+    "/index.jsx",
+    "/index.mjs",
+)
 _SOURCE_ROOTS = ("src/", "lib/", "python/")
 _GO_MODULE = re.compile(rb"^\s*module\s+(\S+)", re.M)
 
@@ -139,7 +153,9 @@ class ImportResolver:
         parts = spec.split(".")
         if parts[-1] == "*":
             directory = "/".join(parts[:-1])
-            return sorted(p for ps in self._java.values() for p in ps if posixpath.dirname(p).endswith(directory))
+            return sorted(
+                p for ps in self._java.values() for p in ps if posixpath.dirname(p).endswith(directory)
+            )
         for cut in range(len(parts), 0, -1):  # a static import names a member after the class
             suffix = "/".join(parts[:cut]) + ".java"
             hits = [p for p in self._java.get(parts[cut - 1], []) if p.endswith(suffix)]
@@ -154,7 +170,9 @@ def import_graph(facts: Mapping[str, FileFacts], contents: Mapping[str, bytes]) 
     return {path: resolver.resolve(f) for path, f in facts.items() if f.imports}
 
 
-def import_distances(graph: Mapping[str, list[str]], active: Iterable[str], max_depth: int = 3) -> dict[str, int]:
+def import_distances(
+    graph: Mapping[str, list[str]], active: Iterable[str], max_depth: int = 3
+) -> dict[str, int]:
     """Hops from the nearest active file over import edges in either direction (active files are 0)."""
     neighbours: dict[str, set[str]] = {}
     for source, targets in graph.items():

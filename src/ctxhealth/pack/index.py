@@ -44,8 +44,15 @@ class RepoIndex:
             old = self.facts.get(path)
             if old is not None and old.tokens != tokens:
                 self.facts[path] = FileFacts(
-                    old.path, old.digest, old.size, old.language, old.bag, old.defines, old.imports,
-                    old.lines, tokens,
+                    old.path,
+                    old.digest,
+                    old.size,
+                    old.language,
+                    old.bag,
+                    old.defines,
+                    old.imports,
+                    old.lines,
+                    tokens,
                 )
                 self._dirty = True
 

@@ -59,10 +59,14 @@ def read_level_files(repo: Path, paths: Sequence[Path | str], what: str) -> list
             data = path.read_bytes()
         except OSError as exc:
             raise InputError(
-                f"cannot read the {what} file: {exc.strerror or exc}", path=str(raw), hint=f"check the --{what} path"
+                f"cannot read the {what} file: {exc.strerror or exc}",
+                path=str(raw),
+                hint=f"check the --{what} path",
             ) from exc
         if b"\x00" in data[:8192]:
-            raise InputError(f"the {what} file is binary", path=str(raw), hint=f"give a text file to --{what}")
+            raise InputError(
+                f"the {what} file is binary", path=str(raw), hint=f"give a text file to --{what}"
+            )
         out.append(LevelFile(label_for(repo, path), data.decode("utf-8", "replace")))
     return out
 

@@ -27,7 +27,9 @@ MANY_CANDIDATES = 200
 CAP_MANY = 15
 CAP_FEW = 25
 
-_TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|Tests?\.java$")
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|Tests?\.java$"
+)
 
 
 class Tier(StrEnum):

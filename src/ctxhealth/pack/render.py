@@ -23,10 +23,30 @@ class OutputFormat(StrEnum):
 
 
 _FENCE_LANG = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".jsx": "jsx", ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java",
-    ".md": "markdown", ".rst": "rst", ".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml",
-    ".html": "html", ".css": "css", ".sh": "bash", ".sql": "sql", ".c": "c", ".h": "c", ".cpp": "cpp",
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "jsx",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".md": "markdown",
+    ".rst": "rst",
+    ".json": "json",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".html": "html",
+    ".css": "css",
+    ".sh": "bash",
+    ".sql": "sql",
+    ".c": "c",
+    ".h": "c",
+    ".cpp": "cpp",
     ".txt": "text",
 }
 _BACKTICKS = re.compile(r"`{3,}")
@@ -94,4 +114,6 @@ def document_close(fmt: OutputFormat) -> str:
 
 def join_document(sections: list[str], fmt: OutputFormat) -> str:
     """The payload: the document opening, the non-empty level sections, the closing."""
-    return "\n".join([document_open(fmt), *[s for s in sections if s], document_close(fmt)]).rstrip("\n") + "\n"
+    return (
+        "\n".join([document_open(fmt), *[s for s in sections if s], document_close(fmt)]).rstrip("\n") + "\n"
+    )

@@ -18,9 +18,15 @@ from ctxhealth.pack.priority import B_TRIM_TOKENS, LARGE_FILE_TOKENS, Tier
 from ctxhealth.pack.render import OutputFormat, PackedPiece, render_piece
 from ctxhealth.pack.signatures import render_signatures
 
-MAX_CONSIDERED = 400
+MAX_CONSIDERED = 200
 """Ranked files examined at most; beyond this many the remaining ones are listed as not reached."""
 SEPARATOR_TOKENS = 1
+PROSE_HEAD_TOKENS = 1_000
+MIN_PIECE_TOKENS = 24
+"""Below this many tokens left, no file's header and fence fit: stop examining."""
+MAX_COMPRESSION = 0.5
+"""Dedup shrinks a file by at most this factor in practice: a form estimated above remaining / 0.5 is
+not worth rendering (an optimisation only; what fits is always decided by an exact count)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +64,9 @@ def _trim_to_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:
     return "\n".join([*lines[:best], f"[... {len(lines) - best} more lines trimmed ...]"])
 
 
-def _forms(ranked: Ranked, full: str, full_tokens: int, count: Callable[[str], int]) -> list[tuple[str, str, str]]:
+def _forms(
+    ranked: Ranked, full: str, full_tokens: int, count: Callable[[str], int]
+) -> list[tuple[str, str, str]]:
     """Forms to try, best first: ``(form, text, reason)``."""
     signatures = ("signatures", "", f"signatures: {full_tokens:,} tokens in full")
     if ranked.tier is Tier.C:
@@ -67,8 +75,16 @@ def _forms(ranked: Ranked, full: str, full_tokens: int, count: Callable[[str], i
         trimmed = _trim_to_tokens(full, B_TRIM_TOKENS, count)
         return [("trimmed", trimmed, f"dependency over {B_TRIM_TOKENS:,} tokens: trimmed"), signatures]
     if full_tokens > LARGE_FILE_TOKENS and ranked.tier is not Tier.A:
+        if ranked.language is None:  # prose and data: the head of the file stands in for signatures
+            head = _trim_to_tokens(full, PROSE_HEAD_TOKENS, count)
+            return [("trimmed", head, f"head of a {full_tokens:,}-token text file")]
         return [signatures]
     return [("full", full, "whole file"), signatures]
+
+
+def _signatures_estimate(item: Ranked) -> int:
+    """A cheap lower bound on the tokens of a signatures form: a few per declaration line."""
+    return 8 * item.text.count("\ndef ") + 8 * item.text.count("\nclass ") + 20
 
 
 def pack_sources(
@@ -88,8 +104,12 @@ def pack_sources(
         if rank >= MAX_CONSIDERED:
             left[item.path] = "not reached: ranked below the files examined"
             continue
-        if remaining <= SEPARATOR_TOKENS:
+        if remaining < MIN_PIECE_TOKENS:
             left[item.path] = "L3 budget spent"
+            continue
+        raw_tokens = count(item.text)
+        if raw_tokens * MAX_COMPRESSION > remaining and _signatures_estimate(item) > remaining:
+            left[item.path] = f"over budget: {raw_tokens:,} tokens in full, {remaining:,} left in L3"
             continue
         full = compress_text(item.path, item.text, strip_comments=strip_comments)
         full_tokens = count(full)
@@ -97,7 +117,11 @@ def pack_sources(
         for form, text, reason in _forms(item, full, full_tokens, count):
             result: Deduped | None = None
             if form == "signatures":
-                text = render_signatures(item.language, full)
+                if item.language is None:
+                    continue  # prose and data have no signatures
+                text = render_signatures(item.language, item.text)
+            elif form == "full" and full_tokens * MAX_COMPRESSION > remaining:
+                continue
             else:
                 result = deduper.dedupe(item.path, text)
                 text = result.text
@@ -107,16 +131,17 @@ def pack_sources(
             if tokens <= remaining:
                 if result is not None:
                     deduper.commit(result)
-                taken.append(
-                    Taken(item, piece, rendered, tokens, rank, reason, full_tokens, result.replaced if result else 0)
-                )
+                merged = result.replaced if result else 0
+                taken.append(Taken(item, piece, rendered, tokens, rank, reason, full_tokens, merged))
                 remaining -= tokens
                 placed = True
                 break
         if not placed:
             left[item.path] = f"over budget: {full_tokens:,} tokens in full, {remaining:,} left in L3"
-    for entry in sorted((t for t in taken if t.piece.form == "signatures" and t.ranked.tier is not Tier.C),
-                        key=lambda t: t.rank):
+    for entry in sorted(
+        (t for t in taken if t.piece.form == "signatures" and t.ranked.tier is not Tier.C),
+        key=lambda t: t.rank,
+    ):
         full = compress_text(entry.ranked.path, entry.ranked.text, strip_comments=strip_comments)
         result = deduper.dedupe(entry.ranked.path, full)
         piece = PackedPiece(entry.ranked.path, "full", result.text)

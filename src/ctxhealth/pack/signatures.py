@@ -28,10 +28,12 @@ def _python_lines(text: str) -> set[int] | None:
     keep: set[int] = set()
 
     def docstring(body: list[ast.stmt]) -> None:
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            if isinstance(body[0].value.value, str):
-                first = body[0].lineno
-                keep.update(range(first, min(first + DOCSTRING_LINES, (body[0].end_lineno or first) + 1)))
+        head = body[0] if body else None
+        if not (isinstance(head, ast.Expr) and isinstance(head.value, ast.Constant)):
+            return
+        if isinstance(head.value.value, str):
+            first = head.lineno
+            keep.update(range(first, min(first + DOCSTRING_LINES, (head.end_lineno or first) + 1)))
 
     docstring(tree.body)
     for node in ast.walk(tree):

@@ -2,7 +2,10 @@
 
 The index is built with numpy straight from the cached word counts (no per-token Python work, which
 is what makes a warm run fast): ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` and
-``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))`` with ``k1 = 1.5``, ``b = 0.75``.
+``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))`` with ``k1 = 1.5`` and ``b = 0.3``: source
+files vary in length by orders of magnitude, and the usual ``b = 0.75`` buries the long core modules
+that most tasks touch (``b`` was chosen on half of the django benchmark tasks and checked on the
+other half; see docs/pack.md).
 
 The query is the task's words; identifiers the task names as code (``RenameContentType._rename()``,
 ``update_fields``, ``django.db.models``) count :data:`NAMED_WEIGHT` times. Beyond BM25, a file
@@ -15,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -22,8 +26,8 @@ import numpy.typing as npt
 from ctxhealth.pack.words import named_identifiers, named_paths, split_identifier, text_words
 
 K1 = 1.5
-B = 0.75
-NAMED_WEIGHT = 3
+B = 0.3
+NAMED_WEIGHT = 2
 """A word of an identifier the task names as code counts this many times in the query."""
 NAME_MATCH_SHARE = 0.3
 """Share of the similarity that comes from declared names and paths the task names exactly."""
@@ -119,3 +123,51 @@ def similarity_scores(
     scaled = bm25 / top if top > 0 else bm25
     names = name_matches(task, paths, defines)
     return np.asarray((1.0 - NAME_MATCH_SHARE) * scaled + NAME_MATCH_SHARE * names, dtype=np.float64)
+
+
+def corpus_key(items: Sequence[tuple[str, str]]) -> str:
+    """A key for a BM25 index: the hash of every (path, content hash) pair in corpus order."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path, content in items:
+        digest.update(f"{path}\0{content}\n".encode())
+    return digest.hexdigest()
+
+
+def save_bm25(file: Path, key: str, index: Bm25Index) -> None:
+    """Store ``index`` under ``key`` (atomically; numpy's ``.npz`` format)."""
+    import io
+
+    from ctxhealth.atomic import write_atomic
+
+    words = "\n".join(sorted(index.vocab, key=index.vocab.__getitem__))
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        key=np.frombuffer(key.encode(), dtype=np.uint8),
+        vocab=np.frombuffer(words.encode("utf-8"), dtype=np.uint8),
+        starts=index.starts,
+        docs=index.docs,
+        weights=index.weights,
+        n_docs=np.asarray([index.n_docs], dtype=np.int64),
+    )
+    write_atomic(file, buffer.getvalue())
+
+
+def load_bm25(file: Path, key: str) -> Bm25Index | None:
+    """The index stored under ``key`` in ``file``, or None (missing, stale or unreadable)."""
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            if bytes(data["key"]).decode() != key:
+                return None
+            words = bytes(data["vocab"]).decode("utf-8").split("\n") if data["vocab"].size else []
+            return Bm25Index(
+                {w: i for i, w in enumerate(words)},
+                data["starts"],
+                data["docs"],
+                data["weights"],
+                int(data["n_docs"][0]),
+            )
+    except (OSError, ValueError, KeyError, UnicodeDecodeError):
+        return None

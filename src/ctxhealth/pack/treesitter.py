@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 TREE_SITTER_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "go", "rust", "java"})
@@ -24,18 +24,45 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
 }
 
 _JS_DECLS = frozenset(
-    {"function_declaration", "generator_function_declaration", "class_declaration", "method_definition",
-     "interface_declaration", "type_alias_declaration", "enum_declaration", "abstract_class_declaration"}
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "class_declaration",
+        "method_definition",
+        "interface_declaration",
+        "type_alias_declaration",
+        "enum_declaration",
+        "abstract_class_declaration",
+    }
 )
 _DECLARATIONS: dict[str, frozenset[str]] = {
     "javascript": _JS_DECLS,
     "typescript": _JS_DECLS,
     "tsx": _JS_DECLS,
     "go": frozenset({"function_declaration", "method_declaration", "type_spec"}),
-    "rust": frozenset({"function_item", "struct_item", "enum_item", "trait_item", "impl_item", "mod_item",
-                       "function_signature_item", "type_item"}),
-    "java": frozenset({"class_declaration", "interface_declaration", "method_declaration", "enum_declaration",
-                       "record_declaration", "constructor_declaration", "annotation_type_declaration"}),
+    "rust": frozenset(
+        {
+            "function_item",
+            "struct_item",
+            "enum_item",
+            "trait_item",
+            "impl_item",
+            "mod_item",
+            "function_signature_item",
+            "type_item",
+        }
+    ),
+    "java": frozenset(
+        {
+            "class_declaration",
+            "interface_declaration",
+            "method_declaration",
+            "enum_declaration",
+            "record_declaration",
+            "constructor_declaration",
+            "annotation_type_declaration",
+        }
+    ),
 }
 _IMPORTS: dict[str, frozenset[str]] = {
     "javascript": frozenset({"import_statement", "export_statement"}),
@@ -50,14 +77,14 @@ _MAX_NODES = 200_000
 
 @dataclass(frozen=True, slots=True)
 class Outline:
-    """What a parse found: raw import specifiers, declared names, and the line ranges to keep as signatures."""
+    """What a parse found: raw import specifiers, declared names, and the lines signatures keep."""
 
     imports: tuple[str, ...]
     defines: tuple[str, ...]
     signature_lines: tuple[int, ...]  # 0-based line numbers of import and declaration lines
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parser(language: str) -> Any | None:
     try:
         import tree_sitter
