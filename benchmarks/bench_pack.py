@@ -84,13 +84,17 @@ class Baseline:
         scores = self.retriever.get_scores(_WORD.findall(task.lower()))
         return sorted(range(len(self.paths)), key=lambda i: (-scores[i], self.paths[i]))
 
-    def within(self, order: list[int], budget: int) -> set[str]:
+    def within(self, order: list[int], budget: int, *, stop_at_first_miss: bool = False) -> set[str]:
+        """Whole files in rank order while the budget lasts: a file that does not fit is skipped
+        (the next, smaller one may fit), or, with ``stop_at_first_miss``, ends the pack."""
         taken: set[str] = set()
-        used = 0
+        used = 0.0
         for i in order:
             cost = self.chars[i] / 4
             if used + cost > budget:
-                break
+                if stop_at_first_miss:
+                    break
+                continue
             used += cost
             taken.add(self.paths[i])
         return taken
@@ -109,6 +113,8 @@ def relevance(repo: Path, tasks: list[dict[str, object]]) -> dict[str, object]:
             base.setdefault(f"top{k}", []).append(recall(gold, {baseline.paths[i] for i in order[:k]}))
         for b in BUDGETS:
             base.setdefault(f"within_{b // 1000}k", []).append(recall(gold, baseline.within(order, b)))
+            stopped = baseline.within(order, b, stop_at_first_miss=True)
+            base.setdefault(f"within_{b // 1000}k_stop_at_first_miss", []).append(recall(gold, stopped))
             result = packer.pack(task, budget=b)
             packed = {f["path"] for f in result.manifest["files"]}
             ours.setdefault(f"within_{b // 1000}k", []).append(recall(gold, packed))
@@ -212,9 +218,10 @@ def main() -> None:
     result: dict[str, object] = {"relevance": relevance(args.repo, tasks)}
     rel = result["relevance"]
     assert isinstance(rel, dict)
-    log(f"{'metric':12} {'ours':>6} {'baseline':>8}")
-    for name in rel["ours"]:
-        log(f"{name:12} {rel['ours'][name]:6.3f} {rel['baseline'][name]:8.3f}")
+    log(f"{'metric':34} {'ours':>6} {'baseline':>8}")
+    for name in rel["baseline"]:
+        ours = rel["ours"].get(name)
+        log(f"{name:34} {'' if ours is None else f'{ours:6.3f}':>6} {rel['baseline'][name]:8.3f}")
     if not args.no_speed:
         result["speed"] = speed(args.repo, str(tasks[0]["task"]), args.repeat)
         log(f"speed: {result['speed']}")

@@ -369,7 +369,7 @@ def _rank(
         if tier is Tier.A:
             eligible.append(s)
             continue
-        if s.score < THRESHOLD:
+        if s.score < THRESHOLD and tier is not Tier.B:
             excluded[s.path] = f"relevance {s.score:.2f} below the threshold {THRESHOLD}"
             continue
         if tier is Tier.OTHER and has_a and s.score <= OTHER_MIN_SCORE:
@@ -383,6 +383,8 @@ def _rank(
                 continue
             bc += 1
         eligible.append(s)
+    # A files (and B ones, their direct dependencies) are taken whatever their score; the rest must
+    # reach the threshold. Within the ranking, A files come first.
     return eligible, excluded
 
 

@@ -88,7 +88,7 @@ class ImportResolver:
             module = ".".join([*base, *([rest] if rest else [])])
         out: list[str] = []
         if name and name != "*" and f"{module}.{name}" in self._modules:
-            out.append(self._modules[f"{module}.{name}"])
+            return [self._modules[f"{module}.{name}"]]  # "from package import module"
         parts = module.split(".")
         while parts:
             hit = self._modules.get(".".join(parts))

@@ -7,6 +7,9 @@
 * other — everything else: taken only above 0.7 relevance while there are A files; when nothing is
   active, the ordinary 0.4 threshold applies (there is no A set to be relative to).
 
+A and B files are packed whatever their relevance (the tier is the reason to include them); C and
+other files must reach the threshold.
+
 At most 15 B + C files when there are more than 200 candidates, else 25. Tests of A files are
 packed only for debugging. Any file over 5K tokens is packed as signatures unless the budget
 allows the whole file.
