@@ -22,7 +22,9 @@ FILES: dict[str, str] = {
         "def apply_tax(amount):\n    return amount * (1 + RATE)\n"
     ),
     "billing/currency.py": 'def format_amount(value):\n    return f"{value:.2f} EUR"\n',
-    "billing/refunds.py": "from billing.tax import RATE\n\n\ndef refund(invoice):\n    return -invoice * RATE\n",
+    "billing/refunds.py": (
+        "from billing.tax import RATE\n\n\ndef refund(invoice):\n    return -invoice * RATE\n"
+    ),
     "shipping/routes.py": (
         '"""Shipping routes between warehouses."""\n\n\n'
         "def shortest_route(graph, start, end):\n    return [start, end]\n"
@@ -31,7 +33,9 @@ FILES: dict[str, str] = {
         "from billing.invoice import InvoiceRenderer\n\n\n"
         "def test_render_total():\n    assert InvoiceRenderer().render_total(10)\n"
     ),
-    "web/app.ts": "import { total } from './lib/total';\nexport function main(): number { return total(2); }\n",
+    "web/app.ts": (
+        "import { total } from './lib/total';\nexport function main(): number { return total(2); }\n"
+    ),
     "web/lib/total.ts": "export function total(n: number): number {\n  return n * 2;\n}\n",
     "server/main.go": (
         'package main\n\nimport (\n\t"fmt"\n\t"example.com/shop/server/store"\n)\n\n'
@@ -43,8 +47,7 @@ FILES: dict[str, str] = {
     "engine/src/parser.rs": "pub fn parse() {}\n",
     "engine/Cargo.toml": '[package]\nname = "engine"\n',
     "jvm/src/com/shop/App.java": (
-        "package com.shop;\n\nimport com.shop.util.Money;\n\n"
-        "public class App { Money m; }\n"
+        "package com.shop;\n\nimport com.shop.util.Money;\n\npublic class App { Money m; }\n"
     ),
     "jvm/src/com/shop/util/Money.java": "package com.shop.util;\n\npublic class Money { }\n",
     "package-lock.json": '{"lockfileVersion": 3}\n',

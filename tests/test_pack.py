@@ -26,7 +26,7 @@ from ctxhealth.pack.relevance import weights_for
 from ctxhealth.pack.signatures import render_signatures
 from ctxhealth.pack.similarity import build_bm25
 from ctxhealth.pack.words import named_identifiers, split_identifier
-from tests.pack_repo import write_repo
+from pack_repo import write_repo
 
 
 def tokens(text: str) -> int:
@@ -168,7 +168,9 @@ def test_compression_strips_comments_but_not_hashes_in_strings() -> None:
     assert "\n\n\n" not in out
     kept = compress_text("m.py", text, strip_comments=False)
     assert "# header" in kept and "# trailing" in kept
-    js = compress_text("a.js", "// note\nconst a = 1; // keep inline\n/* block */\nf();\n", strip_comments=True)
+    js = compress_text(
+        "a.js", "// note\nconst a = 1; // keep inline\n/* block */\nf();\n", strip_comments=True
+    )
     assert js == "const a = 1; // keep inline\nf();\n"
 
 
@@ -190,7 +192,12 @@ def test_near_duplicate_paragraphs_are_merged_only_above_the_jaccard_threshold()
 
 
 def test_error_output_keeps_the_tail_and_the_whole_stack_trace() -> None:
-    trace = ["Traceback (most recent call last):", '  File "a.py", line 1, in <module>', "    f()", "ValueError: bad"]
+    trace = [
+        "Traceback (most recent call last):",
+        '  File "a.py", line 1, in <module>',
+        "    f()",
+        "ValueError: bad",
+    ]
     text = "\n".join([*(f"noise {i}" for i in range(30)), *trace, *(f"log {i}" for i in range(60))])
     lines = select_error_lines(text)
     assert lines[: len(trace)] == trace and lines[-1] == "log 59" and "noise 3" not in lines
@@ -209,7 +216,9 @@ def test_allocation_follows_the_tree() -> None:
     assert large.shares["L4"] == pytest.approx(0.15) and large.shares["L3"] == pytest.approx(0.25)
     assert large.caps["L4"] == int(8_000 * 0.15)
     long_talk = allocate(8_000, TaskType.EXPLORE, window=None, has_specs=True, has_errors=False, turns=25)
-    assert long_talk.levels == ("L1", "L2", "L3", "L4", "L5") and long_talk.shares["L5"] == pytest.approx(0.15)
+    assert long_talk.levels == ("L1", "L2", "L3", "L4", "L5") and long_talk.shares["L5"] == pytest.approx(
+        0.15
+    )
 
 
 def test_weights_are_renormalised_over_the_terms_present() -> None:
@@ -255,23 +264,37 @@ def test_active_files_set_tiers_and_the_import_term(repo: Path) -> None:
     assert files["billing/invoice.py"]["priority"] == "A" and files["billing/invoice.py"]["form"] == "full"
     assert files["billing/tax.py"]["priority"] == "B"
     assert files["billing/tax.py"]["components"]["imports"] == 1.0
-    assert files["billing/refunds.py"]["priority"] == "C" and files["billing/refunds.py"]["form"] == "signatures"
+    assert (
+        files["billing/refunds.py"]["priority"] == "C" and files["billing/refunds.py"]["form"] == "signatures"
+    )
     excluded = {e["path"]: e["reason"] for e in result.manifest["excluded"]}
     assert "tests are packed only for debugging" in excluded["tests/test_invoice.py"]
     debug = pack(repo, task, budget=6_000, active=["billing/invoice.py"], task_type="debug")
-    assert "tests/test_invoice.py" not in {e["path"] for e in debug.manifest["excluded"] if "debugging" in e["reason"]}
+    assert "tests/test_invoice.py" not in {
+        e["path"] for e in debug.manifest["excluded"] if "debugging" in e["reason"]
+    }
 
 
 def test_manifest_carries_the_audit_fields(repo: Path) -> None:
-    result = pack(repo, "render invoices", budget=3_000, errors="Traceback...\nValueError: x\n", specs=["docs/guide.md"])
+    result = pack(
+        repo, "render invoices", budget=3_000, errors="Traceback...\nValueError: x\n", specs=["docs/guide.md"]
+    )
     m = result.manifest
     assert m["schema_version"] == 1 and m["kind"] == "ctxhealth/pack-manifest"
     assert m["threshold"] == 0.4 and m["errors_given"] is True and m["window"] is None
     assert set(m["level_digests"]) == set(m["levels"]) == {"L1", "L2", "L3", "L4"}
     assert re.fullmatch(r"[0-9a-f]{64}", m["input_digest"])
-    again = pack(repo, "render invoices", budget=3_000, errors="Traceback...\nValueError: x\n", specs=["docs/guide.md"])
+    again = pack(
+        repo, "render invoices", budget=3_000, errors="Traceback...\nValueError: x\n", specs=["docs/guide.md"]
+    )
     assert again.manifest["input_digest"] == m["input_digest"] and again.text == result.text
-    other = pack(repo, "render invoices!", budget=3_000, errors="Traceback...\nValueError: x\n", specs=["docs/guide.md"])
+    other = pack(
+        repo,
+        "render invoices!",
+        budget=3_000,
+        errors="Traceback...\nValueError: x\n",
+        specs=["docs/guide.md"],
+    )
     assert other.manifest["input_digest"] != m["input_digest"]
     assert "docs/guide.md" not in [f["path"] for f in m["files"] if f["level"] == "L3"]
 
@@ -285,7 +308,7 @@ def test_model_derives_the_budget_from_the_registry(repo: Path) -> None:
 
 def test_xml_output(repo: Path) -> None:
     result = pack(repo, "render invoices", budget=3_000, output_format="xml")
-    assert result.text.startswith("<context_pack>\n\n<level id=\"L1\" name=\"rules\">")
+    assert result.text.startswith('<context_pack>\n\n<level id="L1" name="rules">')
     assert '<file path="billing/invoice.py" form="full">' in result.text
     assert result.text.rstrip().endswith("</context_pack>")
 
@@ -305,16 +328,26 @@ def test_bad_input_gets_clear_errors(repo: Path) -> None:
 def test_history_gives_l5_and_decay(repo: Path, tmp_path: Path) -> None:
     messages = [{"role": "user", "content": "### billing/refunds.py (full)\n```python\n...\n```\nfix totals"}]
     for turn in range(4):
-        messages.append({"role": "assistant", "content": f"step {turn}: reading billing/tax.py" if turn == 3 else "ok"})
+        messages.append(
+            {"role": "assistant", "content": f"step {turn}: reading billing/tax.py" if turn == 3 else "ok"}
+        )
         messages.append({"role": "user", "content": "continue"})
     transcript = tmp_path / "chat.json"
     transcript.write_text(json.dumps({"messages": messages}))
-    result = pack(repo, "fix the invoice totals and taxes", budget=6_000, history=transcript, task_type="explore")
+    result = pack(
+        repo, "fix the invoice totals and taxes", budget=6_000, history=transcript, task_type="explore"
+    )
     m = result.manifest
     assert "L5" in m["levels"] and m["history"]["turns"] == 4
     assert "step 3: reading billing/tax.py" in result.text
     scored = {f["path"]: f for f in m["files"]} | {e["path"]: e for e in m["excluded"]}
     base = pack(repo, "fix the invoice totals and taxes", budget=6_000, task_type="explore").manifest
-    base_scores = {f["path"]: f["score"] for f in base["files"]} | {e["path"]: e["score"] for e in base["excluded"]}
-    assert scored["billing/tax.py"]["score"] == pytest.approx(min(1.0, base_scores["billing/tax.py"] * 1.3), abs=1e-5)
-    assert scored["billing/refunds.py"]["score"] == pytest.approx(base_scores["billing/refunds.py"] * 0.5, abs=1e-5)
+    base_scores = {f["path"]: f["score"] for f in base["files"]} | {
+        e["path"]: e["score"] for e in base["excluded"]
+    }
+    assert scored["billing/tax.py"]["score"] == pytest.approx(
+        min(1.0, base_scores["billing/tax.py"] * 1.3), abs=1e-5
+    )
+    assert scored["billing/refunds.py"]["score"] == pytest.approx(
+        base_scores["billing/refunds.py"] * 0.5, abs=1e-5
+    )
