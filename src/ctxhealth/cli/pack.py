@@ -8,6 +8,7 @@ goes to stderr. The index cache lives under the ctxhealth home (``CTXHEALTH_HOME
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,7 @@ _TYPES = ["code", "debug", "review", "docs", "explore"]
 
 def _read_text(path: str, what: str) -> str:
     try:
-        return (
-            click.get_text_stream("stdin").read() if path == "-" else Path(path).read_text("utf-8", "replace")
-        )
+        return sys.stdin.read() if path == "-" else Path(path).read_text("utf-8", "replace")
     except OSError as exc:
         raise InputError(
             f"cannot read the {what}: {exc.strerror or exc}", path=path, hint="check the path"

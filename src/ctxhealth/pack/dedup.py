@@ -43,7 +43,7 @@ class ParagraphDeduper:
     merged: int = 0
 
     def __post_init__(self) -> None:
-        from datasketch import MinHash, MinHashLSH
+        from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
         self._lsh = MinHashLSH(threshold=JACCARD_THRESHOLD, num_perm=NUM_PERM)
         self._template = MinHash(num_perm=NUM_PERM, hashfunc=_hash)

@@ -16,7 +16,16 @@ from pathlib import Path
 
 import orjson
 
-from ctxhealth.model import Message, Role, Session, TextBlock, ToolCall, ToolResult
+from ctxhealth.model import (
+    CompactionSummary,
+    Message,
+    Role,
+    Session,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+)
 
 UNREFERENCED_TURNS = 3
 DECAY_UNREFERENCED = 0.5
@@ -46,8 +55,8 @@ def _render(message: Message) -> str:
         elif isinstance(block, ToolResult):
             flag = " (error)" if block.is_error else ""
             parts.append(f"[tool result{flag}] {block.text[:600]}")
-        elif getattr(block, "text", None):
-            parts.append(str(block.text).strip())
+        elif isinstance(block, (ThinkingBlock, CompactionSummary)) and block.text.strip():
+            parts.append(block.text.strip())
     body = "\n".join(p for p in parts if p)
     return f"{message.role.value}: {body}" if body else ""
 

@@ -135,8 +135,8 @@ def build_manifest(
         )
     out_rows: list[dict[str, Any]] = []
     for path, reason in excluded.items():
-        s = scored.get(path)
-        out_rows.append({"path": path, "score": s.score if s else None, "reason": reason})
+        found = scored.get(path)
+        out_rows.append({"path": path, "score": found.score if found else None, "reason": reason})
     for path, reason in index.excluded:
         out_rows.append({"path": path, "score": None, "reason": reason})
     for level in ("L1", "L2"):
