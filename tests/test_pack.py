@@ -351,3 +351,14 @@ def test_history_gives_l5_and_decay(repo: Path, tmp_path: Path) -> None:
     assert scored["billing/refunds.py"]["score"] == pytest.approx(
         base_scores["billing/refunds.py"] * 0.5, abs=1e-5
     )
+
+
+def test_our_bm25_scores_equal_the_bm25s_package() -> None:
+    bm25s = pytest.importorskip("bm25s")
+    docs = [["invoice", "total", "total", "tax"], ["route", "graph"], ["total"] * 7 + ["cache"], ["tax"]]
+    bags = [{w: d.count(w) for w in d} for d in docs]
+    reference = bm25s.BM25(k1=1.5, b=0.3, method="lucene", idf_method="lucene")
+    reference.index(docs, show_progress=False)
+    query = ["total", "tax"]
+    ours = build_bm25(bags, b=0.3).scores({w: 1.0 for w in query})
+    assert list(ours) == pytest.approx(list(reference.get_scores(query)), rel=1e-5)

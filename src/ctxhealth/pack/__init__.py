@@ -22,4 +22,14 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    return load_export(globals(), _EXPORTS, __name__, name)
+    try:
+        return load_export(globals(), _EXPORTS, __name__, name)
+    except ImportError as exc:
+        if exc.name not in {"numpy", "datasketch"}:
+            raise
+        from ctxhealth.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(
+            f"packing needs {exc.name}, which is not installed",
+            hint="install the pack extra: pip install 'ctxhealth[pack]'",
+        ) from exc

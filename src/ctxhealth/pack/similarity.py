@@ -2,7 +2,8 @@
 
 The index is built with numpy straight from the cached word counts (no per-token Python work, which
 is what makes a warm run fast): ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` and
-``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))`` with ``k1 = 1.5`` and ``b = 0.3``: source
+``tf / (tf + k1 * (1 - b + b * len / avg_len))`` (Lucene's variant, as the ``bm25s`` package computes
+it; a test checks the two agree) with ``k1 = 1.5`` and ``b = 0.3``: source
 files vary in length by orders of magnitude, and the usual ``b = 0.75`` buries the long core modules
 that most tasks touch (``b`` was chosen on half of the django benchmark tasks and checked on the
 other half; see docs/pack.md).
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ctxhealth.pack.facts import PATH_WORD_WEIGHT
 from ctxhealth.pack.words import named_identifiers, named_paths, split_identifier, text_words
 
 K1 = 1.5
@@ -77,7 +79,7 @@ def build_bm25(bags: Sequence[Mapping[str, int]], k1: float = K1, b: float = B) 
     df = np.bincount(terms, minlength=len(vocab)).astype(np.float64)
     idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
     norm = k1 * (1.0 - b + b * doc_len[docs] / avg_len) if n_docs else np.zeros(0)
-    weights = idf[terms] * tf * (k1 + 1.0) / (tf + norm)
+    weights = idf[terms] * tf / (tf + norm)
     order = np.argsort(terms, kind="stable")
     starts = np.zeros(len(vocab) + 1, dtype=np.int64)
     np.cumsum(np.bincount(terms, minlength=len(vocab)), out=starts[1:])
@@ -129,7 +131,7 @@ def corpus_key(items: Sequence[tuple[str, str]]) -> str:
     """A key for a BM25 index: the hash of every (path, content hash) pair in corpus order."""
     import hashlib
 
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"bm25 lucene k1={K1} b={B} path-weight={PATH_WORD_WEIGHT}\n".encode())
     for path, content in items:
         digest.update(f"{path}\0{content}\n".encode())
     return digest.hexdigest()
