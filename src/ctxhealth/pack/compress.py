@@ -1,18 +1,16 @@
 """Compression of a file's text before packing: comments stripped, long string literals cut.
 
 Comments go unless the task is documentation (the caller decides): in Python every ``#`` comment
-(found with ``tokenize``, so ``#`` inside strings is safe; a file that does not tokenize keeps its
-inline comments and loses only whole-line ones); in C-like languages whole-line ``//`` comments and
-``/* ... */`` blocks that start a line; in shell-like files whole-line ``#`` comments (not ``#!``).
+(found by a scan that consumes string literals whole, so ``#`` inside a string is safe); in C-like
+languages whole-line ``//`` comments and ``/* ... */`` blocks that start a line; in shell-like files
+whole-line ``#`` comments (not ``#!``).
 A string literal longer than 500 characters keeps its first 100 and ends with
 ``...[truncated N chars]``. Blank-line runs left behind collapse to one.
 """
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from pathlib import PurePosixPath
 
 LONG_STRING_CHARS = 500
@@ -70,6 +68,11 @@ _HASH_NAMES = frozenset({"makefile", "dockerfile", ".gitignore", ".dockerignore"
 _C_LINE = re.compile(r"^[ \t]*//.*\n?", re.M)
 _C_BLOCK = re.compile(r"^[ \t]*/\*.*?\*/[ \t]*\n?", re.M | re.S)
 _HASH_LINE = re.compile(r"^[ \t]*#(?!!).*\n?", re.M)
+_PY_TOKEN = re.compile(
+    r"(?P<string>(?:\b[rRbBuUfF]{1,2})?(?:\"\"\"(?:[^\\]|\\[\s\S])*?\"\"\"|'''(?:[^\\]|\\[\s\S])*?'''"
+    r"|\"(?:[^\"\\\n]|\\[\s\S])*\"|'(?:[^'\\\n]|\\[\s\S])*'))"
+    r"|(?P<comment>#[^\n]*)"
+)
 _BLANK_RUNS = re.compile(r"\n(?:[ \t]*\n){2,}")
 _N = LONG_STRING_CHARS
 _C_STRING = re.compile(rf"\"(?:[^\"\\\n]|\\.){{{_N},}}\"|'(?:[^'\\\n]|\\.){{{_N},}}'|`[^`]{{{_N},}}`")
@@ -85,38 +88,29 @@ def _cut(literal: str) -> str:
 
 
 def _python(text: str, strip_comments: bool) -> str:
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return _HASH_LINE.sub("", text) if strip_comments else text
-    lines = text.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    edits: list[tuple[int, int, str]] = []
-    for tok in tokens:
-        start = offsets[tok.start[0] - 1] + tok.start[1]
-        end = offsets[tok.end[0] - 1] + tok.end[1]
-        if tok.type == tokenize.COMMENT and strip_comments:
-            line = lines[tok.start[0] - 1]
-            if line.strip() == tok.string.strip():  # a whole-line comment: drop the line
-                start = offsets[tok.start[0] - 1]
-                end = offsets[tok.start[0]]
-                edits.append((start, end, ""))
-            else:
-                while start > 0 and text[start - 1] in " \t":
-                    start -= 1
-                edits.append((start, end, ""))
-        elif tok.type == tokenize.STRING and len(tok.string) > LONG_STRING_CHARS:
-            edits.append((start, end, _cut(tok.string)))
+    """Python with comments and long strings handled by one left-to-right scan: a string is consumed
+    whole before any ``#`` inside it could be taken for a comment."""
     out: list[str] = []
     last = 0
-    for start, end, replacement in sorted(edits):
-        if start < last:
-            continue
-        out.append(text[last:start])
-        out.append(replacement)
-        last = end
+    for match in _PY_TOKEN.finditer(text):
+        literal, comment = match.group("string"), match.group("comment")
+        if literal is not None:
+            if len(literal) <= LONG_STRING_CHARS:
+                continue
+            out.append(text[last : match.start()])
+            out.append(_cut(literal))
+            last = match.end()
+        elif comment is not None and strip_comments:
+            start, end = match.start(), match.end()
+            line_start = text.rfind("\n", 0, start) + 1
+            if not text[line_start:start].strip():  # a whole-line comment: drop the line
+                start = line_start
+                end = end + 1 if text[end : end + 1] == "\n" else end
+            else:
+                while start > last and text[start - 1] in " \t":
+                    start -= 1
+            out.append(text[last:start])
+            last = end
     out.append(text[last:])
     return "".join(out)
 

@@ -36,7 +36,11 @@ def _python_lines(text: str) -> set[int] | None:
             keep.update(range(first, min(first + DOCSTRING_LINES, (head.end_lineno or first) + 1)))
 
     docstring(tree.body)
-    for node in ast.walk(tree):
+    # Statements only (bodies of classes, functions and compound statements), never expressions:
+    # walking every node of a large module costs more than parsing it.
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)) and node.col_offset == 0:
             keep.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -44,8 +48,14 @@ def _python_lines(text: str) -> set[int] | None:
             body_start = node.body[0].lineno if node.body else node.lineno + 1
             keep.update(range(start, max(node.lineno, body_start - 1) + 1))
             docstring(node.body)
+            stack.extend(node.body)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.col_offset == 0:
             keep.add(node.lineno)  # module constants and __all__
+        else:
+            for name in ("body", "orelse", "finalbody", "handlers"):
+                stack.extend(s for s in getattr(node, name, ()) if isinstance(s, ast.stmt))
+            for handler in getattr(node, "handlers", ()):
+                stack.extend(handler.body)
     return {n - 1 for n in keep}
 
 
