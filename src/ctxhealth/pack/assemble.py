@@ -236,7 +236,9 @@ class RepoPacker:
             if path in exclude:
                 continue
             f = all_facts[i]
-            tokens = f.tokens if f.tokens is not None else math.ceil(f.size / 4)
+            # From the size in bytes, never from a cached count: a score must not depend on what
+            # earlier runs happened to count.
+            tokens = math.ceil(f.size / 4)
             recency: float | None = None
             if "recency" in weights.values:
                 recency = 1.0 if path in active_set else (git.scores.get(path, 0.0) if git else 0.0)
@@ -311,15 +313,34 @@ class RepoPacker:
         tail = [fitted[lv].section if lv in fitted else "" for lv in ("L4", "L5")]
         used = count(join_document([*fixed, *tail], fmt)) + count(level_open("L3", fmt)) + 4
         ranked = [
-            Ranked(s.path, tiers[s.path], s.score, index.facts[s.path].language, index.text(s.path))
+            Ranked(
+                s.path,
+                tiers[s.path],
+                s.score,
+                index.facts[s.path].language,
+                index.text(s.path),
+                index.facts[s.path].signature_lines,
+                index.facts[s.path].tokens,
+            )
             for s in eligible
         ]
+        found_lines: dict[str, tuple[int, ...]] = {}
+        found_tokens: dict[str, int] = {}
         taken, left, merged = pack_sources(
-            ranked, max(0, payload - used), fmt=fmt, strip_comments=kind is not TaskType.DOCS, count=count
+            ranked,
+            max(0, payload - used),
+            fmt=fmt,
+            strip_comments=kind is not TaskType.DOCS,
+            count=count,
+            found_lines=found_lines,
+            found_tokens=found_tokens,
         )
         excluded.update(left)
         text, taken, l3 = _fit(taken, fixed, tail, fmt, count, payload, excluded)
-        index.remember_tokens({t.ranked.path: t.full_tokens for t in taken if t.piece.form == "full"})
+        for path, lines in sorted(found_lines.items()):
+            index.remember(path, signature_lines=list(lines))
+        for path, whole in sorted(found_tokens.items()):
+            index.remember(path, tokens=whole)
         index.flush()
         sections = {"L1": fixed[0], "L2": fixed[1], "L3": l3, "L4": tail[0], "L5": tail[1]}
         inputs = Inputs(

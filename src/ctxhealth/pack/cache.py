@@ -17,7 +17,7 @@ import orjson
 from ctxhealth.atomic import write_atomic
 from ctxhealth.pack.facts import FileFacts
 
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2
 CACHE_DIR = "pack-index"
 
 
@@ -32,26 +32,28 @@ def _encode(facts: FileFacts) -> list[Any]:
         facts.digest,
         facts.size,
         facts.language,
-        facts.bag,
+        facts.bag_json,
         list(facts.defines),
         list(facts.imports),
         facts.lines,
         facts.tokens,
+        None if facts.signature_lines is None else list(facts.signature_lines),
     ]
 
 
 def _decode(path: str, row: list[Any]) -> FileFacts:
-    digest, size, language, words, defines, imports, lines, tokens = row
+    digest, size, language, bag_json, defines, imports, lines, tokens, signature_lines = row
     return FileFacts(
         path=path,
         digest=str(digest),
         size=int(size),
         language=language,
-        bag=dict(words),
+        bag_json=str(bag_json),
         defines=tuple(defines),
         imports=tuple(imports),
         lines=int(lines),
         tokens=None if tokens is None else int(tokens),
+        signature_lines=None if signature_lines is None else tuple(int(n) for n in signature_lines),
     )
 
 
@@ -69,7 +71,7 @@ def load_cache(file: Path) -> dict[str, tuple[str, list[Any]]]:
         return {}
     out: dict[str, tuple[str, list[Any]]] = {}
     for path, row in doc["files"].items():
-        if isinstance(row, list) and len(row) == 8 and isinstance(row[0], str):
+        if isinstance(row, list) and len(row) == 9 and isinstance(row[0], str):
             out[path] = (row[0], row)
     return out
 

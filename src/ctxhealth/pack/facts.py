@@ -15,6 +15,8 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+import orjson
+
 from ctxhealth.pack import treesitter
 from ctxhealth.pack.words import path_words, word_bag
 
@@ -43,17 +45,26 @@ _PY_IMPORT_START = re.compile(r"^[ \t]*(?:import|from)[ \t]", re.M)
 
 @dataclass(frozen=True, slots=True)
 class FileFacts:
-    """The cached facts of one file; ``tokens`` is its exact o200k count once something needed it."""
+    """The cached facts of one file. ``tokens`` (its exact o200k count) and ``signature_lines`` are
+    filled in when a pack first needs them; both depend on the content only."""
 
     path: str
     digest: str
     size: int
     language: str | None
-    bag: dict[str, int]  # word -> occurrences (path words weighted by PATH_WORD_WEIGHT)
+    bag_json: str  # JSON of word -> occurrences (path words weighted by PATH_WORD_WEIGHT), decoded on use
     defines: tuple[str, ...]
     imports: tuple[str, ...]
     lines: int
     tokens: int | None = None
+    signature_lines: tuple[int, ...] | None = None
+
+    @property
+    def bag(self) -> dict[str, int]:
+        """Word -> occurrences. Kept as JSON text: a warm run whose BM25 index is cached never decodes
+        the bags, which are most of the index cache."""
+        decoded: dict[str, int] = orjson.loads(self.bag_json)
+        return decoded
 
 
 def content_digest(data: bytes) -> str:
@@ -120,7 +131,7 @@ def read_facts(path: str, data: bytes, digest: str | None = None) -> FileFacts:
         digest=digest or content_digest(data),
         size=len(data),
         language=language,
-        bag=dict(bag),
+        bag_json=orjson.dumps(bag).decode(),
         defines=defines,
         imports=imports,
         lines=text.count("\n") + 1,

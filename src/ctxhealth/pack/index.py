@@ -9,7 +9,7 @@ join the excluded list with their reason.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ctxhealth.pack.cache import cache_path, decode_row, load_cache, save_cache
@@ -38,23 +38,21 @@ class RepoIndex:
     def text(self, path: str) -> str:
         return self.contents[path].decode("utf-8", "replace")
 
-    def remember_tokens(self, counts: dict[str, int]) -> None:
-        """Store exact token counts of whole files so the next run need not count them again."""
-        for path, tokens in counts.items():
-            old = self.facts.get(path)
-            if old is not None and old.tokens != tokens:
-                self.facts[path] = FileFacts(
-                    old.path,
-                    old.digest,
-                    old.size,
-                    old.language,
-                    old.bag,
-                    old.defines,
-                    old.imports,
-                    old.lines,
-                    tokens,
-                )
-                self._dirty = True
+    def remember(
+        self, path: str, *, tokens: int | None = None, signature_lines: list[int] | None = None
+    ) -> None:
+        """Store a whole file's exact token count or its signature lines for the next run."""
+        old = self.facts.get(path)
+        if old is None:
+            return
+        new = old
+        if tokens is not None and old.tokens != tokens:
+            new = replace(new, tokens=tokens)
+        if signature_lines is not None and old.signature_lines != tuple(signature_lines):
+            new = replace(new, signature_lines=tuple(signature_lines))
+        if new is not old:
+            self.facts[path] = new
+            self._dirty = True
 
     def flush(self) -> None:
         """Write the cache when facts changed since it was read."""

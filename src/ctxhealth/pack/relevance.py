@@ -16,9 +16,10 @@ from dataclasses import dataclass
 WEIGHTS: dict[str, float] = {"recency": 0.35, "imports": 0.30, "similarity": 0.25, "size": 0.10}
 THRESHOLD = 0.4
 SIZE_PIVOT_TOKENS = 20_000
-"""The size term is ``1 / (1 + tokens / SIZE_PIVOT_TOKENS)``: 1 for an empty file, 0.5 at 20K tokens
-(a gentle slope: large files are still packed as signatures, so size should not rule them out;
-the pivot was chosen on half of the django benchmark tasks and checked on the other half)."""
+"""The size term is ``1 / (1 + tokens / SIZE_PIVOT_TOKENS)``, tokens estimated as bytes / 4: 1 for an
+empty file, 0.5 at 20K tokens. A gentle slope: large files are still packed as signatures, so size
+should not rule them out (the pivot was chosen on half of the django benchmark tasks and checked
+on the other half)."""
 IMPORT_PROXIMITY = {0: 1.0, 1: 1.0, 2: 0.5, 3: 0.25}
 """Import term by hops from the nearest active file (an active file and its direct imports score 1)."""
 

@@ -16,7 +16,7 @@ from ctxhealth.pack.compress import compress_text
 from ctxhealth.pack.dedup import Deduped, ParagraphDeduper
 from ctxhealth.pack.priority import B_TRIM_TOKENS, LARGE_FILE_TOKENS, Tier
 from ctxhealth.pack.render import OutputFormat, PackedPiece, render_piece
-from ctxhealth.pack.signatures import render_signatures
+from ctxhealth.pack.signatures import render_signatures, signature_lines
 
 MAX_CONSIDERED = 200
 """Ranked files examined at most; beyond this many the remaining ones are listed as not reached."""
@@ -36,6 +36,8 @@ class Ranked:
     score: float
     language: str | None
     text: str
+    signature_lines: tuple[int, ...] | None = None
+    raw_tokens: int | None = None
 
 
 @dataclass(slots=True)
@@ -94,8 +96,17 @@ def pack_sources(
     fmt: OutputFormat,
     strip_comments: bool,
     count: Callable[[str], int],
+    found_lines: dict[str, tuple[int, ...]] | None = None,
+    found_tokens: dict[str, int] | None = None,
 ) -> tuple[list[Taken], dict[str, str], int]:
-    """Choose and render L3 files within ``budget`` tokens; also why the others were left out."""
+    """Choose and render L3 files within ``budget`` tokens; also why the others were left out.
+
+    Signature lines and whole-file token counts computed on the way are added to ``found_lines`` and
+    ``found_tokens`` (for the index cache)."""
+    if found_lines is None:
+        found_lines = {}
+    if found_tokens is None:
+        found_tokens = {}
     deduper = ParagraphDeduper()
     taken: list[Taken] = []
     left: dict[str, str] = {}
@@ -107,7 +118,10 @@ def pack_sources(
         if remaining < MIN_PIECE_TOKENS:
             left[item.path] = "L3 budget spent"
             continue
-        raw_tokens = count(item.text)
+        raw_tokens = item.raw_tokens
+        if raw_tokens is None:
+            raw_tokens = count(item.text)
+            found_tokens[item.path] = raw_tokens
         if raw_tokens * MAX_COMPRESSION > remaining and _signatures_estimate(item) > remaining:
             left[item.path] = f"over budget: {raw_tokens:,} tokens in full, {remaining:,} left in L3"
             continue
@@ -119,7 +133,11 @@ def pack_sources(
             if form == "signatures":
                 if item.language is None:
                     continue  # prose and data have no signatures
-                text = render_signatures(item.language, item.text)
+                lines = item.signature_lines
+                if lines is None:
+                    lines = tuple(signature_lines(item.language, item.text))
+                    found_lines[item.path] = lines
+                text = render_signatures(item.language, item.text, lines)
             elif form == "full" and full_tokens * MAX_COMPRESSION > remaining:
                 continue
             else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 
 from ctxhealth.pack import treesitter
 
@@ -72,10 +73,10 @@ def signature_lines(path_language: str | None, text: str) -> list[int]:
     return [i for i, line in enumerate(text.splitlines()) if _GENERIC_DECLARATION.match(line)]
 
 
-def render_signatures(language: str | None, text: str) -> str:
-    """The signatures form of ``text`` (see the module docstring)."""
+def render_signatures(language: str | None, text: str, keep_lines: Iterable[int] | None = None) -> str:
+    """The signatures form of ``text`` (see the module docstring); ``keep_lines`` when already known."""
     lines = text.splitlines()
-    keep = set(signature_lines(language, text))
+    keep = set(signature_lines(language, text) if keep_lines is None else keep_lines)
     out: list[str] = []
     skipping = False
     for i, line in enumerate(lines):
