@@ -132,7 +132,7 @@ def test_identifier_splitting_and_named_identifiers() -> None:
 
 def test_imports_resolve_in_every_language(repo: Path) -> None:
     index = build_index(repo)
-    graph = import_graph(index.facts, index.contents)
+    graph = import_graph(index.facts, index.data)
     assert set(graph["billing/invoice.py"]) == {"billing/tax.py", "billing/currency.py"}
     assert graph["web/app.ts"] == ["web/lib/total.ts"]
     assert graph["server/main.go"] == ["server/store/store.go"]

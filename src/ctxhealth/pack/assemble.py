@@ -204,7 +204,7 @@ class RepoPacker:
     @property
     def graph(self) -> dict[str, list[str]]:
         if self._graph is None:
-            self._graph = import_graph(self.index.facts, self.index.contents)
+            self._graph = import_graph(self.index.facts, self.index.data)
         return self._graph
 
     @property

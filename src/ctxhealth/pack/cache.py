@@ -17,7 +17,7 @@ import orjson
 from ctxhealth.atomic import write_atomic
 from ctxhealth.pack.facts import FileFacts
 
-CACHE_SCHEMA = 2
+CACHE_SCHEMA = 3
 CACHE_DIR = "pack-index"
 
 
@@ -38,11 +38,12 @@ def _encode(facts: FileFacts) -> list[Any]:
         facts.lines,
         facts.tokens,
         None if facts.signature_lines is None else list(facts.signature_lines),
+        facts.mtime_ns,
     ]
 
 
 def _decode(path: str, row: list[Any]) -> FileFacts:
-    digest, size, language, bag_json, defines, imports, lines, tokens, signature_lines = row
+    digest, size, language, bag_json, defines, imports, lines, tokens, signature_lines, mtime_ns = row
     return FileFacts(
         path=path,
         digest=str(digest),
@@ -54,6 +55,7 @@ def _decode(path: str, row: list[Any]) -> FileFacts:
         lines=int(lines),
         tokens=None if tokens is None else int(tokens),
         signature_lines=None if signature_lines is None else tuple(int(n) for n in signature_lines),
+        mtime_ns=int(mtime_ns),
     )
 
 
@@ -71,7 +73,7 @@ def load_cache(file: Path) -> dict[str, tuple[str, list[Any]]]:
         return {}
     out: dict[str, tuple[str, list[Any]]] = {}
     for path, row in doc["files"].items():
-        if isinstance(row, list) and len(row) == 9 and isinstance(row[0], str):
+        if isinstance(row, list) and len(row) == 10 and isinstance(row[0], str):
             out[path] = (row[0], row)
     return out
 

@@ -58,6 +58,7 @@ class FileFacts:
     lines: int
     tokens: int | None = None
     signature_lines: tuple[int, ...] | None = None
+    mtime_ns: int = 0
 
     @property
     def bag(self) -> dict[str, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ctxhealth.pack.facts import FileFacts
 
@@ -38,7 +38,7 @@ _GO_MODULE = re.compile(rb"^\s*module\s+(\S+)", re.M)
 class ImportResolver:
     """Resolves the imports of the indexed files to paths of other indexed files."""
 
-    def __init__(self, facts: Mapping[str, FileFacts], contents: Mapping[str, bytes]) -> None:
+    def __init__(self, facts: Mapping[str, FileFacts], read: Callable[[str], bytes]) -> None:
         self._paths = set(facts)
         self._modules: dict[str, str] = {}
         self._java: dict[str, list[str]] = {}
@@ -56,7 +56,7 @@ class ImportResolver:
         self._go_modules: list[tuple[str, str]] = []
         for path in sorted(facts):
             if path == "go.mod" or path.endswith("/go.mod"):
-                found = _GO_MODULE.search(contents.get(path, b""))
+                found = _GO_MODULE.search(read(path))
                 if found:
                     self._go_modules.append((found.group(1).decode(), posixpath.dirname(path)))
 
@@ -164,9 +164,9 @@ class ImportResolver:
         return []
 
 
-def import_graph(facts: Mapping[str, FileFacts], contents: Mapping[str, bytes]) -> dict[str, list[str]]:
-    """``path -> paths it imports`` for every indexed file."""
-    resolver = ImportResolver(facts, contents)
+def import_graph(facts: Mapping[str, FileFacts], read: Callable[[str], bytes]) -> dict[str, list[str]]:
+    """``path -> paths it imports`` for every indexed file (``read`` gives a file's bytes)."""
+    resolver = ImportResolver(facts, read)
     return {path: resolver.resolve(f) for path, f in facts.items() if f.imports}
 
 

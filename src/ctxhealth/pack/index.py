@@ -35,8 +35,17 @@ class RepoIndex:
     def paths(self) -> list[str]:
         return list(self.facts)
 
+    def data(self, path: str) -> bytes:
+        """The bytes of a candidate (read on first use: a warm run reads only the files it packs)."""
+        found = self.contents.get(path)
+        if found is None:
+            with open(os.path.join(str(self.root), path), "rb") as handle:
+                found = handle.read()
+            self.contents[path] = found
+        return found
+
     def text(self, path: str) -> str:
-        return self.contents[path].decode("utf-8", "replace")
+        return self.data(path).decode("utf-8", "replace")
 
     def remember(
         self, path: str, *, tokens: int | None = None, signature_lines: list[int] | None = None
@@ -69,11 +78,21 @@ def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
     facts: dict[str, FileFacts] = {}
     contents: dict[str, bytes] = {}
     excluded = list(candidates.excluded)
-    hits = misses = 0
+    hits = misses = changed_stat = 0
     top = str(repo)
     for path in candidates.paths:
+        full = os.path.join(top, path)
+        entry = cached.get(path)
         try:
-            with open(os.path.join(top, path), "rb") as handle:
+            stat = os.stat(full)
+            known = decode_row(path, entry[1]) if entry is not None else None
+            # Same size and modification time as when its hash was taken: the content is unchanged
+            # (the shortcut git's index takes too); anything else is re-read and re-hashed.
+            if known is not None and known.mtime_ns == stat.st_mtime_ns and known.size == stat.st_size:
+                facts[path] = known
+                hits += 1
+                continue
+            with open(full, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
             excluded.append((path, f"unreadable: {exc.strerror or exc}"))
@@ -83,14 +102,14 @@ def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
             excluded.append((path, reason))
             continue
         digest = content_digest(data)
-        entry = cached.get(path)
         found = decode_row(path, entry[1]) if entry is not None and entry[0] == digest else None
         if found is None:
             found = read_facts(path, data, digest)
             misses += 1
         else:
             hits += 1
-        facts[path] = found
+        facts[path] = replace(found, mtime_ns=stat.st_mtime_ns)
+        changed_stat += found.mtime_ns != stat.st_mtime_ns
         contents[path] = data
     index = RepoIndex(
         root=repo,
@@ -101,7 +120,7 @@ def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
         cache_hits=hits,
         cache_misses=misses,
         cache_file=file,
-        _dirty=misses > 0 or len(cached) != hits,
+        _dirty=misses > 0 or changed_stat > 0 or len(cached) != hits,
     )
     index.flush()
     return index
