@@ -138,8 +138,8 @@ def _text_levels(
         elif files:
             notes.append(f"{level} is not used for task type {kind}: {len(files)} file(s) left out")
     if errors is not None and errors.strip():
-        overhead = count(render_level("L4", [""], fmt)) + 8
-        text = fit_error_output(errors, max(1, alloc.caps["L4"] - overhead), count)
+        # The cap is on the error output itself; its heading and fence are framing.
+        text = fit_error_output(errors, max(1, alloc.caps["L4"]), count)
         fitted["L4"] = fit_pieces("L4", [PackedPiece(None, "trimmed", text)], 10**9, fmt, count)
     if history is not None and history.text:
         if "L5" in alloc.levels:
