@@ -16,6 +16,7 @@ skipped with a message when npm or the package is unavailable). Aider's repo map
     pip download django==5.2.19 --no-deps --no-binary :all: -d /tmp/dj && tar xzf /tmp/dj/*.tar.gz -C /tmp/dj
     python benchmarks/bench_pack.py --repo /tmp/dj/django-5.2.19 [--split all|even|odd] [--no-speed]
 
+Wall and CPU time (user + system) are both reported: on a shared machine CPU time is the steadier.
 Human lines go to stderr; the last line on stdout is one JSON object with every figure.
 """
 
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -144,27 +146,43 @@ def relevance(repo: Path, tasks: list[dict[str, object]]) -> dict[str, object]:
     }
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, the child and its own children) of one run of ``cmd``."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, env=env, timeout=600, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed: {done.stderr.decode(errors='replace')[-400:]}")
-    return round(elapsed, 3)
+    return round(elapsed, 3), round(_children_cpu() - cpu, 3)
 
 
 def speed(repo: Path, task: str, repeat: int) -> dict[str, object]:
     ctxhealth = shutil.which("ctxhealth") or str(Path(sys.executable).with_name("ctxhealth"))
     cmd = [ctxhealth, "pack", str(repo), "--task", task, "--budget", "32000", "-o", os.devnull]
-    cold: list[float] = []
-    warm: list[float] = []
+    cold: list[tuple[float, float]] = []
+    warm: list[tuple[float, float]] = []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as home:
             env = {**os.environ, "CTXHEALTH_HOME": home}
             cold.append(_timed(cmd, env))
             warm.append(_timed(cmd, env))
-    out: dict[str, object] = {"ours_cold_s": min(cold), "ours_warm_s": min(warm), "runs": repeat}
-    out["repomix_s"] = _repomix(repo, repeat)
+    out: dict[str, object] = {
+        "ours_cold_s": min(w for w, _ in cold),
+        "ours_cold_cpu_s": min(c for _, c in cold),
+        "ours_warm_s": min(w for w, _ in warm),
+        "ours_warm_cpu_s": min(c for _, c in warm),
+        "runs": repeat,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+    repomix = _repomix(repo, repeat)
+    out["repomix_s"] = None if repomix is None else min(w for w, _ in repomix)
+    out["repomix_cpu_s"] = None if repomix is None else min(c for _, c in repomix)
     try:
         import aider  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
@@ -173,7 +191,7 @@ def speed(repo: Path, task: str, repeat: int) -> dict[str, object]:
     return out
 
 
-def _repomix(repo: Path, repeat: int) -> float | None:
+def _repomix(repo: Path, repeat: int) -> list[tuple[float, float]] | None:
     npm = shutil.which("npm")
     if npm is None:
         log("repomix: npm not found: skipped")
@@ -192,7 +210,7 @@ def _repomix(repo: Path, repeat: int) -> float | None:
             return None
         out = prefix / "out.xml"
         cmd = [str(binary), str(repo), "-o", str(out), "--quiet"]
-        return min(_timed(cmd, dict(os.environ)) for _ in range(repeat))
+        return [_timed(cmd, dict(os.environ)) for _ in range(repeat)]
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
 

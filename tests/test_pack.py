@@ -362,3 +362,16 @@ def test_our_bm25_scores_equal_the_bm25s_package() -> None:
     query = ["total", "tax"]
     ours = build_bm25(bags, b=0.3).scores({w: 1.0 for w in query})
     assert list(ours) == pytest.approx(list(reference.get_scores(query)), rel=1e-5)
+
+
+def test_a_warm_cache_gives_the_same_pack(repo: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    cold = pack(repo, "InvoiceRenderer totals with tax", budget=2_500, cache_home=home)
+    warm = pack(repo, "InvoiceRenderer totals with tax", budget=2_500, cache_home=home)
+    assert warm.manifest["candidates"]["cache_hits"] == warm.manifest["candidates"]["files"]
+    assert cold.text == warm.text
+    strip = ("candidates",)
+    assert {k: v for k, v in cold.manifest.items() if k not in strip} == {
+        k: v for k, v in warm.manifest.items() if k not in strip
+    }
+    assert (home / "pack-index").is_dir() and list((home / "pack-index").glob("*.bm25.npz"))
