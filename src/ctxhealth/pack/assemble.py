@@ -19,24 +19,20 @@ from typing import Any
 
 from ctxhealth.accounting.tokens import count_batch, exact_available
 from ctxhealth.errors import TokenizerUnavailable, UsageError
-from ctxhealth.pack.budget import MIN_BUDGET, Allocation, TaskType, allocate, payload_for_model
-from ctxhealth.pack.errors_output import fit_error_output
+from ctxhealth.pack.budget import MIN_BUDGET, TaskType, allocate, payload_for_model
 from ctxhealth.pack.history import History, decay_factors, read_history
 from ctxhealth.pack.imports import import_distances, import_graph
 from ctxhealth.pack.index import RepoIndex, build_index
 from ctxhealth.pack.levels import (
-    FittedLevel,
-    LevelFile,
     discover_rules,
-    fit_pieces,
+    fit_text_levels,
     label_for,
     read_level_files,
 )
 from ctxhealth.pack.manifest import Inputs, build_manifest
-from ctxhealth.pack.priority import OTHER_MIN_SCORE, Tier, assign_tiers, bc_cap, tests_of
+from ctxhealth.pack.priority import Tier, assign_tiers, rank_candidates, tests_of
 from ctxhealth.pack.recency import EditHistory, read_edit_history
 from ctxhealth.pack.relevance import (
-    THRESHOLD,
     Scored,
     Weights,
     import_term,
@@ -44,7 +40,7 @@ from ctxhealth.pack.relevance import (
     size_term,
     weights_for,
 )
-from ctxhealth.pack.render import OutputFormat, PackedPiece, join_document, level_open, render_level
+from ctxhealth.pack.render import OutputFormat, join_document, level_open, render_level
 from ctxhealth.pack.select import Ranked, Taken, pack_sources
 from ctxhealth.pack.similarity import (
     Bm25Index,
@@ -117,56 +113,6 @@ def _active_paths(repo: Path, index: RepoIndex, active: Sequence[Path | str]) ->
         else:
             notes.append(f"active file {label} is not a candidate (missing, ignored or blacklisted)")
     return sorted(set(found)), notes
-
-
-def _text_levels(
-    kind: TaskType,
-    alloc: Allocation,
-    fmt: OutputFormat,
-    count: Any,
-    rules: list[LevelFile],
-    specs: list[LevelFile],
-    errors: str | None,
-    history: History | None,
-) -> tuple[dict[str, FittedLevel], list[str]]:
-    fitted: dict[str, FittedLevel] = {}
-    notes: list[str] = []
-    for level, files in (("L1", rules), ("L2", specs)):
-        if files and level in alloc.levels:
-            pieces = [PackedPiece(f.label, "full", f.text) for f in files]
-            fitted[level] = fit_pieces(level, pieces, alloc.caps[level], fmt, count)
-        elif files:
-            notes.append(f"{level} is not used for task type {kind}: {len(files)} file(s) left out")
-    if errors is not None and errors.strip():
-        # The cap is on the error output itself; its heading and fence are framing.
-        text = fit_error_output(errors, max(1, alloc.caps["L4"]), count)
-        fitted["L4"] = fit_pieces("L4", [PackedPiece(None, "trimmed", text)], 10**9, fmt, count)
-    if history is not None and history.text:
-        if "L5" in alloc.levels:
-            paragraphs = history.text.split("\n\n")
-            lo, hi, best = 1, len(paragraphs), 0
-            cap = alloc.caps["L5"]
-            while lo <= hi:
-                mid = (lo + hi) // 2
-                piece = PackedPiece(None, "summary", "\n\n".join(paragraphs[-mid:]))
-                if count(render_level("L5", [_render(piece, fmt)], fmt)) <= cap:
-                    best, lo = mid, mid + 1
-                else:
-                    hi = mid - 1
-            if best:
-                piece = PackedPiece(None, "summary", "\n\n".join(paragraphs[-best:]))
-                fitted["L5"] = FittedLevel(render_level("L5", [_render(piece, fmt)], fmt), (piece,), ())
-            else:
-                notes.append("L5 history does not fit its share of the budget: left out")
-        else:
-            notes.append("L5 history is not used for this task type: left out (it still drives decay)")
-    return fitted, notes
-
-
-def _render(piece: PackedPiece, fmt: OutputFormat) -> str:
-    from ctxhealth.pack.render import render_piece
-
-    return render_piece(piece, fmt)
 
 
 class RepoPacker:
@@ -300,7 +246,7 @@ class RepoPacker:
         )
         index = self.index
         active_paths, notes = _active_paths(root, index, active)
-        fitted, level_notes = _text_levels(kind, alloc, fmt, count, rule_files, spec_files, errors, past)
+        fitted, level_notes = fit_text_levels(kind, alloc, fmt, count, rule_files, spec_files, errors, past)
         notes += level_notes
         level_labels = {f.label for f in (*rule_files, *spec_files)}
         scored, tiers, skip, weights, score_notes, _ = self.score(
@@ -308,7 +254,7 @@ class RepoPacker:
         )
         notes += score_notes
         has_a = any(t is Tier.A for t in tiers.values())
-        eligible, excluded = _rank(scored, tiers, skip, has_a, len(scored))
+        eligible, excluded = rank_candidates(scored, tiers, skip, has_a, len(scored))
         fixed = [fitted[lv].section if lv in fitted else "" for lv in ("L1", "L2")]
         tail = [fitted[lv].section if lv in fitted else "" for lv in ("L4", "L5")]
         used = count(join_document([*fixed, *tail], fmt)) + count(level_open("L3", fmt)) + 4
@@ -373,40 +319,6 @@ class RepoPacker:
             count=count,
         )
         return Pack(text, manifest)
-
-
-def _rank(
-    scored: list[Scored], tiers: dict[str, Tier], skip: dict[str, str], has_a: bool, n_candidates: int
-) -> tuple[list[Scored], dict[str, str]]:
-    excluded = dict(skip)
-    eligible: list[Scored] = []
-    cap = bc_cap(n_candidates)
-    bc = 0
-    order = sorted(scored, key=lambda s: (tiers[s.path] is not Tier.A, -s.score, tiers[s.path].rank, s.path))
-    for s in order:
-        tier = tiers[s.path]
-        if s.path in excluded:
-            continue
-        if tier is Tier.A:
-            eligible.append(s)
-            continue
-        if s.score < THRESHOLD and tier is not Tier.B:
-            excluded[s.path] = f"relevance {s.score:.2f} below the threshold {THRESHOLD}"
-            continue
-        if tier is Tier.OTHER and has_a and s.score <= OTHER_MIN_SCORE:
-            excluded[s.path] = (
-                f"unrelated to the active files and relevance {s.score:.2f} <= {OTHER_MIN_SCORE}"
-            )
-            continue
-        if tier in (Tier.B, Tier.C):
-            if bc >= cap:
-                excluded[s.path] = f"B + C cap of {cap} files reached"
-                continue
-            bc += 1
-        eligible.append(s)
-    # A files (and B ones, their direct dependencies) are taken whatever their score; the rest must
-    # reach the threshold. Within the ranking, A files come first.
-    return eligible, excluded
 
 
 def pack(

@@ -1,5 +1,8 @@
 """The text levels: L1 rules and L2 specs (files), L4 error output and L5 history (blocks of text).
 
+:func:`fit_text_levels` renders all four within their caps; L5 keeps the latest paragraphs of the
+compressed history that fit.
+
 Rules are the files given with ``--rules`` plus the instruction files found at the repository root
 (:data:`RULE_FILES`); specs are the files given with ``--specs``. A level over its cap keeps its
 pieces in order and cuts the first one that does not fit at a line boundary (form ``trimmed``);
@@ -15,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxhealth.errors import InputError
+from ctxhealth.pack.budget import Allocation, TaskType
+from ctxhealth.pack.errors_output import fit_error_output
+from ctxhealth.pack.history import History
 from ctxhealth.pack.render import OutputFormat, PackedPiece, render_level, render_piece
 
 RULE_FILES = ("CLAUDE.md", "AGENTS.md", ".claude/CLAUDE.md")
@@ -122,3 +128,54 @@ def fit_pieces(
         left_out.extend(p.path or level for p in pieces[i + 1 :])
         break
     return FittedLevel(section(kept), tuple(kept), tuple(left_out))
+
+
+def fit_text_levels(
+    kind: TaskType,
+    alloc: Allocation,
+    fmt: OutputFormat,
+    count: Counter,
+    rules: list[LevelFile],
+    specs: list[LevelFile],
+    errors: str | None,
+    history: History | None,
+) -> tuple[dict[str, FittedLevel], list[str]]:
+    """Render L1, L2, L4 and L5 within their caps; notes about what the task type leaves out."""
+    fitted: dict[str, FittedLevel] = {}
+    notes: list[str] = []
+    for level, files in (("L1", rules), ("L2", specs)):
+        if files and level in alloc.levels:
+            pieces = [PackedPiece(f.label, "full", f.text) for f in files]
+            fitted[level] = fit_pieces(level, pieces, alloc.caps[level], fmt, count)
+        elif files:
+            notes.append(f"{level} is not used for task type {kind}: {len(files)} file(s) left out")
+    if errors is not None and errors.strip():
+        # The cap is on the error output itself; its heading and fence are framing.
+        text = fit_error_output(errors, max(1, alloc.caps["L4"]), count)
+        fitted["L4"] = fit_pieces("L4", [PackedPiece(None, "trimmed", text)], 10**9, fmt, count)
+    if history is not None and history.text:
+        if "L5" in alloc.levels:
+            paragraphs = history.text.split("\n\n")
+            lo, hi, best = 1, len(paragraphs), 0
+            cap = alloc.caps["L5"]
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                piece = PackedPiece(None, "summary", "\n\n".join(paragraphs[-mid:]))
+                if count(render_level("L5", [render_piece(piece, fmt)], fmt)) <= cap:
+                    best, lo = mid, mid + 1
+                else:
+                    hi = mid - 1
+            if best:
+                piece = PackedPiece(None, "summary", "\n\n".join(paragraphs[-best:]))
+                fitted["L5"] = FittedLevel(render_level("L5", [render_piece(piece, fmt)], fmt), (piece,), ())
+            else:
+                notes.append("L5 history does not fit its share of the budget: left out")
+        else:
+            notes.append("L5 history is not used for this task type: left out (it still drives decay)")
+    return fitted, notes
+
+
+def _render(piece: PackedPiece, fmt: OutputFormat) -> str:
+    from ctxhealth.pack.render import render_piece
+
+    return render_piece(piece, fmt)

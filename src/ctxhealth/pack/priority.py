@@ -22,6 +22,8 @@ import re
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 
+from ctxhealth.pack.relevance import THRESHOLD, Scored
+
 B_TRIM_TOKENS = 3_000
 LARGE_FILE_TOKENS = 5_000
 OTHER_MIN_SCORE = 0.7
@@ -91,3 +93,38 @@ def assign_tiers(
 def bc_cap(candidates: int) -> int:
     """How many B + C files may be packed for a repository with ``candidates`` candidate files."""
     return CAP_MANY if candidates > MANY_CANDIDATES else CAP_FEW
+
+
+def rank_candidates(
+    scored: list[Scored], tiers: dict[str, Tier], skip: dict[str, str], has_a: bool, n_candidates: int
+) -> tuple[list[Scored], dict[str, str]]:
+    """The candidates to pack in rank order (A first, then by score) and why the others are left out."""
+    excluded = dict(skip)
+    eligible: list[Scored] = []
+    cap = bc_cap(n_candidates)
+    bc = 0
+    order = sorted(scored, key=lambda s: (tiers[s.path] is not Tier.A, -s.score, tiers[s.path].rank, s.path))
+    for s in order:
+        tier = tiers[s.path]
+        if s.path in excluded:
+            continue
+        if tier is Tier.A:
+            eligible.append(s)
+            continue
+        if s.score < THRESHOLD and tier is not Tier.B:
+            excluded[s.path] = f"relevance {s.score:.2f} below the threshold {THRESHOLD}"
+            continue
+        if tier is Tier.OTHER and has_a and s.score <= OTHER_MIN_SCORE:
+            excluded[s.path] = (
+                f"unrelated to the active files and relevance {s.score:.2f} <= {OTHER_MIN_SCORE}"
+            )
+            continue
+        if tier in (Tier.B, Tier.C):
+            if bc >= cap:
+                excluded[s.path] = f"B + C cap of {cap} files reached"
+                continue
+            bc += 1
+        eligible.append(s)
+    # A files (and B ones, their direct dependencies) are taken whatever their score; the rest must
+    # reach the threshold. Within the ranking, A files come first.
+    return eligible, excluded
