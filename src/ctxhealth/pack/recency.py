@@ -1,7 +1,7 @@
 """Edit recency from git: uncommitted changes and the last commits that touched each file.
 
 A file changed in the working tree or the index (``git status``) scores 1.0; one touched by the
-k-th most recent commit (k from 0) scores ``0.5 ** (k / HALF_LIFE_COMMITS)``; files in no recent
+k-th most recent of the last 50 commits (k from 0) scores ``0.5 ** (k / 5)``; files in no recent
 commit score 0. Outside a git checkout there is no history and the term is absent (None).
 """
 
@@ -11,8 +11,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-HISTORY_COMMITS = 200
-HALF_LIFE_COMMITS = 20.0
+HISTORY_COMMITS = 50
+HALF_LIFE_COMMITS = 5.0
+"""Recency stands for "the work in progress": it fades over a handful of commits, so that a long
+run of commits on one area does not outweigh the task's own words for weeks."""
 
 
 @dataclass(frozen=True, slots=True)
