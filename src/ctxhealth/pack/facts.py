@@ -81,8 +81,14 @@ def _python_import_statements(text: str) -> list[str]:
     """The source of each import statement (with its continuation lines), dedented."""
     statements: list[str] = []
     lines = text.splitlines()
-    starts = {text.count("\n", 0, m.start()) for m in _PY_IMPORT_START.finditer(text)}
-    for start in sorted(starts):
+    starts: list[int] = []
+    line = offset = 0
+    for match in _PY_IMPORT_START.finditer(text):
+        line += text.count("\n", offset, match.start())  # counted incrementally: linear in the text
+        offset = match.start()
+        if not starts or starts[-1] != line:
+            starts.append(line)
+    for start in starts:
         chunk = [lines[start]]
         depth = lines[start].count("(") - lines[start].count(")")
         i = start

@@ -75,46 +75,44 @@ def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
     candidates = list_candidates(repo)
     file = cache_path(cache_home, repo) if cache_home is not None else None
     cached = load_cache(file) if file is not None else {}
-    facts: dict[str, FileFacts] = {}
-    contents: dict[str, bytes] = {}
+    found: dict[str, FileFacts] = {}
     excluded = list(candidates.excluded)
     hits = misses = changed_stat = 0
     top = str(repo)
+    pending: list[tuple[str, int, str | None]] = []
     for path in candidates.paths:
-        full = os.path.join(top, path)
         entry = cached.get(path)
         try:
-            stat = os.stat(full)
-            known = decode_row(path, entry[1]) if entry is not None else None
-            # Same size and modification time as when its hash was taken: the content is unchanged
-            # (the shortcut git's index takes too); anything else is re-read and re-hashed.
-            if known is not None and known.mtime_ns == stat.st_mtime_ns and known.size == stat.st_size:
-                facts[path] = known
-                hits += 1
-                continue
-            with open(full, "rb") as handle:
-                data = handle.read()
+            stat = os.stat(os.path.join(top, path))
         except OSError as exc:
             excluded.append((path, f"unreadable: {exc.strerror or exc}"))
             continue
-        reason = content_reason(data)
+        known = decode_row(path, entry[1]) if entry is not None else None
+        # Same size and modification time as when its hash was taken: the content is unchanged
+        # (the shortcut git's index takes too); anything else is re-read and re-hashed.
+        if known is not None and known.mtime_ns == stat.st_mtime_ns and known.size == stat.st_size:
+            found[path] = known
+            hits += 1
+        else:
+            pending.append((path, stat.st_mtime_ns, entry[0] if entry is not None else None))
+    for (path, mtime_ns, _), (reason, digest, fresh) in zip(pending, _examine_all(top, pending), strict=True):
         if reason is not None:
             excluded.append((path, reason))
             continue
-        digest = content_digest(data)
-        found = decode_row(path, entry[1]) if entry is not None and entry[0] == digest else None
-        if found is None:
-            found = read_facts(path, data, digest)
-            misses += 1
-        else:
-            hits += 1
-        facts[path] = replace(found, mtime_ns=stat.st_mtime_ns)
-        changed_stat += found.mtime_ns != stat.st_mtime_ns
-        contents[path] = data
+        entry = cached.get(path)
+        facts = fresh if fresh is not None else (decode_row(path, entry[1]) if entry is not None else None)
+        if facts is None:  # a cached row that no longer decodes
+            facts = read_facts(path, _read(top, path), digest)
+        misses += fresh is not None
+        hits += fresh is None
+        changed_stat += facts.mtime_ns != mtime_ns
+        found[path] = replace(facts, mtime_ns=mtime_ns)
+    facts_in_order = {path: found[path] for path in candidates.paths if path in found}
+    contents: dict[str, bytes] = {}
     index = RepoIndex(
         root=repo,
         source=candidates.source,
-        facts=facts,
+        facts=facts_in_order,
         contents=contents,
         excluded=sorted(excluded),
         cache_hits=hits,
@@ -124,3 +122,32 @@ def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
     )
     index.flush()
     return index
+
+
+def _read(top: str, path: str) -> bytes:
+    with open(os.path.join(top, path), "rb") as handle:
+        return handle.read()
+
+
+def _examine(top: str, path: str, cached_digest: str | None) -> tuple[str | None, str, FileFacts | None]:
+    """Read one file: why it is not a candidate, or its hash and (unless the hash is the cached one)
+    its facts."""
+    try:
+        data = _read(top, path)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}", "", None
+    reason = content_reason(data)
+    if reason is not None:
+        return reason, "", None
+    digest = content_digest(data)
+    return None, digest, None if digest == cached_digest else read_facts(path, data, digest)
+
+
+def _examine_all(
+    top: str, pending: list[tuple[str, int, str | None]]
+) -> list[tuple[str | None, str, FileFacts | None]]:
+    """:func:`_examine` for every pending file, in order.
+
+    One process on purpose: worker processes would need "spawn" (the caller may hold threads,
+    which forking does not survive), and "spawn" re-imports the caller's main module."""
+    return [_examine(top, path, digest) for path, _, digest in pending]

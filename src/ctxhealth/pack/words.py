@@ -175,9 +175,11 @@ def text_words(text: str) -> list[str]:
 def word_bag(text: str) -> Counter[str]:
     """How often each word of ``text`` occurs (the same words as :func:`text_words`, counted)."""
     bag: Counter[str] = Counter()
+    get = bag.get
+    split = split_identifier
     for identifier, count in Counter(_WORD.findall(text)).items():
-        for word in split_identifier(identifier):
-            bag[word] += count
+        for word in split(identifier):
+            bag[word] = get(word, 0) + count
     return bag
 
 
