@@ -12,6 +12,7 @@ levels left (:mod:`.select`); order the files by tier, then path; count the whol
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,13 +68,21 @@ class Pack:
 
 
 def _counter() -> Any:
+    """An exact o200k counter whose vocabulary starts loading now, in a thread.
+
+    Loading the vocabulary is most of a warm run's fixed cost and releases the GIL, so it overlaps
+    with indexing and scoring; the first count waits for it."""
     if not exact_available(ENCODING):
         raise TokenizerUnavailable(
             "exact o200k_base token counts are needed for a hard budget and toktok cannot be imported",
             hint="install the tokenizer: pip install toktok-rs",
         )
+    loading = threading.Thread(target=count_batch, args=(["warm-up"], ENCODING), daemon=True)
+    loading.start()
 
     def count(text: str) -> int:
+        if loading.is_alive():
+            loading.join()
         return int(count_batch([text], ENCODING)[0][0])
 
     return count
@@ -246,13 +255,12 @@ class RepoPacker:
         )
         index = self.index
         active_paths, notes = _active_paths(root, index, active)
-        fitted, level_notes = fit_text_levels(kind, alloc, fmt, count, rule_files, spec_files, errors, past)
-        notes += level_notes
         level_labels = {f.label for f in (*rule_files, *spec_files)}
         scored, tiers, skip, weights, score_notes, _ = self.score(
             task, kind, active_paths, level_labels, past
         )
-        notes += score_notes
+        fitted, level_notes = fit_text_levels(kind, alloc, fmt, count, rule_files, spec_files, errors, past)
+        notes += level_notes + score_notes
         has_a = any(t is Tier.A for t in tiers.values())
         eligible, excluded = rank_candidates(scored, tiers, skip, has_a, len(scored))
         fixed = [fitted[lv].section if lv in fitted else "" for lv in ("L1", "L2")]
