@@ -26,7 +26,7 @@ from ctxhealth.pack.render import OutputFormat, PackedPiece, render_level, rende
 RULE_FILES = ("CLAUDE.md", "AGENTS.md", ".claude/CLAUDE.md")
 TRIM_MARKER = "[... trimmed to fit the level's budget ...]"
 
-Counter = Callable[[str], int]
+TokenCounter = Callable[[str], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ def _trim_lines(text: str, fits: Callable[[str], bool]) -> str | None:
 
 
 def fit_pieces(
-    level: str, pieces: Sequence[PackedPiece], cap: int, fmt: OutputFormat, count: Counter
+    level: str, pieces: Sequence[PackedPiece], cap: int, fmt: OutputFormat, count: TokenCounter
 ) -> FittedLevel:
     """Render ``pieces`` as ``level`` within ``cap`` tokens (see the module docstring)."""
     kept: list[PackedPiece] = []
@@ -134,7 +134,7 @@ def fit_text_levels(
     kind: TaskType,
     alloc: Allocation,
     fmt: OutputFormat,
-    count: Counter,
+    count: TokenCounter,
     rules: list[LevelFile],
     specs: list[LevelFile],
     errors: str | None,
