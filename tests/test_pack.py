@@ -375,3 +375,13 @@ def test_a_warm_cache_gives_the_same_pack(repo: Path, tmp_path: Path) -> None:
         k: v for k, v in warm.manifest.items() if k not in strip
     }
     assert (home / "pack-index").is_dir() and list((home / "pack-index").glob("*.bm25.npz"))
+
+
+def test_history_from_a_real_claude_code_session(repo: Path, claude_code_data: Path) -> None:
+    session = next(claude_code_data.glob("*/f67ab274*.jsonl"))
+    result = pack(repo, "render the invoice totals", budget=6_000, history=session, task_type="explore")
+    m = result.manifest
+    assert m["history"]["turns"] > 20 and m["history"]["compression"] == "aggressive"
+    assert m["allocation"]["shares"]["L5"] == pytest.approx(0.15)  # a long conversation reserves more
+    assert "L5" in m["levels"] and m["levels"]["L5"] <= m["level_caps"]["L5"]
+    assert tokens(result.text) <= 6_000
