@@ -385,3 +385,23 @@ def test_history_from_a_real_claude_code_session(repo: Path, claude_code_data: P
     assert m["allocation"]["shares"]["L5"] == pytest.approx(0.15)  # a long conversation reserves more
     assert "L5" in m["levels"] and m["levels"]["L5"] <= m["level_caps"]["L5"]
     assert tokens(result.text) <= 6_000
+
+
+def test_ranking_caps_b_and_c_and_holds_others_to_0_7() -> None:
+    from ctxhealth.pack.priority import Tier, rank_candidates
+    from ctxhealth.pack.relevance import Scored
+
+    scored = [Scored("a.py", {}, 1.0, 0.2)]
+    scored += [Scored(f"dep{i:02}.py", {}, 1.0, 0.5 + i / 100) for i in range(20)]
+    scored += [Scored("other_high.py", {}, 1.0, 0.75), Scored("other_mid.py", {}, 1.0, 0.6)]
+    tiers = {s.path: Tier.B for s in scored} | {"a.py": Tier.A, "other_high.py": Tier.OTHER}
+    tiers["other_mid.py"] = Tier.OTHER
+    eligible, excluded = rank_candidates(scored, tiers, {}, True, 300)
+    names = [s.path for s in eligible]
+    assert names[0] == "a.py"  # A first, whatever its score
+    assert sum(1 for n in names if n.startswith("dep")) == 15  # > 200 candidates: at most 15 B + C
+    assert "dep19.py" in names and "dep00.py" not in names  # the best ones are kept
+    assert "B + C cap of 15" in excluded["dep00.py"]
+    assert "other_high.py" in names and "<= 0.7" in excluded["other_mid.py"]
+    few, _ = rank_candidates(scored, tiers, {}, True, 150)
+    assert sum(1 for s in few if s.path.startswith("dep")) == 20  # the cap is 25 for small repositories
