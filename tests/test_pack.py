@@ -405,3 +405,22 @@ def test_ranking_caps_b_and_c_and_holds_others_to_0_7() -> None:
     assert "other_high.py" in names and "<= 0.7" in excluded["other_mid.py"]
     few, _ = rank_candidates(scored, tiers, {}, True, 150)
     assert sum(1 for s in few if s.path.startswith("dep")) == 20  # the cap is 25 for small repositories
+
+
+def test_minhash_estimates_jaccard_like_datasketch() -> None:
+    datasketch = pytest.importorskip("datasketch")
+    from ctxhealth.pack.dedup import NUM_PERM, estimated_jaccard, minhash, shingle_hash
+
+    base = [f"w{i}".encode() for i in range(200)]
+    for overlap in (200, 180, 120, 40):
+        first = frozenset(base)
+        second = frozenset(base[:overlap] + [f"x{i}".encode() for i in range(200 - overlap)])
+        true = len(first & second) / len(first | second)
+        reference = []
+        for items in (first, second):
+            sketch = datasketch.MinHash(num_perm=256, hashfunc=shingle_hash)
+            sketch.update_batch(sorted(items))
+            reference.append(sketch)
+        ours = estimated_jaccard(minhash(first), minhash(second))
+        assert abs(ours - true) <= 3.5 * (true * (1 - true) / NUM_PERM) ** 0.5 + 1e-9
+        assert abs(reference[0].jaccard(reference[1]) - true) <= 0.15

@@ -2,7 +2,7 @@
 
 ``pack(repo, task, budget=..., ...) -> Pack`` (``.text``, ``.manifest``) is the entry point
 (:mod:`ctxhealth.pack.assemble`); ``TaskType`` and ``OutputFormat`` name its choices. Imports are
-lazy: the heavy parts (numpy, datasketch, tree-sitter) load only when packing.
+lazy: the heavy parts (numpy, tree-sitter) load only when packing.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
     try:
         return load_export(globals(), _EXPORTS, __name__, name)
     except ImportError as exc:
-        if exc.name not in {"numpy", "datasketch"}:
+        if exc.name != "numpy":
             raise
         from ctxhealth.errors import EnvironmentProblem
 
