@@ -191,12 +191,3 @@ def import_distances(
                 distances[other] = depth + 1
                 queue.append(other)
     return distances
-
-
-def importers_count(graph: Mapping[str, list[str]], sources: Iterable[str]) -> dict[str, int]:
-    """How many of ``sources`` import each file."""
-    counts: dict[str, int] = {}
-    for source in sources:
-        for target in graph.get(source, []):
-            counts[target] = counts.get(target, 0) + 1
-    return counts
