@@ -69,3 +69,22 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "exactly one of --budget and --model" in err
     code, _, err = run(str(repo), "--task", "x", "--budget", "100", "--rules", str(tmp_path / "nope.md"))
     assert code == 3 and "nope.md" in err and "--rules" in err
+
+
+def test_session_id_finds_the_transcript_in_the_ledger(tmp_path: Path, _isolated_home: Path) -> None:
+    from ctxhealth.state.ledger import Ledger, TailState
+
+    repo = write_repo(tmp_path / "repo")
+    transcript = tmp_path / "chat.json"
+    messages = [{"role": "user", "content": "look at billing/tax.py"}, {"role": "assistant", "content": "ok"}]
+    transcript.write_text(json.dumps({"messages": messages}))
+    args = [str(repo), "--task", "tax", "--budget", "3000", "--type", "explore", "--json"]
+    code, _, err = run(*args, "--session", "s-1")
+    assert code == 3 and "no ledger" in err
+    with Ledger.open(_isolated_home) as ledger:
+        ledger.set_tail(transcript, TailState(session_id="s-1"))
+    code, out, err = run(*args, "--session", "s-1")
+    assert code == 0, err
+    assert json.loads(out)["history"]["path"] == str(transcript)
+    code, _, err = run(*args, "--session", "other")
+    assert code == 3 and "knows no session other" in err

@@ -66,6 +66,7 @@ def explain_table(manifest: dict[str, Any]) -> str:
 @click.option("--active", multiple=True, help="A file being worked on (repeatable).")
 @click.option("--errors", "errors_file", help="A file of error output (L4; '-' for stdin).")
 @click.option("--history", help="A transcript of the conversation so far (L5 and decay).")
+@click.option("--session", "session_id", help="Use the transcript the ledger recorded for this session id.")
 @click.option("--rules", multiple=True, help="A rules file (L1; repeatable).")
 @click.option("--specs", multiple=True, help="A specs file (L2; repeatable).")
 @click.option(
@@ -85,6 +86,7 @@ def pack(
     active: tuple[str, ...],
     errors_file: str | None,
     history: str | None,
+    session_id: str | None,
     rules: tuple[str, ...],
     specs: tuple[str, ...],
     fmt: str,
@@ -101,7 +103,15 @@ def pack(
         raise UsageError(
             "give exactly one of --budget and --model", hint="--budget 32000 or --model claude-sonnet-4"
         )
+    if history is not None and session_id is not None:
+        raise UsageError(
+            "give at most one of --history and --session", hint="--session looks the transcript up"
+        )
     settings = load_settings({}, os.environ, Path.cwd())
+    if session_id is not None:
+        from ctxhealth.pack.history import transcript_for_session
+
+        history = str(transcript_for_session(settings.home, session_id))
     result = run_pack(
         Path(repo),
         task_text if task_text is not None else _read_text(str(task_file), "task file"),

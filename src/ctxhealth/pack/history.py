@@ -5,6 +5,7 @@
 beyond) and renders the result as ``role: text`` lines. :func:`file_references` finds, per repository
 path, whether a previous pack in the transcript included it (our own file headers in user messages)
 and in which turns the agent named it (assistant text and tool calls) — the input of the decay.
+:func:`transcript_for_session` finds the transcript of a session id in the ledger.
 """
 
 from __future__ import annotations
@@ -110,3 +111,22 @@ def decay_factors(history: History, paths: Sequence[str]) -> dict[str, float]:
         elif p in packed_at and turn - max(ref or 0, packed_at[p]) >= UNREFERENCED_TURNS:
             factors[p] = DECAY_UNREFERENCED
     return factors
+
+
+def transcript_for_session(home: Path, session_id: str) -> Path:
+    """The transcript the ledger under ``home`` knows for ``session_id`` (the most recently updated one).
+
+    Raises :class:`~ctxhealth.errors.InputError` when there is no ledger or it does not know the
+    session; never creates a ledger.
+    """
+    from ctxhealth.errors import InputError
+    from ctxhealth.state.ledger import LEDGER_FILENAME, Ledger
+
+    hint = "give --history TRANSCRIPT, or let the hooks or `ctxhealth watch` record the session first"
+    if not (home / LEDGER_FILENAME).is_file():
+        raise InputError(f"no ledger to look session {session_id} up in", path=str(home), hint=hint)
+    with Ledger.open(home) as ledger:
+        for row in ledger.sessions(limit=100_000):
+            if row.session_id == session_id:
+                return Path(row.path)
+    raise InputError(f"the ledger knows no session {session_id}", path=str(home / LEDGER_FILENAME), hint=hint)
