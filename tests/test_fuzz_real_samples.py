@@ -1,10 +1,11 @@
 """Fuzz every reader with generated mutations of real transcripts: no traceback, no hang, valid lines kept.
 
 Seeds: the real sessions in ../shared/data (Claude Code, mini-swe-agent, tau-bench result files and
-OpenHands completion files, and their message lists; skipped with a reason when absent), the shipped example and our own fixtures (always
-there, so the fuzzing always runs). Large seeds are cut into windows of whole lines (or a prefix of
-the message list), so a case costs milliseconds. Mutations are drawn from a seeded generator, a few
-thousand per run, in a bounded number per seed group, so a run is reproducible.
+OpenHands completion files, and their message lists; skipped with a reason when absent), the shipped
+example and our own fixtures (always there, so the fuzzing always runs). Large seeds are cut into
+windows of whole lines (or a prefix of the message list), so a case costs milliseconds. Mutations
+are drawn from a seeded generator, a few thousand per run, in a bounded number per seed group, so a
+run is reproducible.
 
 Every case goes through the format's own parser, the detecting reader (``read_data``) and, for Claude
 Code, the hooks' incremental reader fed in random chunks. Anything but a :class:`CtxHealthError` is a

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "report": "ctxhealth.cli.report:report",
     "fleet": "ctxhealth.cli.fleet:fleet",
     "proxy": "ctxhealth.cli.proxy:proxy",
+    "pack": "ctxhealth.cli.pack:pack",
 }
 
 
