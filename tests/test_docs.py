@@ -1,6 +1,6 @@
 """The documentation site agrees with the code: the generated command pages with the CLI, the API
 pages with the package's public names and objects, the error table with the error tree, and the
-proposed README's links with the files they point to. (CI also builds the site with ``--strict``.)"""
+README's links with the files and pages they point to. (CI also builds the site with ``--strict``.)"""
 
 from __future__ import annotations
 
@@ -183,12 +183,30 @@ def test_error_table_matches_the_error_tree() -> None:
     assert documented == actual
 
 
-def test_proposed_readme_links_point_at_files() -> None:
-    draft = (DOCS / "readme-draft.md").read_text(encoding="utf-8")
-    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", draft)
-    assert links, "the draft links into the site"
+README = REPO_ROOT / "README.md"
+
+
+def test_readme_links_point_at_files_and_pages_in_the_site() -> None:
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    assert len(links) > 20, "the README links into the site"
+    external = [link for link in links if "://" in link]
+    assert not external, f"README.md links outside the repository: {external}"
     missing = [link for link in links if not (REPO_ROOT / link).is_file()]
-    assert not missing, f"docs/readme-draft.md links to files that do not exist: {missing}"
+    assert not missing, f"README.md links to files that do not exist: {missing}"
+    nav = (REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:", 1)[1]
+    outside_site = [link for link in links if link.endswith(".md") and link.removeprefix("docs/") not in nav]
+    assert not outside_site, f"README.md links to pages that are not in the site's nav: {outside_site}"
+
+
+def test_readme_keeps_the_set_up_commands_and_maps_every_command() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert "pip install -e . && ctxhealth check examples/claude-code-session.jsonl\n" in text
+    assert "pip install -e '.[test]' && python -m pytest\n" in text
+    commands = "check report fleet audit pack proxy install doctor watch recover retention state checkpoint"
+    for command in [*commands.split(), "calibrate", "validate", "config"]:
+        assert f"](docs/commands/{command}.md)" in text, f"the README's command map misses {command}"
+    assert len(text.splitlines()) <= 80, "the README is one screen: move detail into docs/"
 
 
 def test_every_page_in_the_nav_exists() -> None:
