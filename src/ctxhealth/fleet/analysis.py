@@ -354,8 +354,8 @@ def _cache_break_rows(cache: CacheReport, turn_at: dict[int, int]) -> tuple[list
                     r.position,
                     turn,
                     f"cache break: {b.cause}",
-                    f"{b.detail}; cached prefix {b.previous.usage.cache_read_tokens:,} → "
-                    f"{r.usage.cache_read_tokens:,} tokens, {b.tokens:,} tokens lost, cost {cost}",
+                    f"{b.detail}\ncached prefix {b.previous.usage.cache_read_tokens:,} → "
+                    f"{r.usage.cache_read_tokens:,} tokens; {b.tokens:,} tokens lost; cost {cost}",
                     (r.position,),
                 )
             )
