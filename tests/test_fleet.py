@@ -289,6 +289,7 @@ def test_the_schema_reference_in_the_docs_is_current() -> None:
         "decisions",
         "tool_calls",
         "cache_breaks",
+        "responses",
         "costs",
         "files",
     }

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from audit_fixtures import ClaudeLog
 from ctxhealth.cli.main import cli
 from ctxhealth.fleet import analyse_session
 from ctxhealth.policy.profile import default_profile
@@ -137,9 +138,12 @@ def browser() -> Any:
 
 def test_renders_in_chromium_without_errors_or_requests(browser: Any, tmp_path: Path) -> None:
     other = chat(tmp_path / "other.json", [10_000, 90_000, 125_000, 170_000])
+    idle = ClaudeLog("idle").user("go").response(read=0, write=20_000)
+    idle.response(read=20_000, write=500).wait(600).response(read=0, write=20_600)
+    broken = idle.write(tmp_path / "idle.jsonl")  # one cache break: idle past the 5-minute TTL
     html_path = tmp_path / "report.html"
-    html_path.write_text(report(tmp_path, EXAMPLE, other), encoding="utf-8")
-    turns = sum(check_turns(EXAMPLE, other).values())
+    html_path.write_text(report(tmp_path, EXAMPLE, other, broken), encoding="utf-8")
+    turns = sum(check_turns(EXAMPLE, other, broken).values())
     page = browser.new_page(viewport={"width": 1100, "height": 900})
     problems: list[str] = []
     requests: list[str] = []
@@ -160,12 +164,20 @@ def test_renders_in_chromium_without_errors_or_requests(browser: Any, tmp_path: 
     page.goto(html_path.as_uri())
     page.wait_for_load_state("load")
     assert page.locator("circle.pt").count() == turns
-    assert page.locator("section.session svg.timeline").count() == 2
+    assert page.locator("section.session svg.timeline").count() == 3
     # hovering a point shows its turn, fill and decision
     page.locator("circle.pt").first.hover()
     tip = page.locator("#tip")
     assert tip.is_visible()
     assert re.match(r"turn \d+ \(message \d+\): [\d,]+ tokens", tip.inner_text())
+    # the cache breaks are marked (the example's compaction, the idle one); the hover gives the
+    # cause, the tokens lost and the cost
+    marker = page.locator(f'section[id$="{broken.name.replace(".", "-")}"] text.ev-cache_break')
+    assert marker.count() == 1
+    assert page.locator("text.ev-cache_break").count() == 2
+    marker.hover()
+    assert tip.inner_text().startswith("cache break: idle")
+    assert "tokens lost; cost $" in tip.inner_text()
     assert problems == []
     assert requests == [html_path.as_uri()]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -19,12 +19,35 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ctxhealth.audit.findings import Evidence
 from ctxhealth.audit.responses import Response
 
 TREND_GROWTH = 0.20
+
+
+class Priced(Protocol):
+    """What the ledger reads of a priced response: an audit :class:`Response`, or a row read back
+    from the fleet's ``responses`` table."""
+
+    @property
+    def response_id(self) -> str | None: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def time(self) -> datetime | None: ...
+    @property
+    def usd(self) -> float | None: ...
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
+
+
+P = TypeVar("P", bound=Priced)
 
 
 def iso_week(day: date) -> str:
@@ -73,6 +96,8 @@ class CostLedger:
     usd: float = 0.0
     requests: int = 0
     unpriced: int = 0
+    read_tokens: int = 0
+    prompt_tokens: int = 0
     by_model: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     by_project: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     by_day: dict[str, float] = field(default_factory=lambda: defaultdict(float))
@@ -82,7 +107,7 @@ class CostLedger:
     _week_time: dict[str, tuple[datetime, str]] = field(default_factory=dict)
     unpriced_evidence: Evidence | None = None
 
-    def add(self, path: str, responses: Iterable[Response]) -> list[Response]:
+    def add(self, path: str, responses: Iterable[P]) -> list[P]:
         """Count ``responses`` of the session at ``path``; returns those not counted before."""
         project = project_of(path)
         new = []
@@ -94,6 +119,8 @@ class CostLedger:
                 self.seen.add(rid)
             new.append(response)
             self.requests += 1
+            self.read_tokens += response.cache_read_tokens
+            self.prompt_tokens += response.prompt_tokens
             where = Evidence(path, response.line, response.response_id)
             if response.usd is None:
                 self.unpriced += 1
@@ -113,6 +140,11 @@ class CostLedger:
                     self.week_evidence[week] = where
                     self._week_time[week] = (response.time, where.path)
         return new
+
+    @property
+    def hit_rate(self) -> float | None:
+        """Cache-read tokens over prompt tokens of every response counted (None without a prompt)."""
+        return self.read_tokens / self.prompt_tokens if self.prompt_tokens else None
 
     def trend(self, growth: float = TREND_GROWTH) -> list[WeekTrend]:
         """Every week with cost, oldest first, with its growth over the calendar week before."""

@@ -51,6 +51,10 @@ class Response:
         return self.usage.context_tokens
 
     @property
+    def cache_read_tokens(self) -> int:
+        return self.usage.cache_read_tokens
+
+    @property
     def hit_rate(self) -> float | None:
         """Share of the prompt read from the cache (None for an empty prompt)."""
         prompt = self.usage.context_tokens

@@ -139,16 +139,12 @@ class _Totals:
     breaks: int = 0
     breaks_by_cause: Counter[str] = field(default_factory=Counter)
     usd_breaks: float = 0.0
-    read_tokens: int = 0
-    prompt_tokens: int = 0
     requests: int = 0
 
     def add_responses(self, path: str, responses: list[Response]) -> None:
         """Count the session's responses in the totals, each response id once over all sessions."""
         n = self.options.last_n
         for r in self.cost.add(path, responses):
-            self.read_tokens += r.usage.cache_read_tokens
-            self.prompt_tokens += r.usage.context_tokens
             self.requests += 1
             # Without a timestamp a response sorts before every timed one, in read order.
             item = (
@@ -329,7 +325,7 @@ def _totals_document(inputs: _Inputs, options: AuditOptions, totals: _Totals) ->
         "sessions": totals.sessions,
         "requests": totals.requests,
         "cache": {
-            "hit_rate": totals.read_tokens / totals.prompt_tokens if totals.prompt_tokens else None,
+            "hit_rate": totals.cost.hit_rate,
             "last50_hit_rate": last_rate,
             "breaks": totals.breaks,
             "breaks_by_cause": dict(sorted(totals.breaks_by_cause.items())),

@@ -40,7 +40,7 @@ def fleet(
     as_json: bool,
 ) -> None:
     """Analyse every new or changed transcript under PATHs into DuckDB / Parquet tables
-    (sessions, turns, decisions, tool_calls, cache_breaks, costs, files); see docs/fleet.md."""
+    (sessions, turns, decisions, tool_calls, cache_breaks, responses, costs, files); see docs/fleet.md."""
     settings = load_settings({"model": model}, os.environ, Path.cwd())
     options = JobOptions(
         registry=settings.registry(),

@@ -9,11 +9,16 @@ so the table's row count equals ``check``'s ``tool_calls``. Costs are split by t
 produced each response, at that model's list prices, so a session's rows add up to its
 ``cost_usd``.
 
-Waste is defined here as the prompt tokens sent from the first turn whose decision was unhealthy
-on: the work done in a context the policy wanted to recover. Cache breaks come from the cache
-audit; until it feeds :data:`CACHE_BREAKS_SEAM` the table stays empty (its schema is fixed).
+Everything about prices and the prompt cache comes from the audit, computed once per session:
+its priced responses (:func:`ctxhealth.audit.session_responses`) are the ``responses`` rows and,
+summed per model, the ``costs`` rows; its cache report (:func:`ctxhealth.audit.audit_cache`)
+gives the session's ``cache_hit_rate`` and the ``cache_breaks`` rows, so the tables list the same
+breaks, causes and costs as ``ctxhealth audit --json``.
 
-Timeline events (compactions, tool failures, drift, indicators, decisions) are kept for the HTML
+Waste is defined here as the prompt tokens sent from the first turn whose decision was unhealthy
+on: the work done in a context the policy wanted to recover.
+
+Timeline events (compactions, tool failures, drift, indicators, decisions, cache breaks) are kept for the HTML
 report; they are not a table of their own (each is a row or a column elsewhere).
 """
 
@@ -26,18 +31,16 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.accounting.cost import iter_responses, iter_threads, usage_cost
+from ctxhealth.accounting.cost import iter_threads
 from ctxhealth.accounting.fill import SessionAccount, account_session
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.audit.cache import CacheReport, audit_cache
+from ctxhealth.audit.responses import Response, session_responses
 from ctxhealth.model import Message, Session, ToolCall, ToolResult
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy.profile import Profile
 
 Row = tuple[Any, ...]
-
-CACHE_BREAKS_SEAM: Callable[[Session, SessionAccount], Iterable[Row]] | None = None
-"""Where the cache audit plugs in: a function giving ``cache_breaks`` rows (without ``path``) for
-a session, or None (the table stays empty). Set once at start-up; never per call."""
 
 SNIPPET_CHARS = 240
 """Characters of a message kept for a timeline event's hover text."""
@@ -47,7 +50,7 @@ SNIPPET_CHARS = 240
 class TimelineEvent:
     """A marker on a session's timeline: what happened at ``message_index`` and why."""
 
-    kind: str  # compaction | tool_failure | drift | indicators | decision
+    kind: str  # compaction | tool_failure | drift | indicators | decision | cache_break
     message_index: int
     turn: int | None
     label: str
@@ -64,6 +67,7 @@ class SessionRows:
     tool_calls: list[Row] = field(default_factory=list)
     costs: list[Row] = field(default_factory=list)
     cache_breaks: list[Row] = field(default_factory=list)
+    responses: list[Row] = field(default_factory=list)
     events: list[TimelineEvent] = field(default_factory=list)
     first_unhealthy_turn: int | None = None
     first_unhealthy_at: datetime | None = None
@@ -84,6 +88,10 @@ class SessionAnalysis:
     started_at: datetime | None
     ended_at: datetime | None
     rows: SessionRows
+    responses: list[Response] = field(default_factory=list)
+    """The audit's priced responses (what the cost ledger of a report counts)."""
+    cache: CacheReport | None = None
+    """The audit's cache report: hit rates, breaks and what they cost."""
 
     @property
     def week(self) -> date | None:
@@ -156,6 +164,7 @@ class SessionAnalysis:
             "decisions": [key + row for row in r.decisions],
             "tool_calls": [key + row for row in r.tool_calls],
             "cache_breaks": [key + row for row in r.cache_breaks],
+            "responses": [key + row for row in r.responses],
             "costs": [key + row for row in r.costs],
         }
 
@@ -273,37 +282,84 @@ def _failed(result: ToolResult) -> bool:
     return result.is_error or result.exit_code not in (None, 0)
 
 
-def _cost_rows(
-    session: Session, registry: ModelRegistry, model: str | None, project: str, week: date | None
-) -> list[Row]:
-    """Usage and cost per model, each response once across threads and priced on its own (its
-    prompt decides a long-context tier), as ``session_cost`` counts."""
+def _cost_rows(responses: Iterable[Response], project: str, week: date | None) -> list[Row]:
+    """Usage and cost per model: the audit's priced responses summed (a model's cost is NULL when
+    its prices are unknown)."""
     totals: dict[str, list[int]] = {}
     costs: dict[str, float | None] = {}
-    for thread, message in iter_responses(session):
-        usage = message.usage
-        if usage is None or not (
-            usage.input_tokens
-            or usage.output_tokens
-            or usage.cache_creation_tokens
-            or usage.cache_read_tokens
-        ):
-            continue
-        model_id = model or message.model or thread.model or session.model or "unknown"
+    for r in responses:
+        usage = r.usage
+        model_id = r.model or "unknown"
         t = totals.setdefault(model_id, [0, 0, 0, 0, 0])
         t[0] += 1
         t[1] += usage.input_tokens
         t[2] += usage.cache_creation_tokens
         t[3] += usage.cache_read_tokens
         t[4] += usage.output_tokens
-        prices = registry.lookup(model_id).prices
         so_far = costs.get(model_id, 0.0)
-        costs[model_id] = None if prices is None or so_far is None else so_far + usage_cost(usage, prices)
+        costs[model_id] = None if r.usd is None or so_far is None else so_far + r.usd
     rows: list[Row] = []
     for model_id, (n, inp, cw, cr, out) in sorted(totals.items()):
         cost = costs[model_id]
         rows.append((model_id, project, week, n, inp, cw, cr, out, None if cost is None else round(cost, 6)))
     return rows
+
+
+def _response_rows(responses: Iterable[Response]) -> list[Row]:
+    return [
+        (
+            r.thread,
+            r.position,
+            r.line,
+            r.response_id,
+            r.time,
+            r.model or "unknown",
+            r.usage.input_tokens,
+            r.usage.cache_creation_tokens,
+            r.usage.cache_read_tokens,
+            r.usage.output_tokens,
+            None if r.usd is None else round(r.usd, 9),
+        )
+        for r in responses
+    ]
+
+
+def _cache_break_rows(cache: CacheReport, turn_at: dict[int, int]) -> tuple[list[Row], list[TimelineEvent]]:
+    """The audit's cache breaks as rows, and a timeline event for each one in the main thread."""
+    rows: list[Row] = []
+    events: list[TimelineEvent] = []
+    for b in cache.breaks:
+        r = b.response
+        turn = turn_at.get(r.position) if r.thread == 0 else None
+        rows.append(
+            (
+                r.thread,
+                turn,
+                r.position,
+                r.line,
+                r.response_id,
+                str(b.cause),
+                b.detail,
+                b.previous.usage.cache_read_tokens,
+                r.usage.cache_read_tokens,
+                b.tokens,
+                None if b.usd is None else round(b.usd, 9),
+            )
+        )
+        if r.thread == 0:
+            cost = "no prices" if b.usd is None else f"${b.usd:,.4f}"
+            events.append(
+                TimelineEvent(
+                    "cache_break",
+                    r.position,
+                    turn,
+                    f"cache break: {b.cause}",
+                    f"{b.detail}\ncached prefix {b.previous.usage.cache_read_tokens:,} → "
+                    f"{r.usage.cache_read_tokens:,} tokens; {b.tokens:,} tokens lost; cost {cost}",
+                    (r.position,),
+                )
+            )
+    return rows, events
 
 
 def analyse_session(
@@ -416,8 +472,9 @@ def analyse_session(
         del assessment
     # a session without messages yields no assessment: observe_session gives "nothing seen yet"
     final = monitor.last if seen and monitor.last is not None else monitor.observe_session(session)
-    cache = monitor.cache
-    result.cache_hit_rate = round(cache.read_tokens / cache.prompt_tokens, 4) if cache.prompt_tokens else None
+    responses = session_responses(session, registry, model=model)
+    cache = audit_cache(session, responses)
+    result.cache_hit_rate = None if cache.hit_rate is None else round(cache.hit_rate, 4)
 
     def turn_of(i: int) -> int | None:
         # the 0-based turn of the latest response at or before message i
@@ -425,11 +482,12 @@ def analyse_session(
         return turn_at[turn_indices[k - 1]].turn if k else None
 
     result.tool_calls, failures = _tool_rows(session, turn_of)
-    result.costs = _cost_rows(session, registry, model, project, week_of(started))
-    if CACHE_BREAKS_SEAM is not None:
-        result.cache_breaks = list(CACHE_BREAKS_SEAM(session, account))
+    result.costs = _cost_rows(responses, project, week_of(started))
+    result.responses = _response_rows(responses)
+    result.cache_breaks, break_events = _cache_break_rows(cache, {i: t.turn for i, t in turn_at.items()})
     if events:
         result.events.extend(failures)
+        result.events.extend(break_events)
         for c in account.compactions:
             before = "?" if c.pre_tokens is None else f"{c.pre_tokens:,}"
             after = "?" if c.post_tokens is None else f"{c.post_tokens:,}"
@@ -445,4 +503,4 @@ def analyse_session(
                 )
             )
         result.events.sort(key=lambda e: (e.message_index, e.kind))
-    return SessionAnalysis(session, account, final, project, started, ended, result)
+    return SessionAnalysis(session, account, final, project, started, ended, result, responses, cache)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the fleet tables; stored in the ``meta`` table / ``meta.json``."""
 
 
@@ -71,7 +71,9 @@ SESSIONS = Table(
         _c("tool_errors", "INTEGER", "failed tool results, sub-agents included (check's tool_errors)"),
         _c("cost_usd", "DOUBLE", "cost at list prices; NULL when there is no usage or no prices"),
         _c(
-            "cache_hit_rate", "DOUBLE", "share of prompt tokens read from the prompt cache; NULL when unknown"
+            "cache_hit_rate",
+            "DOUBLE",
+            "cache-read over prompt tokens of every response (the audit's hit_rate); NULL without usage",
         ),
         _c("zone", "VARCHAR", "final zone"),
         _c("pressure", "DOUBLE", "final pressure (0..1+)"),
@@ -156,14 +158,45 @@ TOOL_CALLS = Table(
 
 CACHE_BREAKS = Table(
     "cache_breaks",
-    "Prompt-cache breaks (a change to the stable prefix). Filled by the cache audit; empty until then.",
+    "Prompt-cache breaks as `ctxhealth audit` lists them: a response whose cached prefix shrank, "
+    "with its likely cause and what it cost (compactions and clears included: they are meant).",
     (
         _PATH,
-        _c("turn", "INTEGER", "0-based turn at which the cache broke"),
-        _c("message_index", "INTEGER", "position of the response"),
-        _c("cause", "VARCHAR", "what changed in the prefix"),
-        _c("tokens_rewritten", "INTEGER", "prompt tokens written to the cache again"),
-        _c("cost_usd", "DOUBLE", "extra cost of the break at list prices"),
+        _c("thread", "INTEGER", "0 for the main thread, 1.. for sub-agent threads"),
+        _c("turn", "INTEGER", "0-based main-thread turn of the response; NULL in sub-agent threads"),
+        _c("message_index", "INTEGER", "position of the response in its thread"),
+        _c("line", "INTEGER", "line of the response in the transcript, when the reader knows it"),
+        _c("response_id", "VARCHAR", "the response id, when the log has one"),
+        _c(
+            "cause",
+            "VARCHAR",
+            "compaction / clear / model-switch / idle / system-change / lookback / prefix-change / unknown",
+        ),
+        _c("detail", "VARCHAR", "the evidence for the cause"),
+        _c("cached_before", "INTEGER", "cache-read tokens of the thread's previous response"),
+        _c("cached_after", "INTEGER", "cache-read tokens of this response"),
+        _c("tokens_rewritten", "INTEGER", "prompt tokens of the lost prefix (sent again uncached)"),
+        _c("cost_usd", "DOUBLE", "extra cost of the break at list prices; NULL without prices"),
+    ),
+)
+
+RESPONSES = Table(
+    "responses",
+    "One row per model response with usage (every thread, each response id once in a session), "
+    "priced as `ctxhealth audit` prices it.",
+    (
+        _PATH,
+        _c("thread", "INTEGER", "0 for the main thread, 1.. for sub-agent threads"),
+        _c("message_index", "INTEGER", "position of the response in its thread"),
+        _c("line", "INTEGER", "line of the response in the transcript, when the reader knows it"),
+        _c("response_id", "VARCHAR", "the response id (a resumed session repeats earlier ones)"),
+        _c("timestamp", "TIMESTAMPTZ", "the response's timestamp, when the log has one"),
+        _c("model", "VARCHAR", "model the response is priced as"),
+        _c("input_tokens", "BIGINT", "uncached input tokens"),
+        _c("cache_write_tokens", "BIGINT", "prompt tokens written to the cache"),
+        _c("cache_read_tokens", "BIGINT", "prompt tokens read from the cache"),
+        _c("output_tokens", "BIGINT", "output tokens"),
+        _c("cost_usd", "DOUBLE", "cost at the model's list prices; NULL when its prices are unknown"),
     ),
 )
 
@@ -175,7 +208,7 @@ COSTS = Table(
         _c("model", "VARCHAR", "model that produced the responses"),
         _c("project", "VARCHAR", "as in sessions"),
         _c("week", "DATE", "as in sessions"),
-        _c("responses", "INTEGER", "distinct responses with usage"),
+        _c("responses", "INTEGER", "responses with usage (the session's rows in `responses` for this model)"),
         _c("input_tokens", "BIGINT", "uncached input tokens"),
         _c("cache_write_tokens", "BIGINT", "prompt tokens written to the cache"),
         _c("cache_read_tokens", "BIGINT", "prompt tokens read from the cache"),
@@ -197,7 +230,7 @@ FILES = Table(
     ),
 )
 
-TABLES: tuple[Table, ...] = (SESSIONS, TURNS, DECISIONS, TOOL_CALLS, CACHE_BREAKS, COSTS, FILES)
+TABLES: tuple[Table, ...] = (SESSIONS, TURNS, DECISIONS, TOOL_CALLS, CACHE_BREAKS, RESPONSES, COSTS, FILES)
 """Every fleet table, in the order they are written."""
 
 BY_NAME = {t.name: t for t in TABLES}

@@ -6,8 +6,13 @@ Two inputs, one page:
   the overview plus each session's timeline (fill against the window, zones shaded, one point per
   turn, markers for compactions, tool failures, drift, indicators and the policy's decisions) and
   its final signals with their evidence message indices;
-* fleet tables (``ctxhealth report --from FILE.duckdb``): the overview alone, from the
-  ``sessions``, ``costs`` and ``cache_breaks`` tables.
+* fleet tables (``ctxhealth report --from FILE.duckdb``): the overview from the ``sessions``,
+  ``costs``, ``responses`` and ``cache_breaks`` tables, then timelines from ``turns``,
+  ``decisions`` and ``cache_breaks``.
+
+Cost, the prompt-cache hit rate and the cache breaks in the overview are the audit's totals
+(:class:`~ctxhealth.report.html.totals.AuditTotals`): the same figures ``ctxhealth audit --json``
+prints for the same inputs.
 
 The overview works on rows as dictionaries keyed by the fleet schema's column names, whichever
 input they came from. Sessions are ranked by how unhealthy they got (ever unhealthy first, then
@@ -39,6 +44,7 @@ from ctxhealth.report.html.svg import (
     histogram,
     timeline,
 )
+from ctxhealth.report.html.totals import AuditTotals, totals_of
 
 Rows = list[dict[str, Any]]
 
@@ -110,47 +116,60 @@ def severity(row: Mapping[str, Any]) -> tuple[int, float, float]:
 # --------------------------------------------------------------------------------------- overview
 
 
-def overview(
-    sessions: Rows, costs: Rows, cache_breaks: int | None, linked: frozenset[str] = frozenset()
-) -> str:
-    """Headline figures, distributions, the ranked sessions and cost by project and week; sessions
-    whose path is in ``linked`` have a section of their own to link to."""
+def _figure(key: str, label: str, shown: str, value: object) -> tuple[str, str, str, str]:
+    return key, label, shown, "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def overview(sessions: Rows, costs: Rows, totals: AuditTotals, linked: frozenset[str] = frozenset()) -> str:
+    """Headline figures, distributions, the ranked sessions, cache breaks by cause and cost by
+    project and week; sessions whose path is in ``linked`` have a section of their own to link to.
+    Cost, hit rate and breaks are ``totals`` (the audit's); each figure carries its exact value in
+    ``data-value``."""
     n = len(sessions)
     unhealthy = [s for s in sessions if not s.get("healthy", True)]
     ever = [s for s in sessions if s.get("first_unhealthy_turn") is not None]
     known_cost = [s["cost_usd"] for s in sessions if s.get("cost_usd") is not None]
-    prompt = sum(
-        int(c["input_tokens"] or 0) + int(c["cache_write_tokens"] or 0) + int(c["cache_read_tokens"] or 0)
-        for c in costs
-    )
-    read = sum(int(c["cache_read_tokens"] or 0) for c in costs)
     waste = sum(int(s.get("waste_tokens") or 0) for s in sessions)
     sent = sum(int(s.get("prompt_tokens") or 0) for s in sessions)
     by_action: dict[str, int] = defaultdict(int)
     for s in unhealthy:
         by_action[str(s.get("action"))] += 1
-    if cache_breaks is None:
-        breaks = "not analysed (cache breaks come from the cache audit)"
-    else:
-        breaks = f"{cache_breaks:,}"
+    ledger = totals.ledger
+    rate = totals.hit_rate
+    causes = ", ".join(f"{c} {k}" for c, k in sorted(totals.breaks_by_cause.items()))
     figures = [
-        ("sessions", f"{n:,}"),
-        (
+        _figure("sessions", "sessions", f"{n:,}", n),
+        _figure(
+            "unhealthy",
             "unhealthy at the end",
             f"{len(unhealthy):,}"
             + (f" ({', '.join(f'{k} {v}' for k, v in sorted(by_action.items()))})" if by_action else ""),
+            len(unhealthy),
         ),
-        ("unhealthy at some turn", f"{len(ever):,}"),
-        (
+        _figure("ever-unhealthy", "unhealthy at some turn", f"{len(ever):,}", len(ever)),
+        _figure(
+            "cost",
             "total cost",
-            _money(sum(known_cost)) + ("" if len(known_cost) == n else f" ({n - len(known_cost)} unpriced)"),
+            _money(ledger.usd) + (f" ({ledger.unpriced:,} requests unpriced)" if ledger.unpriced else ""),
+            ledger.usd,
         ),
-        ("prompt tokens from cache", f"{100.0 * read / prompt:.1f}%" if prompt else "–"),
-        ("waste", f"{100.0 * waste / sent:.1f}% of prompt tokens" if sent else "–"),
-        ("cache breaks", breaks),
+        _figure("requests", "requests", f"{ledger.requests:,}", ledger.requests),
+        _figure("hit-rate", "cache hit rate", "–" if rate is None else f"{100.0 * rate:.1f}%", rate),
+        _figure(
+            "breaks",
+            "cache breaks (not compactions or clears)",
+            f"{totals.breaks:,}" + (f" ({causes})" if causes else ""),
+            totals.breaks,
+        ),
+        _figure("usd-breaks", "what the breaks cost", _money(totals.usd_breaks), totals.usd_breaks),
+        _figure("waste", "waste", f"{100.0 * waste / sent:.1f}% of prompt tokens" if sent else "–", None),
     ]
     out = ['<section id="overview"><h2>Overview</h2><div class="figures">']
-    out += [f'<div><span class="muted">{_e(k)}</span><b>{_e(v)}</b></div>' for k, v in figures]
+    out += [
+        f'<div data-figure="{k}" data-value="{_e(v)}">'
+        f'<span class="muted">{_e(label)}</span><b>{_e(shown)}</b></div>'
+        for k, label, shown, v in figures
+    ]
     out.append("</div>")
     risks = [float(s["risk"]) for s in sessions if s.get("risk") is not None]
     costs_known = [float(c) for c in known_cost]
@@ -178,8 +197,31 @@ def overview(
     out.append(histogram(waste_pct, bins=10, low=0, high=100, label="waste, % of prompt tokens", unit="%"))
     out.append("</div>")
     out.append(_ranked(sessions, linked))
-    out.append(_cost_by_project_week(costs))
+    out.append(_breaks_by_cause(totals))
+    out.append(_cost_by_project_week(totals))
     out.append("</section>")
+    return "".join(out)
+
+
+def _breaks_by_cause(totals: AuditTotals) -> str:
+    out = ["<h3>Cache breaks by cause</h3>"]
+    if not totals.breaks_by_cause:
+        out.append('<p class="muted">No response in these sessions lost its cached prefix.</p>')
+        return "".join(out)
+    out.append(
+        '<table class="breaks"><tr><th>cause</th><th>breaks</th><th>tokens lost</th><th>cost</th></tr>'
+    )
+    for cause, count in sorted(totals.breaks_by_cause.items(), key=lambda kv: (-kv[1], kv[0])):
+        out.append(
+            f'<tr data-cause="{_e(cause)}"><td>{_e(cause)}</td><td class="num">{count:,}</td>'
+            f'<td class="num">{totals.tokens_by_cause[cause]:,}</td>'
+            f'<td class="num">{_money(totals.usd_by_cause.get(cause, 0.0))}</td></tr>'
+        )
+    out.append("</table>")
+    out.append(
+        '<p class="muted">Compactions and clears rewrite the context on purpose: they are listed but not '
+        "counted in the breaks or their cost above.</p>"
+    )
     return "".join(out)
 
 
@@ -238,32 +280,41 @@ def _ranked(sessions: Rows, linked: frozenset[str]) -> str:
     return "".join(out)
 
 
-def _cost_by_project_week(costs: Rows) -> str:
-    table: dict[tuple[str, str], float] = defaultdict(float)
-    by_project: dict[str, float] = defaultdict(float)
-    unpriced = 0
-    for c in costs:
-        if c.get("cost_usd") is None:
-            unpriced += 1
-            continue
-        week = _when(c.get("week")) if c.get("week") else "no date"
-        table[(str(c.get("project")), week)] += float(c["cost_usd"])
-        by_project[str(c.get("project"))] += float(c["cost_usd"])
+def _cost_by_project_week(totals: AuditTotals) -> str:
+    ledger = totals.ledger
     out = ["<h3>Cost by project and week</h3>"]
-    if not table:
+    if not ledger.by_project:
         out.append('<p class="muted">No priced usage in these sessions.</p>')
         return "".join(out)
-    items = sorted(by_project.items(), key=lambda kv: -kv[1])[:20]
+    items = sorted(ledger.by_project.items(), key=lambda kv: -kv[1])[:20]
     out.append(bars([(p, v, f"{p}: {_money(v)}") for p, v in items]))
-    out.append('<table class="costs"><tr><th>project</th><th>week of</th><th>cost</th></tr>')
-    shown = sorted(sorted(table.items(), key=lambda kv: -kv[1])[:COST_ROWS_SHOWN])
-    for (project, week), value in shown:
-        out.append(f'<tr><td>{_e(project)}</td><td>{_e(week)}</td><td class="num">{_money(value)}</td></tr>')
+    out.append('<table class="projects"><tr><th>project</th><th>cost</th></tr>')
+    for project, value in sorted(ledger.by_project.items(), key=lambda kv: -kv[1])[:COST_ROWS_SHOWN]:
+        out.append(
+            f'<tr data-project="{_e(project)}" data-value="{value!r}"><td>{_e(project)}</td>'
+            f'<td class="num">{_money(value)}</td></tr>'
+        )
     out.append("</table>")
-    if len(table) > len(shown):
-        out.append(f'<p class="muted">The {len(shown)} costliest of {len(table):,} project-weeks.</p>')
-    if unpriced:
-        out.append(f'<p class="muted">{unpriced} model rows have no prices and are left out.</p>')
+    if len(ledger.by_project) > COST_ROWS_SHOWN:
+        out.append(
+            f'<p class="muted">The {COST_ROWS_SHOWN} costliest of {len(ledger.by_project):,} projects.</p>'
+        )
+    out.append('<table class="weeks"><tr><th>ISO week</th><th>cost</th><th>over the week before</th></tr>')
+    for t in ledger.trend()[-COST_ROWS_SHOWN:]:
+        growth = "–" if t.growth is None else f"{100.0 * t.growth:+.0f}%"
+        cls = ' class="bad"' if t.alert else ""
+        out.append(
+            f'<tr data-week="{_e(t.week)}" data-value="{t.usd!r}"><td>{_e(t.week)}</td>'
+            f'<td class="num">{_money(t.usd)}</td><td{cls}>{_e(growth)}</td></tr>'
+        )
+    out.append("</table>")
+    undated = ledger.usd - sum(ledger.by_week.values())
+    if undated > 1e-9:
+        out.append(f'<p class="muted">{_money(undated)} of requests without a timestamp are in no week.</p>')
+    if ledger.unpriced:
+        out.append(
+            f'<p class="muted">{ledger.unpriced:,} requests of models without prices are left out.</p>'
+        )
     return "".join(out)
 
 
@@ -361,10 +412,8 @@ def session_section(analysis: SessionAnalysis, profile: Profile) -> str:
         ("compactions", f"{len(a.compactions)}"),
         ("tool calls", f"{a.tool_calls:,} ({a.tool_errors:,} failed)"),
         ("cost", _money(a.cost_usd)),
-        (
-            "cache hit rate",
-            "–" if analysis.rows.cache_hit_rate is None else f"{100 * analysis.rows.cache_hit_rate:.0f}%",
-        ),
+        ("cache hit rate", _rate(analysis.rows.cache_hit_rate)),
+        ("cache breaks", f"{len(analysis.rows.cache_breaks):,}"),
         ("final", f"{final.zone.value}, {final.action.value}"),
     ]
     out = [
@@ -404,17 +453,18 @@ def render_report(
     max_timelines: int = MAX_TIMELINES,
     sessions: Rows | None = None,
     costs: Rows | None = None,
-    cache_breaks: int | None = None,
+    totals: AuditTotals | None = None,
 ) -> str:
     """The report: overview (when more than one session), then a section per analysed session.
 
-    ``sessions`` / ``costs`` rows cover every session for the overview when only some of them are
-    given as ``analyses`` (the ones to draw); by default they come from ``analyses``.
+    ``sessions`` / ``costs`` rows and the audit ``totals`` cover every session for the overview
+    when only some of them are given as ``analyses`` (the ones to draw); by default they come from
+    ``analyses``.
     """
     profile = profile or default_profile()
-    if sessions is None or costs is None:
+    if sessions is None or costs is None or totals is None:
         sessions, costs = rows_of(analyses)
-        cache_breaks = cache_breaks_count(analyses)
+        totals = totals_of(analyses)
     drawn = sorted(
         analyses, key=lambda a: severity(dict(zip(SESSIONS.names, a.session_row("", 0), strict=True)))
     )
@@ -424,7 +474,7 @@ def render_report(
         f'<h1>{_e(title)}</h1><div class="muted">{len(sessions):,} session(s); offline, no network.</div>'
     ]
     if len(sessions) > 1:
-        body.append(overview(sessions, costs, cache_breaks, linked))
+        body.append(overview(sessions, costs, totals, linked))
     body.append("<h2>Sessions</h2>")
     if len(sessions) > len(shown):
         body.append(
@@ -435,24 +485,17 @@ def render_report(
     return document(title, "".join(body))
 
 
-def cache_breaks_count(analyses: Sequence[SessionAnalysis]) -> int | None:
-    """Cache breaks found, or None while no cache audit feeds them (see ``fleet.analysis``)."""
-    from ctxhealth.fleet import analysis
-
-    if analysis.CACHE_BREAKS_SEAM is None:
-        return None
-    return sum(len(a.rows.cache_breaks) for a in analyses)
-
-
 def table_section(
     session: Mapping[str, Any],
     turns: Sequence[Sequence[Any]],
     decisions: Sequence[Sequence[Any]],
     profile: Profile,
+    breaks: Sequence[Sequence[Any]] = (),
 ) -> str:
     """One session from the fleet tables: figures, the timeline (one point per ``turns`` row, the
-    decisions marked where the action changes) and the final decision's reasons. The tables keep no
-    message text, so the hover shows no excerpt and compactions and tool failures are not marked."""
+    decisions marked where the action changes, the main thread's cache ``breaks`` marked) and the
+    final decision's reasons. The tables keep no message text, so the hover shows no excerpt and
+    compactions and tool failures are not marked."""
     window = int(session.get("window") or 0)
     usable = int(session.get("usable_window") or window)
     peak = int(session.get("fill_peak") or 0)
@@ -468,6 +511,7 @@ def table_section(
         markers.append(
             Marker("decision", turn, f"{action} (message {index}, turn {turn}, rule {rule})\n{reasons}")
         )
+    markers.extend(break_markers(breaks))
     path = str(session.get("path"))
     figures = [
         ("model", f"{session.get('model')} ({session.get('tier')})"),
@@ -479,6 +523,7 @@ def table_section(
             f"{int(session.get('tool_calls') or 0):,} ({int(session.get('tool_errors') or 0):,} failed)",
         ),
         ("cost", _money(session.get("cost_usd"))),
+        ("cache hit rate", _rate(session.get("cache_hit_rate"))),
         ("final", f"{session.get('zone')}, {session.get('action')}"),
     ]
     out = [
@@ -497,34 +542,60 @@ def table_section(
     return "".join(out)
 
 
+def break_markers(breaks: Sequence[Sequence[Any]]) -> list[Marker]:
+    """A marker per main-thread ``cache_breaks`` row (the fleet's column order, without ``path``);
+    the hover shows the cause, its evidence, the tokens lost and the cost."""
+    markers = []
+    for b in breaks:
+        thread, turn, index, line, _, cause, detail, before, after, tokens, usd = b[:11]
+        if thread != 0 or turn is None:
+            continue
+        where = f"message {index}, turn {turn}" + ("" if line is None else f", line {line}")
+        cost = "no prices" if usd is None else _money(usd)
+        tip = (
+            f"cache break: {cause} ({where})\n{detail}\n"
+            f"cached prefix {before:,} → {after:,} tokens; {tokens:,} tokens lost; cost {cost}"
+        )
+        markers.append(Marker("cache_break", turn, tip))
+    return markers
+
+
+def _rate(value: object) -> str:
+    return "–" if value is None else f"{100.0 * float(str(value)):.0f}%"
+
+
+Timeline = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]]]
+
+
 def render_overview(
     sessions: Rows,
     costs: Rows,
-    cache_breaks: int | None,
+    totals: AuditTotals,
     *,
     title: str = "ctxhealth report",
-    timelines: Mapping[str, tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]]]] | None = None,
+    timelines: Mapping[str, Timeline] | None = None,
     profile: Profile | None = None,
 ) -> str:
     """The page from fleet tables (``report --from``): the overview, then a timeline for each session
-    in ``timelines`` (path -> its ``turns`` and ``decisions`` rows), the most unhealthy first."""
+    in ``timelines`` (path -> its ``turns``, ``decisions`` and ``cache_breaks`` rows), the most
+    unhealthy first."""
     timelines = timelines or {}
     profile = profile or default_profile()
     linked = frozenset(timelines)
     body = [
         f"<h1>{_e(title)}</h1>"
         f'<div class="muted">{len(sessions):,} session(s) from fleet tables; offline.</div>',
-        overview(sessions, costs, cache_breaks, linked),
+        overview(sessions, costs, totals, linked),
     ]
     drawn = sorted((s for s in sessions if s.get("path") in linked), key=severity)
     if drawn:
         body.append("<h2>Sessions</h2>")
         body.append(
             f'<p class="muted">Timelines of the {len(drawn)} most unhealthy of {len(sessions):,} sessions '
-            "(the tables keep no message text: decisions are marked, compactions and tool failures "
-            "are not).</p>"
+            "(the tables keep no message text: decisions and cache breaks are marked, compactions "
+            "and tool failures are not).</p>"
         )
         for s in drawn:
-            turns, decisions = timelines[str(s["path"])]
-            body.append(table_section(s, turns, decisions, profile))
+            turns, decisions, breaks = timelines[str(s["path"])]
+            body.append(table_section(s, turns, decisions, profile, breaks))
     return document(title, "".join(body))

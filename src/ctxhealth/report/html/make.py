@@ -18,13 +18,13 @@ from ctxhealth.policy.profile import Profile
 from ctxhealth.report.html.build import (
     MAX_TIMELINES,
     Rows,
-    cache_breaks_count,
     render_overview,
     render_report,
     rows_of,
     severity,
 )
 from ctxhealth.report.html.tables import load_overview_rows
+from ctxhealth.report.html.totals import AuditTotals, totals_of
 
 
 def report_sessions(
@@ -41,15 +41,13 @@ def report_sessions(
     kept: list[tuple[tuple[int, float, float], int, SessionAnalysis]] = []
     all_sessions: Rows = []
     all_costs: Rows = []
-    breaks: int | None = None
+    totals = AuditTotals()
     for n, session in enumerate(sessions):
         analysis = analyse_session(session, registry=registry, profile=profile, model=model)
         rows, costs = rows_of([analysis])
         all_sessions += rows
         all_costs += costs
-        found = cache_breaks_count([analysis])
-        if found is not None:
-            breaks = (breaks or 0) + found
+        totals_of([analysis], into=totals)
         kept.append((severity(rows[0]), n, analysis))
         if len(kept) > 2 * max_timelines:
             kept.sort(key=lambda item: item[:2])
@@ -63,7 +61,7 @@ def report_sessions(
         max_timelines=max_timelines,
         sessions=all_sessions,
         costs=all_costs,
-        cache_breaks=breaks,
+        totals=totals,
     )
 
 
@@ -76,5 +74,5 @@ def report_tables(
 ) -> str:
     """The page from fleet tables (a DuckDB file or a Parquet folder): the overview, then the
     timelines of the ``max_timelines`` most unhealthy sessions."""
-    sessions, costs, breaks, timelines = load_overview_rows(source, max_timelines)
-    return render_overview(sessions, costs, breaks, title=title, timelines=timelines, profile=profile)
+    sessions, costs, totals, timelines = load_overview_rows(source, max_timelines)
+    return render_overview(sessions, costs, totals, title=title, timelines=timelines, profile=profile)

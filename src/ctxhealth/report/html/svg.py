@@ -33,7 +33,9 @@ EVENT_STYLES = {
     "drift": ("#00838f", 2, "●"),
     "indicators": ("#ad1457", 2, "▲"),
     "tool_failure": ("#c62828", 3, "✕"),
+    "cache_break": ("#ef6c00", 4, "⚡"),
 }
+MARKER_ROWS = 1 + max(row for _, row, _ in EVENT_STYLES.values())
 
 
 def _a(value: object) -> str:
@@ -80,11 +82,11 @@ def timeline(
     window: int,
     usable: int,
     width: int = 960,
-    height: int = 300,
+    height: int = 314,
 ) -> str:
     """Fill against the window, one circle per turn, zones shaded, event markers in a strip below."""
     left, right, top = 56, 12, 10
-    strip = 4 * 14 + 8
+    strip = MARKER_ROWS * 14 + 8
     plot_h = height - top - 24 - strip
     n = max(1, len(points) - 1)
     y_max = max(window, max((p.fill for p in points), default=0)) or 1

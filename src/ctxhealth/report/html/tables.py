@@ -1,8 +1,9 @@
 """Read the report's rows back from fleet tables: a DuckDB file, or a Parquet folder (through DuckDB).
 
-What the overview needs (``sessions``, ``costs`` and the number of ``cache_breaks``) as
-dictionaries keyed by column name, so the overview renders the same whichever input it had; and
-the ``turns`` and ``decisions`` rows of the few most unhealthy sessions, for their timelines.
+What the overview needs (``sessions`` and ``costs`` as dictionaries keyed by column name, so the
+overview renders the same whichever input it had; the ``responses`` and ``cache_breaks`` rows
+counted into the audit's totals, session by session in path order); and the ``turns``,
+``decisions`` and ``cache_breaks`` rows of the few most unhealthy sessions, for their timelines.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 from ctxhealth.errors import InputError
 from ctxhealth.fleet.schema import BY_NAME, SCHEMA_VERSION, duckdb_ddl
 from ctxhealth.fleet.store import parquet_files, require
-from ctxhealth.report.html.build import severity
+from ctxhealth.report.html.build import Timeline, severity
+from ctxhealth.report.html.totals import AuditTotals, ResponseRecord
 
 Rows = list[dict[str, Any]]
 
@@ -24,14 +26,14 @@ def _fetch(con: Any, sql: str) -> Rows:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-Timelines = dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]
-READ_TABLES = ("sessions", "costs", "cache_breaks", "turns", "decisions")
+Timelines = dict[str, Timeline]
+READ_TABLES = ("sessions", "costs", "responses", "cache_breaks", "turns", "decisions")
 
 
-def load_overview_rows(source: str | Path, timelines: int = 0) -> tuple[Rows, Rows, int, Timelines]:
-    """(sessions, costs, cache breaks, timelines) from the fleet tables at ``source``; ``timelines``
-    maps the path of each of the ``timelines`` most unhealthy sessions to its ``turns`` and
-    ``decisions`` rows (without ``path``, in turn order).
+def load_overview_rows(source: str | Path, timelines: int = 0) -> tuple[Rows, Rows, AuditTotals, Timelines]:
+    """(sessions, costs, audit totals, timelines) from the fleet tables at ``source``; ``timelines``
+    maps the path of each of the ``timelines`` most unhealthy sessions to its ``turns``,
+    ``decisions`` and ``cache_breaks`` rows (without ``path``, in turn order).
 
     Raises :class:`InputError` when ``source`` is not a fleet store of this schema version.
     """
@@ -75,21 +77,47 @@ def load_overview_rows(source: str | Path, timelines: int = 0) -> tuple[Rows, Ro
     try:
         sessions = _fetch(con, f"SELECT * FROM {tables['sessions']}")
         costs = _fetch(con, f"SELECT * FROM {tables['costs']}")
-        breaks = con.execute(f"SELECT count(*) FROM {tables['cache_breaks']}").fetchone()[0]
+        totals = _audit_totals(con, tables, [str(r["path"]) for r in sessions])
         drawn: Timelines = {}
         for row in sorted(sessions, key=severity)[:timelines]:
             key = str(row["path"])
             drawn[key] = (
                 _rows_of(con, tables["turns"], "turns", key),
                 _rows_of(con, tables["decisions"], "decisions", key),
+                _rows_of(con, tables["cache_breaks"], "cache_breaks", key),
             )
     finally:
         con.close()
-    return sessions, costs, int(breaks), drawn
+    return sessions, costs, totals, drawn
+
+
+def _audit_totals(con: Any, tables: dict[str, str], paths: list[str]) -> AuditTotals:
+    """The audit's totals from the ``responses`` and ``cache_breaks`` rows, session by session in
+    path order (the order a folder is read in), each session's responses in the audit's order."""
+    responses: dict[str, list[ResponseRecord]] = {p: [] for p in paths}
+    cursor = con.execute(
+        "SELECT path, response_id, line, model, timestamp, cost_usd, "
+        "input_tokens + cache_write_tokens + cache_read_tokens, cache_read_tokens "
+        f"FROM {tables['responses']} ORDER BY path, thread, message_index"
+    )
+    for path, rid, line, model, time, usd, prompt, read in cursor.fetchall():
+        responses.setdefault(path, []).append(ResponseRecord(rid, line, model, time, usd, prompt, read))
+    breaks: dict[str, list[tuple[str, int, float | None]]] = {}
+    cursor = con.execute(
+        f"SELECT path, cause, tokens_rewritten, cost_usd FROM {tables['cache_breaks']} "
+        "ORDER BY path, thread, message_index"
+    )
+    for path, cause, tokens, usd in cursor.fetchall():
+        breaks.setdefault(path, []).append((cause, tokens, usd))
+    totals = AuditTotals()
+    for path in sorted(responses.keys() | breaks.keys()):
+        totals.add_session(path, responses.get(path, []), breaks.get(path, []))
+    return totals
 
 
 def _rows_of(con: Any, source: str, name: str, path: str) -> list[tuple[Any, ...]]:
     """One session's rows of ``name`` without the ``path`` column, in turn order."""
     columns = ", ".join(f'"{c}"' for c in BY_NAME[name].names[1:])
-    rows = con.execute(f"SELECT {columns} FROM {source} WHERE path = ? ORDER BY turn", [path]).fetchall()
+    order = "thread, message_index" if name == "cache_breaks" else "turn"
+    rows = con.execute(f"SELECT {columns} FROM {source} WHERE path = ? ORDER BY {order}", [path]).fetchall()
     return [tuple(r) for r in rows]
