@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 import sys
 
+from ctxhealth.cli.helper import helper_enabled, start_helper
+from ctxhealth.integrations.claude_code.helper import HOOK_EVENTS, ask
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -66,11 +69,20 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     event = args[0] if args else None
     try:
+        raw, home = read_stdin(), home_dir()
+        helped = event in HOOK_EVENTS and helper_enabled()  # the per-turn hooks
+        if helped:
+            answer = ask(home, "hook", str(event), raw)
+            if answer is not None:
+                write(*answer)
+                return 0
         from ctxhealth.integrations.claude_code.hooks import run_hook
 
         limits, warning = hook_limits(event)
-        result = run_hook(event, read_stdin(), home=home_dir(), limits=limits)
+        result = run_hook(event, raw, home=home, limits=limits)
         write(result.stdout, "\n".join(line for line in (warning, result.stderr) if line))
+        if helped:
+            start_helper(home)  # for the next turn
     except Exception as exc:  # fail open even if ctxhealth itself cannot be imported
         write("", f"ctxhealth: hook {event or '?'} skipped: {type(exc).__name__}: {exc}")
     return 0
