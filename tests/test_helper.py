@@ -209,3 +209,14 @@ def test_commands_answered_by_the_helper_import_none_of_the_pipeline(
                         "ctxhealth.integrations.claude_code.helper"}, ours  # fmt: skip
         for heavy in ("re", "json", "dataclasses", "typing", "socket", "sqlite3", "msgspec", "subprocess"):
             assert heavy not in loaded, (module, heavy)
+
+
+def test_a_helper_is_started_only_where_it_can_help(helper_home: str, tmp_path: Path) -> None:
+    from ctxhealth.integrations.claude_code.helper import worth_starting
+
+    fresh = str(tmp_path / "fresh")
+    assert ask(fresh, "status", "", b"{}") is None
+    assert worth_starting(fresh)  # nobody there: a helper would answer the next command
+    assert ask(helper_home, "hook", "PreCompact", b"{}") is None  # a live helper declined
+    assert not worth_starting(helper_home)  # another would only find the home taken
+    assert not worth_starting(str(tmp_path / ("x" * 120)))  # no socket path that long

@@ -19,11 +19,32 @@ def helper_enabled() -> bool:
     return os.environ.get("CTXHEALTH_HELPER", "").strip().lower() not in _OFF
 
 
+def ask_helper(home: str, kind: str, name: str, raw: bytes, *, color: bool = False) -> tuple[str, str] | None:
+    """The helper's (stdout, stderr) for this command, or None: no helper took it (it is off, absent,
+    declined, or anything went wrong before it took the request), so the command does the work."""
+    if not helper_enabled():
+        return None
+    try:
+        from ctxhealth.integrations.claude_code.helper import ask
+
+        return ask(home, kind, name, raw, color=color)
+    except Exception:  # fail open: the command does its own work
+        return None
+
+
 def start_helper(home: str) -> None:
-    """Start the helper of ``home`` in its own session, detached from this process; any failure is
-    ignored (the commands work without it)."""
+    """Start the helper of ``home`` in its own session, detached from this process, when that can
+    help (:func:`~ctxhealth.integrations.claude_code.helper.worth_starting`); any failure is ignored
+    (the commands work without it)."""
+    if not helper_enabled():
+        return
     try:
         import subprocess
+
+        from ctxhealth.integrations.claude_code.helper import worth_starting
+
+        if not worth_starting(home):
+            return
 
         subprocess.Popen(
             [sys.executable, "-m", "ctxhealth.cli.helper", home],

@@ -2,7 +2,9 @@
 
 Settings run it as ``python -m ctxhealth.cli.hook EVENT`` (no click import, faster start-up); the
 click command ``hook`` (for ``ctxhealth hook``) is built only when the group asks for it. The
-helpers here (home, bounded stdin, output) are shared with ``ctxhealth.cli.statusline``.
+helpers here (home, bounded stdin, output) are shared with ``ctxhealth.cli.statusline``. The
+per-turn hooks are answered by the per-turn helper when one runs, else done here and a helper is
+started for the next turn (:mod:`ctxhealth.integrations.claude_code.helper`).
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ctxhealth.cli.helper import helper_enabled, start_helper
-from ctxhealth.integrations.claude_code.helper import HOOK_EVENTS, ask
+from ctxhealth.cli.helper import ask_helper, start_helper
+from ctxhealth.integrations.claude_code.helper import HOOK_EVENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     event = args[0] if args else None
     try:
         raw, home = read_stdin(), home_dir()
-        helped = event in HOOK_EVENTS and helper_enabled()  # the per-turn hooks
+        helped = event in HOOK_EVENTS  # the per-turn hooks
         if helped:
-            answer = ask(home, "hook", str(event), raw)
+            answer = ask_helper(home, "hook", str(event), raw)
             if answer is not None:
                 write(*answer)
                 return 0

@@ -2,7 +2,8 @@
 
 Settings run it as ``python -m ctxhealth.cli.statusline`` (no click import); ``--then CMD`` runs the
 user's own status-line command on the same input and shows its line first. ``NO_COLOR`` (or
-``--no-color``) turns colour off.
+``--no-color``) turns colour off. The line is drawn by the per-turn helper when one runs, else here
+(and a helper is started for the next refresh; :mod:`ctxhealth.integrations.claude_code.helper`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ctxhealth.cli.helper import helper_enabled, start_helper
+from ctxhealth.cli.helper import ask_helper, start_helper
 from ctxhealth.cli.hook import home_dir, read_stdin, write
-from ctxhealth.integrations.claude_code.helper import ask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,18 +38,12 @@ def run(*, then: str | None = None, color: bool | None = None) -> int:
     raw = read_stdin()
     use_color = color if color is not None else not os.environ.get("NO_COLOR")
     home = home_dir()
-    answer = None
-    if helper_enabled():
-        try:
-            answer = ask(home, "status", "", raw, color=use_color)
-        except Exception:  # fail open: draw the line here
-            answer = None
+    answer = ask_helper(home, "status", "", raw, color=use_color)
     if answer is not None:
         line, err = answer
     else:
         line, err = _render(raw, home, use_color)
-        if helper_enabled():
-            start_helper(home)  # for the next refresh
+        start_helper(home)  # for the next refresh
     if then:
         theirs = _then(then, raw)
         line = f"{theirs} │ {line}" if theirs else line

@@ -39,6 +39,7 @@ __all__ = [
     "ask",
     "helper_paths",
     "serve",
+    "worth_starting",
 ]
 
 PROTOCOL = "ctxhealth-helper-1"
@@ -83,17 +84,21 @@ def ask(
     request (then nothing was done: do the work here)."""
     import _socket
 
+    global _reached
+    _reached = False
     path = os.path.join(home, "claude-code", "helper.sock")
-    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+    family = getattr(_socket, "AF_UNIX", None)
+    if family is None or len(os.fsencode(path)) > MAX_SOCKET_PATH:
         return None
     fields = (PROTOCOL, _identity(), home, kind, name, "1" if color else "0")
     header = "\0".join(fields).encode("utf-8", errors="surrogateescape")
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sock = _socket.socket(family, _socket.SOCK_STREAM)
     chunks: list[bytes] = []
     sent = False
     try:
         sock.settimeout(CONNECT_SECONDS)
         sock.connect(path)
+        _reached = True
         sock.settimeout(timeout)
         sock.sendall(b"%08d" % len(header) + header + payload)
         sock.shutdown(_socket.SHUT_WR)
@@ -111,6 +116,25 @@ def ask(
         return None  # declined (another installation, changed code, shutting down): nothing was done
     stdout, _, stderr = answer[len(_OK) + 1 :].partition(b"\0")
     return stdout.decode("utf-8", errors="replace"), stderr.decode("utf-8", errors="replace")
+
+
+def worth_starting(home: str) -> bool:
+    """Whether starting a helper for ``home`` can help: the system has Unix sockets and ``fcntl``,
+    the socket path fits, and the last :func:`ask` reached no live helper (one that declined, of
+    another installation or with changed code, still holds the home until it exits)."""
+    import _socket
+
+    if getattr(_socket, "AF_UNIX", None) is None or _reached:
+        return False
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        return False
+    return len(os.fsencode(helper_paths(home)[0])) <= MAX_SOCKET_PATH
+
+
+_reached = False
+"""Whether the last :func:`ask` of this process connected to a helper."""
 
 
 # -- the helper ------------------------------------------------------------------------------------
