@@ -99,6 +99,29 @@ def export(rev: str, into: Path) -> Path:
     return into / "src"
 
 
+def settle(home: Path, wait: float = 5.0) -> None:
+    """Wait for the helper a command started under ``home`` to come up, then stop it and wait until
+    it is gone (it imports the whole pipeline as it starts: CPU the next measurement must not share)."""
+    pid_file = home / "claude-code" / "helper.pid"
+    deadline = time.monotonic() + wait
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        if Path(f"/proc/{pid}/stat").is_file() and ") Z" in Path(f"/proc/{pid}/stat").read_text():
+            return  # exited; its parent (the finished command) is gone, init reaps it
+        time.sleep(0.01)
+
+
 def stop_helpers(tmp: Path) -> int:
     """Stop the helpers started under ``tmp`` (each records its pid in its home); return how many."""
     stopped = 0
@@ -272,6 +295,8 @@ def measure(
             cold_home = tmp / f"home-{label}-cold-{name}-{i}"
             bare.append(run_once([PY, "-c", "pass"], b"", env))
             cold.append(run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(cold_home)}))
+            if label == "after":
+                settle(cold_home)  # the helper the cold run started must not compete with what follows
             warm.append(run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(warm_home)}))
         stop_helpers(tmp)
         for i in range(runs):

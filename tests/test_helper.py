@@ -220,3 +220,17 @@ def test_a_helper_is_started_only_where_it_can_help(helper_home: str, tmp_path: 
     assert ask(helper_home, "hook", "PreCompact", b"{}") is None  # a live helper declined
     assert not worth_starting(helper_home)  # another would only find the home taken
     assert not worth_starting(str(tmp_path / ("x" * 120)))  # no socket path that long
+
+
+def test_a_helper_stopped_with_sigterm_cleans_up(tmp_path: Path) -> None:
+    home = str(tmp_path / "h")
+    env = {k: v for k, v in os.environ.items() if k != "CTXHEALTH_HELPER"}
+    proc = subprocess.Popen([sys.executable, "-m", "ctxhealth.cli.helper", home], env=env)
+    sock, _, pid_file = helper_paths(home)
+    try:
+        _wait(lambda: os.path.exists(pid_file), "the helper never came up")
+        assert oct(os.stat(sock).st_mode & 0o777) == oct(0o600)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=BOUND) == 0
+    assert not os.path.lexists(sock) and not os.path.exists(pid_file)

@@ -64,8 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         sys.stderr.write("usage: python -m ctxhealth.cli.helper HOME\n")
         return 2
+    import signal
+
     from ctxhealth.integrations.claude_code.helper import serve
 
+    # stopped with a signal: leave through serve's clean-up (socket and pid file removed, work done)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     return serve(os.path.abspath(args[0]))
 
 

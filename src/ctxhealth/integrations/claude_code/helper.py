@@ -235,7 +235,11 @@ def serve(home: str, *, idle_seconds: float = IDLE_SECONDS, tick: float = 1.0) -
         files = _loaded_files()
         if os.path.lexists(sock_path):
             os.unlink(sock_path)  # a dead helper's (the lock says no live one owns it)
-        server.bind(sock_path)
+        mask = os.umask(0o177)  # the socket is owner-only from the moment it exists
+        try:
+            server.bind(sock_path)
+        finally:
+            os.umask(mask)
         os.chmod(sock_path, 0o600)
         server.listen(64)
         server.settimeout(tick)
