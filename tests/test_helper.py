@@ -234,3 +234,18 @@ def test_a_helper_stopped_with_sigterm_cleans_up(tmp_path: Path) -> None:
         proc.terminate()
         assert proc.wait(timeout=BOUND) == 0
     assert not os.path.lexists(sock) and not os.path.exists(pid_file)
+
+
+def test_a_hook_hands_its_answer_on_before_it_saves(tmp_path: Path) -> None:
+    home, transcript = str(tmp_path / "h"), tmp_path / "t.jsonl"
+    shutil.copyfile(EXAMPLE, transcript)
+    seen: list[tuple[str, object]] = []
+
+    def early(stdout: str) -> None:
+        saved = load_counters(home, str(transcript))
+        seen.append((stdout, None if saved is None else saved.offset))
+
+    result = run_hook("UserPromptSubmit", _payload(transcript, "UserPromptSubmit"), home=home, answer=early)
+    saved = load_counters(home, str(transcript))
+    assert saved is not None and saved.offset == transcript.stat().st_size
+    assert seen == [(result.stdout, None)]  # the answer came first, the counters were written after

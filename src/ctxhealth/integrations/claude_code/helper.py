@@ -140,11 +140,20 @@ _reached = False
 # -- the helper ------------------------------------------------------------------------------------
 
 
-def _answer_hook(home: str, name: str, payload: bytes) -> tuple[str, str]:
+def _answer_hook(home: str, name: str, payload: bytes, send: Callable[[str, str], None]) -> None:
+    """Run the hook; the command gets its output as soon as it is known (before the session's
+    counters are written to disk, which the hook still does under the session's lock)."""
     from ctxhealth.integrations.claude_code.hooks import run_hook
 
-    result = run_hook(name, payload, home=home)
-    return result.stdout, result.stderr
+    sent: list[bool] = []
+
+    def early(stdout: str) -> None:
+        send(stdout, "")
+        sent.append(True)
+
+    result = run_hook(name, payload, home=home, answer=early)
+    if not sent:
+        send(result.stdout, result.stderr)
 
 
 def _answer_status(home: str, payload: bytes, color: bool) -> tuple[str, str]:
@@ -299,14 +308,17 @@ def _serve_one(conn: object, home: str, identity: str) -> None:
             if len(fields) != 6 or fields[0] != PROTOCOL or fields[1] != identity or fields[2] != home:
                 return  # declined: another installation, Python or home; the command does the work
             kind, name, color = fields[3], fields[4], fields[5] == "1"
-            answer: Callable[[], tuple[str, str]]
+
+            def send(stdout: str, stderr: str) -> None:
+                try:
+                    conn.sendall(_OK + b"\0" + stdout.encode() + b"\0" + stderr.encode())
+                    conn.shutdown(socket.SHUT_RDWR)  # the command has its answer: it need not wait
+                except OSError:
+                    pass  # the command is gone (killed): the work is done all the same
+
             if kind == "hook" and name in HOOK_EVENTS:
-                answer = lambda: _answer_hook(home, name, payload)  # noqa: E731
+                _answer_hook(home, name, payload, send)
             elif kind == "status":
-                answer = lambda: _answer_status(home, payload, color)  # noqa: E731
-            else:
-                return
-            stdout, stderr = answer()
-            conn.sendall(_OK + b"\0" + stdout.encode() + b"\0" + stderr.encode())
+                send(*_answer_status(home, payload, color))
         except Exception:  # the command reports a broken answer; the helper keeps serving
             return

@@ -44,6 +44,7 @@ from ctxhealth.integrations.claude_code.transcript import HookLimits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from ctxhealth.integrations.claude_code.checkpointing import CheckpointOutcome
@@ -472,8 +473,19 @@ class _Call:
         return self.started + self.limits.checkpoint_seconds - time.monotonic()
 
 
-def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookLimits | None = None) -> str:
+def handle_hook(
+    event: HookEvent | None,
+    raw: bytes,
+    *,
+    home: str,
+    limits: HookLimits | None = None,
+    answer: Callable[[str], None] | None = None,
+) -> str:
     """Run the handler for ``event`` (else the payload's ``hook_event_name``); return stdout text.
+
+    ``answer``, when given, receives that text as soon as it is known, before the counters are
+    saved (still under the lock, so the next hook of the session sees them saved): the per-turn
+    helper hands it to the waiting command there, so the command does not wait for the disk.
 
     The session's counters are loaded, updated and saved under its lock. A hook that cannot get the
     lock within ``limits.lock_seconds`` still does its work, but writes only its events to the
@@ -498,6 +510,8 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookL
         counters.lock_held = lock.acquired
         counters.events_loaded = len(counters.pending_events)
         output = _HANDLERS[payload.event](_Call(home, payload, counters, limits, started))
+        if answer is not None:
+            answer(output)
         if lock.acquired:
             save_counters(home, counters)
         elif counters.pending_events:
@@ -506,16 +520,23 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookL
 
 
 def run_hook(
-    event_name: str | None, raw: bytes, *, home: str, limits: HookLimits | None = None
+    event_name: str | None,
+    raw: bytes,
+    *,
+    home: str,
+    limits: HookLimits | None = None,
+    answer: Callable[[str], None] | None = None,
 ) -> HookResult:
-    """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise."""
+    """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise.
+
+    ``answer``: see :func:`handle_hook` (an error after it was called is still logged and returned)."""
     try:
         event = find_event(event_name) if event_name else None
         if event_name and event is None:
             from ctxhealth.errors import UsageError
 
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
-        return HookResult(stdout=handle_hook(event, raw, home=home, limits=limits))
+        return HookResult(stdout=handle_hook(event, raw, home=home, limits=limits, answer=answer))
     except Exception as exc:  # fail open: a hook must never break the agent
         from ctxhealth.redact import scrub
 
