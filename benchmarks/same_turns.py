@@ -37,7 +37,7 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "claude-code"
 CHILD = r"""
 import json, os, shutil, sys, threading, time
 from ctxhealth.integrations.claude_code.hooks import run_hook
-from ctxhealth.integrations.claude_code.tailstate import load_counters
+from ctxhealth.integrations.claude_code.tailstate import SessionLock, load_counters
 
 sessions, work, step, helped = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 ask = None
@@ -65,7 +65,8 @@ for n, source in enumerate(sessions):
         else:
             result = run_hook(event, payload.encode(), home=home)
             stdout, stderr = result.stdout, result.stderr
-        c = load_counters(home, transcript)
+        with SessionLock(home, transcript, timeout=30):  # the helper answers before it saves
+            c = load_counters(home, transcript)
         kept = [c.assessment, c.fill, c.turns, c.tool_calls, c.tool_errors, c.doom_loops, c.drift]
         out.append([n, k, stdout, stderr, kept])
 if helped:

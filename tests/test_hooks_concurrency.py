@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,14 +66,21 @@ def _round(tmp: Path, n: int, seed: int, kill_share: float, helper: bool = False
     if helper:
         env["CTXHEALTH_HELPER"] = "on"
         server = subprocess.Popen([sys.executable, "-m", "ctxhealth.cli.helper", str(home)], env=env)
+
+        def settle() -> None:
+            # a command has its answer before the helper has written the counters: stop the helper
+            # (it finishes the work it took) before looking at what is on disk
+            server.terminate()
+            assert server.wait(timeout=BOUND_SECONDS) == 0
+
         try:
             _wait_for(home / "claude-code" / "helper.pid")
-            _run_round(rng, home, transcript, env, n, kill_share)
+            _run_round(rng, home, transcript, env, n, kill_share, settle)
         finally:
-            server.terminate()
-            server.wait(timeout=BOUND_SECONDS)
+            if server.poll() is None:
+                server.kill()
         return
-    _run_round(rng, home, transcript, env, n, kill_share)
+    _run_round(rng, home, transcript, env, n, kill_share, lambda: None)
 
 
 def _wait_for(path: Path) -> None:
@@ -83,7 +91,13 @@ def _wait_for(path: Path) -> None:
 
 
 def _run_round(
-    rng: random.Random, home: Path, transcript: Path, env: dict[str, str], n: int, kill_share: float
+    rng: random.Random,
+    home: Path,
+    transcript: Path,
+    env: dict[str, str],
+    n: int,
+    kill_share: float,
+    settle: Callable[[], None],
 ) -> None:
     common = {"session_id": "s1", "transcript_path": str(transcript)}
     procs: list[tuple[str, str, subprocess.Popen[bytes]]] = []
@@ -118,6 +132,7 @@ def _run_round(
     # One more hook, run normally: it flushes the queued events to the ledger and tidies up.
     final = _start(["ctxhealth.cli.hook", "Stop"], {**common, "hook_event_name": "Stop"}, env)
     assert final.wait(timeout=BOUND_SECONDS) == 0
+    settle()
     finished = [(kind, tool) for kind, tool, proc in procs if proc.returncode == 0]
     counters = load_counters(str(home), str(transcript))
     assert counters is not None

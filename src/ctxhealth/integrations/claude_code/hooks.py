@@ -406,6 +406,7 @@ def _stop(call: _Call) -> str:
     if counters.last_final == verdict_key:
         # Nothing happened since the last final assessment: keep the event for the next ledger write.
         return ""
+    call.give("")  # Stop says nothing to the agent: what follows is the ledger's
     from ctxhealth.state.ledger import Ledger
 
     with Ledger.open(_home_path(home)) as ledger:
@@ -453,18 +454,32 @@ _HANDLERS = {
 
 
 class _Call:
-    """One hook call: where ctxhealth keeps its state, the payload, the session's counters, limits."""
+    """One hook call: where ctxhealth keeps its state, the payload, the session's counters, limits,
+    and who receives its output early (:func:`handle_hook`'s ``answer``)."""
 
-    __slots__ = ("counters", "home", "limits", "payload", "started")
+    __slots__ = ("answer", "counters", "home", "limits", "payload", "started")
 
     def __init__(
-        self, home: str, payload: HookPayload, counters: SessionCounters, limits: HookLimits, started: float
+        self,
+        home: str,
+        payload: HookPayload,
+        counters: SessionCounters,
+        limits: HookLimits,
+        started: float,
+        answer: Callable[[str], None] | None = None,
     ) -> None:
         self.home = home
         self.payload = payload
         self.counters = counters
         self.limits = limits
         self.started = started
+        self.answer = answer
+
+    def give(self, output: str) -> None:
+        """Hand the output on now, once (the work that follows changes it no more)."""
+        if self.answer is not None:
+            answer, self.answer = self.answer, None
+            answer(output)
 
     def time_left(self) -> float:
         """Seconds left of the hook's checkpoint budget (negative once it is spent)."""
@@ -509,9 +524,9 @@ def handle_hook(
         counters = _load(home, payload)
         counters.lock_held = lock.acquired
         counters.events_loaded = len(counters.pending_events)
-        output = _HANDLERS[payload.event](_Call(home, payload, counters, limits, started))
-        if answer is not None:
-            answer(output)
+        call = _Call(home, payload, counters, limits, started, answer)
+        output = _HANDLERS[payload.event](call)
+        call.give(output)
         if lock.acquired:
             save_counters(home, counters)
         elif counters.pending_events:
