@@ -19,7 +19,7 @@ import pytest
 from ctxhealth.integrations.claude_code.helper import ask, helper_paths, serve
 from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.statusline import render_status
-from ctxhealth.integrations.claude_code.tailstate import load_counters
+from ctxhealth.integrations.claude_code.tailstate import SessionLock, load_counters
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "claude-code-session.jsonl"
@@ -92,7 +92,8 @@ def test_the_helper_answers_as_the_commands_would(helper_home: str, tmp_path: Pa
         steps += 1
     assert steps > 10
     local = load_counters(home_here, str(here / "t.jsonl"))
-    helped = load_counters(helper_home, str(there / "t.jsonl"))
+    with SessionLock(helper_home, str(there / "t.jsonl"), timeout=BOUND):  # written after the answer
+        helped = load_counters(helper_home, str(there / "t.jsonl"))
     assert local is not None and helped is not None
     assert helped.assessment == local.assessment and helped.assessment is not None
     for field in ("fill", "turns", "tool_calls", "tool_errors", "drift", "instruction", "offset"):
