@@ -250,3 +250,17 @@ def test_a_hook_hands_its_answer_on_before_it_saves(tmp_path: Path) -> None:
     saved = load_counters(home, str(transcript))
     assert saved is not None and saved.offset == transcript.stat().st_size
     assert seen == [(result.stdout, None)]  # the answer came first, the counters were written after
+
+
+def test_the_status_line_is_handed_on_before_the_counters_are_saved(tmp_path: Path) -> None:
+    home, transcript = str(tmp_path / "h"), tmp_path / "t.jsonl"
+    shutil.copyfile(EXAMPLE, transcript)
+    seen: list[tuple[str, object]] = []
+
+    def early(line: str) -> None:
+        saved = load_counters(home, str(transcript))
+        seen.append((line, None if saved is None else saved.offset))
+
+    line = render_status(_payload(transcript, None), home=home, color=False, answer=early)
+    assert seen == [(line, None)] and "ctxhealth: no data" not in line
+    assert render_status(_payload(transcript, None), home=home, color=False) == line  # saved after

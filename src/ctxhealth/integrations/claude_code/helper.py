@@ -156,13 +156,21 @@ def _answer_hook(home: str, name: str, payload: bytes, send: Callable[[str, str]
         send(result.stdout, result.stderr)
 
 
-def _answer_status(home: str, payload: bytes, color: bool) -> tuple[str, str]:
+def _answer_status(home: str, payload: bytes, color: bool, send: Callable[[str, str], None]) -> None:
+    """Draw the line; the command gets it as soon as it is known (before the counters are saved)."""
+    sent: list[bool] = []
+
+    def early(line: str) -> None:
+        send(line, "")
+        sent.append(True)
+
     try:
         from ctxhealth.integrations.claude_code.statusline import render_status
 
-        return render_status(payload, home=home, color=color), ""
+        render_status(payload, home=home, color=color, answer=early)
     except Exception as exc:  # fail open, as the status-line command does
-        return "ctxhealth: n/a", f"ctxhealth: statusline: {type(exc).__name__}: {exc}"
+        if not sent:
+            send("ctxhealth: n/a", f"ctxhealth: statusline: {type(exc).__name__}: {exc}")
 
 
 def _preload() -> None:
@@ -319,6 +327,6 @@ def _serve_one(conn: object, home: str, identity: str) -> None:
             if kind == "hook" and name in HOOK_EVENTS:
                 _answer_hook(home, name, payload, send)
             elif kind == "status":
-                send(*_answer_status(home, payload, color))
+                _answer_status(home, payload, color, send)
         except Exception:  # the command reports a broken answer; the helper keeps serving
             return
