@@ -17,6 +17,11 @@ And Codex CLI rollouts of the same size as the Claude Code sessions, generated b
 written before its response (Codex 0.60), ``ours_codex_after`` with it after (earlier versions).
 A fully reported Codex log should cost about what a Claude Code log of the same size does.
 
+And the other agents' logs: the real OpenHands completion folders (``openhands/``: one JSON file per
+model call, every call reported) and tau-bench results (``tau-bench/``: one JSON list of 200 runs),
+and a SWE-agent 1.x trajectory generated from our fixture's steps (about 2 MB): ``ours_openhands``,
+``ours_tau_bench``, ``ours_swe_agent``.
+
 Plus ctxhealth on the whole corpus (``claude-code/`` and ``mini-swe-agent/``) and accounting
 alone. Each figure is the best of ``--repeat`` runs, runs of the contenders alternating so that
 a busy machine slows them alike (the whole corpus, then the pool, run after, in phases of their
@@ -153,6 +158,37 @@ def figures(wall: float, cpu: float, size: int, sessions: int, processes: int) -
     }
 
 
+OTHER_AGENTS = ("ours_openhands", "ours_tau_bench", "ours_swe_agent")
+SWE_AGENT_FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "agents"
+
+
+def _other_agents(data: Path, scratch: Path) -> dict[str, tuple[Path, int]]:
+    """The other agents' logs to read: (path, bytes) by contender name, those that exist."""
+    found: dict[str, tuple[Path, int]] = {}
+    openhands = data / "openhands"
+    if openhands.is_dir():
+        found["ours_openhands"] = (openhands, sum(p.stat().st_size for p in openhands.rglob("*.json")))
+    tau = data / "tau-bench" / "gpt-4o-airline.json"
+    if tau.is_file():
+        found["ours_tau_bench"] = (tau, tau.stat().st_size)
+    doc = json.loads((SWE_AGENT_FIXTURE / "swe-agent-1.x-function-calling.traj").read_bytes())
+    head, steps = doc["history"][:2], doc["history"][2:-3]
+    history = list(head)
+    while len(json.dumps(history)) < 2_000_000:
+        n = len(history)
+        for item in steps:  # the same steps again, with call ids of their own
+            copy = json.loads(json.dumps(item))
+            for call in copy.get("tool_calls") or []:
+                call["id"] = f"{call['id']}-{n}"
+            if "tool_call_ids" in copy:
+                copy["tool_call_ids"] = [f"{i}-{n}" for i in copy["tool_call_ids"]]
+            history.append(copy)
+    swe = scratch / "generated.traj"
+    swe.write_bytes(json.dumps({**doc, "history": history}).encode())
+    found["ours_swe_agent"] = (swe, swe.stat().st_size)
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
@@ -191,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for label, path in codex_files.items()
     }
 
+    others = _other_agents(args.data, codex_dir)
+
     def run_account_only() -> int:
         for session in sessions:
             account_session(session)
@@ -207,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     contenders["ours_account_only_claude_code"] = (run_account_only, claude_bytes, 1)
     for label, path in codex_files.items():
         contenders[f"ours_codex_{label}"] = (lambda p=path: run_ours([p]), path.stat().st_size, 1)
+    for name, (path, size) in others.items():
+        contenders[name] = (lambda p=path: run_ours([p]), size, 1)
     # Phases run one after the other, the contenders of a phase alternating. The whole corpus
     # (12x the bytes) and the pool come after the Claude Code comparison: a 55 MB read leaves
     # this process's heap grown and fragmented, and forking leaves its memory copy-on-write;
@@ -245,6 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ours_account_only_claude_code",
         "ours_codex_060",
         "ours_codex_after",
+        *OTHER_AGENTS,
         "ours_corpus",
     ):
         if name in best:
@@ -296,6 +337,9 @@ def _print_table(result: dict[str, object], ratios: dict[str, float], repeat: in
         ("ours_account_only_claude_code", None, "ctxhealth accounting alone"),
         ("ours_codex_060", None, "ctxhealth, Codex rollout (0.60 order)"),
         ("ours_codex_after", None, "ctxhealth, Codex rollout (counts after)"),
+        ("ours_openhands", None, "ctxhealth, OpenHands completion folders"),
+        ("ours_tau_bench", None, "ctxhealth, tau-bench results (200 runs)"),
+        ("ours_swe_agent", None, "ctxhealth, SWE-agent 1.x trajectory (generated)"),
         ("ours_corpus", None, "ctxhealth, whole corpus, one process"),
     ]
     out = sys.stderr

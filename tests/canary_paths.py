@@ -2,7 +2,7 @@
 that carry the whole canary set (:mod:`canaries`), then find which canaries ended up where.
 
 Shared by the canary test (which asserts that none did) and the benchmark that prints the
-format x location table for the README.
+format x location table of the docs (hooks under load).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Fuzz every reader with generated mutations of real transcripts: no traceback, no hang, valid lines kept.
 
-Seeds: the real sessions in ../shared/data (Claude Code, mini-swe-agent, tau-bench and OpenHands
-message lists; skipped with a reason when absent), the shipped example and our own fixtures (always
-there, so the fuzzing always runs). Large seeds are cut into windows of whole lines (or a prefix of
-the message list), so a case costs milliseconds. Mutations are drawn from a seeded generator, a few
-thousand per run, in a bounded number per seed group, so a run is reproducible.
+Seeds: the real sessions in ../shared/data (Claude Code, mini-swe-agent, tau-bench result files and
+OpenHands completion files, and their message lists; skipped with a reason when absent), the shipped
+example and our own fixtures (always there, so the fuzzing always runs). Large seeds are cut into
+windows of whole lines (or a prefix of the message list), so a case costs milliseconds. Mutations
+are drawn from a seeded generator, a few thousand per run, in a bounded number per seed group, so a
+run is reproducible.
 
 Every case goes through the format's own parser, the detecting reader (``read_data``) and, for Claude
 Code, the hooks' incremental reader fed in random chunks. Anything but a :class:`CtxHealthError` is a
@@ -25,7 +26,16 @@ import pytest
 from conftest import SHARED_DATA
 from ctxhealth.errors import CtxHealthError
 from ctxhealth.model import Format, Session
-from ctxhealth.sources import anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat
+from ctxhealth.sources import (
+    anthropic_messages,
+    claude_code,
+    codex,
+    mini_swe_agent,
+    openai_chat,
+    openhands,
+    swe_agent,
+    tau_bench,
+)
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 from ctxhealth.sources.reader import read_data
 
@@ -40,6 +50,9 @@ PARSERS: dict[Format, Callable[[bytes, str], Session]] = {
     Format.MINI_SWE_AGENT: mini_swe_agent.parse,
     Format.OPENAI_CHAT: openai_chat.parse,
     Format.ANTHROPIC_MESSAGES: anthropic_messages.parse,
+    Format.SWE_AGENT: swe_agent.parse,
+    Format.OPENHANDS: openhands.parse,
+    Format.TAU_BENCH: tau_bench.parse,
 }
 JSONL = (Format.CLAUDE_CODE, Format.CODEX)
 
@@ -89,6 +102,10 @@ def _own_seeds() -> list[tuple[Format, bytes]]:
         (Format.CODEX, (FIXTURES / "codex-rollout.jsonl").read_bytes()),
         (Format.OPENAI_CHAT, (FIXTURES / "openai-chat.json").read_bytes()),
         (Format.ANTHROPIC_MESSAGES, (FIXTURES / "anthropic-messages.json").read_bytes()),
+        (Format.SWE_AGENT, (FIXTURES / "agents" / "swe-agent-0.x.traj").read_bytes()),
+        (Format.SWE_AGENT, (FIXTURES / "agents" / "swe-agent-1.x-function-calling.traj").read_bytes()),
+        (Format.TAU_BENCH, (FIXTURES / "agents" / "tau-bench-results.json").read_bytes()),
+        (Format.OPENHANDS, (FIXTURES / "agents" / "openhands-output.jsonl").read_bytes()),
     ]
 
 
@@ -108,10 +125,17 @@ def _real_seeds(rng: random.Random) -> list[tuple[Format, bytes]]:
         runs = json.loads(tau.read_bytes())
         for run in rng.sample(runs, min(6, len(runs))):
             seeds += [(Format.OPENAI_CHAT, d) for d in _message_list(run["traj"], rng, 2)]
+        # the file as tau-bench writes it: a list of runs (two short ones, so a case stays cheap)
+        short = sorted(runs, key=lambda r: len(json.dumps(r)))[:2]
+        seeds.append((Format.TAU_BENCH, json.dumps(short).encode()))
     for path in sorted((SHARED_DATA / "openhands").rglob("*.json"))[:6]:
         messages = json.loads(path.read_bytes()).get("messages")
         if isinstance(messages, list) and messages:
             seeds += [(Format.OPENAI_CHAT, d) for d in _message_list(messages, rng, 2)]
+            # one model call's file as OpenHands writes it, its context cut short
+            doc = json.loads(path.read_bytes())
+            doc["messages"] = messages[: rng.randint(2, min(len(messages), 12))]
+            seeds.append((Format.OPENHANDS, json.dumps(doc).encode()))
     return seeds
 
 

@@ -34,6 +34,8 @@ COMMANDS: dict[str, str] = {
     "watch": "ctxhealth.cli.watch:watch",
     "report": "ctxhealth.cli.report:report",
     "fleet": "ctxhealth.cli.fleet:fleet",
+    "proxy": "ctxhealth.cli.proxy:proxy",
+    "pack": "ctxhealth.cli.pack:pack",
 }
 
 

@@ -1,0 +1,234 @@
+"""The proxy's ASGI app: model API routes through the guard, everything else passed through.
+
+* ``POST /v1/messages``, ``/v1/chat/completions``, ``/v1/responses`` (also under a path prefix):
+  the body (at most ``max_body_bytes``) goes through :meth:`Guard.plan`; the planned body is sent
+  upstream, or the guard's API-shaped error is answered without calling upstream; the response is
+  relayed as it arrives while its usage is read (:class:`~ctxhealth.integrations.wire.UsageTap`).
+* ``GET /ctxhealth/status`` (JSON) and ``GET /metrics`` (Prometheus text).
+
+starlette provides the request and response types; the app itself dispatches on the path. The
+upstream calls go through aiohttp (see :mod:`.relay` for why).
+* Any other method and path: forwarded unchanged, response relayed.
+
+Upstream errors and status codes reach the client as the upstream sent them; an upstream that
+cannot be reached is a 502 (a timeout a 504) in the API's error shape. Logs never carry
+``authorization`` / ``x-api-key`` headers, and bodies only with ``log_bodies``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+import aiohttp
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from ctxhealth.integrations.guard import Guard, LedgerStore, Plan, SessionStore
+from ctxhealth.integrations.proxy.config import ProxyConfig
+from ctxhealth.integrations.proxy.relay import Relay, request_headers, upstream_url
+from ctxhealth.integrations.wire import UsageTap, adapter_for_path
+from ctxhealth.integrations.wire.base import ErrorKind, WireAdapter
+
+log = logging.getLogger("ctxhealth.proxy")
+
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+ACTION_HEADER = "x-ctxhealth-action"
+KEEPALIVE = 4.0
+"""Seconds an idle upstream connection is kept: under the common 5 s server keep-alive, so a request
+is not sent on a connection the server is closing."""
+FLUSH_IDLE = 60.0
+"""Seconds without traffic after which a session's state is saved. Saving takes the monitor's
+snapshot (about a millisecond), so it waits for a pause; a stale save costs little: after a crash
+the session resumes from it and re-observes the messages since (its prefix still matches)."""
+FLUSH_MAX_AGE = 300.0
+"""A busy session is saved at least this often; every changed session is saved at shutdown."""
+FLUSH_BATCH = 8
+"""Sessions saved per tick at most, so saving never holds the event loop for long."""
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class ProxyApp:
+    """State shared by the routes: config, guard, the upstream client session."""
+
+    def __init__(self, config: ProxyConfig, guard: Guard) -> None:
+        self.config = config
+        self.guard = guard
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            cfg = self.config
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.read_timeout
+                ),
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent", "Accept", "Content-Type"),
+            )
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    # ------------------------------------------------------------------ routes
+
+    async def status(self, request: Request) -> Response:
+        return JSONResponse({"schema_version": 1, "upstream": self.config.upstream, **self.guard.status()})
+
+    async def metrics(self, request: Request) -> Response:
+        return PlainTextResponse(self.guard.metrics_text(), media_type="text/plain; version=0.0.4")
+
+    async def forward(self, request: Request) -> Response | Relay:
+        adapter = adapter_for_path(request.url.path) if request.method == "POST" else None
+        try:
+            body = await read_body(request, self.config.max_body_bytes)
+        except BodyTooLarge:
+            message = f"ctxhealth proxy: request body over {self.config.max_body_bytes:,} bytes"
+            return _error(adapter, ErrorKind.TOO_LARGE, message, 413)
+        except ClientDisconnect:
+            return Response(status_code=499)
+        plan: Plan | None = None
+        if adapter is None:
+            self.guard.metrics.forwarded += 1
+        else:
+            plan = self.guard.plan(adapter.style, body, request.headers)
+            self._log_plan(request, plan, body)
+            if plan.error is not None:
+                return JSONResponse(
+                    plan.error.body, status_code=plan.error.status, headers={ACTION_HEADER: plan.action.value}
+                )
+            if plan.body is not None:
+                body = plan.body
+        started = time.perf_counter()
+        try:
+            upstream = await self.session.request(
+                request.method,
+                upstream_url(self.config.upstream_base, request.scope),
+                headers=request_headers(request.headers),
+                data=body,
+                allow_redirects=False,
+            )
+        except TimeoutError as exc:
+            return _error(
+                adapter, ErrorKind.BAD_REQUEST, f"ctxhealth proxy: upstream timed out: {exc!r}", 504
+            )
+        except aiohttp.ClientError as exc:
+            return _error(
+                adapter, ErrorKind.BAD_REQUEST, f"ctxhealth proxy: upstream unreachable: {exc!r}", 502
+            )
+        tap = UsageTap(adapter.style, upstream.headers.get("content-type")) if adapter is not None else None
+
+        def done(status: int, tap: UsageTap | None, seconds: float, complete: bool) -> None:
+            self.guard.metrics.observe_latency(seconds)
+            if plan is not None and tap is not None:
+                self.guard.finish(plan, status if complete else 499, tap.facts())
+
+        return Relay(upstream, tap, done, started)
+
+    def _log_plan(self, request: Request, plan: Plan, body: bytes) -> None:
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "%s %s session=%s action=%s applied=%s reset=%s observed=%d",
+                request.method,
+                request.url.path,
+                plan.key,
+                plan.action.value,
+                plan.applied.value,
+                plan.reset,
+                plan.observed,
+            )
+        if self.config.log_bodies:
+            log.info("request body: %s", body.decode("utf-8", "replace"))
+            if plan.body is not None:
+                log.info("forwarded body: %s", plan.body.decode("utf-8", "replace"))
+
+
+def _error(adapter: WireAdapter | None, kind: ErrorKind, message: str, status: int) -> Response:
+    if adapter is None:
+        return PlainTextResponse(message, status_code=status)
+    return JSONResponse(adapter.error(kind, message).body, status_code=status)
+
+
+class ProxyASGI:
+    """The ASGI app: a direct dispatch on the path (no routing table or middleware stack between the
+    server and the relay, since every response chunk passes through whatever wraps ``send``), and
+    the lifespan (periodic saving of sessions; everything saved and closed at shutdown)."""
+
+    def __init__(self, proxy: ProxyApp) -> None:
+        self.proxy = proxy
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            path, method = scope["path"], scope["method"]
+            request = Request(scope, receive)
+            response: Response | Relay
+            if path == "/ctxhealth/status" and method == "GET":
+                response = await self.proxy.status(request)
+            elif path == "/metrics" and method == "GET":
+                response = await self.proxy.metrics(request)
+            else:
+                response = await self.proxy.forward(request)
+            await response(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        guard, config = self.proxy.guard, self.proxy.config
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._flusher = asyncio.create_task(self._flush_periodically(config.flush_interval))
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._flusher is not None:
+                    self._flusher.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._flusher
+                guard.flush()
+                guard.store.close()
+                await self.proxy.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _flush_periodically(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.proxy.guard.flush(idle=FLUSH_IDLE, max_age=FLUSH_MAX_AGE, limit=FLUSH_BATCH)
+
+
+def create_app(
+    config: ProxyConfig, *, guard: Guard | None = None, store: SessionStore | None = None
+) -> ProxyASGI:
+    """The proxy as an ASGI app. Without ``guard``, one is made in ``config.mode`` over ``store``
+    (default: the ledger under ``config.home`` when set)."""
+    if guard is None:
+        if store is None and config.home is not None:
+            store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))
+        guard = Guard(config.mode, store=store, model=config.model)
+    return ProxyASGI(ProxyApp(config, guard))

@@ -1,0 +1,241 @@
+"""Candidate files of a repository: what git tracks (or a walk honouring ``.gitignore``) minus the blacklist.
+
+The blacklist (the spec: lockfiles, minified bundles, compiled files; plus binary files and vendored
+trees) is decided from the path alone here (:func:`blacklist_reason`); content checks (NUL bytes,
+undecodable text, minified lines) happen when a file is read (:func:`content_reason`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxhealth.errors import UsageError
+from ctxhealth.pack.ignore import IgnoreRules
+
+LOCKFILES = frozenset(
+    {
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lockb",
+        "poetry.lock",
+        "pipfile.lock",
+        "uv.lock",
+        "cargo.lock",
+        "gemfile.lock",
+        "composer.lock",
+        "go.sum",
+        "pdm.lock",
+        "flake.lock",
+        "mix.lock",
+        "podfile.lock",
+        "packages.lock.json",
+    }
+)
+COMPILED_SUFFIXES = frozenset(
+    {
+        ".pyc",
+        ".pyo",
+        ".class",
+        ".o",
+        ".obj",
+        ".so",
+        ".dll",
+        ".dylib",
+        ".a",
+        ".lib",
+        ".exe",
+        ".wasm",
+        ".mo",
+        ".jar",
+        ".war",
+        ".whl",
+        ".egg",
+    }
+)
+BINARY_SUFFIXES = frozenset(
+    {
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".webp",
+        ".tif",
+        ".tiff",
+        ".pdf",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".7z",
+        ".rar",
+        ".tar",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".mp3",
+        ".mp4",
+        ".wav",
+        ".ogg",
+        ".mov",
+        ".avi",
+        ".sqlite",
+        ".db",
+        ".bin",
+        ".dat",
+        ".pkl",
+        ".npy",
+        ".npz",
+        ".parquet",
+        ".dbf",
+        ".shp",
+        ".shx",
+        ".prj",
+        ".gpkg",
+        ".psd",
+        ".xcf",
+        ".icns",
+    }
+)
+MINIFIED_MARKERS = (".min.js", ".min.css", ".min.mjs", "-min.js", ".bundle.js", ".map")
+VENDORED_DIRS = frozenset(
+    {
+        "node_modules",
+        "vendor",
+        "vendored",
+        "third_party",
+        "third-party",
+        "bower_components",
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "dist",
+        "build",
+        "target",
+        ".next",
+        ".eggs",
+        "site-packages",
+    }
+)
+MINIFIED_LINE_CHARS = 1_000
+"""A text file whose average line is longer than this is treated as minified or generated."""
+MAX_FILE_BYTES = 2_000_000
+"""Files larger than this are data, not source: not candidates."""
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateList:
+    """Relative POSIX paths of the candidates, sorted, and how they were found."""
+
+    paths: tuple[str, ...]
+    source: str  # "git" or "walk"
+    excluded: tuple[tuple[str, str], ...]  # (path, reason) for blacklisted paths
+
+
+def blacklist_reason(path: str) -> str | None:
+    """Why ``path`` is never a candidate (from its name alone), or None."""
+    parts = path.split("/")
+    if any(part in VENDORED_DIRS or part.endswith(".egg-info") for part in parts[:-1]):
+        return "vendored or generated directory"
+    name = parts[-1].lower()
+    if name in LOCKFILES:
+        return "lockfile"
+    if name.endswith(MINIFIED_MARKERS):
+        return "minified bundle"
+    dot = name.rfind(".")
+    suffix = name[dot:] if dot > 0 else ""
+    if suffix in COMPILED_SUFFIXES:
+        return "compiled file"
+    if suffix in BINARY_SUFFIXES:
+        return "binary file"
+    return None
+
+
+def content_reason(data: bytes) -> str | None:
+    """Why file content disqualifies it (binary, too large, minified), or None."""
+    if len(data) > MAX_FILE_BYTES:
+        return "larger than 2 MB"
+    if b"\x00" in data[:8192]:
+        return "binary file"
+    lines = data.count(b"\n") + 1
+    if len(data) > 4 * MINIFIED_LINE_CHARS and len(data) / lines > MINIFIED_LINE_CHARS:
+        return "minified or generated (very long lines)"
+    return None
+
+
+def _git_files(repo: Path) -> list[str] | None:
+    """Files git tracks in ``repo`` (plus untracked, not ignored), or None when it is not a checkout."""
+    if not (repo / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    names = {n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n}
+    return sorted(n for n in names if (repo / n).is_file())
+
+
+def _walk_files(repo: Path) -> list[str]:
+    """Files under ``repo``, honouring every ``.gitignore`` on the way down."""
+    found: list[str] = []
+    rules_of: dict[str, IgnoreRules] = {"": IgnoreRules()}
+    top = str(repo)
+    for root, dirs, files in os.walk(top):
+        rel_root = root[len(top) :].strip(os.sep).replace(os.sep, "/")
+        rules = rules_of.pop(rel_root, IgnoreRules())
+        gitignore = Path(root) / ".gitignore"
+        if gitignore.is_file():
+            rules = rules.with_file(rel_root, gitignore.read_text("utf-8", "replace"))
+        kept = []
+        for d in sorted(dirs):
+            rel = f"{rel_root}/{d}" if rel_root else d
+            if d in VENDORED_DIRS or rules.ignored(rel, is_dir=True):
+                continue
+            kept.append(d)
+            rules_of[rel] = rules
+        dirs[:] = kept
+        for f in files:
+            rel = f"{rel_root}/{f}" if rel_root else f
+            if not rules.ignored(rel, is_dir=False):
+                found.append(rel)
+    return sorted(found)
+
+
+def list_candidates(repo: Path) -> CandidateList:
+    """The candidate files of ``repo`` (see the module docstring); raises when ``repo`` is no directory."""
+    if not repo.is_dir():
+        raise UsageError(f"{repo} is not a directory", hint="give the repository's root directory")
+    tracked = _git_files(repo)
+    source = "git" if tracked is not None else "walk"
+    paths = tracked if tracked is not None else _walk_files(repo)
+    kept: list[str] = []
+    excluded: list[tuple[str, str]] = []
+    for path in paths:
+        reason = blacklist_reason(path)
+        if reason is None:
+            kept.append(path)
+        else:
+            excluded.append((path, reason))
+    return CandidateList(tuple(kept), source, tuple(excluded))

@@ -1,0 +1,153 @@
+"""The repository index: every candidate's bytes and facts, built from the cache where hashes match.
+
+:func:`build_index` lists the candidates, reads each file once (the content hash needs the bytes
+anyway), reuses cached facts whose hash equals the file's, reads facts for the rest, and writes the
+cache back when anything changed. Files whose content disqualifies them (binary, minified, too big)
+join the excluded list with their reason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ctxhealth.pack.cache import cache_path, decode_row, load_cache, save_cache
+from ctxhealth.pack.candidates import content_reason, list_candidates
+from ctxhealth.pack.facts import FileFacts, content_digest, read_facts
+
+
+@dataclass(slots=True)
+class RepoIndex:
+    """The candidates of one repository: facts and bytes per path (sorted), exclusions, cache use."""
+
+    root: Path
+    source: str
+    facts: dict[str, FileFacts]
+    contents: dict[str, bytes]
+    excluded: list[tuple[str, str]]
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_file: Path | None = None
+    _dirty: bool = field(default=False, repr=False)
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self.facts)
+
+    def data(self, path: str) -> bytes:
+        """The bytes of a candidate (read on first use: a warm run reads only the files it packs)."""
+        found = self.contents.get(path)
+        if found is None:
+            with open(os.path.join(str(self.root), path), "rb") as handle:
+                found = handle.read()
+            self.contents[path] = found
+        return found
+
+    def text(self, path: str) -> str:
+        return self.data(path).decode("utf-8", "replace")
+
+    def remember(
+        self, path: str, *, tokens: int | None = None, signature_lines: list[int] | None = None
+    ) -> None:
+        """Store a whole file's exact token count or its signature lines for the next run."""
+        old = self.facts.get(path)
+        if old is None:
+            return
+        new = old
+        if tokens is not None and old.tokens != tokens:
+            new = replace(new, tokens=tokens)
+        if signature_lines is not None and old.signature_lines != tuple(signature_lines):
+            new = replace(new, signature_lines=tuple(signature_lines))
+        if new is not old:
+            self.facts[path] = new
+            self._dirty = True
+
+    def flush(self) -> None:
+        """Write the cache when facts changed since it was read."""
+        if self.cache_file is not None and self._dirty:
+            save_cache(self.cache_file, self.facts)
+            self._dirty = False
+
+
+def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
+    """Index ``repo``'s candidates, reusing and refreshing the cache under ``cache_home`` when given."""
+    candidates = list_candidates(repo)
+    file = cache_path(cache_home, repo) if cache_home is not None else None
+    cached = load_cache(file) if file is not None else {}
+    found: dict[str, FileFacts] = {}
+    excluded = list(candidates.excluded)
+    hits = misses = changed_stat = 0
+    top = str(repo)
+    pending: list[tuple[str, int, str | None]] = []
+    for path in candidates.paths:
+        entry = cached.get(path)
+        try:
+            stat = os.stat(os.path.join(top, path))
+        except OSError as exc:
+            excluded.append((path, f"unreadable: {exc.strerror or exc}"))
+            continue
+        known = decode_row(path, entry[1]) if entry is not None else None
+        # Same size and modification time as when its hash was taken: the content is unchanged
+        # (the shortcut git's index takes too); anything else is re-read and re-hashed.
+        if known is not None and known.mtime_ns == stat.st_mtime_ns and known.size == stat.st_size:
+            found[path] = known
+            hits += 1
+        else:
+            pending.append((path, stat.st_mtime_ns, entry[0] if entry is not None else None))
+    for (path, mtime_ns, _), (reason, digest, fresh) in zip(pending, _examine_all(top, pending), strict=True):
+        if reason is not None:
+            excluded.append((path, reason))
+            continue
+        entry = cached.get(path)
+        facts = fresh if fresh is not None else (decode_row(path, entry[1]) if entry is not None else None)
+        if facts is None:  # a cached row that no longer decodes
+            facts = read_facts(path, _read(top, path), digest)
+        misses += fresh is not None
+        hits += fresh is None
+        changed_stat += facts.mtime_ns != mtime_ns
+        found[path] = replace(facts, mtime_ns=mtime_ns)
+    facts_in_order = {path: found[path] for path in candidates.paths if path in found}
+    contents: dict[str, bytes] = {}
+    index = RepoIndex(
+        root=repo,
+        source=candidates.source,
+        facts=facts_in_order,
+        contents=contents,
+        excluded=sorted(excluded),
+        cache_hits=hits,
+        cache_misses=misses,
+        cache_file=file,
+        _dirty=misses > 0 or changed_stat > 0 or len(cached) != hits,
+    )
+    index.flush()
+    return index
+
+
+def _read(top: str, path: str) -> bytes:
+    with open(os.path.join(top, path), "rb") as handle:
+        return handle.read()
+
+
+def _examine(top: str, path: str, cached_digest: str | None) -> tuple[str | None, str, FileFacts | None]:
+    """Read one file: why it is not a candidate, or its hash and (unless the hash is the cached one)
+    its facts."""
+    try:
+        data = _read(top, path)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}", "", None
+    reason = content_reason(data)
+    if reason is not None:
+        return reason, "", None
+    digest = content_digest(data)
+    return None, digest, None if digest == cached_digest else read_facts(path, data, digest)
+
+
+def _examine_all(
+    top: str, pending: list[tuple[str, int, str | None]]
+) -> list[tuple[str | None, str, FileFacts | None]]:
+    """:func:`_examine` for every pending file, in order.
+
+    One process on purpose: worker processes would need "spawn" (the caller may hold threads,
+    which forking does not survive), and "spawn" re-imports the caller's main module."""
+    return [_examine(top, path, digest) for path, _, digest in pending]

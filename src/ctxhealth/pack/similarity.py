@@ -1,0 +1,175 @@
+"""Similarity of each file to the task: Okapi BM25 over the files' word bags, plus exact names.
+
+The index is built with numpy straight from the cached word counts (no per-token Python work, which
+is what makes a warm run fast): ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` and
+``tf / (tf + k1 * (1 - b + b * len / avg_len))`` (Lucene's variant, as the ``bm25s`` package computes
+it; a test checks the two agree) with ``k1 = 1.5`` and ``b = 0.3``: source
+files vary in length by orders of magnitude, and the usual ``b = 0.75`` buries the long core modules
+that most tasks touch (``b`` was chosen on half of the django benchmark tasks and checked on the
+other half; see docs/pack.md).
+
+The query is the task's words; identifiers the task names as code (``RenameContentType._rename()``,
+``update_fields``, ``django.db.models``) count :data:`NAMED_WEIGHT` times. Beyond BM25, a file
+that the task names by path, or that declares a class or function the task names, gets a
+name-match bonus: :func:`similarity_scores` returns BM25 and the bonus blended, scaled to 0..1.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ctxhealth.pack.facts import PATH_WORD_WEIGHT
+from ctxhealth.pack.words import named_identifiers, named_paths, split_identifier, text_words
+
+K1 = 1.5
+B = 0.3
+NAMED_WEIGHT = 2
+"""A word of an identifier the task names as code counts this many times in the query."""
+NAME_MATCH_SHARE = 0.3
+"""Share of the similarity that comes from declared names and paths the task names exactly."""
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Index:
+    """Per-term posting lists of BM25 weights: ``weights[starts[t]:starts[t+1]]`` for docs ``docs[...]``."""
+
+    vocab: dict[str, int]
+    starts: npt.NDArray[np.int64]
+    docs: npt.NDArray[np.int32]
+    weights: npt.NDArray[np.float32]
+    n_docs: int
+
+    def scores(self, query: Mapping[str, float]) -> FloatArray:
+        """The BM25 score of every document for a weighted bag of query words."""
+        out = np.zeros(self.n_docs, dtype=np.float64)
+        for word, weight in query.items():
+            term = self.vocab.get(word)
+            if term is None:
+                continue
+            lo, hi = self.starts[term], self.starts[term + 1]
+            np.add.at(out, self.docs[lo:hi], self.weights[lo:hi] * weight)
+        return out
+
+
+def build_bm25(bags: Sequence[Mapping[str, int]], k1: float = K1, b: float = B) -> Bm25Index:
+    """A BM25 index of the documents given as word bags (in order)."""
+    vocab: dict[str, int] = {}
+    term_ids: list[int] = []
+    counts: list[int] = []
+    sizes: list[int] = []
+    for bag in bags:
+        sizes.append(len(bag))
+        for word, count in bag.items():
+            term_ids.append(vocab.setdefault(word, len(vocab)))
+            counts.append(count)
+    n_docs = len(bags)
+    terms = np.asarray(term_ids, dtype=np.int64)
+    tf = np.asarray(counts, dtype=np.float64)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int32), np.asarray(sizes, dtype=np.int64))
+    doc_len = np.bincount(docs, weights=tf, minlength=n_docs) if n_docs else np.zeros(0)
+    avg_len = float(doc_len.mean()) if n_docs and doc_len.mean() > 0 else 1.0
+    df = np.bincount(terms, minlength=len(vocab)).astype(np.float64)
+    idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+    norm = k1 * (1.0 - b + b * doc_len[docs] / avg_len) if n_docs else np.zeros(0)
+    weights = idf[terms] * tf / (tf + norm)
+    order = np.argsort(terms, kind="stable")
+    starts = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=len(vocab)), out=starts[1:])
+    return Bm25Index(vocab, starts, docs[order], weights[order].astype(np.float32), n_docs)
+
+
+def task_query(task: str) -> dict[str, float]:
+    """The task as a weighted bag of words (named identifiers weigh :data:`NAMED_WEIGHT`)."""
+    query: Counter[str] = Counter(text_words(task))
+    for identifier in named_identifiers(task):
+        for word in split_identifier(identifier):
+            query[word] += NAMED_WEIGHT - 1
+    return {word: float(count) for word, count in sorted(query.items())}
+
+
+def name_matches(task: str, paths: Sequence[str], defines: Sequence[Sequence[str]]) -> FloatArray:
+    """1 for a file the task names by path, else the share of task-named identifiers it declares (0..1)."""
+    named = {n for n in named_identifiers(task) if len(n) >= 3}
+    lowered = {n.lower() for n in named}
+    mentioned = named_paths(task)
+    dotted = {n.replace(".", "/") for n in named if "." in n}
+    out = np.zeros(len(paths), dtype=np.float64)
+    for i, path in enumerate(paths):
+        stem = path.rsplit(".", 1)[0]
+        module = stem.removesuffix("/__init__")
+        if any(path.endswith(m) and (len(m) == len(path) or path[-len(m) - 1] == "/") for m in mentioned) or (
+            module in dotted or any(module.endswith("/" + d) for d in dotted if "/" in d)
+        ):
+            out[i] = 1.0
+            continue
+        if lowered:
+            hits = sum(1 for name in set(defines[i]) if name.lower() in lowered)
+            out[i] = min(1.0, hits / 2)
+    return out
+
+
+def similarity_scores(
+    task: str, index: Bm25Index, paths: Sequence[str], defines: Sequence[Sequence[str]]
+) -> FloatArray:
+    """Similarity of each document to ``task`` in 0..1: BM25 scaled by its best, blended with name matches."""
+    bm25 = index.scores(task_query(task))
+    top = float(bm25.max()) if len(bm25) else 0.0
+    scaled = bm25 / top if top > 0 else bm25
+    names = name_matches(task, paths, defines)
+    return np.asarray((1.0 - NAME_MATCH_SHARE) * scaled + NAME_MATCH_SHARE * names, dtype=np.float64)
+
+
+def corpus_key(items: Sequence[tuple[str, str]]) -> str:
+    """A key for a BM25 index: the hash of every (path, content hash) pair in corpus order."""
+    import hashlib
+
+    digest = hashlib.sha256(f"bm25 lucene k1={K1} b={B} path-weight={PATH_WORD_WEIGHT}\n".encode())
+    for path, content in items:
+        digest.update(f"{path}\0{content}\n".encode())
+    return digest.hexdigest()
+
+
+def save_bm25(file: Path, key: str, index: Bm25Index) -> None:
+    """Store ``index`` under ``key`` (atomically; numpy's ``.npz`` format)."""
+    import io
+
+    from ctxhealth.atomic import write_atomic
+
+    words = "\n".join(sorted(index.vocab, key=index.vocab.__getitem__))
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        key=np.frombuffer(key.encode(), dtype=np.uint8),
+        vocab=np.frombuffer(words.encode("utf-8"), dtype=np.uint8),
+        starts=index.starts,
+        docs=index.docs,
+        weights=index.weights,
+        n_docs=np.asarray([index.n_docs], dtype=np.int64),
+    )
+    write_atomic(file, buffer.getvalue())
+
+
+def load_bm25(file: Path, key: str) -> Bm25Index | None:
+    """The index stored under ``key`` in ``file``, or None (missing, stale or unreadable)."""
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            if bytes(data["key"]).decode() != key:
+                return None
+            words = bytes(data["vocab"]).decode("utf-8").split("\n") if data["vocab"].size else []
+            return Bm25Index(
+                {w: i for i, w in enumerate(words)},
+                data["starts"],
+                data["docs"],
+                data["weights"],
+                int(data["n_docs"][0]),
+            )
+    except (OSError, ValueError, KeyError, UnicodeDecodeError):
+        return None

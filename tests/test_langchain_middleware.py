@@ -1,0 +1,93 @@
+"""The LangChain v1 middleware in a real ``create_agent`` loop with a scripted chat model whose replies
+carry usage, so the fill (and the decision) is what the replies report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents")
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from ctxhealth.integrations.langchain import CtxHealthMiddleware, to_message
+from ctxhealth.recovery.pairing import find_orphans
+
+INSTRUCTION = "Fix the failing parser test in src/parser.py and run the parser test suite."
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return f"def parse(text):  # {path}\n    return text.split()\n" * 5
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """Replies from a script and records the messages of every call."""
+
+    seen: list[list[BaseMessage]] = []  # noqa: RUF012 (pydantic field default)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def reply(i: int, fill: int, *, call: bool = True) -> AIMessage:
+    calls = [{"id": f"call_{i}", "name": "read_file", "args": {"path": "src/parser.py"}}] if call else []
+    return AIMessage(
+        content=f"Reading the parser module src/parser.py for the failing parser test, step {i}.",
+        tool_calls=calls,
+        usage_metadata={"input_tokens": fill, "output_tokens": 40, "total_tokens": fill + 40},
+        response_metadata={"model_name": "claude-sonnet-4-5"},
+    )
+
+
+def run(mode: str, fills: list[int]) -> tuple[list[BaseMessage], list[list[BaseMessage]]]:
+    script = [reply(i, f, call=i < len(fills) - 1) for i, f in enumerate(fills)]
+    model = ScriptedModel(messages=iter(script), seen=[])
+    agent = create_agent(model, [read_file], middleware=[CtxHealthMiddleware(mode)])
+    state = agent.invoke({"messages": [HumanMessage(INSTRUCTION)]})
+    return list(state["messages"]), model.seen
+
+
+def test_observe_changes_nothing() -> None:
+    messages, seen = run("observe", [5_000, 8_000, 125_000, 130_000])
+    assert len(seen) == 4 and len(messages) == 1 + 3 * 2 + 1
+    assert all(len(seen[i + 1]) == len(seen[i]) + 2 for i in range(3))
+
+
+def test_enforce_truncates_the_state_and_keeps_pairs() -> None:
+    fills = [5_000, 8_000, 12_000, 15_000, 125_000, 30_000, 31_000]
+    messages, seen = run("enforce", fills)
+    # after the reply that reported 125K tokens, the next call saw a truncated conversation
+    assert len(seen[5]) < len(seen[4]) + 2
+    first = seen[5][0]
+    assert isinstance(first, HumanMessage) and INSTRUCTION in str(first.content)
+    assert "[CONTEXT CHECKPOINT" in "\n".join(str(m.content) for m in seen[5])
+    for call in seen:
+        assert find_orphans([to_message(m) for m in call]) == ()
+    # the state itself was rewritten, the run went on to the end
+    assert len(messages) < 1 + (len(fills) - 1) * 2 + 1
+    assert isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
+    assert any(isinstance(m, ToolMessage) and m.tool_call_id == "call_5" for m in messages)
+
+
+def test_enforce_halt_ends_the_run_with_the_reason() -> None:
+    messages, seen = run("enforce", [5_000, 160_000, 170_000])
+    assert len(seen) == 2  # no third model call
+    assert isinstance(messages[-1], AIMessage) and "halted this session" in str(messages[-1].content)
+
+
+def test_advise_adds_a_note_to_the_request_only() -> None:
+    messages, seen = run("advise", [5_000, 100_000, 101_000, 102_000])
+    note = seen[2][-1]
+    assert isinstance(note, HumanMessage) and str(note.content).startswith("[CTXHEALTH -- WARN]")
+    assert not any("CTXHEALTH" in str(m.content) for m in messages)  # the state keeps no note
+    assert not any("CTXHEALTH" in str(m.content) for m in seen[3])  # once per episode
