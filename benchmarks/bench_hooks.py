@@ -13,19 +13,31 @@ payload on stdin), side by side in the same run with bare ``python -c pass``:
   assistant turn and its tool result are appended to the transcript before each run, so the run
   reads them and the session's monitor is restored, observes them and is saved again.
 
+Two checkouts in the same run: ``after`` (this tree) and ``before`` (the code at ``--baseline``,
+default ``main``, exported with ``git archive`` into the temporary directory and run from there with
+``PYTHONPATH``; ``--baseline ''`` skips it). The status line and the per-turn hooks of this tree
+start a helper process on demand (:mod:`ctxhealth.integrations.claude_code.helper`), so ``cold``
+(a fresh home each run) is a command doing its own work and then starting a helper, while ``warm``
+and ``turn`` are answered by the helper the priming run started. ``after_no_helper``
+(``CTXHEALTH_HELPER=off``, turn only) shows this tree without it. Every helper started is stopped
+(by the pid it records) before the temporary directory is removed.
+
 Prints one JSON document (milliseconds: wall-clock medians and p90, and the child's CPU time, which
-is steadier than wall time on a busy machine) and a table. The aim: warm under 3x bare Python
-start-up. PreCompact reads the whole transcript by design (the checkpoint needs all of it), so its
-cold and warm figures are alike.
+is steadier than wall time on a busy machine; with a helper most of a turn's work is done in the
+helper, so compare wall times) and a table. The aim: turn under 3x bare Python start-up.
+PreCompact reads the whole transcript by design (the checkpoint needs all of it), so its cold and
+warm figures are alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -77,6 +89,47 @@ def build_transcript(data: Path, out: Path) -> Path:
 
 
 TURN_COMMANDS = ("statusline", "UserPromptSubmit", "Stop")
+
+
+def export(rev: str, into: Path) -> Path:
+    """The ``src`` tree of git revision ``rev``, unpacked under ``into``."""
+    archive = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True, check=True).stdout
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
+def settle(home: Path, wait: float = 5.0) -> None:
+    """Wait for the helper a command started under ``home`` to come up, then stop it and wait until
+    it is gone (it imports the whole pipeline as it starts: CPU the next measurement must not share)."""
+    pid_file = home / "claude-code" / "helper.pid"
+    deadline = time.monotonic() + wait
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        if Path(f"/proc/{pid}/stat").is_file() and ") Z" in Path(f"/proc/{pid}/stat").read_text():
+            return  # exited; its parent (the finished command) is gone, init reaps it
+        time.sleep(0.01)
+
+
+def stop_helpers(tmp: Path) -> int:
+    """Stop the helpers started under ``tmp`` (each records its pid in its home); return how many."""
+    stopped = 0
+    for pid_file in tmp.glob("*/claude-code/helper.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+            stopped += 1
+    return stopped
 
 
 def one_turn(transcript: Path) -> bytes:
@@ -152,6 +205,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json-only", action="store_true")
     parser.add_argument("--only", nargs="*", choices=sorted(EVENTS), help="benchmark only these commands")
+    parser.add_argument("--baseline", default="main", help="git revision measured as 'before' ('' to skip)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ctxhealth-bench-") as tmp_name:
@@ -161,49 +215,45 @@ def main() -> None:
         # Bytecode caching on, as in any installed package (some environments turn it off), kept in a
         # private prefix so the source tree stays clean; the priming runs below fill it.
         env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "PYTHONDONTWRITEBYTECODE")}
+        env.pop("CTXHEALTH_HELPER", None)
         env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
         run_once([PY, "-c", "pass"], b"", env)
         bare: list[Sample] = []
-        results: dict[str, dict[str, dict[str, float]]] = {}
-        for name in args.only or EVENTS:
-            cmd, stdin = command_for(name), payload_for(name, transcript)
-            cold: list[Sample] = []
-            warm: list[Sample] = []
-            warm_home = tmp / f"home-warm-{name}"
-            run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(warm_home)})  # prime the tail and bytecode
-            for i in range(args.runs):
-                cold_home = tmp / f"home-cold-{name}-{i}"
-                bare.append(run_once([PY, "-c", "pass"], b"", env))
-                cold.append(run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(cold_home)}))
-                warm.append(run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(warm_home)}))
-                shutil.rmtree(cold_home, ignore_errors=True)
-            results[name] = {"cold": summarise(cold), "warm": summarise(warm)}
-            if name in TURN_COMMANDS:
-                growing = tmp / f"growing-{name}.jsonl"
-                shutil.copyfile(transcript, growing)
-                turn_stdin, turn_home = payload_for(name, growing), tmp / f"home-turn-{name}"
-                run_once(cmd, turn_stdin, {**env, "CTXHEALTH_HOME": str(turn_home)})
-                turn: list[Sample] = []
-                for _ in range(args.runs):
-                    with growing.open("ab") as sink:
-                        sink.write(extra)
-                    turn.append(run_once(cmd, turn_stdin, {**env, "CTXHEALTH_HOME": str(turn_home)}))
-                results[name]["turn"] = summarise(turn)
+        checkouts: dict[str, dict[str, str]] = {"after": env}
+        if args.baseline:
+            src = export(args.baseline, tmp / "baseline")
+            checkouts = {"before": {**env, "PYTHONPATH": str(src)}, **checkouts}
+        names = args.only or list(EVENTS)
+        results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+        try:
+            for label, checkout_env in checkouts.items():
+                results[label] = measure(label, checkout_env, names, args.runs, tmp, transcript, extra, bare)
+                if label == "after":
+                    off = {**checkout_env, "CTXHEALTH_HELPER": "off"}
+                    turns = [n for n in names if n in TURN_COMMANDS]
+                    no_helper = measure_turns("after-off", off, turns, args.runs, tmp, transcript, extra)
+                    results["after_no_helper"] = {n: {"turn": f} for n, f in no_helper.items()}
+        finally:
+            stopped = stop_helpers(tmp)
+            time.sleep(0.2)
         bare_summary = summarise(bare)
         base, base_cpu = bare_summary["median_ms"], bare_summary["cpu_median_ms"]
-        for figures in results.values():
-            for mode in figures:
-                figures[mode]["x_bare"] = round(figures[mode]["median_ms"] / base, 2)
-                figures[mode]["cpu_x_bare"] = round(figures[mode]["cpu_median_ms"] / max(base_cpu, 0.1), 2)
+        for per_command in results.values():
+            for figures in per_command.values():
+                for mode in figures.values():
+                    mode["x_bare"] = round(mode["median_ms"] / base, 2)
+                    mode["cpu_x_bare"] = round(mode["cpu_median_ms"] / max(base_cpu, 0.1), 2)
         report = {
-            "schema_version": 1,
+            "schema_version": 2,
             "python": sys.version.split()[0],
             "transcript_bytes": transcript.stat().st_size,
             "runs": args.runs,
+            "baseline": args.baseline or None,
             "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
             "cpus": os.cpu_count(),
             "bare_python": bare_summary,
-            "commands": results,
+            "helpers_stopped": stopped,
+            "checkouts": results,
         }
     print(json.dumps(report))
     if args.json_only:
@@ -212,24 +262,71 @@ def main() -> None:
     print(
         f"\ntranscript {mb:.2f} MB, {args.runs} runs; bare python {base} ms wall, {base_cpu} ms CPU (medians)"
     )
-    head = (
-        "command",
-        "cold ms",
-        "cold x",
-        "warm ms",
-        "warm p90",
-        "warm x",
-        "warm CPU x",
-        "turn ms",
-        "turn x",
-    )
-    print(f"{head[0]:<20}" + "".join(f"{h:>11}" for h in head[1:]))
-    for name, figures in results.items():
-        c, w = figures["cold"], figures["warm"]
-        t = figures.get("turn", {})
-        row = (c["median_ms"], c["x_bare"], w["median_ms"], w["p90_ms"], w["x_bare"], w["cpu_x_bare"])
-        row += (t.get("median_ms", "-"), t.get("x_bare", "-"))
-        print(f"{name:<20}" + "".join(f"{v:>11}" for v in row))
+    head = ("checkout", "command", "cold ms", "cold x", "warm ms", "warm x", "turn ms", "turn p90", "turn x")
+    print(f"{head[0]:<16}{head[1]:<20}" + "".join(f"{h:>10}" for h in head[2:]))
+    for label, per_command in results.items():
+        for name, figures in per_command.items():
+            c, w, t = (figures.get(mode, {}) for mode in ("cold", "warm", "turn"))
+            row = (c.get("median_ms"), c.get("x_bare"), w.get("median_ms"), w.get("x_bare"))
+            row += (t.get("median_ms"), t.get("p90_ms"), t.get("x_bare"))
+            print(f"{label:<16}{name:<20}" + "".join(f"{'-' if v is None else v:>10}" for v in row))
+
+
+def measure(
+    label: str,
+    env: dict[str, str],
+    names: list[str],
+    runs: int,
+    tmp: Path,
+    transcript: Path,
+    extra: bytes,
+    bare: list[Sample],
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Cold and warm runs of every command, and turns of the commands that read the tail."""
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for name in names:
+        cmd, stdin = command_for(name), payload_for(name, transcript)
+        cold: list[Sample] = []
+        warm: list[Sample] = []
+        warm_home = tmp / f"home-{label}-warm-{name}"
+        run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(warm_home)})  # prime the tail and bytecode
+        time.sleep(0.5)  # let the helper the priming run started come up
+        for i in range(runs):
+            cold_home = tmp / f"home-{label}-cold-{name}-{i}"
+            bare.append(run_once([PY, "-c", "pass"], b"", env))
+            cold.append(run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(cold_home)}))
+            if label == "after":
+                settle(cold_home)  # the helper the cold run started must not compete with what follows
+            warm.append(run_once(cmd, stdin, {**env, "CTXHEALTH_HOME": str(warm_home)}))
+        stop_helpers(tmp)
+        for i in range(runs):
+            shutil.rmtree(tmp / f"home-{label}-cold-{name}-{i}", ignore_errors=True)
+        results[name] = {"cold": summarise(cold), "warm": summarise(warm)}
+    turns = measure_turns(label, env, [n for n in names if n in TURN_COMMANDS], runs, tmp, transcript, extra)
+    for name, figures in turns.items():
+        results[name]["turn"] = figures
+    return results
+
+
+def measure_turns(
+    label: str, env: dict[str, str], names: list[str], runs: int, tmp: Path, transcript: Path, extra: bytes
+) -> dict[str, dict[str, float]]:
+    """Warm runs, each after one new assistant turn and its tool result were appended."""
+    out: dict[str, dict[str, float]] = {}
+    for name in names:
+        cmd = command_for(name)
+        growing = tmp / f"growing-{label}-{name}.jsonl"
+        shutil.copyfile(transcript, growing)
+        turn_stdin, turn_home = payload_for(name, growing), tmp / f"home-{label}-turn-{name}"
+        run_once(cmd, turn_stdin, {**env, "CTXHEALTH_HOME": str(turn_home)})
+        time.sleep(0.5)
+        turn: list[Sample] = []
+        for _ in range(runs):
+            with growing.open("ab") as sink:
+                sink.write(extra)
+            turn.append(run_once(cmd, turn_stdin, {**env, "CTXHEALTH_HOME": str(turn_home)}))
+        out[name] = summarise(turn)
+    return out
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ Run: ``python benchmarks/bench_observe.py [--data ../shared/data] [--turns 4000]
   checker pays per turn, measured on a few turns).
 
 The session is built (and the garbage collector frozen) before timing, so only ``observe`` is measured.
+
+Before and after in the same run: with ``--baseline REV`` (default ``main``; ``''`` to skip) the same
+benchmark is first run on the code of that revision, exported with ``git archive`` and run in a child
+process (``PYTHONPATH``), and the document holds both (``before``, ``after``) with the ratios of
+the per-message figures (``after_vs_before``: below 1 is faster).
 """
 
 from __future__ import annotations
@@ -25,7 +30,11 @@ import argparse
 import gc
 import json
 import math
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -263,16 +272,58 @@ def bench(session: Session, repeats: int) -> dict[str, Any]:
     return result
 
 
+def run_baseline(rev: str, argv: list[str]) -> dict[str, Any]:
+    """This benchmark on the code of git revision ``rev`` (its ``src`` tree), in a child process."""
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="ctxhealth-observe-") as tmp:
+        archive = subprocess.run(
+            ["git", "archive", rev, "src"], cwd=root, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
+        command = [sys.executable, __file__, *argv, "--baseline", ""]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _ratios(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for session in ("real", "generated"):
+        if not before.get(session) or not after.get(session):
+            continue
+        out[session] = {
+            f"{part}_{key}": round(after[session][part][key] / before[session][part][key], 3)
+            for part in ("observe", "observe_best_of")
+            for key in ("p50_us", "p99_us")
+            if before[session][part][key]
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--turns", type=int, default=4_000, help="turns of the generated 1M-token session")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", default="main", help="git revision measured as 'before' ('' to skip)")
     args = parser.parse_args()
+    before = None
+    if args.baseline:
+        argv = ["--data", args.data, "--turns", str(args.turns), "--repeats", str(args.repeats)]
+        before = run_baseline(args.baseline, argv)
     report: dict[str, Any] = {"benchmark": "observe", "machine": machine_calibration()}
     real = largest_real(Path(args.data))
     report["real"] = bench(real, args.repeats) if real is not None else None
     report["generated"] = bench(generated_session(args.turns), max(1, args.repeats - 1))
+    if before is not None:
+        report = {
+            "benchmark": "observe",
+            "baseline": args.baseline,
+            "before": before,
+            "after": report,
+            "after_vs_before": _ratios(before, report),
+        }
     print(json.dumps(report, indent=2))
 
 

@@ -18,9 +18,12 @@ TAU_BENCH_DATA = SHARED_DATA / "tau-bench"
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own ``CTXHEALTH_HOME`` so nothing touches the real user directory."""
+    """Every test gets its own ``CTXHEALTH_HOME`` so nothing touches the real user directory, and
+    commands run without the per-turn helper (no process outlives a test; the helper's own tests
+    turn it on and stop what they start)."""
     home = tmp_path / "ctxhealth-home"
     monkeypatch.setenv("CTXHEALTH_HOME", str(home))
+    monkeypatch.setenv("CTXHEALTH_HELPER", "off")
     monkeypatch.delenv("CTXHEALTH_ROOT", raising=False)
     return home
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,12 +57,48 @@ def _start(args: list[str], payload: dict[str, object], env: dict[str, str]) -> 
     return proc
 
 
-def _round(tmp: Path, n: int, seed: int, kill_share: float) -> None:
+def _round(tmp: Path, n: int, seed: int, kill_share: float, helper: bool = False) -> None:
     rng = random.Random(seed)
     home, transcript = tmp / "home", tmp / "t.jsonl"
     transcript.write_text(json.dumps({"type": "user", "uuid": "u0", "sessionId": "s1", "message": {
         "role": "user", "content": "Fix the parser bug in src/parse.py"}}) + "\n")  # fmt: skip
     env = {**os.environ, "CTXHEALTH_HOME": str(home)}
+    if helper:
+        env["CTXHEALTH_HELPER"] = "on"
+        server = subprocess.Popen([sys.executable, "-m", "ctxhealth.cli.helper", str(home)], env=env)
+
+        def settle() -> None:
+            # a command has its answer before the helper has written the counters: stop the helper
+            # (it finishes the work it took) before looking at what is on disk
+            server.terminate()
+            assert server.wait(timeout=BOUND_SECONDS) == 0
+
+        try:
+            _wait_for(home / "claude-code" / "helper.pid")
+            _run_round(rng, home, transcript, env, n, kill_share, settle)
+        finally:
+            if server.poll() is None:
+                server.kill()
+        return
+    _run_round(rng, home, transcript, env, n, kill_share, lambda: None)
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + BOUND_SECONDS
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def _run_round(
+    rng: random.Random,
+    home: Path,
+    transcript: Path,
+    env: dict[str, str],
+    n: int,
+    kill_share: float,
+    settle: Callable[[], None],
+) -> None:
     common = {"session_id": "s1", "transcript_path": str(transcript)}
     procs: list[tuple[str, str, subprocess.Popen[bytes]]] = []
     for i in range(n):
@@ -95,6 +132,7 @@ def _round(tmp: Path, n: int, seed: int, kill_share: float) -> None:
     # One more hook, run normally: it flushes the queued events to the ledger and tidies up.
     final = _start(["ctxhealth.cli.hook", "Stop"], {**common, "hook_event_name": "Stop"}, env)
     assert final.wait(timeout=BOUND_SECONDS) == 0
+    settle()
     finished = [(kind, tool) for kind, tool, proc in procs if proc.returncode == 0]
     counters = load_counters(str(home), str(transcript))
     assert counters is not None
@@ -122,6 +160,12 @@ def test_concurrent_hooks_and_status_lines_lose_no_event(tmp_path: Path, n: int,
         directory = tmp_path / f"round{r}"
         directory.mkdir()
         _round(directory, n, seed=1000 * n + r, kill_share=0.2)
+
+
+def test_concurrent_hooks_and_status_lines_through_the_helper_lose_no_event(tmp_path: Path) -> None:
+    """The same with the per-turn helper answering: it runs the work of many commands at once (one
+    thread each) under the same session lock; a killed command does not stop its work there."""
+    _round(tmp_path, 16, seed=77, kill_share=0.2, helper=True)
 
 
 def test_a_writer_that_cannot_get_the_lock_saves_nothing_but_its_events(tmp_path: Path) -> None:

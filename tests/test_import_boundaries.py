@@ -52,3 +52,25 @@ def test_the_hooks_per_turn_path_compiles_no_rarely_used_patterns() -> None:
         "import ctxhealth.redact as r; assert r._compiled.cache_info().currsize == 0"
     )
     assert "ctxhealth.redact" in modules
+
+
+def test_the_status_line_and_hook_commands_start_as_small_clients() -> None:
+    """Before asking the per-turn helper, a command has loaded only the package roots, the CLI entry
+    and the helper's client: no pipeline module, no dataclasses, typing or socket module (no ``re``
+    or ``json`` either: ``tests/test_helper.py`` checks those, this probe prints with ``json``)."""
+    for module in ("ctxhealth.cli.hook", "ctxhealth.cli.statusline"):
+        modules = loaded_after(f"import {module}")
+        ours = {m for m in modules if m.startswith("ctxhealth")}
+        assert ours <= {
+            "ctxhealth",
+            "ctxhealth.lazy",
+            "ctxhealth.cli",
+            "ctxhealth.cli.helper",
+            "ctxhealth.cli.hook",
+            "ctxhealth.cli.statusline",
+            "ctxhealth.integrations",
+            "ctxhealth.integrations.claude_code",
+            "ctxhealth.integrations.claude_code.helper",
+        }, ours
+        for heavy in ("dataclasses", "typing", "socket", "subprocess", "sqlite3", "msgspec", "orjson"):
+            assert heavy not in modules, (module, heavy)

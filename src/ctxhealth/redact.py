@@ -372,11 +372,28 @@ def _run(text: str, found: list[SecretKind] | None) -> str:
     return _redact_assignments(text, found)
 
 
+_MEMO_MAX_CHARS = 256
+_MEMO_ENTRIES = 4096
+_memo: dict[str, str] = {}
+"""Short strings already redacted, and their redaction (:func:`redact` is a pure function). The
+state a hook saves repeats the same short strings (keys, signatures, excerpts) turn after turn,
+and a long-lived process (the per-turn helper) redacts them again on every turn. Bounded: cleared
+when full."""
+
+
 def redact(text: str) -> str:
     """Return ``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``."""
     if not text:
         return text
-    return _run(text, None)
+    if len(text) > _MEMO_MAX_CHARS:
+        return _run(text, None)
+    clean = _memo.get(text)
+    if clean is None:
+        clean = _run(text, None)
+        if len(_memo) >= _MEMO_ENTRIES:
+            _memo.clear()
+        _memo[text] = clean
+    return clean
 
 
 def find_secrets(text: str) -> list[SecretKind]:

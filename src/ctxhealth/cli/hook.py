@@ -2,13 +2,18 @@
 
 Settings run it as ``python -m ctxhealth.cli.hook EVENT`` (no click import, faster start-up); the
 click command ``hook`` (for ``ctxhealth hook``) is built only when the group asks for it. The
-helpers here (home, bounded stdin, output) are shared with ``ctxhealth.cli.statusline``.
+helpers here (home, bounded stdin, output) are shared with ``ctxhealth.cli.statusline``. The
+per-turn hooks are answered by the per-turn helper when one runs, else done here and a helper is
+started for the next turn (:mod:`ctxhealth.integrations.claude_code.helper`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+from ctxhealth.cli.helper import ask_helper, start_helper
+from ctxhealth.integrations.claude_code.helper import HOOK_EVENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,11 +71,20 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     event = args[0] if args else None
     try:
+        raw, home = read_stdin(), home_dir()
+        helped = event in HOOK_EVENTS  # the per-turn hooks
+        if helped:
+            answer = ask_helper(home, "hook", str(event), raw)
+            if answer is not None:
+                write(*answer)
+                return 0
         from ctxhealth.integrations.claude_code.hooks import run_hook
 
         limits, warning = hook_limits(event)
-        result = run_hook(event, read_stdin(), home=home_dir(), limits=limits)
+        result = run_hook(event, raw, home=home, limits=limits)
         write(result.stdout, "\n".join(line for line in (warning, result.stderr) if line))
+        if helped:
+            start_helper(home)  # for the next turn
     except Exception as exc:  # fail open even if ctxhealth itself cannot be imported
         write("", f"ctxhealth: hook {event or '?'} skipped: {type(exc).__name__}: {exc}")
     return 0

@@ -2,7 +2,8 @@
 
 Settings run it as ``python -m ctxhealth.cli.statusline`` (no click import); ``--then CMD`` runs the
 user's own status-line command on the same input and shows its line first. ``NO_COLOR`` (or
-``--no-color``) turns colour off.
+``--no-color``) turns colour off. The line is drawn by the per-turn helper when one runs, else here
+(and a helper is started for the next refresh; :mod:`ctxhealth.integrations.claude_code.helper`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ctxhealth.cli.helper import ask_helper, start_helper
 from ctxhealth.cli.hook import home_dir, read_stdin, write
 
 TYPE_CHECKING = False
@@ -35,18 +37,27 @@ def _then(command: str, raw: bytes) -> str:
 def run(*, then: str | None = None, color: bool | None = None) -> int:
     raw = read_stdin()
     use_color = color if color is not None else not os.environ.get("NO_COLOR")
-    try:
-        from ctxhealth.integrations.claude_code.statusline import render_status
-
-        line = render_status(raw, home=home_dir(), color=use_color)
-        err = ""
-    except Exception as exc:  # fail open: a broken status line must not break the session
-        line, err = "ctxhealth: n/a", f"ctxhealth: statusline: {type(exc).__name__}: {exc}"
+    home = home_dir()
+    answer = ask_helper(home, "status", "", raw, color=use_color)
+    if answer is not None:
+        line, err = answer
+    else:
+        line, err = _render(raw, home, use_color)
+        start_helper(home)  # for the next refresh
     if then:
         theirs = _then(then, raw)
         line = f"{theirs} │ {line}" if theirs else line
     write(line, err)
     return 0
+
+
+def _render(raw: bytes, home: str, use_color: bool) -> tuple[str, str]:
+    try:
+        from ctxhealth.integrations.claude_code.statusline import render_status
+
+        return render_status(raw, home=home, color=use_color), ""
+    except Exception as exc:  # fail open: a broken status line must not break the session
+        return "ctxhealth: n/a", f"ctxhealth: statusline: {type(exc).__name__}: {exc}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,6 +44,7 @@ from ctxhealth.integrations.claude_code.transcript import HookLimits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from ctxhealth.integrations.claude_code.checkpointing import CheckpointOutcome
@@ -405,6 +406,7 @@ def _stop(call: _Call) -> str:
     if counters.last_final == verdict_key:
         # Nothing happened since the last final assessment: keep the event for the next ledger write.
         return ""
+    call.give("")  # Stop says nothing to the agent: what follows is the ledger's
     from ctxhealth.state.ledger import Ledger
 
     with Ledger.open(_home_path(home)) as ledger:
@@ -452,18 +454,32 @@ _HANDLERS = {
 
 
 class _Call:
-    """One hook call: where ctxhealth keeps its state, the payload, the session's counters, limits."""
+    """One hook call: where ctxhealth keeps its state, the payload, the session's counters, limits,
+    and who receives its output early (:func:`handle_hook`'s ``answer``)."""
 
-    __slots__ = ("counters", "home", "limits", "payload", "started")
+    __slots__ = ("answer", "counters", "home", "limits", "payload", "started")
 
     def __init__(
-        self, home: str, payload: HookPayload, counters: SessionCounters, limits: HookLimits, started: float
+        self,
+        home: str,
+        payload: HookPayload,
+        counters: SessionCounters,
+        limits: HookLimits,
+        started: float,
+        answer: Callable[[str], None] | None = None,
     ) -> None:
         self.home = home
         self.payload = payload
         self.counters = counters
         self.limits = limits
         self.started = started
+        self.answer = answer
+
+    def give(self, output: str) -> None:
+        """Hand the output on now, once (the work that follows changes it no more)."""
+        if self.answer is not None:
+            answer, self.answer = self.answer, None
+            answer(output)
 
     def time_left(self) -> float:
         """Seconds left of the hook's checkpoint budget (negative once it is spent)."""
@@ -472,8 +488,19 @@ class _Call:
         return self.started + self.limits.checkpoint_seconds - time.monotonic()
 
 
-def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookLimits | None = None) -> str:
+def handle_hook(
+    event: HookEvent | None,
+    raw: bytes,
+    *,
+    home: str,
+    limits: HookLimits | None = None,
+    answer: Callable[[str], None] | None = None,
+) -> str:
     """Run the handler for ``event`` (else the payload's ``hook_event_name``); return stdout text.
+
+    ``answer``, when given, receives that text as soon as it is known, before the counters are
+    saved (still under the lock, so the next hook of the session sees them saved): the per-turn
+    helper hands it to the waiting command there, so the command does not wait for the disk.
 
     The session's counters are loaded, updated and saved under its lock. A hook that cannot get the
     lock within ``limits.lock_seconds`` still does its work, but writes only its events to the
@@ -497,7 +524,9 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookL
         counters = _load(home, payload)
         counters.lock_held = lock.acquired
         counters.events_loaded = len(counters.pending_events)
-        output = _HANDLERS[payload.event](_Call(home, payload, counters, limits, started))
+        call = _Call(home, payload, counters, limits, started, answer)
+        output = _HANDLERS[payload.event](call)
+        call.give(output)
         if lock.acquired:
             save_counters(home, counters)
         elif counters.pending_events:
@@ -506,16 +535,23 @@ def handle_hook(event: HookEvent | None, raw: bytes, *, home: str, limits: HookL
 
 
 def run_hook(
-    event_name: str | None, raw: bytes, *, home: str, limits: HookLimits | None = None
+    event_name: str | None,
+    raw: bytes,
+    *,
+    home: str,
+    limits: HookLimits | None = None,
+    answer: Callable[[str], None] | None = None,
 ) -> HookResult:
-    """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise."""
+    """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise.
+
+    ``answer``: see :func:`handle_hook` (an error after it was called is still logged and returned)."""
     try:
         event = find_event(event_name) if event_name else None
         if event_name and event is None:
             from ctxhealth.errors import UsageError
 
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
-        return HookResult(stdout=handle_hook(event, raw, home=home, limits=limits))
+        return HookResult(stdout=handle_hook(event, raw, home=home, limits=limits, answer=answer))
     except Exception as exc:  # fail open: a hook must never break the agent
         from ctxhealth.redact import scrub
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 
 from ctxhealth.integrations.claude_code.assess import Reading, low_cache_hit_rate, read_counters
 from ctxhealth.integrations.claude_code.payloads import StatusPayload, parse_status_payload
@@ -54,7 +55,9 @@ def _tokens(n: int) -> str:
     return str(n)
 
 
-def status_counters(payload: StatusPayload, *, home: str) -> SessionCounters:
+def status_counters(
+    payload: StatusPayload, *, home: str, before_save: Callable[[SessionCounters], None] | None = None
+) -> SessionCounters:
     """The session's counters, brought up to date from the transcript only when that is needed.
 
     The new tail is read when the transcript grew and either no hook keeps the counters fresh or the
@@ -62,6 +65,7 @@ def status_counters(payload: StatusPayload, *, home: str) -> SessionCounters:
     happens under the session's lock (a short wait, :data:`LOCK_SECONDS`), reloading the counters
     there so nothing a hook saved meanwhile is overwritten; without the lock the line is drawn from
     what was read, and nothing is saved. A transcript that is not a regular file is never opened.
+    ``before_save`` receives the updated counters just before they are saved (under the lock).
     """
     path = os.path.abspath(os.path.expanduser(payload.transcript_path or ""))
     cached = load_counters(home, path) if payload.transcript_path else None
@@ -84,6 +88,8 @@ def status_counters(payload: StatusPayload, *, home: str) -> SessionCounters:
                 return counters
         _refresh(payload, counters, cached is not None)
         if lock.acquired:
+            if before_save is not None:
+                before_save(counters)
             save_counters(home, counters)
     return counters
 
@@ -181,8 +187,23 @@ def format_status(payload: StatusPayload, counters: SessionCounters, *, color: b
     return sep.join(parts)
 
 
-def render_status(raw: bytes | str, *, home: str, color: bool) -> str:
-    """Parse the payload, refresh the counters if needed, return the line (raises on bad input)."""
+def render_status(
+    raw: bytes | str, *, home: str, color: bool, answer: Callable[[str], None] | None = None
+) -> str:
+    """Parse the payload, refresh the counters if needed, return the line (raises on bad input).
+
+    ``answer``, when given, receives the line as soon as it is known: before the refreshed counters
+    are saved (the per-turn helper hands it to the waiting command there), else at the end."""
     payload = parse_status_payload(raw)
-    counters = status_counters(payload, home=home)
-    return format_status(payload, counters, color=color)
+    given: list[str] = []
+
+    def early(counters: SessionCounters) -> None:
+        if answer is not None:
+            given.append(format_status(payload, counters, color=color))
+            answer(given[0])
+
+    counters = status_counters(payload, home=home, before_save=early if answer is not None else None)
+    line = given[0] if given else format_status(payload, counters, color=color)
+    if answer is not None and not given:
+        answer(line)
+    return line
