@@ -292,3 +292,48 @@ def test_the_schema_reference_in_the_docs_is_current() -> None:
         "costs",
         "files",
     }
+
+
+AGENT_FIXTURES = REPO / "tests" / "fixtures" / "agents"
+
+
+@pytest.mark.parametrize("out_name", ["fleet.duckdb", "fleet.parquet"])
+def test_every_session_of_a_file_holding_several_is_written_and_replaced_together(
+    tmp_path: Path, out_name: str
+) -> None:
+    root = tmp_path / "runs"
+    root.mkdir()
+    shutil.copy(AGENT_FIXTURES / "tau-bench-results.json", root / "tau.json")
+    shutil.copy(AGENT_FIXTURES / "openhands-output.jsonl", root / "output.jsonl")
+    shutil.copy(EXAMPLE, root / "one.jsonl")
+    reports = check_json(root)
+    per_file = {str((root / n).resolve()): 0 for n in ("tau.json", "output.jsonl", "one.jsonl")}
+    for r in reports:
+        per_file[str(Path(r["path"]).resolve())] += 1
+    assert per_file[str((root / "tau.json").resolve())] > 1  # the point of this test
+    out = tmp_path / out_name
+    first = run_fleet([root], out, options(), jobs=1)
+    assert first.sessions == len(reports)
+    assert first.counts["sessions"] == len(reports) and first.counts["files"] == 3
+    assert first.counts["turns"] == sum(r["turns"] for r in reports)
+    again = run_fleet([root], out, options(), jobs=1)
+    assert (again.analysed, again.counts) == (0, first.counts)
+    # a changed file replaces all its sessions' rows, no more and no fewer
+    (root / "tau.json").write_text((root / "tau.json").read_text() + "\n")
+    changed = run_fleet([root], out, options(), jobs=1)
+    assert changed.analysed == 1 and changed.counts == first.counts
+
+
+def test_sessions_of_one_file_are_told_apart_in_every_table(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    root.mkdir()
+    shutil.copy(AGENT_FIXTURES / "tau-bench-results.json", root / "tau.json")
+    db = tmp_path / "fleet.duckdb"
+    run_fleet([root], db, options(), jobs=1)
+    reports = check_json(root)
+    rows = table(db, "SELECT path, session_id, turns FROM sessions ORDER BY path")
+    file = str((root / "tau.json").resolve())
+    expected = sorted((f"{file}#{r['session_id']}", r["session_id"], r["turns"]) for r in reports)
+    assert rows == expected
+    turns = dict(table(db, "SELECT path, count(*) FROM turns GROUP BY path"))
+    assert turns == {key: n for key, _, n in expected if n}

@@ -189,7 +189,7 @@ def run_fleet(
                 result.analysed += 1
                 result.bytes_read += o.entry.size
                 if o.ok:
-                    result.sessions += 1
+                    result.sessions += o.sessions
                 else:
                     result.skipped.append((o.entry.path, o.reason))
             if progress is not None:
