@@ -18,10 +18,7 @@ from ctxhealth.fleet.analysis import Row, analyse_session
 from ctxhealth.fleet.files import FileEntry
 from ctxhealth.model import Format
 from ctxhealth.policy.profile import Profile
-from ctxhealth.sources.reader import read_data_all
-
-SESSION_SEPARATOR = "#"
-"""Joins a file's path and a session id into the key of a session when the file holds several."""
+from ctxhealth.sources.reader import SESSION_SEPARATOR, read_data_all
 
 
 @dataclass(frozen=True, slots=True)

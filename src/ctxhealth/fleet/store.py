@@ -25,8 +25,9 @@ from typing import Any, Protocol
 
 from ctxhealth.atomic import write_atomic
 from ctxhealth.errors import EnvironmentProblem, InputError, UsageError
-from ctxhealth.fleet.jobs import SESSION_SEPARATOR, FileOutcome
+from ctxhealth.fleet.jobs import FileOutcome
 from ctxhealth.fleet.schema import BY_NAME, FILES, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
+from ctxhealth.sources.reader import SESSION_SEPARATOR
 
 SESSION_TABLES = tuple(t.name for t in TABLES if t is not FILES)
 
