@@ -337,3 +337,26 @@ def test_sessions_of_one_file_are_told_apart_in_every_table(tmp_path: Path) -> N
     assert rows == expected
     turns = dict(table(db, "SELECT path, count(*) FROM turns GROUP BY path"))
     assert turns == {key: n for key, _, n in expected if n}
+
+
+def test_an_openhands_call_folder_is_one_session_as_check_reads_it(
+    openhands_data: Path, tmp_path: Path
+) -> None:
+    calls = openhands_data / "llm_completions"
+    instances = sorted(p for p in calls.iterdir() if p.is_dir())[:2]
+    root = tmp_path / "llm_completions"
+    for instance in instances:
+        shutil.copytree(instance, root / instance.name)
+    db = tmp_path / "fleet.duckdb"
+    first = run_fleet([root], db, options(), jobs=2)
+    reports = check_json(root)
+    assert len(reports) == len(instances) == first.sessions
+    assert_tables_match_check(db, reports)
+    again = run_fleet([root], db, options(), jobs=1)
+    assert (again.analysed, again.counts) == (0, first.counts)
+    # one more call in a folder re-reads that folder alone, as one session still
+    newest = sorted((root / instances[0].name).iterdir())[-1]
+    shutil.copy(newest, newest.with_name(newest.stem + "1.json"))
+    grown = run_fleet([root], db, options(), jobs=1)
+    assert (grown.analysed, grown.counts["sessions"]) == (1, len(instances))
+    assert_tables_match_check(db, check_json(root))

@@ -18,7 +18,7 @@ from ctxhealth.fleet.analysis import Row, analyse_session
 from ctxhealth.fleet.files import FileEntry
 from ctxhealth.model import Format
 from ctxhealth.policy.profile import Profile
-from ctxhealth.sources.reader import SESSION_SEPARATOR, read_data_all
+from ctxhealth.sources.reader import SESSION_SEPARATOR, read_call_folder, read_data_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,17 @@ class FileOutcome:
 
 def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
     """Read, account and assess one file; a file that is not a transcript is skipped with its reason."""
+    if entry.members:
+        try:
+            session = read_call_folder(entry.members, strict=options.strict)
+        except InputError as exc:
+            return FileOutcome(entry, "skipped", exc.render())
+        except OSError as exc:
+            return FileOutcome(entry, "skipped", f"cannot read file ({exc.strerror or exc})")
+        analysis = analyse_session(
+            session, registry=options.registry, profile=options.profile, model=options.model, events=False
+        )
+        return FileOutcome(entry, "ok", "", analysis.table_rows(entry.path, entry.size), 1)
     try:
         with open(entry.path, "rb") as handle:
             raw = handle.read()

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ctxhealth.errors import InputError, StrictModeError, TranscriptError, UnknownFormatError
+from ctxhealth.errors import InputError, StrictModeError, TranscriptError, UnknownFormatError, UsageError
 from ctxhealth.model import Format, ReadWarning, Session
 from ctxhealth.sources import (
     anthropic_messages,
@@ -454,6 +454,33 @@ class _CallFolder:
         if self.strict:
             check_strict(session)
         yield session
+
+
+def is_call_file(file: Path) -> bool:
+    """Whether ``file`` is one model call of an OpenHands completion log (whose folder is one session)."""
+    try:
+        detected, _ = _sniff(file)
+        if detected is not Format.OPENHANDS:
+            return False
+        with file.open("rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except (OSError, InputError):
+        return False
+    return openhands.is_completion(head)
+
+
+def read_call_folder(files: Iterable[str | Path], *, strict: bool = False) -> Session:
+    """The one session of an OpenHands completion folder: its call files (one folder), read together as a
+    directory walk reads them."""
+    calls = _CallFolder(strict)
+    for name in files:
+        file = Path(name)
+        for _ in calls.add(file, _decompress(_read_bytes(file), str(file))[0]):
+            raise UsageError("call files of more than one folder", hint="pass the calls of one folder")
+    sessions = list(calls.flush())
+    if not sessions:
+        raise UsageError("no call file given", hint="pass the calls of one folder")
+    return sessions[0]
 
 
 def read_sessions(
