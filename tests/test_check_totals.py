@@ -174,3 +174,16 @@ def test_total_cost_is_unknown_when_no_session_has_a_price() -> None:
     totals.add(_unhealthy_report("runs.json", "task-3-trial-0", "tau-bench", 0.2))
     text = render_totals_text(totals)
     assert "total cost   unknown" in text and "$0.0000" not in text
+
+
+def test_a_heading_adds_the_session_id_only_when_the_path_does_not_say_it() -> None:
+    from ctxhealth.report.check_report import session_heading
+
+    folder = {
+        "path": "calls/django__django-10880",
+        "format": "openhands",
+        "session_id": "django__django-10880",
+    }
+    assert session_heading(folder) == "calls/django__django-10880"
+    line = {"path": "output.jsonl", "format": "openhands", "session_id": "django__django-10880"}
+    assert session_heading(line) == "output.jsonl [django__django-10880]"

@@ -13,6 +13,7 @@ string (printing is the CLI's job).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any
 
 from ctxhealth.accounting.fill import SessionAccount
@@ -115,10 +116,12 @@ _MANY_PER_FILE = frozenset({"tau-bench", "openhands"})
 
 
 def session_heading(report: Mapping[str, Any]) -> str:
-    """The path of a ``check`` object, plus ``[session id]`` for formats whose files hold several."""
+    """The path of a ``check`` object, plus ``[session id]`` for formats whose files hold several (not
+    when the path ends with it, as an OpenHands call folder does)."""
     heading = str(report["path"])
-    if report.get("format") in _MANY_PER_FILE and report.get("session_id"):
-        heading += f" [{report['session_id']}]"
+    session_id = report.get("session_id")
+    if report.get("format") in _MANY_PER_FILE and session_id and PurePath(heading).name != session_id:
+        heading += f" [{session_id}]"
     return heading
 
 
