@@ -143,7 +143,8 @@ def overview(
         ("unhealthy at some turn", f"{len(ever):,}"),
         (
             "total cost",
-            _money(sum(known_cost)) + ("" if len(known_cost) == n else f" ({n - len(known_cost)} unpriced)"),
+            (_money(sum(known_cost)) if known_cost else "unknown")
+            + ("" if len(known_cost) == n else f" ({n - len(known_cost)} unpriced)"),
         ),
         ("prompt tokens from cache", f"{100.0 * read / prompt:.1f}%" if prompt else "–"),
         ("waste", f"{100.0 * waste / sent:.1f}% of prompt tokens" if sent else "–"),
