@@ -360,3 +360,12 @@ def test_an_openhands_call_folder_is_one_session_as_check_reads_it(
     grown = run_fleet([root], db, options(), jobs=1)
     assert (grown.analysed, grown.counts["sessions"]) == (1, len(instances))
     assert_tables_match_check(db, check_json(root))
+
+
+def test_the_store_cost_is_unknown_when_no_session_has_a_price(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(AGENT_FIXTURES / "tau-bench-results.json", runs / "tau.json")  # no usage in the log
+    result = CliRunner().invoke(cli, ["fleet", str(runs), "--out", str(tmp_path / "f.duckdb"), "-j", "1"])
+    assert result.exit_code == 0, result.output
+    assert "cost unknown (2 without prices or usage)" in result.stdout
