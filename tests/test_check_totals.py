@@ -137,3 +137,53 @@ def test_progress_bar_shows_only_on_a_terminal_after_a_while(monkeypatch: Any) -
         bar.advance(label="a")
         bar.advance(label="b")
     assert "checking" in shown.getvalue()
+
+
+def _unhealthy_report(path: str, session_id: str, fmt: str, pressure: float) -> dict[str, Any]:
+    return {
+        "path": path,
+        "format": fmt,
+        "session_id": session_id,
+        "healthy": False,
+        "action": "restart",
+        "pressure": pressure,
+        "fill": {"peak_pct": 4.0},
+        "cost_usd": None,
+    }
+
+
+def test_worst_lines_name_the_session_of_a_file_holding_several() -> None:
+    from ctxhealth.report.check_report import CheckTotals, render_totals_text
+
+    totals = CheckTotals()
+    totals.add(_unhealthy_report("runs.json", "task-3-trial-0", "tau-bench", 0.2))
+    totals.add(_unhealthy_report("runs.json", "task-9-trial-1", "tau-bench", 0.1))
+    totals.add(_unhealthy_report("one.jsonl", "abc", "claude-code", 0.05))
+    text = render_totals_text(totals)
+    assert "worst        runs.json [task-3-trial-0]: restart" in text
+    assert "worst        runs.json [task-9-trial-1]: restart" in text
+    assert "worst        one.jsonl: restart" in text  # one session per file: the path says it all
+    worst = totals.to_dict()["worst"]
+    assert [w.get("session_id") for w in worst] == ["task-3-trial-0", "task-9-trial-1", "abc"]
+
+
+def test_total_cost_is_unknown_when_no_session_has_a_price() -> None:
+    from ctxhealth.report.check_report import CheckTotals, render_totals_text
+
+    totals = CheckTotals()
+    totals.add(_unhealthy_report("runs.json", "task-3-trial-0", "tau-bench", 0.2))
+    text = render_totals_text(totals)
+    assert "total cost   unknown" in text and "$0.0000" not in text
+
+
+def test_a_heading_adds_the_session_id_only_when_the_path_does_not_say_it() -> None:
+    from ctxhealth.report.check_report import session_heading
+
+    folder = {
+        "path": "calls/django__django-10880",
+        "format": "openhands",
+        "session_id": "django__django-10880",
+    }
+    assert session_heading(folder) == "calls/django__django-10880"
+    line = {"path": "output.jsonl", "format": "openhands", "session_id": "django__django-10880"}
+    assert session_heading(line) == "output.jsonl [django__django-10880]"

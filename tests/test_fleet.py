@@ -293,3 +293,80 @@ def test_the_schema_reference_in_the_docs_is_current() -> None:
         "costs",
         "files",
     }
+
+
+AGENT_FIXTURES = REPO / "tests" / "fixtures" / "agents"
+
+
+@pytest.mark.parametrize("out_name", ["fleet.duckdb", "fleet.parquet"])
+def test_every_session_of_a_file_holding_several_is_written_and_replaced_together(
+    tmp_path: Path, out_name: str
+) -> None:
+    root = tmp_path / "runs"
+    root.mkdir()
+    shutil.copy(AGENT_FIXTURES / "tau-bench-results.json", root / "tau.json")
+    shutil.copy(AGENT_FIXTURES / "openhands-output.jsonl", root / "output.jsonl")
+    shutil.copy(EXAMPLE, root / "one.jsonl")
+    reports = check_json(root)
+    per_file = {str((root / n).resolve()): 0 for n in ("tau.json", "output.jsonl", "one.jsonl")}
+    for r in reports:
+        per_file[str(Path(r["path"]).resolve())] += 1
+    assert per_file[str((root / "tau.json").resolve())] > 1  # the point of this test
+    out = tmp_path / out_name
+    first = run_fleet([root], out, options(), jobs=1)
+    assert first.sessions == len(reports)
+    assert first.counts["sessions"] == len(reports) and first.counts["files"] == 3
+    assert first.counts["turns"] == sum(r["turns"] for r in reports)
+    again = run_fleet([root], out, options(), jobs=1)
+    assert (again.analysed, again.counts) == (0, first.counts)
+    # a changed file replaces all its sessions' rows, no more and no fewer
+    (root / "tau.json").write_text((root / "tau.json").read_text() + "\n")
+    changed = run_fleet([root], out, options(), jobs=1)
+    assert changed.analysed == 1 and changed.counts == first.counts
+
+
+def test_sessions_of_one_file_are_told_apart_in_every_table(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    root.mkdir()
+    shutil.copy(AGENT_FIXTURES / "tau-bench-results.json", root / "tau.json")
+    db = tmp_path / "fleet.duckdb"
+    run_fleet([root], db, options(), jobs=1)
+    reports = check_json(root)
+    rows = table(db, "SELECT path, session_id, turns FROM sessions ORDER BY path")
+    file = str((root / "tau.json").resolve())
+    expected = sorted((f"{file}#{r['session_id']}", r["session_id"], r["turns"]) for r in reports)
+    assert rows == expected
+    turns = dict(table(db, "SELECT path, count(*) FROM turns GROUP BY path"))
+    assert turns == {key: n for key, _, n in expected if n}
+
+
+def test_an_openhands_call_folder_is_one_session_as_check_reads_it(
+    openhands_data: Path, tmp_path: Path
+) -> None:
+    calls = openhands_data / "llm_completions"
+    instances = sorted(p for p in calls.iterdir() if p.is_dir())[:2]
+    root = tmp_path / "llm_completions"
+    for instance in instances:
+        shutil.copytree(instance, root / instance.name)
+    db = tmp_path / "fleet.duckdb"
+    first = run_fleet([root], db, options(), jobs=2)
+    reports = check_json(root)
+    assert len(reports) == len(instances) == first.sessions
+    assert_tables_match_check(db, reports)
+    again = run_fleet([root], db, options(), jobs=1)
+    assert (again.analysed, again.counts) == (0, first.counts)
+    # one more call in a folder re-reads that folder alone, as one session still
+    newest = sorted((root / instances[0].name).iterdir())[-1]
+    shutil.copy(newest, newest.with_name(newest.stem + "1.json"))
+    grown = run_fleet([root], db, options(), jobs=1)
+    assert (grown.analysed, grown.counts["sessions"]) == (1, len(instances))
+    assert_tables_match_check(db, check_json(root))
+
+
+def test_the_store_cost_is_unknown_when_no_session_has_a_price(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(AGENT_FIXTURES / "tau-bench-results.json", runs / "tau.json")  # no usage in the log
+    result = CliRunner().invoke(cli, ["fleet", str(runs), "--out", str(tmp_path / "f.duckdb"), "-j", "1"])
+    assert result.exit_code == 0, result.output
+    assert "cost unknown (2 without prices or usage)" in result.stdout

@@ -95,3 +95,26 @@ def test_recover_real_session_json_shape(claude_code_data: Path) -> None:
     code, out, _ = run(path, "--strategy", "reanchor", "--json")
     last = json.loads(out)["messages"][-1]["content"][-1]["text"]
     assert last.startswith("[RE-ANCHOR -- Context drift detected]")
+
+
+TAU_RESULTS = Path(__file__).parent / "fixtures" / "agents" / "tau-bench-results.json"
+
+
+def test_a_file_holding_several_sessions_names_them_and_one_is_picked_with_path_hash_id(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs.json"
+    runs.write_bytes(TAU_RESULTS.read_bytes())
+    for command in (["recover", "--strategy", "truncate"], ["retention"]):
+        result = CliRunner().invoke(cli, [*command, str(runs)])
+        assert result.exit_code == 3, result.output
+        assert "task-7-trial-0, task-7-trial-1" in result.stderr
+        assert f"{runs}#task-7-trial-0" in result.stderr  # how to name one
+        assert "read_sessions" not in result.stderr  # a library name means nothing on the command line
+    picked = CliRunner().invoke(cli, ["recover", "--strategy", "restart", f"{runs}#task-7-trial-1"])
+    assert picked.exit_code == 0, picked.output
+    assert json.loads(picked.stdout)["messages"]
+    missing = CliRunner().invoke(cli, ["recover", "--strategy", "restart", f"{runs}#task-9-trial-0"])
+    assert (
+        missing.exit_code == 3 and "task-9-trial-0" in missing.stderr and "task-7-trial-0" in missing.stderr
+    )

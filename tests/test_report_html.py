@@ -210,3 +210,10 @@ def test_overview_figures_agree_with_check(tmp_path: Path) -> None:
     rows = re.findall(r'<tr><td title="([^"]*)"', table.group(0))
     assert len(rows) == 3 and rows[0].endswith("full.json")
     assert len(re.findall(r"<td class=\"bad\">", table.group(0))) == len(unhealthy)
+
+
+def test_total_cost_is_unknown_when_no_session_has_a_price(tmp_path: Path) -> None:
+    runs = Path(__file__).parent / "fixtures" / "agents" / "tau-bench-results.json"  # no usage in the log
+    html = report(tmp_path, runs)
+    figure = re.search(r"total cost</span><b>([^<]*)", html)
+    assert figure is not None and figure.group(1).startswith("unknown"), figure

@@ -190,3 +190,15 @@ def test_validate_and_calibrate_by_agent_from_the_command_line(tau_bench_data: P
     (agent,) = doc["agents"]
     assert agent["agent"] == "tau-bench" and agent["within"]["runs"] == 200
     assert agent["within"]["failed"] == 116 and agent["leave_one_agent_out"] is None
+
+
+def test_validate_says_how_many_sessions_it_left_out_for_want_of_a_label(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(FIXTURES / "agents" / "tau-bench-results.json", runs / "tau.json")  # labelled by reward
+    shutil.copy(FIXTURES / "openai-chat.json", runs / "chat.json")  # no outcome recorded
+    result = CliRunner().invoke(cli, ["validate", "--no-cv", str(runs)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("2 runs")
+    assert "1 session without a label left out" in result.stderr
+    assert "left out: chat.json" in result.stderr  # the name a --labels CSV row would match

@@ -72,10 +72,12 @@ def fleet(
     click.echo("  rows: " + ", ".join(f"{name} {n:,}" for name, n in result.counts.items()))
     bad = ", ".join(f"{a} {n:,}" for a, n in result.unhealthy.items())
     unpriced = f" ({result.unpriced:,} without prices or usage)" if result.unpriced else ""
+    priced = result.counts.get("sessions", 0) > result.unpriced
+    cost = f"${result.cost_usd:,.2f}" if priced else "unknown"
     click.echo(
         f"  in the store: {result.counts.get('sessions', 0):,} sessions, "
         f"{sum(result.unhealthy.values()):,} unhealthy{f' ({bad})' if bad else ''}, "
-        f"cost ${result.cost_usd:,.2f}{unpriced}"
+        f"cost {cost}{unpriced}"
     )
     for path, reason in result.skipped:
         click.echo(f"  skipped {path}: {reason}")

@@ -22,6 +22,10 @@ LABELS_WHERE = (
 )
 
 
+UNLABELLED_SHOWN = 3
+"""Sessions named in the note about sessions left out for want of a label."""
+
+
 def label_options(command: F) -> F:
     """Add ``--labels`` and ``--report`` to a command."""
     command = click.option(
@@ -62,11 +66,22 @@ def labelled_runs(
     """The labelled runs under ``paths``; when no run has a label and none were given, the error
     says where labelled runs come from."""
     labels = load_labels(labels_paths, report_path)
+    unlabelled: list[str] = []
     try:
-        return collect_runs(paths, labels, profile=profile, on_session=on_session)
+        runs = collect_runs(
+            paths, labels, profile=profile, on_session=on_session, on_unlabelled=unlabelled.append
+        )
     except ConfigError as exc:
         if labels is None and "matched a label" in exc.message:
             raise ConfigError(
                 "no run has a label and no --labels or --report was given", hint=LABELS_WHERE
             ) from exc
         raise
+    if unlabelled:
+        count = len(unlabelled)
+        shown = ", ".join(unlabelled[:UNLABELLED_SHOWN]) + (" ..." if count > UNLABELLED_SHOWN else "")
+        click.echo(
+            f"ctxhealth: {count:,} session{'s' if count != 1 else ''} without a label left out: {shown}",
+            err=True,
+        )
+    return runs

@@ -225,10 +225,11 @@ def collect_runs(
     points: Sequence[float] = EVAL_POINTS,
     profile: Any = None,
     on_session: Callable[[str], None] | None = None,
+    on_unlabelled: Callable[[str], None] | None = None,
 ) -> list[LabelledRun]:
     """Read every session under ``paths`` that has a label (``labels`` or the log's own outcome,
     see :func:`label_of`) and compute its features; ``on_session(path)`` hears of each session
-    read (progress)."""
+    read (progress), ``on_unlabelled(name)`` of each one left out for want of a label."""
     from ctxhealth.sources import read_sessions
 
     runs: list[LabelledRun] = []
@@ -237,6 +238,8 @@ def collect_runs(
             on_session(session.path)
         failed = label_of(session, labels)
         if failed is None:
+            if on_unlabelled is not None:
+                on_unlabelled(run_name(session))
             continue
         name = run_name(session)
         runs.append(

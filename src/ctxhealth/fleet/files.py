@@ -4,7 +4,8 @@ Directories are walked as the readers walk them (sorted, recursively, not enteri
 or hidden folders; hidden files, such as a writer's temporary files, are left out too); files
 named on the command line are taken as they are. A Claude Code
 transcript's fingerprint covers its ``<session>/subagents/`` files too, so a sub-agent that wrote
-more lines makes the session change.
+more lines makes the session change. A folder of OpenHands completion calls (one file per model call)
+is one entry, the folder, as the readers read it: one session; a new call changes it.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxhealth.errors import TranscriptError, UsageError
+from ctxhealth.sources.reader import is_call_file
 
 
 @dataclass(frozen=True, slots=True)
 class FileEntry:
-    """A file to analyse: absolute path, total size and latest mtime (its own and its sub-agents')."""
+    """A file to analyse: absolute path, total size and latest mtime (its own and its sub-agents');
+    for a folder of OpenHands calls, the folder, with its call files as ``members``."""
 
     path: str
     size: int
     mtime_ns: int
+    members: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> tuple[int, int]:
@@ -75,8 +79,33 @@ def discover(paths: Iterable[str | Path]) -> list[FileEntry]:
             candidates = (root,)
         else:
             raise TranscriptError("no such file or directory", hint="check the path", path=str(root))
-        for file in candidates:
-            entry = _entry(file)
+        for entry in _grouped(candidates) if root.is_dir() else map(_entry, candidates):
             if entry is not None:
                 found.setdefault(entry.path, entry)
     return list(found.values())
+
+
+def _grouped(files: Iterable[Path]) -> Iterator[FileEntry | None]:
+    """Entries of a folder walk: one per file, but one per folder of OpenHands call files."""
+    by_folder: dict[Path, list[Path]] = {}
+    for file in files:
+        by_folder.setdefault(file.parent, []).append(file)
+    for folder, members in by_folder.items():
+        calls = [f for f in members if f.name.endswith(".json")]
+        if calls and is_call_file(calls[0]):
+            yield _folder_entry(folder, calls)
+            members = [f for f in members if not f.name.endswith(".json")]
+        yield from map(_entry, members)
+
+
+def _folder_entry(folder: Path, calls: list[Path]) -> FileEntry | None:
+    size, mtime = 0, 0
+    for call in calls:
+        try:
+            st = call.stat()
+        except OSError:
+            continue
+        size += st.st_size
+        mtime = max(mtime, st.st_mtime_ns)
+    resolved = tuple(str(c.resolve()) for c in calls)
+    return FileEntry(str(folder.resolve()), size, mtime, resolved) if size else None

@@ -3,7 +3,8 @@
 :func:`analyse_batch` is what a process-pool worker or a Dask worker runs; it is a plain,
 picklable function of plain data (:class:`JobOptions` holds the registry and the profile), so the
 two engines run exactly the same code. A file no reader recognises, or one that cannot be read, is
-skipped with its reason; it never stops the batch.
+skipped with its reason; it never stops the batch. A file holding several sessions (tau-bench
+results, OpenHands ``output.jsonl``) gives a row set per session, each keyed ``<path>#<session id>``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ctxhealth.fleet.analysis import Row, analyse_session
 from ctxhealth.fleet.files import FileEntry
 from ctxhealth.model import Format
 from ctxhealth.policy.profile import Profile
-from ctxhealth.sources.reader import read_data
+from ctxhealth.sources.reader import SESSION_SEPARATOR, read_call_folder, read_data_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class FileOutcome:
     status: str
     reason: str = ""
     rows: dict[str, list[Row]] = field(default_factory=dict)
+    sessions: int = 0
 
     @property
     def ok(self) -> bool:
@@ -47,6 +49,17 @@ class FileOutcome:
 
 def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
     """Read, account and assess one file; a file that is not a transcript is skipped with its reason."""
+    if entry.members:
+        try:
+            session = read_call_folder(entry.members, strict=options.strict)
+        except InputError as exc:
+            return FileOutcome(entry, "skipped", exc.render())
+        except OSError as exc:
+            return FileOutcome(entry, "skipped", f"cannot read file ({exc.strerror or exc})")
+        analysis = analyse_session(
+            session, registry=options.registry, profile=options.profile, model=options.model, events=False
+        )
+        return FileOutcome(entry, "ok", "", analysis.table_rows(entry.path, entry.size), 1)
     try:
         with open(entry.path, "rb") as handle:
             raw = handle.read()
@@ -55,15 +68,25 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
     if not raw.strip():
         return FileOutcome(entry, "skipped", "empty file")
     try:
-        session = read_data(raw, entry.path, format=options.format, strict=options.strict)
+        sessions = read_data_all(raw, entry.path, format=options.format, strict=options.strict)
     except UnknownFormatError:
         return FileOutcome(entry, "skipped", "not a transcript (no reader recognises the content)")
     except InputError as exc:
         return FileOutcome(entry, "skipped", exc.render())
-    analysis = analyse_session(
-        session, registry=options.registry, profile=options.profile, model=options.model, events=False
-    )
-    return FileOutcome(entry, "ok", "", analysis.table_rows(entry.path, len(raw)))
+    rows: dict[str, list[Row]] = {}
+    for number, session in enumerate(sessions):
+        analysis = analyse_session(
+            session, registry=options.registry, profile=options.profile, model=options.model, events=False
+        )
+        key = entry.path if len(sessions) == 1 else session_key(entry.path, session.session_id or str(number))
+        for name, table_rows in analysis.table_rows(key, len(raw)).items():
+            rows.setdefault(name, []).extend(table_rows)
+    return FileOutcome(entry, "ok", "", rows, len(sessions))
+
+
+def session_key(path: str, session_id: str) -> str:
+    """The key of one session of a file holding several (tau-bench results, OpenHands ``output.jsonl``)."""
+    return f"{path}{SESSION_SEPARATOR}{session_id}"
 
 
 def analyse_batch(entries: Sequence[FileEntry], options: JobOptions) -> list[FileOutcome]:

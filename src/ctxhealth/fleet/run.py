@@ -14,6 +14,7 @@ total_bytes)``; the library never prints.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -100,7 +101,9 @@ def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iter
         for task in tasks:
             yield analyse_batch(task, options)
         return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+    # forkserver, not fork: a parent that has threads (DuckDB, Dask, a notebook) cannot be forked safely
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
         pending: set[Future[list[FileOutcome]]] = set()
         queue = iter(tasks)
         # keep two tasks per worker in flight: results stream back in bounded memory
@@ -189,7 +192,7 @@ def run_fleet(
                 result.analysed += 1
                 result.bytes_read += o.entry.size
                 if o.ok:
-                    result.sessions += 1
+                    result.sessions += o.sessions
                 else:
                     result.skipped.append((o.entry.path, o.reason))
             if progress is not None:

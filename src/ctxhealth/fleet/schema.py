@@ -40,7 +40,12 @@ def _c(name: str, type_: str, doc: str) -> Column:
     return Column(name, type_, doc)
 
 
-_PATH = _c("path", "VARCHAR", "the transcript file (absolute path): the session's key in every table")
+_PATH = _c(
+    "path",
+    "VARCHAR",
+    "the transcript file (absolute path), + `#<session id>` when the file holds several sessions: "
+    "the session's key in every table",
+)
 
 SESSIONS = Table(
     "sessions",
@@ -221,7 +226,7 @@ FILES = Table(
     "files",
     "Every file a run looked at, with the fingerprint that makes the next run incremental.",
     (
-        _PATH,
+        _c("path", "VARCHAR", "the file (absolute path)"),
         _c("size", "BIGINT", "bytes (the transcript plus its sub-agent files)"),
         _c("mtime_ns", "BIGINT", "latest modification time (ns) of the transcript and its sub-agent files"),
         _c("status", "VARCHAR", "'ok' (rows written) or 'skipped'"),

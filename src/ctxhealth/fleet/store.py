@@ -27,6 +27,7 @@ from ctxhealth.atomic import write_atomic
 from ctxhealth.errors import EnvironmentProblem, InputError, UsageError
 from ctxhealth.fleet.jobs import FileOutcome
 from ctxhealth.fleet.schema import BY_NAME, FILES, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
+from ctxhealth.sources.reader import SESSION_SEPARATOR
 
 SESSION_TABLES = tuple(t.name for t in TABLES if t is not FILES)
 
@@ -153,7 +154,11 @@ class DuckDBStore:
         try:
             con.register("gone", arrow_table(FILES, [(p, 0, 0, "", "", 0) for p in paths]).select(["path"]))
             for table in TABLES:
-                con.execute(f'DELETE FROM "{table.name}" WHERE path IN (SELECT path FROM gone)')
+                # a file's own rows, and those of each session of a file holding several
+                con.execute(
+                    f'DELETE FROM "{table.name}" AS t WHERE path IN (SELECT path FROM gone) OR EXISTS '
+                    f"(SELECT 1 FROM gone WHERE starts_with(t.path, gone.path || '{SESSION_SEPARATOR}'))"
+                )
             con.unregister("gone")
             con.execute("COMMIT")
         except BaseException:
@@ -253,11 +258,11 @@ class ParquetStore:
             return
         pa = require("pyarrow")
         pc = require("pyarrow.compute")
-        gone = pa.array(list(paths), type=pa.string())
         old_parts = {name: list(parts) for name, parts in self.parts.items()}
         for table in TABLES:
             kept = self._read(table.name)
-            kept = kept.filter(pc.invert(pc.is_in(kept["path"], value_set=gone)))
+            of_gone = [_of_files(key, set(paths)) for key in kept["path"].to_pylist()]
+            kept = kept.filter(pc.invert(pa.array(of_gone, type=pa.bool_())))
             self.parts[table.name] = [self._write_part(table.name, kept)] if kept.num_rows else []
         self._commit()
         for name, parts in old_parts.items():
@@ -290,6 +295,18 @@ class ParquetStore:
             write_atomic(
                 self.meta_path, json.dumps({"schema_version": SCHEMA_VERSION, "parts": self.parts}, indent=1)
             )
+
+
+def _of_files(key: str, paths: set[str]) -> bool:
+    """Whether the row key ``key`` is one of ``paths`` or a session of one (``<path>#<session id>``)."""
+    if key in paths:
+        return True
+    at = key.find(SESSION_SEPARATOR)
+    while at != -1:
+        if key[:at] in paths:
+            return True
+        at = key.find(SESSION_SEPARATOR, at + 1)
+    return False
 
 
 def parquet_files(root: Path) -> dict[str, list[Path]]:

@@ -13,6 +13,7 @@ string (printing is the CLI's job).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any
 
 from ctxhealth.accounting.fill import SessionAccount
@@ -114,6 +115,16 @@ def _money(cost: float | None) -> str:
 _MANY_PER_FILE = frozenset({"tau-bench", "openhands"})
 
 
+def session_heading(report: Mapping[str, Any]) -> str:
+    """The path of a ``check`` object, plus ``[session id]`` for formats whose files hold several (not
+    when the path ends with it, as an OpenHands call folder does)."""
+    heading = str(report["path"])
+    session_id = report.get("session_id")
+    if report.get("format") in _MANY_PER_FILE and session_id and PurePath(heading).name != session_id:
+        heading += f" [{session_id}]"
+    return heading
+
+
 def render_check_text(report: Mapping[str, Any]) -> str:
     """A human block for one ``check`` object (no trailing newline)."""
     fill = report["fill"]
@@ -121,11 +132,8 @@ def render_check_text(report: Mapping[str, Any]) -> str:
     model = report["model"]
     if not report.get("model_known", True) and model != "unknown":
         model += " (not in the model registry)"
-    heading = report["path"]
-    if report["format"] in _MANY_PER_FILE and report.get("session_id"):
-        heading += f" [{report['session_id']}]"
     lines = [
-        heading,
+        session_heading(report),
         f"  format       {report['format']}",
         f"  model        {model}, {report.get('tier', '?')} tier",
         f"  turns        {report['turns']:,}",
@@ -172,7 +180,7 @@ class CheckTotals:
         self.unhealthy: dict[str, int] = {}
         self.cost = 0.0
         self.unpriced = 0
-        self.worst: list[tuple[float, str, str, float]] = []
+        self.worst: list[tuple[float, str, str, float, str | None, str]] = []
         self.skipped: list[tuple[str, str]] = []
 
     def add(self, report: Mapping[str, Any]) -> None:
@@ -188,8 +196,10 @@ class CheckTotals:
             self.cost += float(cost)
         if not report.get("healthy", True):
             pressure = float(report.get("pressure") or 0.0)
+            peak = float(report["fill"].get("peak_pct", 0.0))
+            session_id = report.get("session_id")
             self.worst.append(
-                (pressure, str(report["path"]), action, float(report["fill"].get("peak_pct", 0.0)))
+                (pressure, str(report["path"]), action, peak, session_id, session_heading(report))
             )
             self.worst.sort(key=lambda w: (-w[0], w[1]))
             del self.worst[WORST_SHOWN:]
@@ -202,7 +212,10 @@ class CheckTotals:
             "sessions": self.sessions,
             "unhealthy": sum(self.unhealthy.values()),
             "unhealthy_by_action": dict(sorted(self.unhealthy.items())),
-            "worst": [{"path": p, "action": a, "pressure": w, "peak_pct": pk} for w, p, a, pk in self.worst],
+            "worst": [
+                {"path": p, "session_id": sid, "action": a, "pressure": w, "peak_pct": pk}
+                for w, p, a, pk, sid, _ in self.worst
+            ],
             "cost_usd": round(self.cost, 6),
             "unpriced_sessions": self.unpriced,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
@@ -218,10 +231,11 @@ def render_totals_text(totals: CheckTotals) -> str:
         "summary",
         f"  sessions     {t.sessions:,}, {bad:,} unhealthy" + (f" ({by_action})" if by_action else ""),
     ]
-    for pressure, path, action, peak in t.worst:
-        lines.append(f"  worst        {path}: {action}, pressure {pressure:.2f}, peak {peak}% of window")
+    for pressure, _, action, peak, _, heading in t.worst:
+        lines.append(f"  worst        {heading}: {action}, pressure {pressure:.2f}, peak {peak}% of window")
     unpriced = f" ({_plural(t.unpriced, 'session')} without prices or usage)" if t.unpriced else ""
-    lines.append(f"  total cost   {_money(t.cost)}{unpriced}")
+    priced = t.sessions > t.unpriced
+    lines.append(f"  total cost   {_money(t.cost if priced else None)}{unpriced}")
     lines.append(f"  skipped      {len(t.skipped):,} file{'s' if len(t.skipped) != 1 else ''}")
     lines.extend(f"    {p}: {r}" for p, r in t.skipped)
     return "\n".join(lines)

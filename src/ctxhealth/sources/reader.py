@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ctxhealth.errors import InputError, StrictModeError, TranscriptError, UnknownFormatError
+from ctxhealth.errors import InputError, StrictModeError, TranscriptError, UnknownFormatError, UsageError
 from ctxhealth.model import Format, ReadWarning, Session
 from ctxhealth.sources import (
     anthropic_messages,
@@ -456,6 +456,33 @@ class _CallFolder:
         yield session
 
 
+def is_call_file(file: Path) -> bool:
+    """Whether ``file`` is one model call of an OpenHands completion log (whose folder is one session)."""
+    try:
+        detected, _ = _sniff(file)
+        if detected is not Format.OPENHANDS:
+            return False
+        with file.open("rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except (OSError, InputError):
+        return False
+    return openhands.is_completion(head)
+
+
+def read_call_folder(files: Iterable[str | Path], *, strict: bool = False) -> Session:
+    """The one session of an OpenHands completion folder: its call files (one folder), read together as a
+    directory walk reads them."""
+    calls = _CallFolder(strict)
+    for name in files:
+        file = Path(name)
+        for _ in calls.add(file, _decompress(_read_bytes(file), str(file))[0]):
+            raise UsageError("call files of more than one folder", hint="pass the calls of one folder")
+    sessions = list(calls.flush())
+    if not sessions:
+        raise UsageError("no call file given", hint="pass the calls of one folder")
+    return sessions[0]
+
+
 def read_sessions(
     paths: Iterable[str | Path],
     *,
@@ -488,6 +515,13 @@ def read_sessions(
             yield from read_data_all(_read_bytes(path), str(path), format=format, strict=strict)
 
 
+SESSION_SEPARATOR = "#"
+"""Names one session of a file holding several: ``PATH#SESSION_ID`` (also the fleet tables' key)."""
+
+SESSIONS_NAMED = 5
+"""Session ids an error about a file holding several names."""
+
+
 def read_session(
     path: str | Path,
     *,
@@ -495,12 +529,33 @@ def read_session(
     strict: bool = False,
     stdin: BinaryIO | None = None,
 ) -> Session:
-    """Exactly one session from ``path`` (a file, ``-``, or a directory holding one transcript)."""
-    sessions = list(read_sessions([path], format=format, strict=strict, stdin=stdin))
-    if len(sessions) != 1:
+    """Exactly one session from ``path`` (a file, ``-``, or a directory holding one transcript);
+    ``PATH#SESSION_ID`` picks one session of a file holding several (tau-bench results, OpenHands
+    ``output.jsonl``)."""
+    source, wanted = str(path), None
+    if source != "-" and not Path(source).exists() and SESSION_SEPARATOR in source:
+        source, _, wanted = source.rpartition(SESSION_SEPARATOR)
+    sessions = list(read_sessions([source], format=format, strict=strict, stdin=stdin))
+    ids = [s.session_id or str(n) for n, s in enumerate(sessions)]
+    more = len(ids) - SESSIONS_NAMED
+    named = ", ".join(ids[:SESSIONS_NAMED]) + (f" and {more} more" if more > 0 else "")
+    if wanted is not None:
+        if wanted in ids:
+            return sessions[ids.index(wanted)]
         raise TranscriptError(
-            f"expected one session, found {len(sessions)}",
-            hint="pass a single transcript file, or use read_sessions for many",
-            path=str(path),
+            f"no session {wanted!r} here; it holds {len(ids)}: {named}",
+            hint=f"name one as {source}{SESSION_SEPARATOR}{ids[0]}",
+            path=source,
+        )
+    if len(sessions) != 1:
+        hint = (
+            f"name one as {source}{SESSION_SEPARATOR}{ids[0]}"
+            if sessions and Path(source).is_file()
+            else "pass a single transcript file"
+        )
+        raise TranscriptError(
+            f"expected one session, found {len(sessions)}" + (f": {named}" if sessions else ""),
+            hint=hint,
+            path=source,
         )
     return sessions[0]

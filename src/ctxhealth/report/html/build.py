@@ -150,7 +150,8 @@ def overview(sessions: Rows, costs: Rows, totals: AuditTotals, linked: frozenset
         _figure(
             "cost",
             "total cost",
-            _money(ledger.usd) + (f" ({ledger.unpriced:,} requests unpriced)" if ledger.unpriced else ""),
+            (_money(ledger.usd) if ledger.requests > ledger.unpriced else "unknown")
+            + (f" ({ledger.unpriced:,} requests unpriced)" if ledger.unpriced else ""),
             ledger.usd,
         ),
         _figure("requests", "requests", f"{ledger.requests:,}", ledger.requests),
