@@ -73,6 +73,9 @@ class Relay:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = self.response
         complete = False
+        # the upstream's whole answer was read (the model spent the tokens), even if the client left
+        # before the last empty chunk: its usage counts
+        answered = False
         try:
             await send(
                 {
@@ -96,6 +99,7 @@ class Relay:
                     if tap is not None:
                         tap.feed(chunk)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                answered = True
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 complete = True
                 group.cancel_scope.cancel()
@@ -104,7 +108,7 @@ class Relay:
                 response.release()  # the connection goes back to the pool
             else:
                 response.close()  # the client left, or the upstream failed: drop the connection
-            self.done(response.status, self.tap, time.perf_counter() - self.started, complete)
+            self.done(response.status, self.tap, time.perf_counter() - self.started, complete or answered)
 
 
 def upstream_url(base: str, scope: Scope) -> str:
