@@ -50,14 +50,22 @@ def _entry(file: Path) -> FileEntry | None:
     size, mtime = st.st_size, st.st_mtime_ns
     sub = file.with_name(file.name.removesuffix(".gz").removesuffix(".jsonl")) / "subagents"
     if sub.is_dir():
-        for child in sub.iterdir():
-            try:
-                cst = child.stat()
-            except OSError:
-                continue
-            size += cst.st_size
-            mtime = max(mtime, cst.st_mtime_ns)
+        sub_size, sub_mtime = _size_and_mtime(sub.iterdir())
+        size, mtime = size + sub_size, max(mtime, sub_mtime)
     return FileEntry(str(file.resolve()), size, mtime)
+
+
+def _size_and_mtime(files: Iterable[Path]) -> tuple[int, int]:
+    """Total bytes and latest modification time (ns) of ``files`` (those that can be read)."""
+    size, mtime = 0, 0
+    for file in files:
+        try:
+            st = file.stat()
+        except OSError:
+            continue
+        size += st.st_size
+        mtime = max(mtime, st.st_mtime_ns)
+    return size, mtime
 
 
 def discover(paths: Iterable[str | Path]) -> list[FileEntry]:
@@ -99,13 +107,6 @@ def _grouped(files: Iterable[Path]) -> Iterator[FileEntry | None]:
 
 
 def _folder_entry(folder: Path, calls: list[Path]) -> FileEntry | None:
-    size, mtime = 0, 0
-    for call in calls:
-        try:
-            st = call.stat()
-        except OSError:
-            continue
-        size += st.st_size
-        mtime = max(mtime, st.st_mtime_ns)
+    size, mtime = _size_and_mtime(calls)
     resolved = tuple(str(c.resolve()) for c in calls)
     return FileEntry(str(folder.resolve()), size, mtime, resolved) if size else None
