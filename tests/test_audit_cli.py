@@ -232,6 +232,9 @@ def test_instruction_files_over_their_line_limits(tmp_path: Path) -> None:
     assert files["CLAUDE.md"]["tokens_per_session"] == 480 * 30  # 30 requests in the one session
     _, alone = run("--check", "instructions", str(repo))  # no transcript read: no per-session figure
     assert [i["tokens_per_session"] for i in alone[-1]["instructions"]] == [None, None, None]
+    assert alone[-1]["transcripts_read"] is False and totals["transcripts_read"] is True
+    text = CliRunner().invoke(cli, ["audit", "--check", "instructions", str(repo)]).output
+    assert "total: no transcript read" in text and "0 sessions" not in text
     failed = sorted(Path(f["evidence"]["path"]).name for f in totals["findings"])
     assert failed == ["CLAUDE.md", "style.md"]
 

@@ -322,6 +322,8 @@ def _totals_document(inputs: _Inputs, options: AuditOptions, totals: _Totals) ->
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "totals",
+        # False when the selected checks read no transcript (manifests and instruction files only)
+        "transcripts_read": bool(checks & _SESSION_CHECKS),
         "sessions": totals.sessions,
         "requests": totals.requests,
         "cache": {

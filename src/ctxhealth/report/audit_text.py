@@ -62,6 +62,10 @@ def render_totals(doc: Mapping[str, Any]) -> str:
     """The totals: cost by week with the trend, the last-50 hit rate, non-session findings, verdicts."""
     cost = doc["cost"]
     cache = doc["cache"]
+    if not doc.get("transcripts_read", True):
+        lines = ["total: no transcript read (the selected checks read pack manifests and instruction files)"]
+        lines.extend(_non_session_lines(doc))
+        return "\n".join(lines)
     lines = [
         f"total: {doc['sessions']} sessions, {doc['requests']} requests, {_usd(cost['usd'])}; cache hit rate "
         f"{_pct(cache['hit_rate'])} (last 50: {_pct(cache['last50_hit_rate'])}), {cache['breaks']} cache "
@@ -76,6 +80,13 @@ def render_totals(doc: Mapping[str, Any]) -> str:
         lines.append(f"  week {week['week']}: {_usd(week['usd'])}{growth}{alert}")
     for project, usd in cost["by_project"].items():
         lines.append(f"  project {project}: {_usd(usd)}")
+    lines.extend(_non_session_lines(doc))
+    return "\n".join(lines)
+
+
+def _non_session_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Instruction files, the findings not shown per session, and every check's verdict."""
+    lines = []
     for item in doc["instructions"]:
         lines.append(
             f"  {item['path']}: {item['lines']} lines, ~{item['tokens_per_request']:,} tokens per request"
@@ -86,4 +97,4 @@ def render_totals(doc: Mapping[str, Any]) -> str:
             lines.append(_finding_line(finding))
     for check, verdict in doc["verdicts"].items():
         lines.append(f"{check}: {verdict['status'].upper()} — {verdict['reason']}")
-    return "\n".join(lines)
+    return lines
