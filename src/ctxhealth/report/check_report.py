@@ -138,8 +138,11 @@ def render_check_text(report: Mapping[str, Any]) -> str:
         f"  model        {model}, {report.get('tier', '?')} tier",
         f"  turns        {report['turns']:,}",
         f"  window       {report['window']:,} tokens ({usable:,} usable)",
-        f"  fill         current {fill['current']:,} ({fill.get('current_pct', 0.0)}%), "
+        f"  fill         current {fill['current']:,} ({fill.get('current_pct', 0.0)}% of window), "
         f"peak {fill['peak']:,} ({fill.get('peak_pct', 0.0)}%) [{fill['source']}]",
+        # the window zones and capacity pressure divide by the usable window, as the status line does
+        f"               of the usable window: current {_pct(fill['current'], usable)}%, "
+        f"peak {_pct(fill['peak'], usable)}% (what zones and pressure use)",
     ]
     compactions = report["compactions"]
     if compactions:
