@@ -33,10 +33,10 @@ def repeats(sequence: list[tuple[str, dict[str, Any]]]) -> float:
 
 
 RUN = ("Bash", {"command": "python repro.py"})
-EDIT = ("Edit", {"file_path": "/work/proj/repro.py", "old_string": "a", "new_string": "b"})
-EDIT2 = ("Edit", {"file_path": "/work/proj/repro.py", "old_string": "b", "new_string": "c"})
+EDIT = ("Edit", {"file_path": "/home/dev/proj/repro.py", "old_string": "a", "new_string": "b"})
+EDIT2 = ("Edit", {"file_path": "/home/dev/proj/repro.py", "old_string": "b", "new_string": "c"})
 PATCH = ("Bash", {"command": "sed -i 's/a/b/' repro.py"})
-OTHER = ("Edit", {"file_path": "/work/proj/other.py", "old_string": "a", "new_string": "b"})
+OTHER = ("Edit", {"file_path": "/home/dev/proj/other.py", "old_string": "a", "new_string": "b"})
 
 
 @pytest.mark.parametrize(
