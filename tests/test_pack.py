@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -311,6 +312,23 @@ def test_xml_output(repo: Path) -> None:
     assert result.text.startswith('<context_pack>\n\n<level id="L1" name="rules">')
     assert '<file path="billing/invoice.py" form="full">' in result.text
     assert result.text.rstrip().endswith("</context_pack>")
+
+
+def test_xml_attributes_are_quoted() -> None:
+    from ctxhealth.pack.render import OutputFormat, PackedPiece, render_piece
+
+    piece = PackedPiece(path='a&b/"q".py', form="full", text="x = 1")
+    assert render_piece(piece, OutputFormat.XML).startswith('<file path=\'a&amp;b/"q".py\' form="full">')
+
+
+def test_markdown_pack_does_not_import_the_xml_quoting_module(repo: Path) -> None:
+    code = (
+        "import sys; from pathlib import Path; from ctxhealth.pack import pack; "
+        f"pack(Path({str(repo)!r}), 'render invoices', budget=3_000); "
+        "print('xml.sax.saxutils' in sys.modules, 'urllib.request' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False"]
 
 
 def test_bad_input_gets_clear_errors(repo: Path) -> None:

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePosixPath
-from xml.sax.saxutils import quoteattr
 
 from ctxhealth.pack.budget import LEVEL_NAMES
 
@@ -73,6 +72,14 @@ def _markdown_piece(piece: PackedPiece) -> str:
         return f"{fence}text\n{body}{fence}"
     lang = _FENCE_LANG.get(PurePosixPath(piece.path).suffix.lower(), "")
     return f"### {piece.path} ({piece.form})\n{fence}{lang}\n{body}{fence}"
+
+
+def quoteattr(value: str) -> str:
+    """``value`` as a quoted XML attribute (imported on use: ``xml.sax.saxutils`` pulls in
+    ``urllib`` and ``http.client``, a noticeable share of a warm markdown pack's start-up)."""
+    from xml.sax.saxutils import quoteattr as quote
+
+    return quote(value)
 
 
 def _xml_piece(piece: PackedPiece) -> str:
