@@ -164,16 +164,14 @@ def read_swebench_report(path: str) -> dict[str, int]:
     return out
 
 
-#: Formats one file of which holds several runs: a run is named ``file#session``.
-_MANY_PER_FILE = frozenset({"tau-bench", "openhands"})
-
-
 def run_name(session: Any) -> str:
     """The name of a session's run: its file name, or ``file#session`` when the file holds several."""
+    from ctxhealth.sources.reader import MANY_PER_FILE, SESSION_SEPARATOR
+
     key = run_key(session.path)
     sid = session.session_id
-    if session.format.value in _MANY_PER_FILE and sid and sid != key:
-        return f"{key}#{sid}"
+    if session.format in MANY_PER_FILE and sid and sid != key:
+        return f"{key}{SESSION_SEPARATOR}{sid}"
     return key
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ctxhealth.accounting.fill import SessionAccount
 from ctxhealth.model import Session
+from ctxhealth.sources.reader import MANY_PER_FILE
 
 SCHEMA_VERSION = 1
 """Version of the ``check`` JSON object; bumped when a key changes meaning or disappears."""
@@ -112,7 +113,7 @@ def _money(cost: float | None) -> str:
 
 
 #: Formats whose files hold several sessions: the text heading names the session too.
-_MANY_PER_FILE = frozenset({"tau-bench", "openhands"})
+_MANY_PER_FILE_NAMES = frozenset(f.value for f in MANY_PER_FILE)
 
 
 def session_heading(report: Mapping[str, Any]) -> str:
@@ -120,7 +121,7 @@ def session_heading(report: Mapping[str, Any]) -> str:
     when the path ends with it, as an OpenHands call folder does)."""
     heading = str(report["path"])
     session_id = report.get("session_id")
-    if report.get("format") in _MANY_PER_FILE and session_id and PurePath(heading).name != session_id:
+    if report.get("format") in _MANY_PER_FILE_NAMES and session_id and PurePath(heading).name != session_id:
         heading += f" [{session_id}]"
     return heading
 

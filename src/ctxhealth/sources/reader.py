@@ -104,6 +104,9 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(Format.OPENAI_CHAT, openai_chat.detect, openai_chat.parse),
 )
 _BY_FORMAT = {spec.format: spec for spec in READERS}
+MANY_PER_FILE: frozenset[Format] = frozenset(spec.format for spec in READERS if spec.parse_all is not None)
+"""Formats one file of which may hold several sessions (a session of such a file is named
+``PATH#SESSION_ID``, see :data:`SESSION_SEPARATOR`)."""
 
 
 def detect_format(head: bytes, name: str = "", tail: bytes = b"") -> Format | None:
