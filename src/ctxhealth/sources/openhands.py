@@ -219,8 +219,7 @@ def _with_outcome(message: Message) -> Message:
         if isinstance(block, ToolResult):
             found = _EXIT_CODE.search(block.text)
             code = int(found.group(1)) if found else None
-            # -1 means the command is still running, not that it failed.
-            failed = (code is not None and code > 0) or _EDITOR_ERROR.match(block.text) is not None
+            failed = _exited_badly(code) or _EDITOR_ERROR.match(block.text) is not None
             block = ToolResult(block.tool_call_id, block.text, failed, code)
         blocks.append(block)
     return dataclasses.replace(message, blocks=tuple(blocks))
@@ -335,8 +334,7 @@ def _event(event: dict[str, Any], line: int) -> Message | None:
     call_id = get_str(meta, "tool_call_id") if meta else None
     content = get_str(event, "content") or ""
     code = _exit_code(get_dict(event, "extras") or {})
-    # -1 means the command is still running, not that it failed.
-    failed = observation == "error" or (code is not None and code > 0) or event.get("success") is False
+    failed = observation == "error" or _exited_badly(code) or event.get("success") is False
     result = ToolResult(call_id or (str(cause) if cause is not None else ""), content, failed, code)
     return Message(role=Role.TOOL, blocks=(result,), id=ident, timestamp=stamp, line=line)
 
@@ -378,6 +376,11 @@ def _action(
         timestamp=stamp,
         line=line,
     )
+
+
+def _exited_badly(code: int | None) -> bool:
+    """A command's exit code says it failed (-1 means it is still running, not that it failed)."""
+    return code is not None and code > 0
 
 
 def _exit_code(extras: dict[str, Any]) -> int | None:
