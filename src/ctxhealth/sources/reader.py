@@ -407,12 +407,13 @@ def _read_directory(
             continue
         try:
             raw = file.read_bytes()
-            content = _decompress(raw, str(file))[0]
-            if (format or detected) is Format.OPENHANDS and openhands.is_completion(content[:HEAD_BYTES]):
-                # one model call per file: the folder's calls are one session
-                count += 1
-                yield from calls.add(file, content)
-                continue
+            if (format or detected) is Format.OPENHANDS:
+                content = _decompress(raw, str(file))[0]
+                if openhands.is_completion(content[:HEAD_BYTES]):
+                    # one model call per file: the folder's calls are one session
+                    count += 1
+                    yield from calls.add(file, content)
+                    continue
             sessions = read_data_all(raw, str(file), format=format or detected, strict=strict)
         except OSError as exc:
             skip(file, f"cannot read file ({exc.strerror or exc})", error=True)
