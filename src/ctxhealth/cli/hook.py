@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ctxhealth.accounting.catalog import configure_cache_dir
 from ctxhealth.cli.helper import ask_helper, start_helper
 from ctxhealth.integrations.claude_code.helper import HOOK_EVENTS
 
@@ -23,8 +24,10 @@ MAX_STDIN_BYTES = 8 * 1024 * 1024
 
 
 def home_dir() -> str:
-    """``$CTXHEALTH_HOME`` or ``~/.ctxhealth``."""
-    return os.environ.get("CTXHEALTH_HOME") or os.path.join(os.path.expanduser("~"), ".ctxhealth")
+    """``$CTXHEALTH_HOME`` or ``~/.ctxhealth`` (the model catalog's cached table lives there too)."""
+    home = os.environ.get("CTXHEALTH_HOME") or os.path.join(os.path.expanduser("~"), ".ctxhealth")
+    configure_cache_dir(home)
+    return home
 
 
 def read_stdin() -> bytes:
