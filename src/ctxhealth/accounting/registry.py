@@ -121,8 +121,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("gpt-4.1", r"gpt-4\.1", F, 32_768, window=1_047_576, encoding=O200K),
     Family("gpt-4-turbo", r"gpt-4-turbo", F, 4_096, window=128_000, encoding=CL100K),
     Family("gpt-3.5-turbo", r"gpt-3\.5", C, 4_096, window=16_385, encoding=CL100K),
-    Family("gpt-5-mini", r"gpt-5.*-(mini|nano)(?![a-z])", C, 128_000, window=400_000, encoding=O200K),
-    Family("gpt-5", _word("gpt", "5"), F, 128_000, window=400_000, encoding=O200K),
+    Family(
+        "gpt-5-mini", r"gpt-([5-9]|\d\d).*-(mini|nano)(?![a-z])", C, 128_000, window=400_000, encoding=O200K
+    ),
+    Family("gpt-5", r"gpt-([5-9]|\d\d)(?![0-9])", F, 128_000, window=400_000, encoding=O200K),
     Family("gpt-4", _word("gpt", "4"), F, 0, window=8_192, encoding=CL100K),
     Family("gpt-oss", r"gpt-oss", L, 0, window=131_072, encoding="o200k_harmony"),
     Family("o-mini", r"^o[1-9]-mini", C, 100_000, window=200_000, encoding=O200K),

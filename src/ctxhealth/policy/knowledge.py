@@ -14,6 +14,8 @@ from typing import Any
 
 from ctxhealth.accounting.catalog import PACKAGE
 from ctxhealth.accounting.registry import (
+    CLAUDE_CODE_AUTOCOMPACT_BUFFER,
+    CLAUDE_CODE_MAX_RESERVE,
     FAMILIES,
     ModelRegistry,
     normalise_model_id,
@@ -22,7 +24,7 @@ from ctxhealth.accounting.registry import (
 from ctxhealth.accounting.types import ModelInfo
 from ctxhealth.policy.profile import Profile
 
-__all__ = ["describe_model", "describe_registry"]
+__all__ = ["describe_model", "describe_registry", "usable_window_rule"]
 
 
 def _package(registry: ModelRegistry) -> dict[str, Any]:
@@ -103,4 +105,19 @@ def describe_registry(registry: ModelRegistry) -> dict[str, Any]:
         "overrides": [
             {"prefix": o.prefix, "origin": o.origin, "fields": dict(o.fields)} for o in registry.overrides()
         ],
+    }
+
+
+def usable_window_rule(registry: ModelRegistry) -> dict[str, Any]:
+    """Where windows come from and how the usable window is computed (``config show``)."""
+    return {
+        "package": _package(registry),
+        "usable_window": "window - reserved output - auto-compact buffer (never more than half held)",
+        "claude_code": {
+            "reserved_output": f"min(the model's max output, {CLAUDE_CODE_MAX_RESERVE})",
+            "max_reserve": CLAUDE_CODE_MAX_RESERVE,
+            "autocompact_buffer": CLAUDE_CODE_AUTOCOMPACT_BUFFER,
+            "usable_at_200k": 200_000 - CLAUDE_CODE_MAX_RESERVE - CLAUDE_CODE_AUTOCOMPACT_BUFFER,
+        },
+        "stated_window": "a window the log states (Codex model_context_window) is already usable",
     }
