@@ -335,3 +335,27 @@ def test_check_names_an_unknown_model_and_how_to_configure_it(tmp_path: Path) ->
     assert report["model_known"] is False
     assert any("tier unknown" in n and '[models."acme-coder-9"]' in n for n in report["model_notes"])
     assert "tier unknown" in invoke("check", str(path)).output
+
+
+def test_status_line_and_doctor_name_an_unknown_model(tmp_path: Path) -> None:
+    from ctxhealth.integrations.claude_code.doctor import _model_checks
+    from ctxhealth.integrations.claude_code.statusline import render_status
+    from test_claude_code_statusline import _payload, _transcript
+
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    transcript.write_text(transcript.read_text().replace("claude-sonnet-4-5-20250929", "acme-coder-9"))
+    payload = _payload("claude-statusline-legacy.json", transcript).replace(
+        "claude-sonnet-4-5-20250929", "acme-coder-9"
+    )
+    line = render_status(payload, home=str(tmp_path / "h"), color=False)
+    assert "unknown model acme-coder-9" in line
+    known = render_status(
+        _payload("claude-statusline-legacy.json", _transcript(tmp_path / "k.jsonl", [20_000])),
+        home=str(tmp_path / "h2"),
+        color=False,
+    )
+    assert "unknown model" not in known
+    (check,) = _model_checks("acme-coder-9")
+    assert check.status.value == "warn" and "tier unknown" in check.detail
+    (ok,) = _model_checks("claude-opus-5-5")
+    assert ok.status.value == "ok" and "1,000,000" in ok.detail

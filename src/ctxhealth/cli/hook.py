@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 
-from ctxhealth.accounting.catalog import configure_cache_dir
 from ctxhealth.cli.helper import ask_helper, start_helper
 from ctxhealth.integrations.claude_code.helper import HOOK_EVENTS
 
@@ -24,10 +23,8 @@ MAX_STDIN_BYTES = 8 * 1024 * 1024
 
 
 def home_dir() -> str:
-    """``$CTXHEALTH_HOME`` or ``~/.ctxhealth`` (the model catalog's cached table lives there too)."""
-    home = os.environ.get("CTXHEALTH_HOME") or os.path.join(os.path.expanduser("~"), ".ctxhealth")
-    configure_cache_dir(home)
-    return home
+    """``$CTXHEALTH_HOME`` or ``~/.ctxhealth``."""
+    return os.environ.get("CTXHEALTH_HOME") or os.path.join(os.path.expanduser("~"), ".ctxhealth")
 
 
 def read_stdin() -> bytes:
@@ -81,8 +78,10 @@ def main(argv: list[str] | None = None) -> int:
             if answer is not None:
                 write(*answer)
                 return 0
+        from ctxhealth.accounting.catalog import configure_cache_dir
         from ctxhealth.integrations.claude_code.hooks import run_hook
 
+        configure_cache_dir(home)  # the model catalog's cached table lives in the home
         limits, warning = hook_limits(event)
         result = run_hook(event, raw, home=home, limits=limits)
         write(result.stdout, "\n".join(line for line in (warning, result.stderr) if line))

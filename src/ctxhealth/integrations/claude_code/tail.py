@@ -161,6 +161,7 @@ def resolve_thresholds(
         "window": info.window,
         "usable": info.usable_window,
         "tier": info.tier.value,
+        "model_known": info.known,
         "sweet_spot": th.sweet_spot,
         "compact_zone": th.compact_zone,
         "hard_limit": th.hard_limit,
