@@ -312,6 +312,14 @@ def package_version(site: Path | None = None) -> str | None:
     return None
 
 
+def _parse(data: bytes) -> Any:
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback
+        return json.loads(data)
+    return orjson.loads(data)
+
+
 def load_catalog(cache_dir: Path | None) -> Catalog:
     """The catalog of the installed package: from ``cache_dir`` when derived before, else derived now
     (and saved there when it can be); empty when the package is not installed or cannot be read."""
@@ -322,10 +330,10 @@ def load_catalog(cache_dir: Path | None) -> Catalog:
     path = cache_dir / f"{_MODULE}-{key}.json" if cache_dir is not None else None
     if path is not None:
         try:
-            table = json.loads(path.read_bytes())
+            table = _parse(path.read_bytes())
             if isinstance(table, dict) and table.get("schema") == _SCHEMA:
                 return Catalog(table, str(path))
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # orjson.JSONDecodeError is a ValueError
             pass
     table = _derived.get(key)
     if table is None:
