@@ -295,6 +295,11 @@ def test_config_show_states_the_usable_window_rule(tmp_path: Path, monkeypatch: 
     text = invoke("config", "show").output
     assert "genai-prices" in text
     assert "20,000" in text and "13,000" in text  # Claude Code: min(max output, 20K) + 13K
+    monkeypatch.setenv("CTXHEALTH_MODEL", "claude-sonnet-4-5")
+    assert (
+        "claude-sonnet-4-5: usable window 167,000 = 200,000 - 20,000 - 13,000"
+        in invoke("config", "show").output
+    )
 
 
 # ------------------------------------------------------------------------ ctxhealth models, check

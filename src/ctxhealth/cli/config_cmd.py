@@ -36,7 +36,7 @@ def show(as_json: bool) -> None:
     # [profile] overrides are listed once, with the thresholds they change
     general = [(k, v, o) for k, v, o in settings.items() if k != "profile" and not k.startswith("profile.")]
     profile_file = str(settings.profile) if settings.profile else None
-    models = usable_window_rule(settings.registry())
+    models = usable_window_rule(settings.registry(), settings.model)
     if as_json:
         echo_json(
             {
@@ -84,6 +84,12 @@ def _echo_models(models: dict[str, Any]) -> None:
         f"(compacts near {cc['usable_at_200k']:,} of 200,000)"
     )
     click.echo(f"  {models['stated_window']}")
+    m = models["for_model"]
+    if m is not None:
+        click.echo(
+            f"  {m['id']}: usable window {m['usable_window']:,} = {m['window']:,} - "
+            f"{m['reserved_output']:,} - {m['autocompact_buffer']:,}"
+        )
 
 
 def _profile_origin(settings: Settings) -> str:

@@ -108,9 +108,20 @@ def describe_registry(registry: ModelRegistry) -> dict[str, Any]:
     }
 
 
-def usable_window_rule(registry: ModelRegistry) -> dict[str, Any]:
-    """Where windows come from and how the usable window is computed (``config show``)."""
+def usable_window_rule(registry: ModelRegistry, model: str | None = None) -> dict[str, Any]:
+    """Where windows come from and how the usable window is computed (``config show``); with
+    ``model`` (the configured one), its figures."""
+    info = registry.lookup(model) if model else None
     return {
+        "for_model": None
+        if info is None
+        else {
+            "id": info.id,
+            "window": info.window,
+            "reserved_output": info.reserved_output,
+            "autocompact_buffer": info.autocompact_buffer,
+            "usable_window": info.usable_window,
+        },
         "package": _package(registry),
         "usable_window": "window - reserved output - auto-compact buffer (never more than half held)",
         "claude_code": {
