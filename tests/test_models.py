@@ -364,3 +364,19 @@ def test_status_line_and_doctor_name_an_unknown_model(tmp_path: Path) -> None:
     assert check.status.value == "warn" and "tier unknown" in check.detail
     (ok,) = _model_checks("claude-opus-5-5")
     assert ok.status.value == "ok" and "1,000,000" in ok.detail
+
+
+def test_check_at_199k_of_the_default_claude_code_model(tmp_path: Path) -> None:
+    # the issue: 199K of claude-opus-5-5's 1M window was critical, cost unknown, decision restart
+    path = tmp_path / "chat.json"
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the failing parser test"}]
+    for n, fill in enumerate([40_000, 120_000, 199_000]):
+        usage = {"prompt_tokens": fill, "completion_tokens": 50}
+        messages.append({"role": "assistant", "id": f"r{n}", "content": "reading the parser", "usage": usage})
+        messages.append({"role": "user", "content": "go on with the parser test"})
+    path.write_text(json.dumps({"model": "claude-opus-5-5", "messages": messages[:-1]}))
+    report = json.loads(invoke("check", "--json", str(path)).output)
+    assert (report["model_known"], report["tier"], report["window"]) == (True, "full", 1_000_000)
+    assert report["zone"] not in ("red", "critical")
+    assert report["action"] not in ("restart", "halt")
+    assert report["cost_usd"] is not None and report["cost_usd"] > 0
