@@ -380,3 +380,14 @@ def test_check_at_199k_of_the_default_claude_code_model(tmp_path: Path) -> None:
     assert report["zone"] not in ("red", "critical")
     assert report["action"] not in ("restart", "halt")
     assert report["cost_usd"] is not None and report["cost_usd"] > 0
+
+
+def test_install_derives_the_model_table_so_hooks_only_read_it(tmp_path: Path) -> None:
+    home = Path(os.environ["CTXHEALTH_HOME"])  # the isolated home of this test
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    args = ["install", "claude-code", "--claude-dir", str(claude), "--python", sys.executable]
+    assert invoke(*args).exit_code == 0  # a dry run derives nothing
+    assert not list(home.glob("cache/models/genai_prices-*.json"))
+    assert invoke(*args, "--apply").exit_code == 0
+    assert len(list(home.glob("cache/models/genai_prices-*.json"))) == 1
