@@ -156,7 +156,10 @@ def test_replay_real_session_with_hooks(
                     )
     replay.fire("Stop", stop_hook_active=False)
 
-    assert checkpoints_before == list(range(1, compactions + 1))
+    # every PreCompact wrote one more checkpoint (a restart decision near the usable window, 167K of
+    # 200K, writes its own too)
+    assert len(checkpoints_before) == compactions
+    assert all(b > a for a, b in zip([0, *checkpoints_before], checkpoints_before, strict=False))
     counters = load_counters(str(home), str(transcript))
     assert counters is not None
     assert counters.offset == transcript.stat().st_size  # the whole file was read, a tail at a time

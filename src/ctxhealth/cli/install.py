@@ -117,6 +117,10 @@ def claude_code(
     """Add ctxhealth's hooks and status line to Claude Code's settings.json."""
     plan = plan_install(_settings_dir(scope, claude_dir, settings_alias), python=python, force=force)
     _report(plan, apply=apply, as_json=as_json, verb="install")
+    if apply:
+        from ctxhealth.accounting.catalog import default_catalog
+
+        default_catalog()  # derive the model table now, so the hooks' first run only reads it
 
 
 @click.group("uninstall", cls=SuggestingGroup, context_settings={"help_option_names": ["-h", "--help"]})

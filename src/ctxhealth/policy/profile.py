@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.accounting.types import Tier
+from ctxhealth.accounting.types import ModelInfo, Tier
 from ctxhealth.errors import ConfigError
 from ctxhealth.policy import defaults
 from ctxhealth.risk import RiskModel
@@ -46,6 +46,42 @@ class TierThresholds:
             )
 
 
+def fit_zones(
+    base: TierThresholds, *, window: int, usable: int, reference: int, exponent: float
+) -> TierThresholds:
+    """The tier's zones for one model: scaled for a large window, then fitted inside its usable window.
+
+    1. Large windows: the spec's zones are for 200K-class windows. A window larger than
+       ``reference`` scales every zone by ``(window / reference) ** exponent`` (0: the absolute
+       zones everywhere; 1: in proportion to the window; the default 0.5 gives 2.2x at 1M:
+       full tier 179K / 268K / 402K).
+    2. Inside the usable window: where the hard limit lies above the usable window (gpt-4o: 180K
+       against 111,616; Claude Code at 200K: 180K against 167K) the zones could never fire in order
+       before the capacity zones, and the compact zone (truncate) would lie past the critical
+       pressure gate (halt). They are scaled down together so the hard limit is the usable window,
+       keeping the tier's shape (full tier: the compact zone at 2/3 of it), so a rising fill meets
+       sweet spot < approaching < compact zone < hard limit <= usable window.
+    """
+    scale = (window / reference) ** exponent if reference > 0 and window > reference else 1.0
+    hard = base.hard_limit * scale
+    if hard > usable:
+        scale *= usable / hard
+    if scale == 1.0:
+        return base
+    cap = max(3, usable)
+    hard_limit = min(cap, max(3, round(base.hard_limit * scale)))
+    compact = min(hard_limit - 1, max(2, round(base.compact_zone * scale)))
+    sweet = min(compact - 1, max(1, round(base.sweet_spot * scale)))
+    return TierThresholds(sweet, compact, hard_limit)
+
+
+@lru_cache(maxsize=256)
+def _fit_zones_cached(
+    base: TierThresholds, window: int, usable: int, reference: int, exponent: float
+) -> TierThresholds:
+    return fit_zones(base, window=window, usable=usable, reference=reference, exponent=exponent)
+
+
 DEFAULT_TIERS: dict[Tier, TierThresholds] = {
     Tier.FULL: TierThresholds(*defaults.FULL_TIER),
     Tier.COMPACT: TierThresholds(20_000, 30_000, 50_000),
@@ -63,6 +99,9 @@ class Profile:
 
     name: str = "default"
     tiers: Mapping[Tier, TierThresholds] = field(default_factory=lambda: dict(DEFAULT_TIERS))
+    # how the tier zones scale for a window larger than the reference (see fit_zones)
+    zone_reference_window: int = defaults.ZONE_REFERENCE_WINDOW
+    zone_window_exponent: float = defaults.ZONE_WINDOW_EXPONENT
     # window zones (fraction of the usable window): yellow, orange, critical, auto-compact
     window_yellow: float = defaults.WINDOW_YELLOW
     window_orange: float = defaults.WINDOW_ORANGE
@@ -112,7 +151,19 @@ class Profile:
         return self if model is None else replace(self, risk=model)
 
     def thresholds(self, tier: Tier) -> TierThresholds:
+        """The tier's zones as configured (for a 200K-class window); :meth:`zones` for one model."""
         return self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
+
+    def zones(self, info: ModelInfo) -> TierThresholds:
+        """The zones of ``info``'s tier for its window: scaled for a large window, fitted inside the
+        usable window (:func:`fit_zones`). Every zone check uses these."""
+        return self.zones_for(info.tier, info.window, info.usable_window)
+
+    def zones_for(self, tier: Tier, window: int, usable: int) -> TierThresholds:
+        """:meth:`zones` from plain numbers (a fleet table row)."""
+        return _fit_zones_cached(
+            self.thresholds(tier), window, usable, self.zone_reference_window, self.zone_window_exponent
+        )
 
     def with_overrides(self, table: Mapping[str, Any]) -> Profile:
         """A copy with values from a config table (``tiers`` is ``{tier: {sweet_spot: ...}}``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ctxhealth.accounting.types import Tier
+from ctxhealth.accounting.types import ModelInfo, Tier
 
 
 class TierLimits(Protocol):
@@ -78,5 +78,9 @@ class SignalThresholds(Protocol):
     def cache_min_prompt(self) -> int: ...
 
     def thresholds(self, tier: Tier) -> TierLimits:
-        """The absolute-token zones of ``tier``."""
+        """The absolute-token zones of ``tier`` as configured."""
+        ...
+
+    def zones(self, info: ModelInfo) -> TierLimits:
+        """The zones of ``info``'s tier for its window (scaled, fitted inside the usable window)."""
         ...

@@ -25,10 +25,10 @@ if TYPE_CHECKING:
 __all__ = ["Reading", "Verdict", "low_cache_hit_rate", "read_counters", "verdict"]
 
 # Used only when the slow path has never run for this transcript (nothing cached yet): the spec's
-# full-tier defaults and Claude Code's 200K window less its auto-compact buffer.
+# full-tier zones and Claude Code's 200K window less 20K reserved output and its 13K auto-compact buffer.
 _FALLBACK: dict[str, Any] = {
     "window": 200_000,
-    "usable": 187_000,
+    "usable": 167_000,
     "tier": "full",
     "sweet_spot": defaults.FULL_TIER[0],
     "compact_zone": defaults.FULL_TIER[1],

@@ -329,7 +329,7 @@ def _anchor(path: str) -> str:
 def zone_bands(tier: Tier, window: int, usable: int, peak: int, profile: Profile) -> list[Band]:
     """The zones in tokens for a model of ``tier``: each zone starts where the first of the tier
     zone and the window zone reaches it (the zone shown is the worse of the two)."""
-    th = profile.thresholds(tier)
+    th = profile.zones_for(tier, window, usable)
     starts = [
         ("yellow", min(th.sweet_spot, round(profile.window_yellow * usable))),
         ("orange", min(th.compact_zone, round(profile.window_orange * usable))),
