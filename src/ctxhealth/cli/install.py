@@ -134,3 +134,12 @@ def claude_code_uninstall(
     """Take ctxhealth out of Claude Code's settings.json (byte-identical restore when untouched since)."""
     plan = plan_uninstall(_settings_dir(scope, claude_dir, settings_alias))
     _report(plan, apply=apply, as_json=as_json, verb="uninstall")
+
+
+def _register_agent_installers() -> None:
+    from ctxhealth.cli.install_mcp import register
+
+    register(install, uninstall)
+
+
+_register_agent_installers()

@@ -72,3 +72,7 @@ def mcp(use_http: bool, host: str, port: int, allow_remote: bool, root: Path, ag
     server.serve_http(
         ctx, host=host, port=port, on_ready=lambda url: click.echo(f"ctxhealth mcp: serving {url}", err=True)
     )
+
+
+if __name__ == "__main__":  # `python -m ctxhealth.cli.mcp`: what `ctxhealth install mcp` registers
+    mcp.main(prog_name="ctxhealth mcp")
