@@ -86,7 +86,10 @@ def mcp_target(
 def _json_entry(agent: Agent, python: str) -> dict[str, Any]:
     command, *args = server_command(python)
     if agent is Agent.CLAUDE_CODE:
-        return {"type": "stdio", "command": command, "args": args, "env": {}}
+        # alwaysLoad: the CLI waits for the server before its first request and offers the tools up
+        # front instead of deferring them to a tool search (without it a print-mode run starts, and
+        # may end, before the server has connected)
+        return {"type": "stdio", "command": command, "args": args, "env": {}, "alwaysLoad": True}
     return {"command": command, "args": args, "timeout": 30_000}
 
 
