@@ -250,3 +250,19 @@ def test_the_hosts_session_id_and_the_arguments_choose_the_session(tmp_path: Pat
         find_transcript(host(tmp_path, cwd), session_id="../../etc/passwd")
     with pytest.raises(Exception, match="no agent session found"):
         find_transcript(host(tmp_path, tmp_path / "empty"))
+
+
+def test_the_hooks_and_the_installers_never_import_the_mcp_sdk() -> None:
+    """The SDK costs seconds to import: only ``ctxhealth mcp`` may load it."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, ctxhealth.cli.hook, ctxhealth.cli.statusline, ctxhealth.cli.install, "
+        "ctxhealth.mcpserver.tools, ctxhealth.mcpserver.schemas, ctxhealth.cli.mcp; "
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_types'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -5,8 +5,10 @@ on the real sessions in ../shared/data), the in-process client for errors and ti
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -271,3 +273,32 @@ def test_results_are_redacted(tmp_path: Path) -> None:
                 assert key not in result.content[0].text, name
 
     run(body)
+
+
+def test_streamable_http_on_loopback_and_a_remote_address_refused(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "CTXHEALTH_HELPER": "off"}
+    refused = subprocess.run(
+        [sys.executable, "-m", "ctxhealth.cli.mcp", "--http", "--host", "0.0.0.0"],
+        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "not a loopback address" in refused.stderr
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ctxhealth.cli.mcp", "--http", "--port", "0"],
+        stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        match = re.search(r"serving (http://127\.0\.0\.1:\d+/mcp)", line)
+        assert match, line
+
+        async def body() -> None:
+            async with Client(match.group(1)) as client:
+                assert [t.name for t in (await client.list_tools()).tools] == list(TOOLS)
+                missing = await client.call_tool("context_health", {})
+                assert missing.is_error and "pass `path`" in missing.content[0].text
+
+        run(body)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
