@@ -1,0 +1,72 @@
+"""Logs the real agent CLIs wrote in the conformance suite (``tests/fixtures/agents/<agent>-<version>/``),
+read without the CLIs: ``check`` gives what the fake server saw (its ``truth.json``), and the 0.171 / 2.x
+details each reader owns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.truth import FIXTURES, Truth, assert_matches, check_json
+from ctxhealth.model import Role
+from ctxhealth.sources import read_session
+
+LOGS = ("rollout.jsonl", "chat.jsonl", "traj.json")
+RUNS = sorted(p.parent for p in FIXTURES.glob("*-*/*/truth.json"))
+
+
+def _log(folder: Path) -> Path:
+    return next(folder / name for name in LOGS if (folder / name).exists())
+
+
+@pytest.mark.parametrize("folder", RUNS, ids=[f"{p.parent.name}/{p.name}" for p in RUNS])
+def test_recorded_run_reads_as_the_server_saw_it(folder: Path) -> None:
+    truth = Truth(**json.loads((folder / "truth.json").read_text("utf-8")))
+    figures = check_json(_log(folder), "--strict")
+    assert_matches(figures, truth)
+    assert figures["warnings"] == []
+
+
+def test_every_agent_has_recorded_runs() -> None:
+    agents = {p.parent.name.rsplit("-", 1)[0] for p in RUNS}
+    assert {"codex", "gemini", "mini-swe-agent"} <= agents
+
+
+CODEX = FIXTURES / "codex-0.171.0"
+
+
+def test_codex_remote_compaction_is_encrypted_billed_and_not_a_turn() -> None:
+    session = read_session(CODEX / "compaction-default-provider" / "rollout.jsonl")
+    summaries = [m.compaction for m in session.messages if m.compaction is not None]
+    assert len(summaries) == 1
+    summary = summaries[0]
+    assert summary.encrypted and summary.text == ""
+    truth = json.loads((CODEX / "compaction-default-provider" / "truth.json").read_text("utf-8"))
+    assert summary.usage is not None and summary.pre_tokens == truth["compaction_fills"][0]
+    assert sum(1 for m in session.messages if m.role is Role.ASSISTANT) == truth["turns"]
+
+
+def test_codex_local_compaction_keeps_its_summary_text() -> None:
+    session = read_session(CODEX / "compaction-custom-provider" / "rollout.jsonl")
+    summary = next(m.compaction for m in session.messages if m.compaction is not None)
+    assert summary is not None and not summary.encrypted
+    assert "SUMMARY:" in summary.text
+
+
+def test_codex_session_meta_gives_system_prompt_and_cwd() -> None:
+    session = read_session(CODEX / "tools-resume" / "rollout.jsonl")
+    assert session.messages[0].role is Role.SYSTEM
+    assert session.messages[0].text.startswith("You are Codex")
+    assert session.cwd == "/tmp/conformance/work"
+    assert session.instruction.startswith("Fix it.")
+
+
+def test_mini_swe_agent_2x_tool_messages_are_results() -> None:
+    session = read_session(FIXTURES / "mini-swe-agent-2.4.6" / "toolcall" / "traj.json")
+    results = [b for m in session.messages for b in m.tool_results]
+    assert [r.exit_code for r in results] == [1, 1, 1, 1]
+    calls = [c for m in session.messages for c in m.tool_calls]
+    assert {r.tool_call_id for r in results} <= {c.id for c in calls}
+    assert calls[-1].input == {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}
