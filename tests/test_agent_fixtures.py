@@ -70,3 +70,64 @@ def test_mini_swe_agent_2x_tool_messages_are_results() -> None:
     calls = [c for m in session.messages for c in m.tool_calls]
     assert {r.tool_call_id for r in results} <= {c.id for c in calls}
     assert calls[-1].input == {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}
+
+
+GEMINI = FIXTURES / "gemini-0.61.0"
+
+
+def test_gemini_exit_code_in_output_marks_a_successful_status_failed() -> None:
+    session = read_session(GEMINI / "tools" / "chat.jsonl")
+    chat = json.loads(
+        next(
+            line
+            for line in (GEMINI / "tools" / "chat.jsonl").open()
+            if '"toolCalls"' in line and "ls /non" in line
+        )
+    )
+    assert chat["toolCalls"][0]["status"] == "success"  # what the CLI wrote for a command that exited 2
+    results = [r for m in session.messages for r in m.tool_results]
+    assert [(r.exit_code, r.is_error) for r in results] == [(2, True), (None, False)]
+
+
+def test_gemini_harness_context_is_not_the_request() -> None:
+    session = read_session(GEMINI / "tools" / "chat.jsonl")
+    assert session.messages[0].role is Role.SYSTEM
+    assert "<session_context>" in session.messages[0].text
+    assert session.instruction.startswith("Fix it.")
+
+
+def test_gemini_resume_restates_history_without_new_turns_and_compression_is_a_compaction() -> None:
+    session = read_session(GEMINI / "compression-resume" / "chat.jsonl")
+    compactions = [m.compaction for m in session.messages if m.compaction is not None]
+    assert len(compactions) == 1 and "<state_snapshot>" in compactions[0].text
+    turns = [m for m in session.messages if m.role is Role.ASSISTANT]
+    assert all(m.usage is not None for m in turns)  # the restated, usage-less copies are not turns
+    truth = json.loads((GEMINI / "compression-resume" / "truth.json").read_text("utf-8"))
+    assert [m.usage.context_tokens for m in turns if m.usage] == truth["fills"]
+
+
+def test_gemini_older_single_document_format_reads_the_same(tmp_path: Path) -> None:
+    """Older CLIs wrote the conversation as one JSON document (``chats/session-*.json``)."""
+    source = GEMINI / "tools" / "chat.jsonl"
+    lines = [json.loads(line) for line in source.open()]
+    header = lines[0]
+    records: dict[str, dict[str, object]] = {}
+    for obj in lines[1:]:
+        if "$set" in obj:
+            for message in obj["$set"].get("messages", []):
+                records.setdefault(message["id"], message)
+        elif "id" in obj:
+            records.setdefault(obj["id"], {}).update(obj)
+    document = {**header, "messages": list(records.values())}
+    path = tmp_path / "session-2025-06-01T10-00-abcdef12.json"
+    path.write_text(json.dumps(document, indent=2), "utf-8")
+    assert check_json(path, "--strict")["turns"] == check_json(source, "--strict")["turns"] == 3
+    assert check_json(path)["fill"] == check_json(source)["fill"]
+
+
+def test_gemini_project_path_from_projects_json() -> None:
+    from ctxhealth.sources.gemini_cli import project_path
+
+    projects = json.dumps({"projects": {"/home/ana/shop": "shop", "/home/ana/blog": "blog"}}).encode()
+    assert project_path("/home/ana/.gemini/tmp/shop/chats/session-x.jsonl", projects) == "/home/ana/shop"
+    assert project_path("/home/ana/.gemini/tmp/other/chats/session-x.jsonl", projects) is None

@@ -37,6 +37,7 @@ class Format(StrEnum):
     SWE_AGENT = "swe-agent"
     OPENHANDS = "openhands"
     TAU_BENCH = "tau-bench"
+    GEMINI_CLI = "gemini-cli"
 
 
 @dataclass(frozen=True, slots=True)
