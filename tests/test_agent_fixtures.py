@@ -131,3 +131,23 @@ def test_gemini_project_path_from_projects_json() -> None:
     projects = json.dumps({"projects": {"/home/ana/shop": "shop", "/home/ana/blog": "blog"}}).encode()
     assert project_path("/home/ana/.gemini/tmp/shop/chats/session-x.jsonl", projects) == "/home/ana/shop"
     assert project_path("/home/ana/.gemini/tmp/other/chats/session-x.jsonl", projects) is None
+
+
+def test_audit_names_a_codex_session_by_the_directory_it_ran_in() -> None:
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    done = CliRunner().invoke(cli, ["audit", "--json", str(CODEX / "tools-resume" / "rollout.jsonl")])
+    totals = json.loads(done.stdout.splitlines()[-1])
+    projects = next(v for k, v in _walk(totals) if k == "by_project")
+    assert list(projects) == ["work"]  # session_meta.cwd, not the rollout's date folder
+
+
+def _walk(value: object) -> list[tuple[str, object]]:
+    found: list[tuple[str, object]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.append((key, item))
+            found.extend(_walk(item))
+    return found
