@@ -266,3 +266,18 @@ def test_the_hooks_and_the_installers_never_import_the_mcp_sdk() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_codex_home_elsewhere_is_passed_to_the_server(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codex_home = tmp_path / "codex-elsewhere"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    invoke("install", "mcp", "--agent", "codex", "--python", "py", "--apply")
+    server = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["ctxhealth"]
+    assert server["env"] == {"CODEX_HOME": str(codex_home)}
+    monkeypatch.delenv("CODEX_HOME")
+    invoke("install", "mcp", "--agent", "codex", "--python", "py", "--apply")
+    assert (
+        "env" not in tomllib.loads((home / ".codex" / "config.toml").read_text())["mcp_servers"]["ctxhealth"]
+    )

@@ -88,7 +88,7 @@ def _mcp_target(agent: str, project: bool, config_path: Path | None) -> Any:
 
     target = mcp_target(Agent(agent), project=project, home=_home(), cwd=Path.cwd(), codex_home=_codex_home())
     if config_path is not None:
-        target = McpTarget(target.agent, config_path, toml=target.toml)
+        target = McpTarget(target.agent, config_path, toml=target.toml, env=target.env)
     return target
 
 

@@ -63,6 +63,9 @@ class McpTarget:
     agent: Agent
     path: Path
     toml: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables the server is started with: a ``CODEX_HOME`` other than ``~/.codex`` (Codex starts its
+    MCP servers with few of its own variables, so the server would look for sessions in the default)."""
 
 
 def server_command(python: str) -> list[str]:
@@ -80,7 +83,9 @@ def mcp_target(
         return McpTarget(agent, (cwd if project else home) / ".gemini" / "settings.json")
     if project:
         return McpTarget(agent, cwd / ".codex" / "config.toml", toml=True)
-    return McpTarget(agent, (codex_home or home / ".codex") / "config.toml", toml=True)
+    folder = codex_home or home / ".codex"
+    env = (("CODEX_HOME", str(folder)),) if folder != home / ".codex" else ()
+    return McpTarget(agent, folder / "config.toml", toml=True, env=env)
 
 
 def _json_entry(agent: Agent, python: str) -> dict[str, Any]:
@@ -97,19 +102,18 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
-def _toml_block(python: str) -> str:
+def _toml_block(python: str, env: tuple[tuple[str, str], ...]) -> str:
     command, *args = server_command(python)
-    return "\n".join(
-        [
-            TOML_BEGIN,
-            f"[mcp_servers.{SERVER_NAME}]",
-            f"command = {_toml_string(command)}",
-            f"args = [{', '.join(_toml_string(a) for a in args)}]",
-            f"startup_timeout_sec = {STARTUP_TIMEOUT_SECONDS}",
-            TOML_END,
-            "",
-        ]
-    )
+    lines = [
+        TOML_BEGIN,
+        f"[mcp_servers.{SERVER_NAME}]",
+        f"command = {_toml_string(command)}",
+        f"args = [{', '.join(_toml_string(a) for a in args)}]",
+        f"startup_timeout_sec = {STARTUP_TIMEOUT_SECONDS}",
+    ]
+    if env:
+        lines.append(f"env = {{ {', '.join(f'{k} = {_toml_string(v)}' for k, v in env)} }}")
+    return "\n".join([*lines, TOML_END, ""])
 
 
 def _strip_toml(text: str) -> str:
@@ -134,7 +138,8 @@ def _check_toml(text: str, path: Path) -> dict[str, Any]:
         ) from None
 
 
-def _render_toml(before: bytes | None, path: Path, python: str) -> bytes:
+def _render_toml(before: bytes | None, target: McpTarget, python: str) -> bytes:
+    path = target.path
     text = (before or b"").decode("utf-8")
     rest = _strip_toml(text)
     servers = _check_toml(rest, path).get("mcp_servers", {})
@@ -146,7 +151,7 @@ def _render_toml(before: bytes | None, path: Path, python: str) -> bytes:
         )
     if rest and not rest.endswith("\n"):
         rest += "\n"
-    after = rest + ("\n" if rest.strip() else "") + _toml_block(python)
+    after = rest + ("\n" if rest.strip() else "") + _toml_block(python, target.env)
     _check_toml(after, path)
     return after.encode("utf-8")
 
@@ -170,7 +175,7 @@ def _render_json(before: bytes | None, target: McpTarget, python: str) -> bytes:
 def plan_mcp_install(target: McpTarget, *, python: str) -> FilePlan:
     """The host's configuration with the ctxhealth server added (or updated to ``python``)."""
     if target.toml:
-        return plan_install_file(target.path, lambda before: _render_toml(before, target.path, python))
+        return plan_install_file(target.path, lambda before: _render_toml(before, target, python))
     return plan_install_file(target.path, lambda before: _render_json(before, target, python))
 
 
