@@ -27,11 +27,11 @@ from ctxhealth.errors import CtxHealthError, ExitCode
 from ctxhealth.model import Format
 from ctxhealth.monitor import session_prefix
 from ctxhealth.policy.profile import resolve_profile
+from ctxhealth.report.assessed import check_session
 from ctxhealth.report.check_report import (
     SCHEMA_VERSION,
     CheckTotals,
     build_check_report,
-    check_session,
     render_check_text,
     render_totals_text,
 )

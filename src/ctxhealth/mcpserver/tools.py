@@ -76,7 +76,7 @@ def _read(ctx: ToolContext, path: str | None, session_id: str | None) -> tuple[P
 
 def _assess(ctx: ToolContext, session: Session) -> dict[str, Any]:
     from ctxhealth.policy.profile import resolve_profile
-    from ctxhealth.report.check_report import check_session
+    from ctxhealth.report.assessed import check_session
 
     settings = ctx.settings
     profile = resolve_profile(settings.profile, settings.profile_overrides)

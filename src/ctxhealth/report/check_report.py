@@ -16,10 +16,8 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
-from ctxhealth.accounting.fill import SessionAccount, account_session
-from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.fill import SessionAccount
 from ctxhealth.model import Session
-from ctxhealth.policy.profile import Profile
 from ctxhealth.sources.reader import MANY_PER_FILE
 
 SCHEMA_VERSION = 1
@@ -94,20 +92,6 @@ def build_check_report(
     if assessment:
         report.update(assessment)
     return report
-
-
-def check_session(
-    session: Session, *, registry: ModelRegistry, profile: Profile, model: str | None = None
-) -> dict[str, Any]:
-    """The ``check`` object of ``session`` with the Monitor's assessment (zone, pressure, risk,
-    action, reasons, signals): what ``ctxhealth check --json`` prints for it, and what the MCP
-    ``context_health`` tool returns."""
-    from ctxhealth.monitor import Monitor
-
-    account = account_session(session, registry=registry, model=model)
-    monitor = Monitor(profile=profile, registry=registry, info=account.model)
-    fields = monitor.observe_session(session, account=account).check_fields()
-    return build_check_report(session, account, fields)
 
 
 def _pct(tokens: int, window: int) -> float:
