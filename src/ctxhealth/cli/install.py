@@ -124,6 +124,16 @@ def uninstall() -> None:
     """Remove ctxhealth from an agent host (dry run unless --apply)."""
 
 
+def _register_mcp_and_skill() -> None:
+    """``install|uninstall mcp`` and ``install|uninstall skill`` (:mod:`ctxhealth.cli.install_mcp`)."""
+    from ctxhealth.cli.install_mcp import register
+
+    register(install, uninstall)
+
+
+_register_mcp_and_skill()
+
+
 @uninstall.command("claude-code")
 @_settings_target
 @_JSON_OPTION
@@ -135,11 +145,3 @@ def claude_code_uninstall(
     plan = plan_uninstall(_settings_dir(scope, claude_dir, settings_alias))
     _report(plan, apply=apply, as_json=as_json, verb="uninstall")
 
-
-def _register_agent_installers() -> None:
-    from ctxhealth.cli.install_mcp import register
-
-    register(install, uninstall)
-
-
-_register_agent_installers()
