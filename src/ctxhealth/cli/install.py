@@ -144,4 +144,3 @@ def claude_code_uninstall(
     """Take ctxhealth out of Claude Code's settings.json (byte-identical restore when untouched since)."""
     plan = plan_uninstall(_settings_dir(scope, claude_dir, settings_alias))
     _report(plan, apply=apply, as_json=as_json, verb="uninstall")
-
