@@ -107,7 +107,7 @@ def test_json_hosts_install_and_uninstall(
 
 
 def test_claude_code_project_scope_writes_mcp_json(home: Path, tmp_path: Path) -> None:
-    invoke("install", "mcp", "--agent", "claude-code", "--project", "--python", "py", "--apply")
+    invoke("install", "mcp", "--agent", "claude-code", "--scope", "project", "--python", "py", "--apply")
     data = json.loads((tmp_path / ".mcp.json").read_text())
     entry = {
         "type": "stdio",
@@ -118,7 +118,7 @@ def test_claude_code_project_scope_writes_mcp_json(home: Path, tmp_path: Path) -
     }
     assert data == {"mcpServers": {"ctxhealth": entry}}
     assert not (home / ".claude.json").exists()
-    invoke("uninstall", "mcp", "--agent", "claude-code", "--project", "--apply")
+    invoke("uninstall", "mcp", "--agent", "claude-code", "--scope", "project", "--apply")
     assert not (tmp_path / ".mcp.json").exists()  # install created it: uninstall removes it
 
 

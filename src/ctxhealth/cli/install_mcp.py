@@ -2,8 +2,8 @@
 host's own MCP configuration, or write the ``context-health`` Agent Skill folder where it loads skills.
 
 Dry run by default: prints the unified diff of every file and what would happen; ``--apply`` writes
-(backup of a shared configuration file first, atomic writes). Idempotent. ``--project`` targets the
-current project's files instead of the user's (Claude Code ``.mcp.json`` / ``.claude/skills``,
+(backup of a shared configuration file first, atomic writes). Idempotent. ``--scope project`` targets
+the current project's files instead of the user's (Claude Code ``.mcp.json`` / ``.claude/skills``,
 Codex ``.codex/``, Gemini ``.gemini/``). The commands are attached to the ``install`` and
 ``uninstall`` groups by :func:`register`.
 """
@@ -25,7 +25,13 @@ from ctxhealth.integrations.mcp_install import Agent
 _AGENT = click.option(
     "--agent", type=click.Choice([a.value for a in Agent]), required=True, help="Which agent host."
 )
-_PROJECT = click.option("--project", is_flag=True, help="This project's files instead of the user's.")
+_SCOPE = click.option(
+    "--scope",
+    type=click.Choice(["user", "project"]),
+    default="user",
+    show_default=True,
+    help="The user's files, or this project's.",
+)
 _APPLY = click.option("--apply", is_flag=True, help="Write the change (default: show the diff only).")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 _CONFIG = click.option(
@@ -94,7 +100,7 @@ def _mcp_target(agent: str, project: bool, config_path: Path | None) -> Any:
 
 @click.command("mcp")
 @_AGENT
-@_PROJECT
+@_SCOPE
 @_CONFIG
 @_APPLY
 @click.option(
@@ -103,27 +109,27 @@ def _mcp_target(agent: str, project: bool, config_path: Path | None) -> Any:
 @_JSON
 @guarded
 def install_mcp(
-    agent: str, project: bool, config_path: Path | None, apply: bool, python: str, as_json: bool
+    agent: str, scope: str, config_path: Path | None, apply: bool, python: str, as_json: bool
 ) -> None:
     """Register the ctxhealth MCP server in the agent's MCP configuration."""
     from ctxhealth.integrations.mcp_install import plan_mcp_install
 
-    plan = plan_mcp_install(_mcp_target(agent, project, config_path), python=python)
+    plan = plan_mcp_install(_mcp_target(agent, scope == "project", config_path), python=python)
     _report([plan], apply=apply, as_json=as_json, verb="install", what="the MCP server")
 
 
 @click.command("mcp")
 @_AGENT
-@_PROJECT
+@_SCOPE
 @_CONFIG
 @_APPLY
 @_JSON
 @guarded
-def uninstall_mcp(agent: str, project: bool, config_path: Path | None, apply: bool, as_json: bool) -> None:
+def uninstall_mcp(agent: str, scope: str, config_path: Path | None, apply: bool, as_json: bool) -> None:
     """Take the ctxhealth MCP server out of the agent's MCP configuration."""
     from ctxhealth.integrations.mcp_install import plan_mcp_uninstall
 
-    plan = plan_mcp_uninstall(_mcp_target(agent, project, config_path))
+    plan = plan_mcp_uninstall(_mcp_target(agent, scope == "project", config_path))
     _report([plan], apply=apply, as_json=as_json, verb="uninstall", what="the MCP server")
 
 
@@ -137,31 +143,31 @@ def _skill_folder(agent: str, project: bool, skills_dir: Path | None) -> Path:
 
 @click.command("skill")
 @_AGENT
-@_PROJECT
+@_SCOPE
 @_SKILLS_DIR
 @_APPLY
 @_JSON
 @guarded
-def install_skill(agent: str, project: bool, skills_dir: Path | None, apply: bool, as_json: bool) -> None:
+def install_skill(agent: str, scope: str, skills_dir: Path | None, apply: bool, as_json: bool) -> None:
     """Write the context-health Agent Skill (SKILL.md + reference.md) where the agent loads skills."""
     from ctxhealth.integrations.skill import plan_skill_install
 
-    plans = plan_skill_install(_skill_folder(agent, project, skills_dir))
+    plans = plan_skill_install(_skill_folder(agent, scope == "project", skills_dir))
     _report(plans, apply=apply, as_json=as_json, verb="install", what="the skill")
 
 
 @click.command("skill")
 @_AGENT
-@_PROJECT
+@_SCOPE
 @_SKILLS_DIR
 @_APPLY
 @_JSON
 @guarded
-def uninstall_skill(agent: str, project: bool, skills_dir: Path | None, apply: bool, as_json: bool) -> None:
+def uninstall_skill(agent: str, scope: str, skills_dir: Path | None, apply: bool, as_json: bool) -> None:
     """Remove the context-health skill files (those still exactly as installed)."""
     from ctxhealth.integrations.skill import plan_skill_uninstall, remove_if_empty
 
-    folder = _skill_folder(agent, project, skills_dir)
+    folder = _skill_folder(agent, scope == "project", skills_dir)
     plans = plan_skill_uninstall(folder)
     _report(plans, apply=apply, as_json=as_json, verb="uninstall", what="the skill")
     if apply:
