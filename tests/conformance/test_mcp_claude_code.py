@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -61,15 +62,29 @@ def fake() -> Iterator[FakeAnthropic]:
         yield server
 
 
+@pytest.mark.parametrize("scope", ["user", "project"])
 def test_claude_code_calls_context_health_and_reads_the_assessment(
-    tmp_path: Path, fake: FakeAnthropic
+    tmp_path: Path, fake: FakeAnthropic, scope: str
 ) -> None:
     box = ClaudeBox(tmp_path, fake, agent_or_skip("claude"))
-    installed = ctxhealth(
-        ["install", "mcp", "--agent", "claude-code", "--python", sys.executable, "--apply"], env=box.env()
-    )
+    args = [
+        "install",
+        "mcp",
+        "--agent",
+        "claude-code",
+        "--scope",
+        scope,
+        "--python",
+        sys.executable,
+        "--apply",
+    ]
+    installed = subprocess.run(
+        [sys.executable, "-c", "from ctxhealth.cli.main import main; main()", *args],
+        cwd=box.project, env=box.env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
-    assert "ctxhealth" in json.loads((box.home / ".claude.json").read_text())["mcpServers"]
+    config = box.home / ".claude.json" if scope == "user" else box.project / ".mcp.json"
+    assert "ctxhealth" in json.loads(config.read_text())["mcpServers"]
 
     # a newer transcript of the same project: the server must pick the CLI's own session by the id the
     # CLI gives it (CLAUDE_CODE_SESSION_ID), not the newest file of the directory
