@@ -32,6 +32,7 @@ from .fake_anthropic import (
 pytestmark = pytest.mark.conformance
 
 TOOL = "mcp__ctxhealth__context_health"
+SKILL_LINE = "Keep your own context window healthy on long or multi-step work"
 
 
 def calls_context_health(body: JSON, headers: dict[str, str]) -> Reply:
@@ -83,6 +84,12 @@ def test_claude_code_calls_context_health_and_reads_the_assessment(
         cwd=box.project, env=box.env(), capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
+    skill = subprocess.run(
+        [sys.executable, "-c", "from ctxhealth.cli.main import main; main()",
+         "install", "skill", "--agent", "claude-code", "--scope", scope, "--apply"],
+        cwd=box.project, env=box.env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert skill.returncode == 0, skill.stderr
     config = box.home / ".claude.json" if scope == "user" else box.project / ".mcp.json"
     assert "ctxhealth" in json.loads(config.read_text())["mcpServers"]
 
@@ -99,6 +106,8 @@ def test_claude_code_calls_context_health_and_reads_the_assessment(
     assert TOOL in offered, sorted(str(n) for n in offered)
     assert len(main) == 2, [e.summary() for e in main]
 
+    # the skill installed beside it passed the CLI's own rules: it is listed to the model
+    assert SKILL_LINE in json.dumps(main[0].body), "the context-health skill is not offered"
     (result,) = _tool_results(main[1].body)
     assert result["tool_use_id"] == "toolu_ctxhealth_1"
     assert not result.get("is_error"), result

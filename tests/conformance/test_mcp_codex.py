@@ -25,6 +25,7 @@ MODEL = "fake-model"
 Codex's tool search, such as gpt-5.5, Codex defers MCP tools behind ``tool_search``, whose calls this fake
 does not make.)"""
 NAMESPACE = "mcp__ctxhealth"
+SKILL_LINE = "Keep your own context window healthy on long or multi-step work"
 MCP_STEP = "mcp:"
 """``STEP shell mcp:<tool>`` in a script: call that tool of the ctxhealth MCP server instead of a command."""
 
@@ -102,6 +103,8 @@ def test_codex_calls_context_health_and_reads_the_assessment(tmp_path: Path, ser
         ["install", "mcp", "--agent", "codex", "--python", sys.executable, "--apply"], env=env
     )
     assert installed.returncode == 0, installed.stderr
+    skill = ctxhealth(["install", "skill", "--agent", "codex", "--apply"], env=env)
+    assert skill.returncode == 0, skill.stderr
 
     done = subprocess.run(
         [
@@ -116,6 +119,8 @@ def test_codex_calls_context_health_and_reads_the_assessment(tmp_path: Path, ser
     turns = server.exchanges("turn")
     offered = _tool_names(turns[-1].body.get("tools") or [])
     assert (NAMESPACE, "context_health") in offered, offered
+    # the skill installed beside it passed Codex's own rules: it is listed to the model
+    assert SKILL_LINE in json.dumps(turns[0].body), "the context-health skill is not offered"
     outputs = [
         item
         for exchange in turns

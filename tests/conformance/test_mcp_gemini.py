@@ -22,6 +22,7 @@ from .fake_gemini import FakeGemini
 pytestmark = pytest.mark.conformance
 
 MODEL = "gemini-2.5-pro"
+SKILL_LINE = "Keep your own context window healthy on long or multi-step work"
 MCP_COMMAND = "mcp:"
 """``STEP shell mcp:<tool>``: the fake answers a call of that MCP tool instead of a shell command."""
 
@@ -94,6 +95,8 @@ def test_gemini_calls_context_health_and_reads_the_assessment(tmp_path: Path, se
         ["install", "mcp", "--agent", "gemini", "--python", sys.executable, "--apply"], env=env
     )
     assert installed.returncode == 0, installed.stderr
+    skill = ctxhealth(["install", "skill", "--agent", "gemini", "--apply"], env=env)
+    assert skill.returncode == 0, skill.stderr
 
     done = subprocess.run(
         [str(exe), "--yolo", "-m", MODEL, "-p", "Healthy?\nSTEP shell mcp:context_health\nSTEP say checked"],
@@ -103,6 +106,8 @@ def test_gemini_calls_context_health_and_reads_the_assessment(tmp_path: Path, se
 
     turns = server.exchanges("turn")
     assert any(n.endswith("context_health") for n in _declared(turns[0].body)), _declared(turns[0].body)
+    # the skill installed beside it passed Gemini CLI's own rules: it is listed to the model
+    assert SKILL_LINE in json.dumps(turns[0].body), "the context-health skill is not offered"
     responses = [
         part["functionResponse"]
         for exchange in turns
