@@ -281,3 +281,14 @@ def test_a_codex_home_elsewhere_is_passed_to_the_server(
     assert (
         "env" not in tomllib.loads((home / ".codex" / "config.toml").read_text())["mcp_servers"]["ctxhealth"]
     )
+
+
+def test_install_says_when_the_sdk_is_missing(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
+    done = invoke("install", "mcp", "--agent", "gemini")
+    assert "pip install 'ctxhealth[mcp]'" in done.stderr

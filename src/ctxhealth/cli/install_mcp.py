@@ -112,9 +112,17 @@ def install_mcp(
     agent: str, scope: str, config_path: Path | None, apply: bool, python: str, as_json: bool
 ) -> None:
     """Register the ctxhealth MCP server in the agent's MCP configuration."""
+    import dataclasses
+    import importlib.util
+
     from ctxhealth.integrations.mcp_install import plan_mcp_install
 
     plan = plan_mcp_install(_mcp_target(agent, scope == "project", config_path), python=python)
+    if python == sys.executable and importlib.util.find_spec("mcp") is None:
+        missing = (
+            "the MCP SDK is not installed here, so the server cannot start: pip install 'ctxhealth[mcp]'"
+        )
+        plan = dataclasses.replace(plan, notes=(*plan.notes, missing))
     _report([plan], apply=apply, as_json=as_json, verb="install", what="the MCP server")
 
 
