@@ -292,3 +292,24 @@ def test_install_says_when_the_sdk_is_missing(home: Path, monkeypatch: pytest.Mo
     )
     done = invoke("install", "mcp", "--agent", "gemini")
     assert "pip install 'ctxhealth[mcp]'" in done.stderr
+
+
+def test_recorded_mcp_calls_are_read_with_their_servers_name() -> None:
+    """Codex 0.171 puts an MCP tool's server in the call's ``namespace`` (``mcp__ctxhealth``); the reader
+    names the call as Codex's model sees it, ``mcp__ctxhealth__context_health``, so two servers' tools of
+    the same name stay apart. Gemini CLI names it ``mcp_ctxhealth_context_health`` itself."""
+    from ctxhealth.sources import read_session
+
+    agents = Path(__file__).parent / "fixtures" / "agents"
+    names = {
+        agent: [
+            c.name
+            for m in read_session(agents / agent / "mcp-context-health" / log).messages
+            for c in m.tool_calls
+        ]
+        for agent, log in (("codex-0.171.0", "rollout.jsonl"), ("gemini-0.61.0", "chat.jsonl"))
+    }
+    assert names == {
+        "codex-0.171.0": ["exec_command", "mcp__ctxhealth__context_health"],
+        "gemini-0.61.0": ["mcp_ctxhealth_context_health"],
+    }

@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from .agents import agent_or_skip
+from .agents import agent_or_skip, agent_version
 from .claude_harness import ctxhealth
 from .fake_openai import FakeOpenAI
+from .truth import assert_matches, check_json, record, truth_of
 
 pytestmark = pytest.mark.conformance
 
-MODEL = "fake-model"
-"""A model outside Codex's catalog: Codex offers it the MCP tools up front. (For a catalog model that supports
-Codex's tool search, such as gpt-5.5, Codex defers MCP tools behind ``tool_search``, whose calls this fake
-does not make.)"""
+MODEL = "gpt-4.1"
+"""A model without Codex's tool search: Codex offers it the MCP tools up front. (For a model that supports it,
+such as gpt-5.5, Codex defers MCP tools behind ``tool_search``, whose calls this fake does not make.)"""
 NAMESPACE = "mcp__ctxhealth"
 SKILL_LINE = "Keep your own context window healthy on long or multi-step work"
 MCP_STEP = "mcp:"
@@ -136,3 +136,11 @@ def test_codex_calls_context_health_and_reads_the_assessment(tmp_path: Path, ser
         assert label in text, text[:2000]
     report = json.loads(ctxhealth(["check", "--json", str(rollout)], env=env).stdout)
     assert report["format"] == "codex" and report["zone"] in text
+
+    # what ctxhealth reads from the rollout (the MCP call included) is what the server saw
+    truth = truth_of(server.log, MODEL, failures=0)
+    version = agent_version(exe).split()[-1]
+    record("codex", version, "mcp-context-health", {"rollout.jsonl": rollout}, truth, scratch=tmp_path)
+    figures = check_json(rollout, "--strict")
+    assert_matches(figures, truth)
+    assert figures["tool_calls"] == 2 and figures["warnings"] == []

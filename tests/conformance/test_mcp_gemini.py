@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from .agents import agent_or_skip
+from .agents import agent_or_skip, agent_version
 from .claude_harness import ctxhealth
 from .fake_gemini import FakeGemini
+from .truth import assert_matches, check_json, record, truth_of
 
 pytestmark = pytest.mark.conformance
 
@@ -122,3 +123,12 @@ def test_gemini_calls_context_health_and_reads_the_assessment(tmp_path: Path, se
     assert str(chat) in text, text[:2000]
     for label in ("zone", "pressure", "action"):
         assert label in text, text[:2000]
+
+    # what ctxhealth reads from the chat (the MCP call included) is what the server saw
+    truth = truth_of(server.log, MODEL, failures=0, logged=("turn",), compaction_fill="last_turn")
+    version = agent_version(exe).split()[-1]
+    files = {"chat.jsonl": chat, "projects.json": home / ".gemini" / "projects.json"}
+    record("gemini", version, "mcp-context-health", files, truth, scratch=tmp_path)
+    figures = check_json(chat, "--strict")
+    assert_matches(figures, truth)
+    assert figures["tool_calls"] == 1 and figures["warnings"] == []
