@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("integrations",),
     ("fleet",),
     ("report",),
+    ("mcpserver",),  # the MCP server an agent asks about itself: check, checkpoint, state, recovery
     ("cli",),
 )
 """Each entry is one layer: the units in it are peers and must not import each other."""

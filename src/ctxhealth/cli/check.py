@@ -25,8 +25,9 @@ from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
 from ctxhealth.errors import CtxHealthError, ExitCode
 from ctxhealth.model import Format
-from ctxhealth.monitor import Monitor, session_prefix
+from ctxhealth.monitor import session_prefix
 from ctxhealth.policy.profile import resolve_profile
+from ctxhealth.report.assessed import check_session
 from ctxhealth.report.check_report import (
     SCHEMA_VERSION,
     CheckTotals,
@@ -112,10 +113,10 @@ def check(
             )
             for session in sessions:
                 session = session_prefix(session, upto)
-                account = account_session(session, registry=registry, model=settings.model)
                 if series:
                     from ctxhealth.fleet import analyse_session
 
+                    account = account_session(session, registry=registry, model=settings.model)
                     analysis = analyse_session(
                         session,
                         registry=registry,
@@ -125,10 +126,9 @@ def check(
                         events=False,
                     )
                     fields = {**analysis.final.check_fields(), "series": analysis.series()}
+                    report = build_check_report(session, account, fields)
                 else:
-                    monitor = Monitor(profile=profile, registry=registry, info=account.model)
-                    fields = monitor.observe_session(session, account=account).check_fields()
-                report = build_check_report(session, account, fields)
+                    report = check_session(session, registry=registry, profile=profile, model=settings.model)
                 bar.advance(label=session.path)
                 if as_json:
                     echo_json(report)

@@ -128,6 +128,16 @@ def uninstall() -> None:
     """Remove ctxhealth from an agent host (dry run unless --apply)."""
 
 
+def _register_mcp_and_skill() -> None:
+    """``install|uninstall mcp`` and ``install|uninstall skill`` (:mod:`ctxhealth.cli.install_mcp`)."""
+    from ctxhealth.cli.install_mcp import register
+
+    register(install, uninstall)
+
+
+_register_mcp_and_skill()
+
+
 @uninstall.command("claude-code")
 @_settings_target
 @_JSON_OPTION

@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "fleet": "ctxhealth.cli.fleet:fleet",
     "proxy": "ctxhealth.cli.proxy:proxy",
     "pack": "ctxhealth.cli.pack:pack",
+    "mcp": "ctxhealth.cli.mcp:mcp",
 }
 
 
