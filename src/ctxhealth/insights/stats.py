@@ -86,17 +86,22 @@ def bands(points: Iterable[tuple[float, bool]], edges: Sequence[float], unit: st
 def change_point(
     points: Sequence[tuple[float, bool]], edges: Sequence[float], unit: str, min_steps: int = MIN_BAND_STEPS
 ) -> dict[str, Any] | None:
-    """The lowest band edge where the slip rate of steps at or above it is higher than below it with
-    the two Wilson 95% intervals apart (the lower bound above exceeds the upper bound below), each
-    side holding at least ``min_steps`` steps; None when no edge separates them."""
+    """Where slips start rising: of the band edges at which the slip rate of the steps at or above
+    it is higher than below it with the two Wilson 95% intervals apart (the lower bound above
+    exceeds the upper bound below), each side holding at least ``min_steps`` steps, the one where
+    they are furthest apart (a rise at 60% also separates the sides at 10%, less clearly); None when
+    no edge separates them."""
+    total_slips = sum(1 for _, s in points if s)
+    best: tuple[float, dict[str, Any]] | None = None
     for edge in edges[1:]:
         below = Rate(sum(1 for v, _ in points if v < edge), sum(1 for v, s in points if v < edge and s))
-        above = Rate(len(points) - below.steps, sum(1 for _, s in points if s) - below.slips)
+        above = Rate(len(points) - below.steps, total_slips - below.slips)
         if below.steps < min_steps or above.steps < min_steps:
             continue
-        if wilson(above.slips, above.steps)[0] > wilson(below.slips, below.steps)[1]:
-            return {f"at_{unit}": edge, "below": below.to_dict(), "above": above.to_dict()}
-    return None
+        gap = wilson(above.slips, above.steps)[0] - wilson(below.slips, below.steps)[1]
+        if gap > 0 and (best is None or gap > best[0]):
+            best = (gap, {f"at_{unit}": edge, "below": below.to_dict(), "above": above.to_dict()})
+    return None if best is None else best[1]
 
 
 SNOWBALL_CAP = 3
