@@ -290,3 +290,13 @@ def test_the_text_output_says_what_a_step_is() -> None:
     assert "one step = one model response" in result.stdout
     assert "slip rate by fill (% of the usable window)" in result.stdout
     assert "where the context goes" in result.stdout
+
+
+def test_the_html_report_has_the_insights_section(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = invoke("report", str(EXAMPLE), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    doc = _doc(EXAMPLE)
+    assert '<section id="insights">' in html
+    assert f"{doc['steps']:,} steps, {doc['slips']:,} slipped" in html
