@@ -42,9 +42,9 @@ STEP_DEFINITION = (
     "interrupted or rejected it"
 )
 
-MIN_ACTIONABLE_PCT = 20.0
-"""A slip rise below this share of the usable window is not worth compacting for (the context holds
-little more than its fixed prefix there)."""
+ROOM_FOR_COMPACTION = 3.0
+"""Compacting at a slip rise helps only when the rise sits well above where sessions start (their
+first step's fill): at least this many times it."""
 EVIDENCE_SESSIONS = 3
 """Sessions named as evidence under each suggestion."""
 TOOL_SHARE_DOMINATES = 0.5
@@ -291,15 +291,16 @@ def suggestions(
         ]
         steps_past = sum(n for _, n in past)
         extra = steps_past * extra_rate
-        low_pct = max(
-            (edge if unit == "pct" else 100.0 * edge / max(1, m.usable_window) for m in measured), default=0.0
+        start = sum(m.steps[0].fill_pct if unit == "pct" else m.steps[0].fill for m in measured) / len(
+            measured
         )
         advice = (
             f"compact or restart at about {where} (ctxhealth calibrate --zones writes this band into "
             "your profile)"
-            if low_pct >= MIN_ACTIONABLE_PCT
-            else f"the rise is at {low_pct:.0f}% of the usable window or less, where compacting cannot "
-            "help: the steps above it differ in kind (look at what they do), not in how full the context is"
+            if edge >= ROOM_FOR_COMPACTION * start
+            else f"the rise is close to where sessions start (their first step's fill averages "
+            f"{start:,.0f}{'%' if unit == 'pct' else ' tokens'}), where compacting cannot help: the "
+            "steps above it differ in kind (longer, harder tasks), not only in how full the context is"
         )
         out.append(
             {
