@@ -128,6 +128,7 @@ def check(
                 else:
                     monitor = Monitor(profile=profile, registry=registry, info=account.model)
                     fields = monitor.observe_session(session, account=account).check_fields()
+                    fields["risk_model"] = monitor.risk_model
                 report = build_check_report(session, account, fields)
                 bar.advance(label=session.path)
                 if as_json:

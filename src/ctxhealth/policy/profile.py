@@ -105,11 +105,31 @@ class Profile:
     #: risk models fitted on one agent's labelled runs, by log format (``Format`` value); a session
     #: of that format is scored with its own model, any other with ``risk``
     risk_by_format: Mapping[str, RiskModel] = dataclasses.field(default_factory=dict)
+    #: the log formats ``risk`` was fitted on (empty: any format, e.g. a model a user fitted on
+    #: their own runs before this was recorded); a session of another format with no model of its
+    #: own in ``risk_by_format`` is scored by :func:`~ctxhealth.risk.model.fill_fallback`
+    risk_formats: tuple[str, ...] = ()
 
     def for_format(self, format: str | None) -> Profile:
-        """This profile with the risk model fitted for ``format`` (a log format), when it has one."""
-        model = self.risk_by_format.get(format) if format else None
-        return self if model is None else replace(self, risk=model)
+        """This profile with the risk model that scores ``format`` (a log format): its own model,
+        else ``risk`` when ``risk`` was fitted on that format (or on any), else the fill fallback."""
+        model, _ = self.risk_for(format)
+        return self if model is self.risk else replace(self, risk=model)
+
+    def risk_for(self, format: str | None) -> tuple[RiskModel | None, str]:
+        """The risk model that scores a session of ``format``, and its name for output: ``"<format>"``
+        (a model fitted on that agent's runs), the formats ``risk`` was fitted on, or ``"fill"``
+        (:func:`~ctxhealth.risk.model.fill_fallback`: no model was calibrated for this agent)."""
+        from ctxhealth.risk.model import FILL_FALLBACK, fill_fallback
+
+        own = self.risk_by_format.get(format) if format else None
+        if own is not None:
+            return own, str(format)
+        if self.risk is None:
+            return None, "none"
+        if not self.risk_formats or format is None or format in self.risk_formats:
+            return self.risk, "+".join(self.risk_formats) or "profile"
+        return fill_fallback(self.risk), FILL_FALLBACK
 
     def thresholds(self, tier: Tier) -> TierThresholds:
         return self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
@@ -128,6 +148,13 @@ class Profile:
                 changes["tiers"] = _merge_tiers(self.tiers, value)
             elif key == "risk":
                 changes["risk"] = None if value is None else RiskModel.from_dict(value)
+            elif key == "risk_formats":
+                if isinstance(value, str) or not isinstance(value, list | tuple):
+                    raise ConfigError(
+                        "profile key 'risk_formats' must be a list of log formats",
+                        hint='write risk_formats = ["mini-swe-agent"]',
+                    )
+                changes[key] = tuple(str(v) for v in value)
             elif key == "risk_by_format":
                 if not isinstance(value, Mapping):
                     raise ConfigError(
@@ -157,6 +184,8 @@ class Profile:
                 out["risk"] = None if value is None else value.to_dict()
             elif f.name == "risk_by_format":
                 out[f.name] = {k: m.to_dict() for k, m in sorted(value.items())}
+            elif f.name == "risk_formats":
+                out[f.name] = list(value)
             else:
                 out[f.name] = value
         return out
@@ -211,7 +240,7 @@ def _merge_tiers(current: Mapping[Tier, TierThresholds], table: Any) -> dict[Tie
 
 
 #: Profile keys that hold fitted models, not thresholds a person sets.
-_MODEL_KEYS = ("risk", "risk_by_format")
+_MODEL_KEYS = ("risk", "risk_by_format", "risk_formats")
 
 
 @lru_cache(maxsize=1)
