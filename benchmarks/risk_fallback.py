@@ -125,7 +125,7 @@ def within_task(runs: Sequence[LabelledRun]) -> list[dict[str, object]]:
         "tau-bench (trials of one task)": ([r for r in runs if r.agent == "tau-bench"], lambda r: r.group),
         "SWE-bench instances run by mini-swe-agent and OpenHands": (
             _shared_instances(runs),
-            lambda r: r.group.split(":", 1)[-1],
+            _instance,
         ),
     }
     out: list[dict[str, object]] = []
@@ -144,13 +144,18 @@ def within_task(runs: Sequence[LabelledRun]) -> list[dict[str, object]]:
     return out
 
 
+def _instance(r: LabelledRun) -> str:
+    """The SWE-bench instance of a run (an OpenHands folder, a ``<instance>.traj.json`` file)."""
+    return r.group.split(":", 1)[-1].rsplit("/", 1)[-1].removesuffix(".json").removesuffix(".traj")
+
+
 def _shared_instances(runs: Sequence[LabelledRun]) -> list[LabelledRun]:
     by_agent: dict[str, set[str]] = {}
     for r in runs:
         if r.agent in ("mini-swe-agent", "openhands"):
-            by_agent.setdefault(r.agent, set()).add(r.group.split(":", 1)[-1])
+            by_agent.setdefault(r.agent, set()).add(_instance(r))
     shared = set.intersection(*by_agent.values()) if len(by_agent) == 2 else set()
-    return [r for r in runs if r.agent in by_agent and r.group.split(":", 1)[-1] in shared]
+    return [r for r in runs if r.agent in by_agent and _instance(r) in shared]
 
 
 def main() -> None:

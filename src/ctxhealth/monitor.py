@@ -236,7 +236,7 @@ class Monitor:
         )
         self._scorer = _Scorer(risk) if risk is not None else None
         self._events = EventBuilder()
-        th = self.profile.thresholds(self.info.tier)
+        th = self.profile.thresholds(self.info.tier, self.info.family)
         self.pressure = PressureTracker(self.info, self.profile)
         self.drift = DriftDetector(self.profile, th.sweet_spot)
         self.failures = FailureDetector(self.profile)
@@ -286,7 +286,7 @@ class Monitor:
         self._seal()
         self.info = info
         self.pressure.set_model(self.info)
-        self.drift.sweet_spot = self.profile.thresholds(self.info.tier).sweet_spot
+        self.drift.sweet_spot = self.profile.thresholds(self.info.tier, self.info.family).sweet_spot
         self.drift.changed()
         self._model_fixed = True
 

@@ -410,3 +410,39 @@ def build_document(
             for m in measured
         ],
     }
+
+
+def slip_rises(measured: Sequence[SessionSteps]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Per model family, where the slip rate rises (the token change-point), as profile entries
+    (:class:`~ctxhealth.policy.profile.SlipRise`, families with a change-point only) and as one
+    summary row per family (``at_tokens`` None when no fill separates the intervals)."""
+    from ctxhealth.policy.profile import SlipRise
+
+    families: dict[str, list[SessionSteps]] = {}
+    for m in measured:
+        families.setdefault(m.family, []).append(m)
+    rises: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for family, items in sorted(families.items()):
+        points = _points(items, tokens=True)
+        point = change_point(points, TOKEN_EDGES, "tokens")
+        row: dict[str, Any] = {
+            "family": family,
+            "sessions": len(items),
+            "steps": len(points),
+            "slips": sum(1 for _, s in points if s),
+            "at_tokens": None if point is None else point["at_tokens"],
+        }
+        if point is not None:
+            below, above = point["below"], point["above"]
+            row |= {"below": below, "above": above}
+            rises[family] = SlipRise(
+                at_tokens=int(point["at_tokens"]),
+                steps_below=below["steps"],
+                slips_below=below["slips"],
+                steps_above=above["steps"],
+                slips_above=above["slips"],
+                sessions=len(items),
+            )
+        rows.append(row)
+    return rises, rows

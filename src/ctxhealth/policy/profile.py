@@ -54,6 +54,33 @@ DEFAULT_TIERS: dict[Tier, TierThresholds] = {
 
 
 @dataclass(frozen=True, slots=True)
+class SlipRise:
+    """Where a user's own sessions of one model family start slipping more (``ctxhealth calibrate
+    --zones``): the fill ``at_tokens`` above which the slip rate is higher with the Wilson 95%
+    intervals apart, and the steps and slipped steps below and above it behind that."""
+
+    at_tokens: int
+    steps_below: int
+    slips_below: int
+    steps_above: int
+    slips_above: int
+    sessions: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, family: str, data: Any) -> SlipRise:
+        try:
+            return cls(**{f.name: int(data[f.name]) for f in dataclasses.fields(cls)})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"invalid slip_rise entry for {family!r}: {exc}",
+                hint="rewrite it with `ctxhealth calibrate --zones`",
+            ) from exc
+
+
+@dataclass(frozen=True, slots=True)
 class Profile:
     """Thresholds and weights. Window zones are fractions of the usable window; pressure gates 0..1.
 
@@ -109,6 +136,10 @@ class Profile:
     #: their own runs before this was recorded); a session of another format with no model of its
     #: own in ``risk_by_format`` is scored by :func:`~ctxhealth.risk.model.fill_fallback`
     risk_formats: tuple[str, ...] = ()
+    #: where the user's own slip rate rises, by model family (``ctxhealth calibrate --zones``): a
+    #: session of that family leaves the sweet spot (zone yellow, drift checked) there when it is
+    #: below the tier's sweet spot
+    slip_rise: Mapping[str, SlipRise] = dataclasses.field(default_factory=dict)
 
     def for_format(self, format: str | None) -> Profile:
         """This profile with the risk model that scores ``format`` (a log format): its own model,
@@ -131,8 +162,14 @@ class Profile:
             return self.risk, "+".join(self.risk_formats) or "profile"
         return fill_fallback(self.risk), FILL_FALLBACK
 
-    def thresholds(self, tier: Tier) -> TierThresholds:
-        return self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
+    def thresholds(self, tier: Tier, family: str | None = None) -> TierThresholds:
+        """The tier's zones; for a model ``family`` with a calibrated :class:`SlipRise` below the
+        sweet spot, the sweet spot ends where the user's slips rise."""
+        base = self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
+        rise = self.slip_rise.get(family) if family and self.slip_rise else None
+        if rise is None or rise.at_tokens >= base.sweet_spot:
+            return base
+        return replace(base, sweet_spot=max(1, rise.at_tokens))
 
     def with_overrides(self, table: Mapping[str, Any]) -> Profile:
         """A copy with values from a config table (``tiers`` is ``{tier: {sweet_spot: ...}}``)."""
@@ -148,6 +185,13 @@ class Profile:
                 changes["tiers"] = _merge_tiers(self.tiers, value)
             elif key == "risk":
                 changes["risk"] = None if value is None else RiskModel.from_dict(value)
+            elif key == "slip_rise":
+                if not isinstance(value, Mapping):
+                    raise ConfigError(
+                        "profile key 'slip_rise' must be a table by model family",
+                        hint="rewrite it with `ctxhealth calibrate --zones`",
+                    )
+                changes[key] = {str(k): SlipRise.from_dict(str(k), v) for k, v in value.items()}
             elif key == "risk_formats":
                 if isinstance(value, str) or not isinstance(value, list | tuple):
                     raise ConfigError(
@@ -186,6 +230,8 @@ class Profile:
                 out[f.name] = {k: m.to_dict() for k, m in sorted(value.items())}
             elif f.name == "risk_formats":
                 out[f.name] = list(value)
+            elif f.name == "slip_rise":
+                out[f.name] = {k: r.to_dict() for k, r in sorted(value.items())}
             else:
                 out[f.name] = value
         return out
@@ -240,7 +286,7 @@ def _merge_tiers(current: Mapping[Tier, TierThresholds], table: Any) -> dict[Tie
 
 
 #: Profile keys that hold fitted models, not thresholds a person sets.
-_MODEL_KEYS = ("risk", "risk_by_format", "risk_formats")
+_MODEL_KEYS = ("risk", "risk_by_format", "risk_formats", "slip_rise")
 
 
 @lru_cache(maxsize=1)

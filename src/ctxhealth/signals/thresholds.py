@@ -77,6 +77,6 @@ class SignalThresholds(Protocol):
     @property
     def cache_min_prompt(self) -> int: ...
 
-    def thresholds(self, tier: Tier) -> TierLimits:
-        """The absolute-token zones of ``tier``."""
+    def thresholds(self, tier: Tier, family: str | None = None) -> TierLimits:
+        """The absolute-token zones of ``tier`` (for a model ``family``: with the user's own slip rise)."""
         ...

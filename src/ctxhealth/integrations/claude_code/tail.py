@@ -154,7 +154,7 @@ def resolve_thresholds(
         stated = previous.get("stated_window")  # the host stated it before (status line payload)
         window = stated if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0 else None
     info = session_info(counters.model, window, registry)
-    th = profile.thresholds(info.tier)
+    th = profile.thresholds(info.tier, info.family)
     counters.thresholds = {
         "model": counters.model,
         "stated_window": window,
