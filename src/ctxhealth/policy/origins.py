@@ -66,6 +66,8 @@ def _leaves(profile: Profile) -> Iterator[tuple[tuple[str, ...], Any]]:
         elif name == "risk":
             yield ("risk",), _risk_summary(value)
         elif name == "slip_rise":
+            if not value:
+                yield ("slip_rise",), {}
             for family, r in value.items():
                 below = f"{r['slips_below']}/{r['steps_below']}"
                 above = f"{r['slips_above']}/{r['steps_above']}"
