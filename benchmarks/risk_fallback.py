@@ -108,7 +108,7 @@ def _within(
     return stratified_auc(scores, [r.failed for r in flat], strata), len(mixed)
 
 
-def within_task(runs: Sequence[LabelledRun]) -> list[dict[str, object]]:
+def within_task(runs: Sequence[LabelledRun], rounds: int = 1000) -> list[dict[str, object]]:
     profile = default_profile()
     models: dict[str, RiskModel | None] = {}
 
@@ -162,6 +162,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--cache", type=Path, help="Keep the runs' features in this file between runs.")
     args = parser.parse_args()
     d = args.data
     openhands = d / "openhands" / "claude-3-5-sonnet-20241022_verified"
@@ -175,7 +176,7 @@ def main() -> None:
     )
     for row in leave_one_agent_out(runs, args.rounds):
         print(json.dumps({"leave_one_agent_out": row}))
-    for row in within_task(runs):
+    for row in within_task(runs, args.rounds):
         print(json.dumps({"within_task": row}))
 
 
