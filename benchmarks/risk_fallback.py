@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
+import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -96,16 +98,26 @@ def _within(
     key: Callable[[LabelledRun], str],
     scorer: Callable[[LabelledRun, float], float],
     point: float,
-) -> tuple[float, int]:
+    rounds: int = 1000,
+) -> tuple[float, int, list[float]]:
+    """The within-task AUC (averaged over tasks with both outcomes), how many such tasks, and its
+    95% interval from resampling those tasks."""
     groups: dict[str, list[LabelledRun]] = {}
     for r in runs:
         groups.setdefault(key(r), []).append(r)
     mixed = [g for g in groups.values() if len({r.failed for r in g}) == 2]
-    flat = [r for g in mixed for r in g]
-    strata_names = sorted({key(r) for r in flat})
-    strata = [strata_names.index(key(r)) for r in flat]
-    scores = [scorer(r, point) for r in flat]
-    return stratified_auc(scores, [r.failed for r in flat], strata), len(mixed)
+
+    def auc_of(chosen: Sequence[Sequence[LabelledRun]]) -> float:
+        flat = [r for g in chosen for r in g]
+        strata = [i for i, g in enumerate(chosen) for _ in g]
+        return stratified_auc([scorer(r, point) for r in flat], [r.failed for r in flat], strata)
+
+    if not mixed:
+        return float("nan"), 0, []
+    rng = random.Random(0)
+    draws = sorted(auc_of([rng.choice(mixed) for _ in mixed]) for _ in range(rounds))
+    ci = [round(draws[int(0.025 * rounds)], 4), round(draws[int(0.975 * rounds) - 1], 4)]
+    return auc_of(mixed), len(mixed), ci
 
 
 def within_task(runs: Sequence[LabelledRun], rounds: int = 1000) -> list[dict[str, object]]:
@@ -137,8 +149,9 @@ def within_task(runs: Sequence[LabelledRun], rounds: int = 1000) -> list[dict[st
                 ("peak_fill", feature("peak_fill")),
                 ("turns", feature("turns")),
             ):
-                auc, tasks = _within(chosen, key, scorer, point) if chosen else (float("nan"), 0)
+                auc, tasks, ci = _within(chosen, key, scorer, point, rounds)
                 row[label] = round(auc, 4)
+                row[f"{label}_ci"] = ci
                 row["tasks_with_both_outcomes"] = tasks
             out.append(row)
     return out
@@ -170,10 +183,15 @@ def main() -> None:
         **read_labels(str(d / "mini-swe-agent" / "labels.csv")),
         **read_labels(str(openhands / "labels.csv")),
     }
-    runs = collect_runs(
-        [str(d / "mini-swe-agent" / "trajs"), str(openhands / "llm_completions"), str(d / "tau-bench")],
-        labels,
-    )
+    if args.cache is not None and args.cache.is_file():
+        runs = pickle.loads(args.cache.read_bytes())  # our own file, written below
+    else:
+        runs = collect_runs(
+            [str(d / "mini-swe-agent" / "trajs"), str(openhands / "llm_completions"), str(d / "tau-bench")],
+            labels,
+        )
+        if args.cache is not None:
+            args.cache.write_bytes(pickle.dumps(runs))
     for row in leave_one_agent_out(runs, args.rounds):
         print(json.dumps({"leave_one_agent_out": row}))
     for row in within_task(runs, args.rounds):
