@@ -3,6 +3,7 @@ for a folder; readers' walk hooks group files; the agents' own data folders for 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,24 @@ def test_no_path_and_no_agent_installed_says_where_it_looked(tmp_path: Path) -> 
     result = invoke("check", env=env)
     assert result.exit_code == 2
     assert str(tmp_path / ".claude" / "projects") in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["insights", "--json"], ["audit", "--json", "--check", "cache"], ["report", "-o", "{out}"]],
+)
+def test_other_commands_with_no_path_read_the_agents_sessions(tmp_path: Path, args: list[str]) -> None:
+    home = tmp_path / "home"
+    project = home / ".claude" / "projects" / "-repo"
+    project.mkdir(parents=True)
+    shutil.copy(EXAMPLE, project / "s.jsonl")
+    argv = [a.replace("{out}", str(tmp_path / "r.html")) for a in args]
+    result = invoke(*argv, env={"HOME": str(home), "CLAUDE_CONFIG_DIR": "", "CODEX_HOME": ""})
+    assert result.exit_code in (0, 1), result.output
+    assert f"reading {home / '.claude' / 'projects'} (claude-code)" in result.stderr
+    if args[0] == "insights":
+        assert json.loads(result.stdout)["sessions"] == 1
+    elif args[0] == "audit":
+        assert any('"path"' in line and "s.jsonl" in line for line in result.stdout.splitlines())
+    else:
+        assert (tmp_path / "r.html").stat().st_size > 0
