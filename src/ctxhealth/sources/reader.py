@@ -510,18 +510,26 @@ class _CallFolder:
 
 
 def is_call_file(file: Path) -> bool:
-    """Whether ``file`` is one model call of an OpenHands completion log (whose folder is one session)."""
+    """Whether ``file`` is one model call of an OpenHands completion log (whose folder is one session).
+
+    Reads the head and the last bytes only (what detection needs for a call file, see
+    ``ReaderSpec.detect_tail``), never the whole file unless it is gzip."""
     try:
-        detected, _ = _sniff(file)
-        if detected is not Format.OPENHANDS:
-            return False
         with file.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
-        if head.startswith(_GZIP_MAGIC):
-            head = _decompress(file.read_bytes(), str(file))[0][:HEAD_BYTES]
+            tail = b""
+            if head.startswith(_GZIP_MAGIC):
+                content = _decompress(head + handle.read(), str(file))[0]
+                head, tail = content[:HEAD_BYTES], content[-TAIL_BYTES:]
+            elif len(head) == HEAD_BYTES:
+                handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))
+                tail = handle.read(TAIL_BYTES)
     except (OSError, InputError):
         return False
-    return openhands.is_completion(head.removeprefix(_BOM))
+    head = head.removeprefix(_BOM)
+    if not openhands.is_completion(head):
+        return False
+    return detect_format(head, "", tail or head[-TAIL_BYTES:]) is Format.OPENHANDS
 
 
 def read_call_folder(files: Iterable[str | Path], *, strict: bool = False) -> Session:
