@@ -300,3 +300,28 @@ def test_the_html_report_has_the_insights_section(tmp_path: Path) -> None:
     doc = _doc(EXAMPLE)
     assert '<section id="insights">' in html
     assert f"{doc['steps']:,} steps, {doc['slips']:,} slipped" in html
+
+
+def test_an_instruction_file_over_its_limit_is_a_suggestion(tmp_path: Path) -> None:
+    import shutil
+
+    project = tmp_path / "repo"
+    project.mkdir()
+    shutil.copy(EXAMPLE, project / "s.jsonl")
+    (project / "CLAUDE.md").write_text("".join(f"- rule {i}\n" for i in range(200)))
+    (project / "AGENTS.md").write_text("short\n")
+    doc = _doc(project)
+    found = [s for s in doc["suggestions"] if s["kind"] == "instruction_file"]
+    assert len(found) == 1 and "CLAUDE.md has 200 lines" in found[0]["title"]
+    assert found[0]["effect"]["value"] > 0 and found[0]["evidence"][0]["figure"] == 200
+
+
+def test_a_claude_code_project_folder_names_its_repository(tmp_path: Path) -> None:
+    from ctxhealth.insights.build import project_instruction_files
+
+    repo = tmp_path / "home" / "me" / "repo"
+    repo.mkdir(parents=True)
+    (repo / "CLAUDE.md").write_text("x\n")
+    assert project_instruction_files("-home-me-repo", root=tmp_path) == [repo / "CLAUDE.md"]
+    assert project_instruction_files("-home-me-other", root=tmp_path) == []
+    assert project_instruction_files("repo", root=tmp_path) == []

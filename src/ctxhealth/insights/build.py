@@ -31,7 +31,7 @@ from ctxhealth.insights.stats import (
     snowball,
 )
 from ctxhealth.insights.steps import SLIP_KINDS, SessionSteps, measure_session
-from ctxhealth.model import Session
+from ctxhealth.model import Format, Session
 
 SCHEMA_VERSION = 1
 
@@ -101,6 +101,8 @@ class InsightsBuilder:
     measured: list[SessionSteps] = field(default_factory=list)
     caches: list[_Cache] = field(default_factory=list)
     left_out: int = 0
+    projects: set[str] = field(default_factory=set)
+    """Claude Code project folder names seen (``-home-me-repo``): their instruction files are checked."""
 
     def add(self, session: Session) -> SessionSteps | None:
         """Measure one session; None when the filter leaves it out or it has no model response."""
@@ -111,10 +113,30 @@ class InsightsBuilder:
             return None
         self.measured.append(measured)
         self.caches.append(_cache_of(session, self.registry, self.model))
+        if session.format is Format.CLAUDE_CODE:
+            self.projects.add(measured.project)
         return measured
 
     def document(self) -> dict[str, Any]:
-        return build_document(self.measured, self.caches, self.filter, self.roots, self.left_out)
+        roots = [*self.roots, *(f for p in sorted(self.projects) for f in project_instruction_files(p))]
+        return build_document(self.measured, self.caches, self.filter, roots, self.left_out)
+
+
+_INSTRUCTION_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", ".claude/rules")
+
+
+def project_instruction_files(project: str, root: Path = Path("/")) -> list[Path]:
+    """The instruction files of the repository a Claude Code project folder stands for: Claude Code
+    names the folder after the working directory with ``/`` (and ``.``) turned into ``-``, so
+    ``-home-me-repo`` is ``/home/me/repo`` when that folder exists (a name with dashes of its own
+    cannot be told apart: then nothing is found). Only the files at its top are looked at. ``root``
+    is the file system's root (tests)."""
+    if not project.startswith("-"):
+        return []
+    folder = root / project[1:].replace("-", "/")
+    if not folder.is_dir():
+        return []
+    return [folder / name for name in _INSTRUCTION_NAMES if (folder / name).exists()]
 
 
 def _cache_of(session: Session, registry: ModelRegistry | None, model: str | None) -> _Cache:
