@@ -339,8 +339,10 @@ def test_real_transcripts_reach_every_branch(claude_code_data: Path, mini_swe_da
                     m.record_recovery(a.action)
                     if a.action is Action.RESTART:
                         cooldown_left = 3
-    # the real runs keep their prompt cache warm: the cache rule is shown on a constructed session
-    assert rules == set(Rule) - {Rule.CACHE_MISSES}
+    # the real runs keep their prompt cache warm: the cache rule is shown on a constructed session; the
+    # same mistake repeated too (its one real instance was three different LaTeX failures sharing a last
+    # output line, which is no error signature: test_signals_detectors covers the rule)
+    assert rules == set(Rule) - {Rule.CACHE_MISSES, Rule.SAME_MISTAKE}
     assert breaker > 0
 
 

@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("evaluation",),  # risk fitting and validation: drives the Monitor over labelled runs
     ("pack",),
     ("audit",),
+    ("insights",),  # slip rate by fill band, composition, suggestions: reads accounting, signals, audit
     ("integrations",),
     ("fleet",),
     ("report",),

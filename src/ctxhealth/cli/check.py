@@ -41,7 +41,7 @@ from ctxhealth.sources.reader import SkippedFile
 
 def count_inputs(paths: tuple[str, ...]) -> int | None:
     """How many files the paths hold (the progress bar's total), or None when unknown."""
-    from ctxhealth.fleet.files import discover
+    from ctxhealth.sources import discover
 
     try:
         return len(discover([p for p in paths if p != "-"])) + paths.count("-")
@@ -50,7 +50,7 @@ def count_inputs(paths: tuple[str, ...]) -> int | None:
 
 
 @click.command("check")
-@transcripts_argument("paths", many=True)
+@transcripts_argument("paths", many=True, homes=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON Lines: one object per session.")
 @click.option("--series", is_flag=True, help="With --json: add each session's per-turn series.")
 @click.option(
@@ -78,7 +78,8 @@ def check(
 ) -> None:
     """Check transcripts: fill against the window, compactions, tool errors, cost.
 
-    PATH is a transcript file, a directory (searched recursively) or - for stdin.
+    PATH is a transcript file, a directory (searched recursively) or - for stdin; with no PATH,
+    every installed agent's own sessions (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp).
     """
     if series and not as_json:
         raise click.UsageError("--series needs --json (the series is part of the JSON object)")

@@ -59,17 +59,46 @@ TRANSCRIPTS_WHERE = (
 )
 
 
-def transcripts_argument(name: str, *, many: bool = False) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """A transcript argument (``many``: one or more); when it is missing, the error says where an
-    agent keeps its transcripts."""
+def transcripts_argument(
+    name: str, *, many: bool = False, homes: bool = False
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A transcript argument (``many``: one or more). When it is missing: with ``homes``, every
+    installed agent's own data folder (:func:`agent_home_paths`); else the error says where an agent
+    keeps its transcripts."""
     metavar = name.upper() + ("..." if many else "")
 
     def require(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if not value and not ctx.resilient_parsing:
+            if homes:
+                return agent_home_paths(metavar, ctx)
             raise click.UsageError(f"Missing argument '{metavar}'. {TRANSCRIPTS_WHERE}.", ctx)
         return value
 
     return click.argument(name, nargs=-1 if many else 1, required=False, metavar=metavar, callback=require)
+
+
+def agent_home_paths(metavar: str = "PATH...", ctx: click.Context | None = None) -> tuple[str, ...]:
+    """The data folders of every agent installed here (``~/.claude/projects``, ``~/.codex/sessions``,
+    ...; ``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` honoured), named on stderr; a usage error when
+    there is none."""
+    import os
+    from pathlib import Path
+
+    from ctxhealth.sources.homes import agent_homes, installed_homes
+
+    found = installed_homes(os.environ, Path.home())
+    if not found:
+        looked = ", ".join(str(h.path) for h in agent_homes(os.environ, Path.home()))
+        raise click.UsageError(
+            f"Missing argument '{metavar}' and no agent's sessions found (looked in {looked}). "
+            f"{TRANSCRIPTS_WHERE}.",
+            ctx,
+        )
+    named = ", ".join(
+        f"{h.path} ({h.agent}{'' if h.origin == 'default' else ', $' + h.origin})" for h in found
+    )
+    click.echo(f"ctxhealth: no path given; reading {named}", err=True)
+    return tuple(str(h.path) for h in found)
 
 
 WARNINGS_ON_STDERR = 20

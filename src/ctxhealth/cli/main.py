@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "watch": "ctxhealth.cli.watch:watch",
     "report": "ctxhealth.cli.report:report",
     "fleet": "ctxhealth.cli.fleet:fleet",
+    "insights": "ctxhealth.cli.insights:insights",
     "proxy": "ctxhealth.cli.proxy:proxy",
     "pack": "ctxhealth.cli.pack:pack",
     "mcp": "ctxhealth.cli.mcp:mcp",

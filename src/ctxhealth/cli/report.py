@@ -9,7 +9,7 @@ import click
 
 from ctxhealth.atomic import write_atomic
 from ctxhealth.cli.check import count_inputs
-from ctxhealth.cli.common import guarded
+from ctxhealth.cli.common import agent_home_paths, guarded
 from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
 from ctxhealth.model import Format
@@ -55,10 +55,13 @@ def report(
 ) -> None:
     """Write one HTML file (no network, works from file://): an overview of many sessions, then per
     session the fill against the window with zones, compactions, tool failures, drift, indicators
-    and the policy's decisions marked, and its signals with their evidence.
+    and the policy's decisions marked, and its signals with their evidence. With neither PATHs
+    nor --from, every installed agent's own sessions (~/.claude/projects, ~/.codex/sessions, ...).
     """
-    if bool(paths) == bool(source):
-        raise click.UsageError("give transcript PATHs or --from FILE.duckdb, not both or neither")
+    if paths and source:
+        raise click.UsageError("give transcript PATHs or --from FILE.duckdb, not both")
+    if not paths and not source:
+        paths = agent_home_paths()
     settings = load_settings({"model": model}, os.environ, Path.cwd())
     profile = resolve_profile(settings.profile, settings.profile_overrides)
     if source:

@@ -90,6 +90,33 @@ DEFAULT_TIERS: dict[Tier, TierThresholds] = {
 
 
 @dataclass(frozen=True, slots=True)
+class SlipRise:
+    """Where a user's own sessions of one model family start slipping more (``ctxhealth calibrate
+    --zones``): the fill ``at_tokens`` above which the slip rate is higher with the Wilson 95%
+    intervals apart, and the steps and slipped steps below and above it behind that."""
+
+    at_tokens: int
+    steps_below: int
+    slips_below: int
+    steps_above: int
+    slips_above: int
+    sessions: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, family: str, data: Any) -> SlipRise:
+        try:
+            return cls(**{f.name: int(data[f.name]) for f in dataclasses.fields(cls)})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"invalid slip_rise entry for {family!r}: {exc}",
+                hint="rewrite it with `ctxhealth calibrate --zones`",
+            ) from exc
+
+
+@dataclass(frozen=True, slots=True)
 class Profile:
     """Thresholds and weights. Window zones are fractions of the usable window; pressure gates 0..1.
 
@@ -144,26 +171,65 @@ class Profile:
     #: risk models fitted on one agent's labelled runs, by log format (``Format`` value); a session
     #: of that format is scored with its own model, any other with ``risk``
     risk_by_format: Mapping[str, RiskModel] = dataclasses.field(default_factory=dict)
+    #: the log formats ``risk`` was fitted on (empty: any format, e.g. a model a user fitted on
+    #: their own runs before this was recorded); a session of another format with no model of its
+    #: own in ``risk_by_format`` is scored by :func:`~ctxhealth.risk.model.fill_fallback`
+    risk_formats: tuple[str, ...] = ()
+    #: where the user's own slip rate rises, by model family (``ctxhealth calibrate --zones``): a
+    #: session of that family leaves the sweet spot (zone yellow, drift checked) there when it is
+    #: below the tier's sweet spot
+    slip_rise: Mapping[str, SlipRise] = dataclasses.field(default_factory=dict)
 
     def for_format(self, format: str | None) -> Profile:
-        """This profile with the risk model fitted for ``format`` (a log format), when it has one."""
-        model = self.risk_by_format.get(format) if format else None
-        return self if model is None else replace(self, risk=model)
+        """This profile with the risk model that scores ``format`` (a log format): its own model,
+        else ``risk`` when ``risk`` was fitted on that format (or on any), else the fill fallback."""
+        model, _ = self.risk_for(format)
+        return self if model is self.risk else replace(self, risk=model)
 
-    def thresholds(self, tier: Tier) -> TierThresholds:
-        """The tier's zones as configured (for a 200K-class window); :meth:`zones` for one model."""
-        return self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
+    def risk_for(self, format: str | None) -> tuple[RiskModel | None, str]:
+        """The risk model that scores a session of ``format``, and its name for output: ``"<format>"``
+        (a model fitted on that agent's runs), the formats ``risk`` was fitted on, or ``"fill"``
+        (:func:`~ctxhealth.risk.model.fill_fallback`: no model was calibrated for this agent)."""
+        from ctxhealth.risk.model import FILL_FALLBACK, fill_fallback
+
+        own = self.risk_by_format.get(format) if format else None
+        if own is not None:
+            return own, str(format)
+        if self.risk is None:
+            return None, "none"
+        if not self.risk_formats or format is None or format in self.risk_formats:
+            return self.risk, "+".join(self.risk_formats) or "profile"
+        return fill_fallback(self.risk), FILL_FALLBACK
+
+    def thresholds(self, tier: Tier, family: str | None = None) -> TierThresholds:
+        """The tier's zones; for a model ``family`` with a calibrated :class:`SlipRise` below the
+        sweet spot, the sweet spot ends where the user's slips rise."""
+        base = self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
+        rise = self.slip_rise.get(family) if family and self.slip_rise else None
+        if rise is None or rise.at_tokens >= base.sweet_spot:
+            return base
+        return replace(base, sweet_spot=max(1, rise.at_tokens))
 
     def zones(self, info: ModelInfo) -> TierThresholds:
         """The zones of ``info``'s tier for its window: scaled for a large window, fitted inside the
-        usable window (:func:`fit_zones`). Every zone check uses these."""
-        return self.zones_for(info.tier, info.window, info.usable_window)
+        usable window (:func:`fit_zones`), then, for a family with a calibrated :class:`SlipRise`
+        below the sweet spot, the sweet spot ending where the user's slips rise (measured in tokens on
+        the user's own sessions, so it is not scaled). Every zone check uses these."""
+        return self.zones_for(info.tier, info.window, info.usable_window, info.family)
 
-    def zones_for(self, tier: Tier, window: int, usable: int) -> TierThresholds:
+    def zones_for(self, tier: Tier, window: int, usable: int, family: str | None = None) -> TierThresholds:
         """:meth:`zones` from plain numbers (a fleet table row)."""
-        return _fit_zones_cached(
-            self.thresholds(tier), window, usable, self.zone_reference_window, self.zone_window_exponent
+        fitted = _fit_zones_cached(
+            self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT])),
+            window,
+            usable,
+            self.zone_reference_window,
+            self.zone_window_exponent,
         )
+        rise = self.slip_rise.get(family) if family and self.slip_rise else None
+        if rise is None or rise.at_tokens >= fitted.sweet_spot:
+            return fitted
+        return replace(fitted, sweet_spot=max(1, rise.at_tokens))
 
     def with_overrides(self, table: Mapping[str, Any]) -> Profile:
         """A copy with values from a config table (``tiers`` is ``{tier: {sweet_spot: ...}}``)."""
@@ -179,6 +245,20 @@ class Profile:
                 changes["tiers"] = _merge_tiers(self.tiers, value)
             elif key == "risk":
                 changes["risk"] = None if value is None else RiskModel.from_dict(value)
+            elif key == "slip_rise":
+                if not isinstance(value, Mapping):
+                    raise ConfigError(
+                        "profile key 'slip_rise' must be a table by model family",
+                        hint="rewrite it with `ctxhealth calibrate --zones`",
+                    )
+                changes[key] = {str(k): SlipRise.from_dict(str(k), v) for k, v in value.items()}
+            elif key == "risk_formats":
+                if isinstance(value, str) or not isinstance(value, list | tuple):
+                    raise ConfigError(
+                        "profile key 'risk_formats' must be a list of log formats",
+                        hint='write risk_formats = ["mini-swe-agent"]',
+                    )
+                changes[key] = tuple(str(v) for v in value)
             elif key == "risk_by_format":
                 if not isinstance(value, Mapping):
                     raise ConfigError(
@@ -208,6 +288,10 @@ class Profile:
                 out["risk"] = None if value is None else value.to_dict()
             elif f.name == "risk_by_format":
                 out[f.name] = {k: m.to_dict() for k, m in sorted(value.items())}
+            elif f.name == "risk_formats":
+                out[f.name] = list(value)
+            elif f.name == "slip_rise":
+                out[f.name] = {k: r.to_dict() for k, r in sorted(value.items())}
             else:
                 out[f.name] = value
         return out
@@ -262,7 +346,7 @@ def _merge_tiers(current: Mapping[Tier, TierThresholds], table: Any) -> dict[Tie
 
 
 #: Profile keys that hold fitted models, not thresholds a person sets.
-_MODEL_KEYS = ("risk", "risk_by_format")
+_MODEL_KEYS = ("risk", "risk_by_format", "risk_formats", "slip_rise")
 
 
 @lru_cache(maxsize=1)

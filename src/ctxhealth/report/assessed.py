@@ -24,4 +24,5 @@ def check_session(
     account = account_session(session, registry=registry, model=model)
     monitor = Monitor(profile=profile, registry=registry, info=account.model)
     fields = monitor.observe_session(session, account=account).check_fields()
+    fields["risk_model"] = monitor.risk_model
     return build_check_report(session, account, fields)

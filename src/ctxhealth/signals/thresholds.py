@@ -77,10 +77,12 @@ class SignalThresholds(Protocol):
     @property
     def cache_min_prompt(self) -> int: ...
 
-    def thresholds(self, tier: Tier) -> TierLimits:
-        """The absolute-token zones of ``tier`` as configured."""
+    def thresholds(self, tier: Tier, family: str | None = None) -> TierLimits:
+        """The absolute-token zones of ``tier`` as configured (for a model ``family``: with the user's
+        own slip rise)."""
         ...
 
     def zones(self, info: ModelInfo) -> TierLimits:
-        """The zones of ``info``'s tier for its window (scaled, fitted inside the usable window)."""
+        """The zones of ``info``'s tier for its window (scaled, fitted inside the usable window, with the
+        user's own slip rise)."""
         ...

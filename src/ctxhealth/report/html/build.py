@@ -455,8 +455,10 @@ def render_report(
     sessions: Rows | None = None,
     costs: Rows | None = None,
     totals: AuditTotals | None = None,
+    insights: Mapping[str, Any] | None = None,
 ) -> str:
-    """The report: overview (when more than one session), then a section per analysed session.
+    """The report: overview (when more than one session), the insights section (when ``insights``,
+    the insights document, is given), then a section per analysed session.
 
     ``sessions`` / ``costs`` rows and the audit ``totals`` cover every session for the overview
     when only some of them are given as ``analyses`` (the ones to draw); by default they come from
@@ -476,6 +478,10 @@ def render_report(
     ]
     if len(sessions) > 1:
         body.append(overview(sessions, costs, totals, linked))
+    if insights is not None:
+        from ctxhealth.report.html.insights import insights_section
+
+        body.append(insights_section(insights))
     body.append("<h2>Sessions</h2>")
     if len(sessions) > len(shown):
         body.append(
