@@ -27,6 +27,7 @@ from ctxhealth.errors import CtxHealthError, ExitCode
 from ctxhealth.model import Format
 from ctxhealth.monitor import Monitor, session_prefix
 from ctxhealth.policy.profile import resolve_profile
+from ctxhealth.redact import redact_value
 from ctxhealth.report.check_report import (
     SCHEMA_VERSION,
     CheckTotals,
@@ -65,6 +66,11 @@ def count_inputs(paths: tuple[str, ...]) -> int | None:
     type=click.FloatRange(0.0, 1.0, min_open=True),
     help="Assess only the first FRACTION of each session's turns (e.g. 0.5).",
 )
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Print transcript text (drift detail, evidence) as it is; by default secrets are redacted.",
+)
 @guarded
 def check(
     paths: tuple[str, ...],
@@ -74,6 +80,7 @@ def check(
     strict: bool,
     model: str | None,
     upto: float | None,
+    no_redact: bool,
 ) -> None:
     """Check transcripts: fill against the window, compactions, tool errors, cost.
 
@@ -128,6 +135,8 @@ def check(
                     monitor = Monitor(profile=profile, registry=registry, info=account.model)
                     fields = monitor.observe_session(session, account=account).check_fields()
                 report = build_check_report(session, account, fields)
+                if not no_redact:
+                    report = redact_value(report)
                 bar.advance(label=session.path)
                 if as_json:
                     echo_json(report)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, BinaryIO, ParamSpec, TypeVar
 
 import click
 import orjson
@@ -60,7 +60,7 @@ def write_output(path: str, data: str | bytes, what: str = "output") -> str:
     """Write a file the user named (``-o``): ``-`` is stdout; a FIFO or device is written into,
     never replaced; a missing folder is an error, not created. Returns where it went."""
     if path == "-":
-        stream = click.get_binary_stream("stdout")
+        stream: BinaryIO = sys.stdout.buffer
         stream.write(data.encode("utf-8") if isinstance(data, str) else data)
         stream.flush()
         return "stdout"

@@ -283,7 +283,8 @@ def read_data_all(
         if detected is None:
             raise UnknownFormatError(
                 "no reader recognises this content",
-                hint=f"pass --format with one of: {_FORMAT_NAMES}",
+                hint=f"check that it is a transcript; formats read: {_FORMAT_NAMES} (a command's --format, "
+                "where it has one, forces one)",
                 path=name,
             )
         spec = _BY_FORMAT[detected]

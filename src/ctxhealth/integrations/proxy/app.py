@@ -97,7 +97,9 @@ class ProxyApp:
     # ------------------------------------------------------------------ routes
 
     async def status(self, request: Request) -> Response:
-        return JSONResponse({"schema_version": 1, "upstream": self.config.upstream, **self.guard.status()})
+        return JSONResponse(
+            {"schema_version": 1, "upstream": self.config.shown_upstream, **self.guard.status()}
+        )
 
     async def metrics(self, request: Request) -> Response:
         return PlainTextResponse(self.guard.metrics_text(), media_type="text/plain; version=0.0.4")
@@ -124,11 +126,15 @@ class ProxyApp:
             if plan.body is not None:
                 body = plan.body
         started = time.perf_counter()
+        headers = request_headers(request.headers)
+        auth = self.config.upstream_auth
+        if auth is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["authorization"] = auth
         try:
             upstream = await self.session.request(
                 request.method,
                 upstream_url(self.config.upstream_base, request.scope),
-                headers=request_headers(request.headers),
+                headers=headers,
                 data=body,
                 allow_redirects=False,
             )
