@@ -14,6 +14,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from pathlib import Path
 
 TIMEOUT = 20.0
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from hostile_cases import claude_transcript, write_jsonl  # noqa: E402
 
 
 def run(
@@ -42,50 +44,6 @@ def run(
     except subprocess.TimeoutExpired:
         return "hung", "", ""
     return done.returncode, done.stdout, done.stderr
-
-
-def claude_transcript(turns: int = 15, usage: dict[str, object] | None = None) -> list[dict[str, object]]:
-    lines: list[dict[str, object]] = []
-    parent = None
-    n = 0
-    for t in range(turns):
-        for role, content in (
-            (
-                "user",
-                f"step {t}: fix the parser"
-                if t == 0
-                else [{"type": "tool_result", "tool_use_id": f"c{t - 1}", "content": "ok"}],
-            ),
-            (
-                "assistant",
-                [{"type": "tool_use", "id": f"c{t}", "name": "Bash", "input": {"command": f"make test{t}"}}],
-            ),
-        ):
-            message: dict[str, object] = {"role": role, "content": content}
-            if role == "assistant":
-                message |= {
-                    "id": f"m{t}",
-                    "model": "claude-sonnet-4-5-20250929",
-                    "usage": usage or {"input_tokens": 1000 + t, "output_tokens": 10},
-                }
-            lines.append(
-                {
-                    "type": role,
-                    "uuid": f"u{n}",
-                    "parentUuid": parent,
-                    "sessionId": "s",
-                    "timestamp": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z",
-                    "message": message,
-                }
-            )
-            parent = f"u{n}"
-            n += 1
-    return lines
-
-
-def write_jsonl(path: Path, lines: list[dict[str, object]]) -> Path:
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
 
 
 def turns_of(path: Path, *extra: str) -> int | str:

@@ -27,6 +27,7 @@ __all__ = [
     "create_private_file",
     "fsync_dir",
     "make_private_dirs",
+    "read_private_file",
     "remove_stale_temps",
     "write_atomic",
 ]
@@ -74,6 +75,29 @@ def create_private_file(path: Path | str) -> None:
             os.fchmod(fd, PRIVATE_FILE_MODE)
     finally:
         os.close(fd)
+
+
+def read_private_file(path: Path | str, limit: int) -> bytes:
+    """The bytes of one of ctxhealth's own small files (a cache, a state file), at most ``limit``
+    of them. Raises ``OSError`` when it is not a regular file: the open never blocks (a FIFO put
+    in its place), and a device or a huge file is never read whole."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+    return b"".join(chunks)
 
 
 def remove_stale_temps(target: Path | str) -> int:
@@ -165,6 +189,7 @@ def write_atomic(
     *,
     mode: int = PRIVATE_FILE_MODE,
     create_parents: bool = True,
+    own_file: bool = False,
 ) -> Path:
     """Replace ``path`` with ``data`` atomically; return the path written.
 
@@ -178,13 +203,15 @@ def write_atomic(
     A symbolic link is written through: its target is replaced, the link stays
     (a dotfiles setup links ``settings.json``). A FIFO or character device
     (``/dev/null``, ``/dev/stdout``) is written directly, never replaced; a
-    directory, socket or block device is refused.
+    directory, socket or block device is refused. ``own_file``: the target is one
+    of ctxhealth's own files in its own folder (a cache): a FIFO, device or link
+    found in its place is junk, replaced by the file.
     """
     target = Path(path)
-    if os.path.islink(target):
+    if not own_file and os.path.islink(target):
         target = Path(os.path.realpath(target))
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    if _write_special(target, payload):
+    if not own_file and _write_special(target, payload):
         return target
     directory = target.parent
     if create_parents:
