@@ -62,10 +62,11 @@ def loads(raw: bytes | str) -> Any:
     except orjson.JSONDecodeError as exc:
         reason = shorten(str(exc))
     try:
-        value = _json.loads(raw, parse_constant=_no_constant)
-    except RecursionError:
-        value = _json.loads(flatten_deep(raw), parse_constant=_no_constant)
-    except ValueError:
+        try:
+            value = _json.loads(raw, parse_constant=_no_constant)
+        except RecursionError:
+            value = _json.loads(flatten_deep(raw), parse_constant=_no_constant)
+    except (ValueError, RecursionError):
         raise BadJSON(reason) from None
     return _clean_surrogates(value)
 
