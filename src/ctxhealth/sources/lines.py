@@ -20,6 +20,7 @@ are always identical.
 from __future__ import annotations
 
 import dataclasses
+import math
 import json as _json
 import types
 from codecs import utf_8_decode
@@ -174,6 +175,18 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
         return int(value)
     return None
+
+
+def as_float(value: Any) -> float | None:
+    """A finite JSON number as a float, else None (``bool``, NaN, infinities, and integers too
+    large for a float are not values of any field)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 COUNT_LIMIT = 2**53
