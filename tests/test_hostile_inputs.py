@@ -485,3 +485,28 @@ def test_doctor_fails_a_home_that_is_a_file_and_audit_suggests_no_missing_option
     junk.write_bytes(bytes(range(256)) * 8)
     done = CliRunner().invoke(cli, ["audit", str(junk)], catch_exceptions=False)
     assert "pass --format" not in done.output
+
+
+def test_proxy_answers_408_to_a_client_that_stalls_mid_body(tmp_path: Path) -> None:
+    pytest.importorskip("aiohttp")
+    import anyio
+    import httpx
+
+    from ctxhealth.integrations.proxy.app import create_app
+    from ctxhealth.integrations.proxy.config import ProxyConfig
+
+    app = create_app(ProxyConfig(upstream="http://127.0.0.1:9", body_timeout=0.2))
+
+    async def stalled() -> Any:
+        yield b'{"model": "claude-sonnet-4-5", '
+        await anyio.sleep(5)
+        yield b'"messages": []}'
+
+    async def send() -> int:
+        transport = httpx.ASGITransport(app=app)
+        with anyio.fail_after(4):
+            async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+                response = await client.post("/v1/messages", content=stalled())
+                return response.status_code
+
+    assert anyio.run(send) == 408

@@ -20,8 +20,8 @@ are always identical.
 from __future__ import annotations
 
 import dataclasses
-import math
 import json as _json
+import math
 import types
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterator, Mapping

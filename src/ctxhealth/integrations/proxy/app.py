@@ -23,6 +23,7 @@ import logging
 import time
 
 import aiohttp
+import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -107,7 +108,11 @@ class ProxyApp:
     async def forward(self, request: Request) -> Response | Relay:
         adapter = adapter_for_path(request.url.path) if request.method == "POST" else None
         try:
-            body = await read_body(request, self.config.max_body_bytes)
+            with anyio.fail_after(self.config.body_timeout):
+                body = await read_body(request, self.config.max_body_bytes)
+        except TimeoutError:
+            message = f"ctxhealth proxy: request body not received within {self.config.body_timeout:g} s"
+            return _error(adapter, ErrorKind.BAD_REQUEST, message, 408)
         except BodyTooLarge:
             message = f"ctxhealth proxy: request body over {self.config.max_body_bytes:,} bytes"
             return _error(adapter, ErrorKind.TOO_LARGE, message, 413)

@@ -30,6 +30,11 @@ class ProxyConfig:
     log_bodies: bool = False
     model: str | None = None
     flush_interval: float = 0.25
+    body_timeout: float = 30.0
+    """Seconds a client may take to send a request body (a stalled client gets 408)."""
+    max_connections: int = 256
+    """Open client connections served at once; beyond, a connection is answered 503 and closed
+    (slow clients cannot hold the proxy open without bound)."""
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
