@@ -510,3 +510,15 @@ def test_proxy_answers_408_to_a_client_that_stalls_mid_body(tmp_path: Path) -> N
                 return response.status_code
 
     assert anyio.run(send) == 408
+
+
+def test_a_bad_field_in_a_state_update_is_blamed_on_the_update(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["state", "ensure", "--root", str(root), "--goal", "ship it"]).exit_code == 0
+    update = tmp_path / "u.json"
+    update.write_text('{"completed_steps": "not a list"}')
+    done = runner.invoke(cli, ["state", "checkpoint", "--root", str(root), "--update", str(update)])
+    assert done.exit_code == 3
+    assert "the update's field `completed_steps`" in done.stderr
+    assert "task-state.json" not in done.stderr and "state archive" not in done.stderr
