@@ -27,23 +27,38 @@ TIMEOUT = 20.0
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from hostile_cases import claude_transcript, write_jsonl  # noqa: E402
 
+PEAK_RSS_MB: list[float] = []
+"""Peak RSS of the last child :func:`run` waited for (MB; Linux reports ru_maxrss in kB)."""
+
 
 def run(
     *args: str, env: dict[str, str] | None = None, timeout: float = TIMEOUT
 ) -> tuple[int | str, str, str]:
-    """(exit code or "hung", stdout, stderr) of ``ctxhealth ARGS``."""
+    """(exit code or "hung", stdout, stderr) of ``ctxhealth ARGS`` in a child process."""
     code = "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ctxhealth'; main()"
-    try:
-        done = subprocess.run(
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
             [sys.executable, "-c", code, *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
         )
-    except subprocess.TimeoutExpired:
-        return "hung", "", ""
-    return done.returncode, done.stdout, done.stderr
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                return "hung", "", ""
+            time.sleep(0.02)
+        PEAK_RSS_MB[:] = [usage.ru_maxrss / 1024]
+        out.seek(0)
+        err.seek(0)
+        returncode = os.waitstatus_to_exitcode(status)
+        return returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
 
 
 def turns_of(path: Path, *extra: str) -> int | str:
@@ -140,6 +155,26 @@ def probe_bare_tokens(tmp: Path) -> str:
     )
     leaked, total = done.stdout.split()
     return "ok" if leaked == "0" else f"LEAK: {leaked} of {total} bare formats unredacted"
+
+
+def probe_canaries_everywhere(tmp: Path) -> str:
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from canary_paths import drive_every_writer, find_canaries\n"
+        "tmp = Path(sys.argv[1]); home = tmp / 'home'\n"
+        "root, printed = drive_every_writer(tmp, home)\n"
+        "found = find_canaries(home, root, printed)\n"
+        "print(sum(1 for p in found.values() if p), len(found))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(Path(__file__).resolve().parents[1] / "tests"),
+    )
+    leaked, total = done.stdout.split()[-2:]
+    return "ok" if leaked == "0" else f"LEAK: {leaked} of {total} canaries found on disk or in outputs"
 
 
 def probe_report_redacted(tmp: Path) -> str:
@@ -260,7 +295,9 @@ def probe_gzip_bomb(tmp: Path) -> str:
         for _ in range(1024):  # 1 GiB of spaces
             handle.write(chunk)
     code, _, err = run("check", str(path), env={"CTXHEALTH_MAX_INPUT_BYTES": str(256 << 20)}, timeout=60)
-    return "ok" if code == 3 and "larger than" in err else f"exit {code}"
+    peak = f"peak RSS {PEAK_RSS_MB[0]:,.0f} MB" if code != "hung" else "killed at 60 s"
+    clear = code == 3 and "CTXHEALTH_MAX_INPUT_BYTES" in err
+    return f"ok ({peak})" if clear else f"exit {code}, {peak}"
 
 
 def probe_multi_member_gzip(tmp: Path) -> str:
@@ -320,6 +357,7 @@ PROBES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "pack: FIFO in the repository": ("7", probe_pack_fifo),
     "redact: bare tokens of every format": ("2", probe_bare_tokens),
     "report: token in transcript text": ("2", probe_report_redacted),
+    "canaries through every writing path": ("2", probe_canaries_everywhere),
     "309-digit token count": ("3", probe_huge_number),
     "NaN (json.dump) in usage": ("3", probe_nan),
     "value nested 3,000 deep": ("3", probe_deep),

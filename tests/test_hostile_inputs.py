@@ -522,3 +522,19 @@ def test_a_bad_field_in_a_state_update_is_blamed_on_the_update(tmp_path: Path) -
     assert done.exit_code == 3
     assert "the update's field `completed_steps`" in done.stderr
     assert "task-state.json" not in done.stderr and "state archive" not in done.stderr
+
+
+def test_install_apply_writes_through_a_symlinked_settings_file(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "settings.json"
+    real.write_text('{"theme": "dark"}\n')
+    claude = tmp_path / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").symlink_to(real)
+    runner = CliRunner()
+    done = runner.invoke(cli, ["install", "claude-code", "--claude-dir", str(claude), "--apply"])
+    assert done.exit_code == 0, done.output
+    assert (claude / "settings.json").is_symlink()
+    written = json.loads(real.read_text())
+    assert written["theme"] == "dark" and "hooks" in written
