@@ -134,7 +134,7 @@ def probe_pack_fifo(tmp: Path) -> str:
         "--budget",
         "5000",
         env={"CTXHEALTH_HOME": str(tmp / "h")},
-        timeout=8,
+        timeout=30,
     )
     return "ok" if code == 0 else f"exit {code}"
 
@@ -324,7 +324,7 @@ def probe_task_file_fifo(tmp: Path) -> str:
     repo.mkdir()
     (repo / "a.py").write_text("x = 1\n")
     os.mkfifo(tmp / "task")
-    code, _, _err = run("pack", str(repo), "--task-file", str(tmp / "task"), timeout=8)
+    code, _, _err = run("pack", str(repo), "--task-file", str(tmp / "task"), "--budget", "2000", timeout=30)
     return "ok" if code == 3 else f"{code}"
 
 
@@ -345,10 +345,30 @@ def probe_home_is_file(tmp: Path) -> str:
     return "says [ok] home" if re.search(r"\[ok *\] home", out) else "ok"
 
 
+def probe_ctrl_c(tmp: Path) -> str:
+    import signal
+
+    folder = tmp / "in"
+    folder.mkdir()
+    for n in range(400):
+        write_jsonl(folder / f"s{n}.jsonl", claude_transcript(40, session=f"s{n}"))
+    code = "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ctxhealth'; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "check", str(folder), "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a shell's foreground job
+    )
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+    return "ok" if proc.returncode == 130 else f"exit {proc.returncode}"
+
+
 def probe_audit_junk(tmp: Path) -> str:
     (tmp / "junk.bin").write_bytes(os.urandom(2000))
     _code, _, err = run("audit", str(tmp / "junk.bin"))
-    return "suggests --format (audit has none)" if "--format" in err else "ok"
+    return "suggests --format (audit has none)" if "pass --format" in err else "ok"
 
 
 PROBES: dict[str, tuple[str, Callable[[Path], str]]] = {
@@ -374,6 +394,7 @@ PROBES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "report -o an existing folder": ("10", probe_output_is_dir),
     "CTXHEALTH_HOME=<file> doctor": ("10", probe_home_is_file),
     "audit junk.bin": ("10", probe_audit_junk),
+    "Ctrl-C during check": ("10", probe_ctrl_c),
 }
 
 
