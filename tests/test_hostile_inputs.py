@@ -538,3 +538,14 @@ def test_install_apply_writes_through_a_symlinked_settings_file(tmp_path: Path) 
     assert (claude / "settings.json").is_symlink()
     written = json.loads(real.read_text())
     assert written["theme"] == "dark" and "hooks" in written
+
+
+def test_a_309_digit_count_never_stops_the_hooks(tmp_path: Path) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    transcript.write_text(
+        transcript.read_text().replace('"input_tokens": 1005', '"input_tokens": 1' + "0" * 320)
+    )
+    home = tmp_path / "home"
+    compact = _hook("PreCompact", home, transcript, trigger="auto")
+    assert compact.returncode == 0 and compact.stderr == b"", compact.stderr
+    assert json.loads(compact.stdout)["systemMessage"].startswith("ctxhealth: checkpoint saved")
