@@ -223,6 +223,8 @@ def read_regular_file(path: Path | str, what: str = "transcript") -> bytes:
                 hint=f"pass a regular {what} file (a pipe's content can be given as -)",
                 path=name,
             )
+        if os.fstat(fd).st_size > limit:  # refused before reading (a sparse file costs nothing)
+            raise _too_large(name, limit, what)
         try:
             data = handle.read(limit + 1)
         except OSError as exc:
