@@ -27,6 +27,7 @@ from ctxhealth.errors import CtxHealthError, ExitCode
 from ctxhealth.model import Format
 from ctxhealth.monitor import session_prefix
 from ctxhealth.policy.profile import resolve_profile
+from ctxhealth.redact import redact_value
 from ctxhealth.report.assessed import check_session
 from ctxhealth.report.check_report import (
     SCHEMA_VERSION,
@@ -66,6 +67,11 @@ def count_inputs(paths: tuple[str, ...]) -> int | None:
     type=click.FloatRange(0.0, 1.0, min_open=True),
     help="Assess only the first FRACTION of each session's turns (e.g. 0.5).",
 )
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Print transcript text (drift detail, evidence) as it is; by default secrets are redacted.",
+)
 @guarded
 def check(
     paths: tuple[str, ...],
@@ -75,6 +81,7 @@ def check(
     strict: bool,
     model: str | None,
     upto: float | None,
+    no_redact: bool,
 ) -> None:
     """Check transcripts: fill against the window, compactions, tool errors, cost.
 
@@ -130,6 +137,8 @@ def check(
                     report = build_check_report(session, account, fields)
                 else:
                     report = check_session(session, registry=registry, profile=profile, model=settings.model)
+                if not no_redact:
+                    report = redact_value(report)
                 bar.advance(label=session.path)
                 if as_json:
                     echo_json(report)

@@ -20,6 +20,7 @@ import orjson
 from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded, transcripts_argument
 from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import LedgerError, StateError, UsageError
+from ctxhealth.sources.reader import read_regular_file
 from ctxhealth.state.status import Status
 from ctxhealth.state.store import StateStore
 
@@ -126,7 +127,7 @@ def _read_update(update: str | None, sets: tuple[str, ...]) -> dict[str, Any] | 
     doc: dict[str, Any] = {}
     if update is not None:
         try:
-            raw = sys.stdin.buffer.read() if update == "-" else Path(update).read_bytes()
+            raw = sys.stdin.buffer.read() if update == "-" else read_regular_file(update, "--update")
         except OSError as exc:
             raise UsageError(
                 f"cannot read --update {update}: {exc.strerror or exc}", hint="check the path"

@@ -174,27 +174,103 @@ def _subagent_files(path: str) -> list[tuple[str, bytes]]:
     found: list[tuple[str, bytes]] = []
     for child in layout.subagent_files(path):
         try:
-            found.append((str(child), _decompress(child.read_bytes(), str(child))[0]))
+            found.append((str(child), _decompress(read_regular_file(child), str(child))[0]))
         except (OSError, TranscriptError):
             continue
     return found
 
 
+MAX_INPUT_ENV = "CTXHEALTH_MAX_INPUT_BYTES"
+"""The environment variable that sets :func:`max_input_bytes`."""
+DEFAULT_MAX_INPUT_BYTES = 512 << 20
+"""The most bytes one input may hold, after decompression (512 MiB: the largest real transcripts
+are a few MB; a gzip bomb or a sparse file stops here with an error instead of eating memory)."""
+
+
+def max_input_bytes() -> int:
+    """The size cap of one input (``CTXHEALTH_MAX_INPUT_BYTES``, else 512 MiB)."""
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return DEFAULT_MAX_INPUT_BYTES
+
+
+def _too_large(path: str, limit: int, what: str = "transcript", verb: str = "holds") -> TranscriptError:
+    return TranscriptError(
+        f"{verb} more than {limit:,} bytes (the {what} size limit)",
+        hint=f"set {MAX_INPUT_ENV} to a larger number of bytes to read it",
+        path=path,
+    )
+
+
 def _decompress(data: bytes, path: str) -> tuple[bytes, ReadWarning | None]:
-    """Gunzip when ``data`` is gzip (by magic bytes); a truncated stream keeps what it yields."""
+    """Gunzip when ``data`` is gzip (by magic bytes): every member of a concatenated file, at most
+    :func:`max_input_bytes` of output (more is an error); a truncated stream keeps what it yields."""
     if not data.startswith(_GZIP_MAGIC):
         return data, None
-    decoder = zlib.decompressobj(wbits=47)
+    limit = max_input_bytes()
+    out = bytearray()
+    rest = data
+    while True:
+        decoder = zlib.decompressobj(wbits=47)
+        try:
+            out += decoder.decompress(rest, limit + 1 - len(out))
+        except zlib.error as exc:
+            if out:  # a later member is damaged: keep the members before it, and say so
+                return bytes(out), ReadWarning(
+                    path, None, f"gzip member is corrupt ({exc}); read what was before it"
+                )
+            raise TranscriptError(
+                f"corrupt gzip data ({exc})",
+                hint="check the file, or gunzip it to see what is left",
+                path=path,
+            ) from None
+        if len(out) > limit or decoder.unconsumed_tail:
+            raise _too_large(path, limit, verb="decompresses to")
+        if not decoder.eof:
+            return bytes(out), ReadWarning(path, None, "gzip stream is truncated; read what was there")
+        rest = decoder.unused_data
+        if not rest.startswith(_GZIP_MAGIC):
+            return bytes(out), None
+
+
+def read_regular_file(path: Path | str, what: str = "transcript") -> bytes:
+    """The bytes of ``path``, one rule for every file ctxhealth is given to read: a regular file
+    only (checked on the open file; the open never blocks on a FIFO), at most
+    :func:`max_input_bytes` of it. Raises :class:`TranscriptError` saying what is wrong."""
+    name = str(path)
+    limit = max_input_bytes()
     try:
-        out = decoder.decompress(data)
-        out += decoder.flush()
-    except zlib.error as exc:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
         raise TranscriptError(
-            f"corrupt gzip data ({exc})", hint="check the file, or gunzip it to see what is left", path=path
+            "no such file or directory", hint="check the path (use - to read stdin)", path=name
         ) from None
-    if not decoder.eof:
-        return out, ReadWarning(path, None, "gzip stream is truncated; read what was there")
-    return out, None
+    except OSError as exc:
+        raise TranscriptError(
+            f"cannot read file ({exc.strerror or exc})", hint="check permissions", path=name
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise TranscriptError("is a directory", hint="pass the directory itself", path=name)
+        if not stat.S_ISREG(mode):
+            raise TranscriptError(
+                f"is a {_kind(mode)}, not a file",
+                hint=f"pass a regular {what} file (a pipe's content can be given as -)",
+                path=name,
+            )
+        if os.fstat(fd).st_size > limit:  # refused before reading (a sparse file costs nothing)
+            raise _too_large(name, limit, what)
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise TranscriptError(
+                f"cannot read file ({exc.strerror or exc})", hint="check permissions", path=name
+            ) from None
+    if len(data) > limit:
+        raise _too_large(name, limit, what)
+    return data
 
 
 def check_regular_file(path: Path, what: str = "transcript") -> None:
@@ -223,19 +299,7 @@ def _kind(mode: int) -> str:
 
 
 def _read_bytes(path: Path) -> bytes:
-    check_regular_file(path)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise TranscriptError(
-            "no such file or directory", hint="check the path (use - to read stdin)", path=str(path)
-        ) from None
-    except IsADirectoryError:
-        raise TranscriptError("is a directory", hint="pass the directory itself", path=str(path)) from None
-    except OSError as exc:
-        raise TranscriptError(
-            f"cannot read file ({exc.strerror or exc})", hint="check permissions", path=str(path)
-        ) from None
+    return read_regular_file(path)
 
 
 def read_data(data: bytes, name: str, *, format: Format | None = None, strict: bool = False) -> Session:
@@ -258,7 +322,8 @@ def read_data_all(
         if detected is None:
             raise UnknownFormatError(
                 "no reader recognises this content",
-                hint=f"pass --format with one of: {_FORMAT_NAMES}",
+                hint=f"check that it is a transcript; formats read: {_FORMAT_NAMES} (a command's --format, "
+                "where it has one, forces one)",
                 path=name,
             )
         spec = _BY_FORMAT[detected]
@@ -401,9 +466,10 @@ def _sniff(file: Path) -> tuple[Format | None, bool]:
     with file.open("rb") as handle:
         head = handle.read(HEAD_BYTES)
         if head.startswith(_GZIP_MAGIC):
-            head = _decompress(head + handle.read(), str(file))[0]
+            head = _decompress(head + handle.read(max_input_bytes()), str(file))[0]
         elif len(head) == HEAD_BYTES and b"\n" not in head.lstrip():
-            head += handle.read()  # one line longer than the head: detection needs the whole line
+            # one line longer than the head: detection needs the whole line (bounded)
+            head += handle.read(max_input_bytes())
         elif len(head) == HEAD_BYTES:
             handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))
             tail = handle.read(TAIL_BYTES)
@@ -475,7 +541,9 @@ def _read_directory(
             )
             continue
         try:
-            sessions = read_data_all(file.read_bytes(), str(file), format=format or detected, strict=strict)
+            sessions = read_data_all(
+                read_regular_file(file), str(file), format=format or detected, strict=strict
+            )
         except OSError as exc:
             skip(file, f"cannot read file ({exc.strerror or exc})", error=True)
             continue
@@ -529,11 +597,13 @@ def is_call_file(file: Path) -> bool:
     Reads the head and the last bytes only (what detection needs for a call file, see
     ``ReaderSpec.detect_tail``), never the whole file unless it is gzip."""
     try:
+        if not file.is_file():  # a FIFO or device in a folder would block the open or never end
+            return False
         with file.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
             tail = b""
             if head.startswith(_GZIP_MAGIC):
-                content = _decompress(head + handle.read(), str(file))[0]
+                content = _decompress(head + handle.read(max_input_bytes()), str(file))[0]
                 head, tail = content[:HEAD_BYTES], content[-TAIL_BYTES:]
             elif len(head) == HEAD_BYTES:
                 handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))

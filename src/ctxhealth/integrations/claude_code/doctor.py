@@ -128,6 +128,15 @@ def _home_checks(home: Path) -> list[Check]:
     checks: list[Check] = []
     if not home.exists():
         return [Check("home", CheckStatus.INFO, f"{home} does not exist yet (created on first use)")]
+    if not home.is_dir():
+        return [
+            Check(
+                "home",
+                CheckStatus.FAIL,
+                f"{home} is not a folder",
+                "move the file away or set CTXHEALTH_HOME to a folder",
+            )
+        ]
     if not os.access(home, os.W_OK):
         return [
             Check(

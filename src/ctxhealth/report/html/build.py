@@ -25,7 +25,6 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
-from html import escape
 from typing import Any
 
 from ctxhealth.accounting.types import Tier
@@ -34,6 +33,7 @@ from ctxhealth.fleet.schema import COSTS, SESSIONS
 from ctxhealth.model import Message
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.report.html.page import document
+from ctxhealth.report.html.shown import clean, shown
 from ctxhealth.report.html.svg import (
     EVENT_STYLES,
     ZONE_COLOURS,
@@ -58,7 +58,7 @@ SNIPPET = 200
 
 
 def _e(value: object) -> str:
-    return escape("" if value is None else str(value))
+    return shown(value)
 
 
 def _money(value: float | None) -> str:
@@ -78,14 +78,14 @@ def _when(value: datetime | date | None) -> str:
 def _snippet(message: Message | None) -> str:
     if message is None:
         return ""
-    text = " ".join(message.text.split())
+    text = clean(" ".join(message.text.split()))
     if not text:
         calls = [c.name for c in message.tool_calls]
         results = message.tool_results
         if calls:
             text = "calls " + ", ".join(calls)
         elif results:
-            text = " ".join(results[0].text.split())
+            text = clean(" ".join(results[0].text.split()))
     return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
 
 
