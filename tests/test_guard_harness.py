@@ -266,8 +266,9 @@ def halting_server() -> Iterator[tuple[str, list[int]]]:
 
 
 def test_a_halt_is_final_for_litellm_users_such_as_mini_swe_agent(
-    halting_server: tuple[str, list[int]],
+    halting_server: tuple[str, list[int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network
     litellm = pytest.importorskip("litellm")
     from minisweagent.models.litellm_model import LitellmModel
 
