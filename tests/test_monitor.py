@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxhealth.accounting.types import FillSource
+from ctxhealth.errors import UsageError
 from ctxhealth.model import (
     CompactionSummary,
     Format,
@@ -370,3 +371,26 @@ def test_snapshot_of_builds_the_same_snapshot_as_the_constructor() -> None:
     built = snapshot_of(*values)
     assert built == Snapshot(*values)
     assert tuple(getattr(built, f.name) for f in fields(Snapshot)) == values
+
+
+def test_observe_takes_a_message_dict_as_the_readme_shows() -> None:
+    m = Monitor(model="gpt-4o")
+    a = m.observe({"role": "user", "content": "Fix the failing parser test in src/parser.py."})
+    assert a.turn == 0 and m.index == 0
+    reply = {
+        "role": "assistant",
+        "content": "Reading it.",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "read", "arguments": '{"path": "src/parser.py"}'},
+            }
+        ],
+    }
+    assert m.observe(reply).turn == 1
+    blocks = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"}]}
+    m.observe(blocks)
+    assert m.index == 2 and m.failures.window  # the tool result was read as one
+    with pytest.raises(UsageError, match="not a message"):
+        m.observe({"content": "no role"})

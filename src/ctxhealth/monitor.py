@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.running import RunningFill
 from ctxhealth.accounting.types import FillSource, ModelInfo
+from ctxhealth.errors import UsageError
 from ctxhealth.model import Format, Message, Role, Session
 from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
 from ctxhealth.policy.profile import Profile, default_profile
@@ -294,9 +295,15 @@ class Monitor:
 
     # ------------------------------------------------------------------ observing
 
-    def observe(self, message: Message, *, fill: int | None = None) -> Assessment:
+    def observe(self, message: Message | Mapping[str, Any] | Any, *, fill: int | None = None) -> Assessment:
         """Assess the session after ``message``; ``fill`` is its turn's fill when the caller knows it
-        (a precomputed series, a log-level count): taken as reported."""
+        (a precomputed series, a log-level count): taken as reported.
+
+        ``message`` is a :class:`Message`, or one message as an agent holds it: an OpenAI Chat
+        Completions or Anthropic Messages dict (or SDK object), read by the same readers as files
+        (:func:`~ctxhealth.sources.messages.read_messages`)."""
+        if not isinstance(message, Message):
+            return self._observe_raw(message, fill)
         self.last = None
         if self._pending is not None:
             self._seal()
@@ -339,6 +346,27 @@ class Monitor:
             self.counters = Counters(c.restarts, c.truncations, c.cooldown - 1, c.steps)
         self.last = assessment
         return assessment
+
+    def _observe_raw(self, raw: Any, fill: int | None) -> Assessment:
+        from ctxhealth.sources.messages import plain, read_messages
+
+        item = plain(raw)
+        if not isinstance(item, dict) or not isinstance(item.get("role"), str):
+            raise UsageError(
+                f"cannot observe a {type(raw).__name__}: not a message",
+                hint="pass a ctxhealth Message or a message dict with a 'role' "
+                "(OpenAI Chat Completions or Anthropic Messages shape)",
+            )
+        session = read_messages([item], format=_message_format(item), name="<message>")
+        if not session.messages:
+            raise UsageError(
+                f"cannot observe the message {str(item)[:80]!r}",
+                hint="; ".join(w.reason for w in session.warnings) or "give it a role and content",
+            )
+        *head, last = session.messages
+        for message in head:
+            self.observe(message, fill=fill)
+        return self.observe(last, fill=fill)
 
     def _indicators_fired(self) -> list[str]:
         fired = self.indicators.fired()
@@ -547,6 +575,19 @@ class Monitor:
         if self.index == before or self.last is None:
             return self._assess(max(self.index, 0), self.fill)
         return self.last
+
+
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
+
+
+def _message_format(item: dict[str, Any]) -> str:
+    """``"anthropic"`` for a message with Anthropic-only content blocks, else ``"openai"``."""
+    content = item.get("content")
+    if isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content
+    ):
+        return "anthropic"
+    return "openai"
 
 
 RISK_DRIVERS = 3
