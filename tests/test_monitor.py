@@ -394,3 +394,30 @@ def test_observe_takes_a_message_dict_as_the_readme_shows() -> None:
     assert m.index == 2 and m.failures.window  # the tool result was read as one
     with pytest.raises(UsageError, match="not a message"):
         m.observe({"content": "no role"})
+
+
+def test_a_pending_prompt_counts() -> None:
+    """A message list saved just before sending: its last message, a huge tool result, is part of the
+    prompt the next response will see, so it decides (it is not the 12 tokens of the last response)."""
+    messages = [
+        {"role": "user", "content": "Fix the parser bug in src/parser.py."},
+        {
+            "role": "assistant",
+            "content": "Reading the log.",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"cmd": "cat log"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "word " * 150_000},
+    ]
+    m = Monitor(model="gpt-4o")
+    for message in messages[:2]:
+        m.observe(message)
+    a = m.observe(messages[2])
+    assert a.fill > 150_000 and a.zone.value != "green" and a.action is not Action.CONTINUE
+    assert any("pending prompt" in r for r in a.reasons)
+    assert m.pressure.peak < 1_000  # the series of response fills is unchanged: no response saw it yet

@@ -324,8 +324,10 @@ class Monitor:
             # the agent compacted its own history: that is the reset the turn count waits for
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
-        self.account.observe(message, fill)
+        turn = self.account.observe(message, fill)
         assessed_fill = self.account.fill
+        # a message after the latest response is part of the prompt about to be sent
+        pending = self.account.pending if not turn and fill is None else None
         usage = message.usage
         if assistant and usage is not None:
             self.output_tokens += usage.output_tokens
@@ -340,7 +342,7 @@ class Monitor:
                 self.hedges += count_folded(event.text, event.folded, event.runs)
         for detector in self._detectors:
             detector.update(event)
-        assessment = self._assess(index, assessed_fill)
+        assessment = self._assess(index, assessed_fill, pending)
         if assistant and self.counters.cooldown > 0:
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown - 1, c.steps)
@@ -374,11 +376,25 @@ class Monitor:
             fired.insert(0, "repeated tool calls")
         return fired
 
-    def _assess(self, index: int, fill: int) -> Assessment:
+    def _assess(self, index: int, fill: int, pending: int | None = None) -> Assessment:
+        """``pending``: the context with the messages since the latest response (the prompt about to
+        be sent); it decides when it reads a worse zone than the latest response's fill (a huge
+        tool result not sent yet), and is then the assessment's fill."""
         p = self.profile
         tracker = self.pressure
         fired = self.indicators.fired_count() + self.repetition.repeated_fired
         base_zone = tracker.zone
+        pressure = tracker.pressure
+        capacity = tracker.capacity
+        fill_source = self.fill_source
+        pending_reason: tuple[str, ...] = ()
+        if pending is not None and pending > fill:
+            pending_zone, pending_pressure = tracker.reading(pending)
+            if pending_zone.level > base_zone.level:
+                base_zone, pressure, fill = pending_zone, max(pressure, pending_pressure), pending
+                capacity = max(capacity, pending / tracker.usable)
+                fill_source = FillSource.ESTIMATED
+                pending_reason = (f"pending prompt ~{pending:,} tokens (messages since the latest response)",)
         zone = base_zone.raised() if fired >= p.indicators_to_raise_zone else base_zone
         scorer = self._scorer
         risk: float | None
@@ -389,12 +405,11 @@ class Monitor:
         failures = self.failures
         drift = self.drift
         cache = self.cache
-        pressure = tracker.pressure
         snapshot = snapshot_of(
             zone,
             pressure,
             fill,
-            tracker.capacity,
+            capacity,
             failures.rate,
             len(failures.window),
             drift.similarity,
@@ -407,7 +422,7 @@ class Monitor:
             cache.low_turns,
         )
         decision: Decision = decide(snapshot, self.counters, p)
-        reasons = decision.reasons
+        reasons = (*decision.reasons, *pending_reason)
         if zone is not base_zone:
             names = ", ".join(self._indicators_fired())
             reasons = (*reasons, f"zone raised {base_zone.value} → {zone.value}: {names}")
@@ -427,7 +442,7 @@ class Monitor:
             reasons,
             decision.rule,
             fill,
-            self.fill_source,
+            fill_source,
             self.info.id,
             signals,
             features,

@@ -12,7 +12,9 @@ Both use the same rules, so there is one fill account, not two estimators:
   (:func:`~ctxhealth.accounting.tokens.message_chars` + framing), on top of that report
   (``estimated``, about 4 characters per token).
 * Between turns the fill does not move: it is the fill at the latest response, as
-  ``SessionAccount.current`` is. A compaction resets the running context to the system messages
+  ``SessionAccount.current`` is; :attr:`RunningFill.pending` is the context with the messages since
+  (the prompt about to be sent, which the Monitor weighs when it reads a worse zone). A compaction
+  resets the running context to the system messages
   plus the summary; the part of a report the log never shows (system prompt, tool definitions) is
   kept as the base under it.
 
@@ -98,6 +100,15 @@ class RunningFill:
         if message.role is Role.SYSTEM:
             self._system_chars += size
         return turn
+
+    @property
+    def pending(self) -> int:
+        """The context as it stands now, the messages since the latest turn included: the prompt
+        the next response will see (estimated on top of the latest report, as a turn's fill is)."""
+        if self._anchor_fill is not None:
+            since = self._chars - self._anchor_chars
+            return max(0, round(self._anchor_fill + since / DEFAULT_CHARS_PER_TOKEN))
+        return round(self._hidden + self._chars / DEFAULT_CHARS_PER_TOKEN)
 
     def set_fill(self, fill: int) -> None:
         """The context's size now, as the host knows it (e.g. after a recovery): the fill from here
