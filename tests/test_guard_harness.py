@@ -128,8 +128,12 @@ def test_custom_provider_compaction_prompt_is_kept_not_replaced(mode: Mode) -> N
     plan = guard.plan(ApiStyle.OPENAI_RESPONSES, orjson.dumps(body), CODEX_HEADERS)
     assert plan.error is None and plan.applied in (Applied.NONE, Applied.NOTE)
     sent = body if plan.body is None else orjson.loads(plan.body)
-    assert sent["input"][: len(body["input"])] == body["input"]  # everything the agent sent, in place
+    assert sent["input"][:-1] == body["input"][:-1]  # everything the agent sent, in place
+    assert sent["input"][-1]["content"][: len(prompt["content"])] == prompt["content"]  # its prompt first
     assert (plan.body is None) is (mode is not Mode.ENFORCE)
+    if mode is Mode.ENFORCE:
+        facts = sent["input"][-1]["content"][-1]["text"]
+        assert "KEEP IN THE SUMMARY" in facts and "CONTEXT CHECKPOINT COMPACTION" not in facts
 
 
 @pytest.mark.parametrize("mode", [Mode.ADVISE, Mode.ENFORCE])

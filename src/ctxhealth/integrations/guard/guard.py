@@ -55,6 +55,7 @@ from ctxhealth.integrations.wire.harness import (
     agent_of,
     agent_session_id,
     find_harness_request,
+    prompt_at,
     with_instructions,
 )
 from ctxhealth.model import Message, Role
@@ -315,7 +316,10 @@ class Guard:
         out: bytes | None = None
         applied = Applied.NONE
         if self.mode is Mode.ENFORCE:
-            parsed = adapter.to_messages(body, items, with_head=True)
+            # the facts of the conversation, without the agent's own prompt (it is no request)
+            at = prompt_at(items)
+            history = items[: at[0]] if at is not None else items
+            parsed = adapter.to_messages(body, history, with_head=True)
             facts = render_compaction_facts(build_checkpoint(recovery_session(parsed, session.key)))
             out = dump_body(adapter, body, with_instructions(items, facts, adapter.add_note))
             applied = Applied.NOTE

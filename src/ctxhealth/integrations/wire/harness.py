@@ -77,17 +77,26 @@ def _is_user(item: Any) -> bool:
     )
 
 
+def prompt_at(items: list[Any]) -> tuple[int, HarnessRequest] | None:
+    """Where the agent's summarisation prompt is among the last items (others, such as a model
+    notice, may follow it), and which it is."""
+    for i in range(len(items) - 1, max(-1, len(items) - 4), -1):
+        item = items[i]
+        if isinstance(item, dict) and item.get("type") == COMPACTION_TRIGGER:
+            return i, HarnessRequest.CODEX_COMPACTION
+        if _is_user(item):
+            text = _text(item).lower()
+            for mark, kind in _PROMPTS:
+                if mark in text:
+                    return i, kind
+    return None
+
+
 def find_harness_request(items: list[Any], head: Any = None) -> HarnessRequest | None:
     """The agent's own context-management request these items end with, or None."""
-    for item in items[-2:]:
-        if isinstance(item, dict) and item.get("type") == COMPACTION_TRIGGER:
-            return HarnessRequest.CODEX_COMPACTION
-    last = next((i for i in reversed(items[-3:]) if _is_user(i)), None)
-    if last is not None:
-        text = _text(last).lower()
-        for mark, kind in _PROMPTS:
-            if mark in text:
-                return kind
+    found = prompt_at(items)
+    if found is not None:
+        return found[1]
     if head is not None:
         head_text = _text(head)
         for mark, kind in _HEAD_MARKS:
@@ -124,13 +133,26 @@ def agent_session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str
 
 
 def with_instructions(items: list[Any], text: str, note: Any) -> list[Any]:
-    """``items`` with ``text`` added for the compaction to keep: before Codex's trigger item (the
-    trigger must stay last), else by ``note`` (the adapter's ``add_note``: the newest user content,
-    after the agent's own summarisation prompt)."""
-    for i in range(len(items) - 1, max(-1, len(items) - 3), -1):
-        item = items[i]
-        if isinstance(item, dict) and item.get("type") == COMPACTION_TRIGGER:
-            extra = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
-            return [*items[:i], extra, *items[i:]]
-    out: list[Any] = note(items, text)
-    return out
+    """``items`` with ``text`` added for the compaction to keep, leaving the request's shape as the
+    agent made it: as an input message just before Codex's trigger item (the trigger stays last);
+    else inside the item that holds the agent's summarisation prompt, after it; else by ``note``
+    (the adapter's ``add_note``)."""
+    found = prompt_at(items)
+    if found is None:
+        out: list[Any] = note(items, text)
+        return out
+    i, _ = found
+    item = items[i]
+    if item.get("type") == COMPACTION_TRIGGER:
+        extra = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+        return [*items[:i], extra, *items[i:]]
+    content = item.get("content")
+    if isinstance(content, str):
+        content = f"{content}\n\n{text}"
+    elif isinstance(content, list):
+        kinds = [p.get("type") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        content = [*content, {"type": kinds[-1] if kinds else "text", "text": text}]
+    else:
+        out = note(items, text)
+        return out
+    return [*items[:i], {**item, "content": content}, *items[i + 1 :]]
