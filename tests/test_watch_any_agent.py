@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -39,7 +40,9 @@ def test_a_codex_rollout_is_followed_as_it_grows(tmp_path: Path) -> None:
     assert watch.poll() > 0
     assert (watch.turns, watch.compactions, watch.tool_errors) == (5, 1, 1)
     frame = render(watch, width=100)
-    assert "(codex)" in frame and "compaction from 16,878 tokens (summary encrypted)" in frame
+    truth = json.loads((CODEX.parent / "truth.json").read_text("utf-8"))
+    pre = truth["compaction_fills"][0]
+    assert "(codex)" in frame and f"compaction from {pre:,} tokens (summary encrypted)" in frame
 
 
 def test_a_gemini_chat_and_an_openhands_folder_are_followed(tmp_path: Path) -> None:
