@@ -416,10 +416,13 @@ def test_a_pending_prompt_counts() -> None:
         },
         {"role": "tool", "tool_call_id": "c1", "content": "word " * 150_000},
     ]
+    from ctxhealth.sources.messages import read_messages
+
     m = Monitor(model="gpt-4o")
-    for message in messages[:2]:
+    *head, last = read_messages(messages, format="openai").messages
+    for message in head:
         m.observe(message)
-    a = m.observe(messages[2])
+    a = m.observe(last)
     assert a.fill > 150_000 and a.zone.value != "green" and a.action is not Action.CONTINUE
     assert any("pending prompt" in r for r in a.reasons)
     assert m.pressure.peak < 1_000  # the series of response fills is unchanged: no response saw it yet
