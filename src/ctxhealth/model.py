@@ -74,7 +74,11 @@ class CompactionSummary:
     """The summary an agent injected when it compacted its context.
 
     ``pre_tokens`` is the fill just before compaction when the log states it
-    (Claude Code ``compact_boundary.compactMetadata.preTokens``; the prompt of Codex's compaction request).
+    (Claude Code ``compact_boundary.compactMetadata.preTokens``; the prompt of Codex's compaction
+    request); ``post_tokens`` the size of the compacted conversation (summary and kept messages,
+    without the system prompt and tool definitions) and ``dropped_tokens`` what the compactions of
+    the session have dropped so far, when the log states them (``postTokens``,
+    ``cumulativeDroppedTokens``, Claude Code 2.1).
     ``usage`` is what the compaction's own model request cost, when the log has it apart from the turns
     (Codex ``token_usage_record`` of the compaction response): it is priced with the session, never a turn.
     ``encrypted`` is true when the agent kept the summary only in encrypted form (Codex with the OpenAI
@@ -84,6 +88,8 @@ class CompactionSummary:
     text: str
     trigger: str | None = None
     pre_tokens: int | None = None
+    post_tokens: int | None = None
+    dropped_tokens: int | None = None
     usage: Usage | None = None
     encrypted: bool = False
 
@@ -188,7 +194,9 @@ class Session:
 
     ``outcome`` is the run's result when the log records one (tau-bench ``reward``; 1.0 is a
     success), ``task_id`` the task the run attempted when the log names it (evaluation runs:
-    repeated trials of one task share it).
+    repeated trials of one task share it). ``agent_cost_usd`` is the agent's own running total
+    of the session's cost when the log records one (Claude Code 2.1 ``cost-state`` lines): it
+    includes requests no transcript keeps, such as a compaction's.
     """
 
     path: str
@@ -202,6 +210,7 @@ class Session:
     reported_fill: dict[int, int] = field(default_factory=dict)
     outcome: float | None = None
     task_id: str | None = None
+    agent_cost_usd: float | None = None
     cwd: str | None = None
 
     @property

@@ -57,7 +57,7 @@ def record(box: ClaudeBox, name: str) -> None:
     version = agent_version(box.cli).split()[0]
     folder = FIXTURES / f"claude-code-{version}"
     folder.mkdir(parents=True, exist_ok=True)
-    neutral = {str(box.home.parent): "/tmp/conformance", sys.prefix: "/opt/venv"}
+    neutral = {str(box.home.parent): "/tmp/conformance", sys.executable: "python"}
     main = box.transcript()
     for source in [main, *box.subagent_files()]:
         text = source.read_text("utf-8")
@@ -130,7 +130,7 @@ def test_cost_state_counts_every_request_the_server_answered(box: ClaudeBox, fak
 
 
 def test_print_mode_compact_is_one_compaction(box: ClaudeBox, fake: FakeAnthropic) -> None:
-    box.print_mode("hello PAD: 3000")
+    box.print_mode("hello PAD: 40000")
     box.print_mode("/compact", "--continue")
     box.print_mode("after the compaction", "--continue")
     assert len(fake.messages("compact")) == 1
@@ -141,6 +141,22 @@ def test_print_mode_compact_is_one_compaction(box: ClaudeBox, fake: FakeAnthropi
     main = main_requests(fake)
     assert report["fill"]["current"] == main[-1].fill
     record(box, "compact")
+
+
+def test_print_mode_compact_after_a_hook_note_is_not_an_abandoned_branch(
+    box: ClaudeBox, fake: FakeAnthropic
+) -> None:
+    """With a SessionStart hook that adds context (ctxhealth's), 2.1.x hangs the ``/compact`` lines off the
+    hook's line before the compaction: the compaction and its summary must stay on the thread."""
+    box.install_ctxhealth()
+    box.print_mode("BASH: echo hi x1")
+    box.print_mode("/compact", "--continue")
+    assert len(fake.messages("compact")) == 1
+    report = check(box.transcript())
+    assert len(report["compactions"]) == 1
+    assert report["warnings"] == []
+    assert report["turns"] == len(main_requests(fake))
+    record(box, "compact-after-hook")
 
 
 def test_autocompact_compacts_for_real(box: ClaudeBox, fake: FakeAnthropic) -> None:
@@ -162,9 +178,12 @@ def test_autocompact_compacts_for_real(box: ClaudeBox, fake: FakeAnthropic) -> N
 def test_subagent(box: ClaudeBox, fake: FakeAnthropic) -> None:
     box.print_mode("AGENT: look around")
     assert fake.messages("subagent"), "the CLI started no sub-agent"
-    assert box.subagent_files()
+    assert any(p.name.endswith(".meta.json") for p in box.subagent_files())
     report = check(box.transcript())
     assert report["turns"] == len(main_requests(fake))
+    assert report["sidechains"] == 1
+    assert report["warnings"] == []  # the .meta.json beside the sub-agent's transcript is no transcript
+    assert report["tool_calls"] == 2  # the Agent call and the sub-agent's Bash
     record(box, "subagent")
 
 

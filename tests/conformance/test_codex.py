@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from .agents import agent_or_skip, agent_version
+from .agents import agent_or_skip
 from .fake_openai import FakeOpenAI
-from .truth import Truth, assert_matches, check_json, record, truth_of
+from .truth import Truth, assert_matches, check_json, cli_version, record, recording, truth_of
 
 pytestmark = pytest.mark.conformance
 
@@ -101,8 +101,8 @@ def _failures(server: FakeOpenAI) -> int:
 def _finish(tmp_path: Path, server: FakeOpenAI, scenario: str) -> tuple[dict[str, object], Truth]:
     rollout = _rollout(tmp_path)
     truth = truth_of(server.log, MODEL, failures=_failures(server))
-    version = agent_version(agent_or_skip("codex")).split()[-1]
-    record("codex", version, scenario, {"rollout.jsonl": rollout}, truth, scratch=tmp_path)
+    if recording():
+        record("codex", cli_version("codex"), scenario, {"rollout.jsonl": rollout}, truth, scratch=tmp_path)
     return check_json(rollout, "--strict"), truth
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from .agents import agent_or_skip, agent_version
+from .agents import agent_or_skip
 from .fake_gemini import FakeGemini
-from .truth import Truth, assert_matches, check_json, record, truth_of
+from .truth import Truth, assert_matches, check_json, cli_version, record, recording, truth_of
 
 pytestmark = pytest.mark.conformance
 
@@ -57,6 +57,7 @@ def _gemini(tmp_path: Path, server: FakeGemini, *args: str) -> subprocess.Comple
         "GEMINI_API_KEY": "fake-key",
         "GOOGLE_GEMINI_BASE_URL": server.url,
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "GEMINI_CLI_NO_RELAUNCH": "true",  # one node process, not a relaunched child: seconds less a run
         "NO_COLOR": "1",
     }
     done = subprocess.run(
@@ -93,9 +94,9 @@ def _finish(tmp_path: Path, server: FakeGemini, scenario: str) -> tuple[dict[str
     truth = truth_of(
         server.log, MODEL, failures=_failures(server), logged=("turn",), compaction_fill="last_turn"
     )
-    version = agent_version(agent_or_skip("gemini")).split()[-1]
-    files = {"chat.jsonl": chat, "projects.json": tmp_path / "home" / ".gemini" / "projects.json"}
-    record("gemini", version, scenario, files, truth, scratch=tmp_path)
+    if recording():
+        files = {"chat.jsonl": chat, "projects.json": tmp_path / "home" / ".gemini" / "projects.json"}
+        record("gemini", cli_version("gemini"), scenario, files, truth, scratch=tmp_path)
     return check_json(chat, "--strict"), truth
 
 

@@ -71,11 +71,19 @@ else:
             self.blocks = blocks
 
     class PlainCompactMeta:
-        __slots__ = ("preTokens", "trigger")
+        __slots__ = ("cumulativeDroppedTokens", "postTokens", "preTokens", "trigger")
 
-        def __init__(self, trigger: str | None = None, preTokens: int | None = None) -> None:
+        def __init__(
+            self,
+            trigger: str | None = None,
+            preTokens: int | None = None,
+            postTokens: int | None = None,
+            cumulativeDroppedTokens: int | None = None,
+        ) -> None:
             self.trigger = trigger
             self.preTokens = preTokens
+            self.postTokens = postTokens
+            self.cumulativeDroppedTokens = cumulativeDroppedTokens
 
     class PlainNode:
         __slots__ = (
@@ -89,6 +97,7 @@ else:
             "sessionId",
             "subtype",
             "timestamp",
+            "totalCostUSD",
             "type",
             "uuid",
         )
@@ -106,6 +115,7 @@ else:
             subtype: str | None = None,
             compactMetadata: PlainCompactMeta | None = None,
             logicalParentUuid: str | None = None,
+            totalCostUSD: float | None = None,
             line: int = 0,
         ) -> None:
             self.type = type
@@ -119,4 +129,5 @@ else:
             self.subtype = subtype
             self.compactMetadata = compactMetadata
             self.logicalParentUuid = logicalParentUuid
+            self.totalCostUSD = totalCostUSD
             self.line = line

@@ -93,10 +93,23 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
         subtype=get_str(obj, "subtype"),
         compactMetadata=None
         if meta is None
-        else PlainCompactMeta(get_str(meta, "trigger"), get_int(meta, "preTokens")),
+        else PlainCompactMeta(
+            get_str(meta, "trigger"),
+            get_int(meta, "preTokens"),
+            get_int(meta, "postTokens"),
+            get_int(meta, "cumulativeDroppedTokens"),
+        ),
         logicalParentUuid=get_str(obj, "logicalParentUuid"),
+        totalCostUSD=_cost(obj.get("totalCostUSD")),
         line=line,
     )
+
+
+def _cost(value: Any) -> float | None:
+    """A cost-state total: a finite non-negative number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value < float("inf") else None
 
 
 def _lenient_message(raw: dict[str, Any], problems: list[str] | None = None) -> PlainMsg:

@@ -2,7 +2,8 @@
 
 Sidechain lines (``isSidechain``) and ``<session>/subagents/*.jsonl`` files become
 ``Session.sidechains``: one Session per sidechain tree. A file with no main-thread lines at all
-(a sub-agent file read on its own) is read as its own main thread.
+(a sub-agent file read on its own) is read as its own main thread. The last ``cost-state`` line
+(Claude Code 2.1's running total, compactions included) is ``Session.agent_cost_usd``.
 """
 
 from __future__ import annotations
@@ -82,4 +83,13 @@ def parse(
         model=model,
         sidechains=tuple(sidechains),
         warnings=sink.result() + tuple(extra_warnings),
+        agent_cost_usd=_agent_cost(nodes),
     )
+
+
+def _agent_cost(nodes: Sequence[_Node]) -> float | None:
+    """Claude Code's own running total: the last ``cost-state`` line's ``totalCostUSD`` (2.1)."""
+    for n in reversed(nodes):
+        if n.totalCostUSD is not None and n.type == "cost-state":
+            return n.totalCostUSD
+    return None
