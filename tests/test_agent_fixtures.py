@@ -151,3 +151,10 @@ def _walk(value: object) -> list[tuple[str, object]]:
             found.append((key, item))
             found.extend(_walk(item))
     return found
+
+
+def test_check_says_a_compaction_summary_is_encrypted_not_empty() -> None:
+    figures = check_json(CODEX / "compaction-default-provider" / "rollout.jsonl")
+    assert [c.get("summary") for c in figures["compactions"]] == ["encrypted"]
+    local = check_json(CODEX / "compaction-custom-provider" / "rollout.jsonl")
+    assert [c.get("summary") for c in local["compactions"]] == [None]

@@ -315,10 +315,11 @@ def _compactions(
                 pending,
                 pre_tokens=summary.pre_tokens if summary.pre_tokens is not None else pending.pre_tokens,
                 trigger=pending.trigger or summary.trigger,
+                encrypted=pending.encrypted or summary.encrypted,
             )
             continue
         pre = summary.pre_tokens if summary.pre_tokens is not None else last_fill
-        pending = CompactionRecord(len(out), i, pre, None, summary.trigger)
+        pending = CompactionRecord(len(out), i, pre, None, summary.trigger, summary.encrypted)
     if pending is not None:
         post = turns[t].tokens if t < len(turns) else None
         out.append(replace(pending, post_tokens=post))

@@ -78,10 +78,12 @@ class TurnFill:
 
 @dataclass(frozen=True, slots=True)
 class CompactionRecord:
-    """One compaction: fill before (last turn before) and after (first turn after)."""
+    """One compaction: fill before (last turn before) and after (first turn after). ``encrypted``: the log
+    keeps its summary only encrypted (:attr:`ctxhealth.model.CompactionSummary.encrypted`)."""
 
     index: int
     message_index: int
     pre_tokens: int | None
     post_tokens: int | None
     trigger: str | None
+    encrypted: bool = False

@@ -44,7 +44,8 @@ def build_check_report(
 
     Keys: ``schema_version, path, format, session_id, model, model_known, tier, turns,
     window, usable_window, fill {current, peak, source, current_pct, peak_pct},
-    compactions [{index, message_index, pre_tokens, post_tokens, trigger}], tool_calls,
+    compactions [{index, message_index, pre_tokens, post_tokens, trigger, summary?}] (``summary``:
+    ``"encrypted"`` when the log keeps it only encrypted), tool_calls,
     tool_errors, cost_usd, sidechains, warnings, healthy``, ``outcome`` and ``task_id`` when the log
     records them (evaluation runs) (+ whatever ``assessment`` adds,
     e.g. ``zone, pressure, risk, action, reasons, signals``). Percentages are of ``window``.
@@ -75,6 +76,7 @@ def build_check_report(
                 "pre_tokens": c.pre_tokens,
                 "post_tokens": c.post_tokens,
                 "trigger": c.trigger,
+                **({"summary": "encrypted"} if c.encrypted else {}),
             }
             for c in account.compactions
         ],
@@ -150,7 +152,8 @@ def render_check_text(report: Mapping[str, Any]) -> str:
         parts = []
         for c in compactions:
             trigger = f" ({c['trigger']})" if c.get("trigger") else ""
-            parts.append(f"{_n(c['pre_tokens'])} → {_n(c['post_tokens'])}{trigger}")
+            encrypted = " (summary encrypted)" if c.get("summary") == "encrypted" else ""
+            parts.append(f"{_n(c['pre_tokens'])} → {_n(c['post_tokens'])}{trigger}{encrypted}")
         lines.append(f"  compactions  {len(compactions)}: " + "; ".join(parts))
     else:
         lines.append("  compactions  none")
