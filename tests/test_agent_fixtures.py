@@ -158,3 +158,18 @@ def test_check_says_a_compaction_summary_is_encrypted_not_empty() -> None:
     assert [c.get("summary") for c in figures["compactions"]] == ["encrypted"]
     local = check_json(CODEX / "compaction-custom-provider" / "rollout.jsonl")
     assert [c.get("summary") for c in local["compactions"]] == [None]
+
+
+def test_a_recovered_codex_request_keeps_the_system_prompt() -> None:
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    rollout = CODEX / "tools-resume" / "rollout.jsonl"
+    done = CliRunner().invoke(
+        cli, ["recover", "--strategy", "restart", "--format", "openai", "--json", str(rollout)]
+    )
+    assert done.exit_code == 0, done.output
+    first = json.loads(done.stdout)["messages"][0]
+    meta = json.loads(rollout.open().readline())["payload"]["base_instructions"]["text"]
+    assert first["role"] == "system" and first["content"].startswith(meta[:200])
