@@ -2,10 +2,10 @@
 the server saw (turns, fill, compactions, failures, cost).
 
 Scenarios: tools (a failing command, an ``apply_patch``, text) then ``codex exec resume --last``; a forced
-compaction (``model_auto_compact_token_limit``) with a custom provider (Codex compacts locally: a summary
-request, over HTTPS) and with the default OpenAI provider pointed at the fake with ``openai_base_url`` (over a
-WebSocket, as with OpenAI; Codex compacts remotely: an encrypted compaction item). Each run is recorded as a fixture with
-``CTXHEALTH_RECORD_FIXTURES=1``.
+compaction (``model_auto_compact_token_limit``) with a custom provider (over HTTPS; Codex compacts locally:
+a summary request) and with the default OpenAI provider pointed at the fake with ``openai_base_url`` (over
+a WebSocket, as with OpenAI; Codex compacts remotely: an encrypted compaction item). Each run is recorded
+as a fixture with ``CTXHEALTH_RECORD_FIXTURES=1``.
 """
 
 from __future__ import annotations
