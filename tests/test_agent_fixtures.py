@@ -59,7 +59,7 @@ def test_codex_session_meta_gives_system_prompt_and_cwd() -> None:
     session = read_session(CODEX / "tools-resume" / "rollout.jsonl")
     assert session.messages[0].role is Role.SYSTEM
     assert session.messages[0].text.startswith("You are Codex")
-    assert session.cwd == "/tmp/conformance/work"
+    assert session.cwd == "/tmp/conformance/project"
     assert session.instruction.startswith("Fix it.")
 
 
@@ -141,7 +141,7 @@ def test_audit_names_a_codex_session_by_the_directory_it_ran_in() -> None:
     done = CliRunner().invoke(cli, ["audit", "--json", str(CODEX / "tools-resume" / "rollout.jsonl")])
     totals = json.loads(done.stdout.splitlines()[-1])
     projects = next(v for k, v in _walk(totals) if k == "by_project")
-    assert list(projects) == ["work"]  # session_meta.cwd, not the rollout's date folder
+    assert list(projects) == ["project"]  # session_meta.cwd, not the rollout's date folder
 
 
 def _walk(value: object) -> list[tuple[str, object]]:

@@ -57,7 +57,7 @@ def _config(home: Path, server: FakeOpenAI, *, provider: str, compact_limit: int
 
 def _codex(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     exe = agent_or_skip("codex")
-    work = tmp_path / "work"
+    work = tmp_path / "project"
     work.mkdir(exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -75,7 +75,14 @@ def _codex(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "--dangerously-bypass-approvals-and-sandbox",
     ]
     done = subprocess.run(
-        [*command, args[-1]], cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False
+        [*command, args[-1]],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,  # the CLI reads a piped stdin into the prompt
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done

@@ -49,7 +49,7 @@ def _settings(tmp_path: Path, *, compression: float | None = None) -> None:
 
 def _gemini(tmp_path: Path, server: FakeGemini, *args: str) -> subprocess.CompletedProcess[str]:
     exe = agent_or_skip("gemini")
-    work = tmp_path / "work"
+    work = tmp_path / "project"
     work.mkdir(exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -57,7 +57,6 @@ def _gemini(tmp_path: Path, server: FakeGemini, *args: str) -> subprocess.Comple
         "GEMINI_API_KEY": "fake-key",
         "GOOGLE_GEMINI_BASE_URL": server.url,
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "GEMINI_CLI_NO_RELAUNCH": "true",  # one node process, not a relaunched child: seconds less a run
         "NO_COLOR": "1",
     }
     done = subprocess.run(
@@ -65,6 +64,7 @@ def _gemini(tmp_path: Path, server: FakeGemini, *args: str) -> subprocess.Comple
         cwd=work,
         env=env,
         capture_output=True,
+        stdin=subprocess.DEVNULL,  # the CLI reads a piped stdin into the prompt
         text=True,
         timeout=120,
         check=False,
@@ -74,9 +74,12 @@ def _gemini(tmp_path: Path, server: FakeGemini, *args: str) -> subprocess.Comple
 
 
 def _chat(tmp_path: Path) -> Path:
+    """The session's chat. A resume started in a later minute than the session also leaves a stub: a new
+    file holding only the harness context (Gemini CLI 0.61 names files by the minute), not the chat."""
     found = sorted((tmp_path / "home" / ".gemini" / "tmp").rglob("session-*.jsonl"))
-    assert len(found) == 1, found
-    return found[0]
+    chats = [p for p in found if b'"type":"gemini"' in p.read_bytes()]
+    assert len(chats) == 1, found
+    return chats[0]
 
 
 def _failures(server: FakeGemini) -> int:

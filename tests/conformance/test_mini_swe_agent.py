@@ -60,6 +60,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[P
             [sys.executable, str(Path(__file__).with_name("run_mini.py")), json.dumps(jobs)],
             env=env,
             capture_output=True,
+            stdin=subprocess.DEVNULL,
             text=True,
             timeout=180,
             check=False,
