@@ -173,3 +173,33 @@ def test_a_recovered_codex_request_keeps_the_system_prompt() -> None:
     first = json.loads(done.stdout)["messages"][0]
     meta = json.loads(rollout.open().readline())["payload"]["base_instructions"]["text"]
     assert first["role"] == "system" and first["content"].startswith(meta[:200])
+
+
+def test_gemini_error_and_cancelled_statuses_are_failures(tmp_path: Path) -> None:
+    header = {"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"}
+    calls = [
+        {"id": f"c{k}", "name": "run_shell_command", "args": {"command": "make"}, "status": status}
+        for k, status in enumerate(("error", "cancelled", "success"))
+    ]
+    calls[0]["result"] = [
+        {"functionResponse": {"id": "c0", "name": "run_shell_command", "response": {"error": "x"}}}
+    ]
+    calls[2]["result"] = [
+        {"functionResponse": {"id": "c2", "name": "run_shell_command", "response": {"output": "ok"}}}
+    ]
+    records = [
+        header,
+        {"id": "u1", "timestamp": "t", "type": "user", "content": [{"text": "build it"}]},
+        {
+            "id": "g1",
+            "timestamp": "t",
+            "type": "gemini",
+            "content": "",
+            "model": "gemini-2.5-pro",
+            "toolCalls": calls,
+        },
+    ]
+    path = tmp_path / "session-2026-01-01T00-00-abcdef12.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    session = read_session(path)
+    assert [r.is_error for m in session.messages for r in m.tool_results] == [True, True, False]
