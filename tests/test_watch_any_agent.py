@@ -124,3 +124,26 @@ def test_the_default_is_the_latest_session_of_any_agent(tmp_path: Path) -> None:
         cli, ["watch", "--once", "--codex-home", str(other), "--gemini-dir", str(other)]
     )
     assert done.exit_code in (0, 3)  # this machine's own Claude Code sessions may be the latest
+
+
+def _chat_line(role: str, text: str, fill: int | None = None) -> bytes:
+    message: dict[str, object] = {"role": role, "content": text}
+    if fill is not None:
+        message["usage"] = {"prompt_tokens": fill, "completion_tokens": 5}
+    return (json.dumps(message) + "\n").encode()
+
+
+def test_a_jsonl_a_home_made_agent_appends_to_is_read_and_followed(tmp_path: Path) -> None:
+    target = tmp_path / "my-agent.jsonl"
+    target.write_bytes(_chat_line("user", "fix the parser") + _chat_line("assistant", "looking", 1200))
+    watch = open_watch(target)
+    assert watch.poll() == 2 and isinstance(watch, LogWatch) and watch.fill == 1200
+    with target.open("ab") as out:
+        out.write(_chat_line("assistant", "fixed", 2400) + b'{"role": "user", "cont')  # a line being written
+    assert watch.poll() == 1
+    assert (watch.turns, watch.fill, watch.peak) == (2, 2400, 2400)
+    assert "(openai-chat)" in render(watch)
+    done = CliRunner().invoke(cli, ["check", "--json", str(target)])
+    figures = json.loads(done.stdout)
+    assert figures["turns"] == 2 and figures["format"] == "openai-chat"
+    assert [w.split(": ", 1)[0].rsplit(":", 1)[-1] for w in figures["warnings"]] == ["4"]  # its own line
