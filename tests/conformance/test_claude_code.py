@@ -127,6 +127,8 @@ def test_cost_state_counts_every_request_the_server_answered(box: ClaudeBox, fak
         e.usage["cache_creation_input_tokens"] for e in served
     )
     assert model_usage["inputTokens"] == sum(e.usage["input_tokens"] for e in served)
+    report = check(box.transcript())
+    assert report["agent_cost_usd"] == round(float(states[-1]["totalCostUSD"]), 6)  # type: ignore[arg-type]
 
 
 def test_print_mode_compact_is_one_compaction(box: ClaudeBox, fake: FakeAnthropic) -> None:
