@@ -35,8 +35,10 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def box(tmp_path: Path, fake: FakeAnthropic) -> ClaudeBox:
-    return ClaudeBox(tmp_path, fake, agent_or_skip("claude"))
+def box(tmp_path: Path, fake: FakeAnthropic) -> Iterator[ClaudeBox]:
+    scratch = ClaudeBox(tmp_path, fake, agent_or_skip("claude"))
+    yield scratch
+    scratch.close()
 
 
 def check(path: Path) -> dict[str, Any]:
@@ -197,6 +199,38 @@ def test_a_failing_command_repeated_is_a_spiral(box: ClaudeBox, fake: FakeAnthro
     assert report["signals"]["same_mistake"]["fired"]
     assert report["healthy"] is False
     record(box, "failing")
+
+
+# ---------------------------------------------------------------- through ctxhealth proxy
+
+
+def test_through_the_proxy_in_observe_mode_the_run_is_the_same(tmp_path: Path) -> None:
+    """ANTHROPIC_BASE_URL at ``ctxhealth proxy --mode observe``: the same requests reach the model and the
+    same answers come back as without it; the proxy's reported fill is the server's."""
+    from proxy_process import ProxyProcess
+
+    cli = agent_or_skip("claude")
+    prompt = "BASH: echo hi x2"
+    with FakeAnthropic() as direct:
+        ClaudeBox(tmp_path / "direct", direct, cli).print_mode(prompt)
+    with FakeAnthropic() as fake:
+        proxy = ProxyProcess(fake.url, "--mode", "observe", home=tmp_path / "proxy-home")
+        try:
+            box = ClaudeBox(tmp_path / "proxied", fake, cli)
+            box.base_url = proxy.url
+            box.print_mode(prompt)
+            status = proxy.status()
+        finally:
+            proxy.stop()
+    assert [e.summary()["reply"] for e in fake.messages()] == [
+        e.summary()["reply"] for e in direct.messages()
+    ]
+    assert [e.kind for e in fake.messages()] == [e.kind for e in direct.messages()]
+    sessions: list[dict[str, Any]] = status["sessions"]  # type: ignore[assignment]
+    (session,) = sessions
+    assert session["requests"] == len(fake.messages())
+    assert session["reported_fill"] == fake.messages()[-1].fill
+    assert check(box.transcript())["turns"] == len(main_requests(fake))
 
 
 # ---------------------------------------------------------------- with ctxhealth installed
