@@ -312,3 +312,16 @@ def test_interactive_status_line_and_compact(box: ClaudeBox, fake: FakeAnthropic
     assert report["turns"] == 4
     assert len(report["compactions"]) == 1
     record(box, "interactive")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hooks: a sub-agent's PostToolUse(Failure) payloads (agent_id) count as the main session's calls",
+)
+def test_a_subagents_failures_are_not_the_main_sessions(box: ClaudeBox, fake: FakeAnthropic) -> None:
+    """Three failures inside a sub-agent, then one in the main thread: the main thread is not spiralling."""
+    box.install_ctxhealth()
+    box.print_mode("AGENT: SUB false x3")
+    assert len(fake.messages("subagent")) == 4
+    box.print_mode("BASH: false x1", "--continue")
+    assert not any("Failure spiral" in note for note in injected(main_requests(fake)[-1]))
