@@ -77,6 +77,19 @@ def test_subagent_meta_json_is_not_read_as_a_transcript(capsys: pytest.CaptureFi
     assert report["warnings"] == []
 
 
+def test_ctxhealths_own_notes_are_recognised(capsys: pytest.CaptureFixture[str]) -> None:
+    """``hook_additional_context`` attachments: what the hooks injected, ctxhealth's notes among them."""
+    session = parse((FIXTURES / "interactive.jsonl").read_bytes(), "x")
+    events = [(c.event, c.text.split(".")[0]) for c in session.injected_context]
+    assert events == [
+        ("PostToolUseFailure", "[ctxhealth] Failure spiral: tool calls keep failing"),
+        ("SessionStart", "[ctxhealth] Context was compacted"),
+    ]
+    report = check_json(FIXTURES / "interactive.jsonl", capsys)
+    assert report["injected_context"] == {"notes": 2, "ctxhealth": 2}
+    assert "injected_context" not in check_json(FIXTURES / "print.jsonl", capsys)
+
+
 def cost_state(name: str) -> dict[str, Any]:
     lines = [json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text("utf-8").splitlines()]
     states = [line for line in lines if line.get("type") == "cost-state"]

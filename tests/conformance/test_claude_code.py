@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 
+from ctxhealth.sources.claude_code.session import parse
+
 from .agents import agent_or_skip, agent_version
-from .claude_harness import ClaudeBox, TmuxClaude, ctxhealth, hooks_fired, injected, lines
+from .claude_harness import CTXHEALTH_NOTE, ClaudeBox, TmuxClaude, ctxhealth, hooks_fired, injected, lines
 from .fake_anthropic import Exchange, FakeAnthropic
 
 pytestmark = pytest.mark.conformance
@@ -250,6 +252,11 @@ def test_installed_hooks_fire_and_their_notes_reach_the_model(box: ClaudeBox, fa
     notes = [injected(e) for e in main]
     assert not any(notes[:3])
     assert any("Failure spiral" in n for n in notes[3])
+    # the reader recognises ctxhealth's own notes in the transcript: the ones the model was sent
+    session = parse(box.transcript().read_bytes(), str(box.transcript()))
+    logged = {note[0] for c in session.injected_context for note in CTXHEALTH_NOTE.finditer(c.text)}
+    assert logged == {n for request in notes for n in request}
+    assert {c.event for c in session.injected_context} == {"PostToolUseFailure"}
 
 
 def test_precompact_checkpoint_is_reinjected_after_compact(box: ClaudeBox, fake: FakeAnthropic) -> None:

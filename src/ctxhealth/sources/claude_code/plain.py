@@ -11,11 +11,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["_MESSAGE_KINDS", "PlainCacheCreation", "PlainCompactMeta", "PlainMsg", "PlainNode", "PlainUsage"]
+__all__ = [
+    "_MESSAGE_KINDS",
+    "PlainAttachment",
+    "PlainCacheCreation",
+    "PlainCompactMeta",
+    "PlainMsg",
+    "PlainNode",
+    "PlainUsage",
+]
 
 _MESSAGE_KINDS = ("user", "assistant")
 
 if TYPE_CHECKING:
+    from ctxhealth.sources.claude_code.schema import _Attachment as PlainAttachment
     from ctxhealth.sources.claude_code.schema import _CacheCreation as PlainCacheCreation
     from ctxhealth.sources.claude_code.schema import _CompactMeta as PlainCompactMeta
     from ctxhealth.sources.claude_code.schema import _Msg as PlainMsg
@@ -85,8 +94,19 @@ else:
             self.postTokens = postTokens
             self.cumulativeDroppedTokens = cumulativeDroppedTokens
 
+    class PlainAttachment:
+        __slots__ = ("content", "hookEvent", "type")
+
+        def __init__(
+            self, type: str | None = None, hookEvent: str | None = None, content: Any = None
+        ) -> None:
+            self.type = type
+            self.hookEvent = hookEvent
+            self.content = content
+
     class PlainNode:
         __slots__ = (
+            "attachment",
             "compactMetadata",
             "isCompactSummary",
             "isSidechain",
@@ -116,6 +136,7 @@ else:
             compactMetadata: PlainCompactMeta | None = None,
             logicalParentUuid: str | None = None,
             totalCostUSD: float | None = None,
+            attachment: PlainAttachment | None = None,
             line: int = 0,
         ) -> None:
             self.type = type
@@ -130,4 +151,5 @@ else:
             self.compactMetadata = compactMetadata
             self.logicalParentUuid = logicalParentUuid
             self.totalCostUSD = totalCostUSD
+            self.attachment = attachment
             self.line = line

@@ -24,6 +24,7 @@ from typing import Any
 from ctxhealth.sources.anthropic_messages import count_tokens
 from ctxhealth.sources.claude_code.plain import (
     _MESSAGE_KINDS,
+    PlainAttachment,
     PlainCacheCreation,
     PlainCompactMeta,
     PlainMsg,
@@ -101,8 +102,15 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
         ),
         logicalParentUuid=get_str(obj, "logicalParentUuid"),
         totalCostUSD=_cost(obj.get("totalCostUSD")),
+        attachment=_attachment(obj.get("attachment")),
         line=line,
     )
+
+
+def _attachment(value: Any) -> PlainAttachment | None:
+    if not isinstance(value, dict):
+        return None
+    return PlainAttachment(get_str(value, "type"), get_str(value, "hookEvent"), value.get("content"))
 
 
 def _cost(value: Any) -> float | None:

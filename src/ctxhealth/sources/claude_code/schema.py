@@ -113,6 +113,12 @@ class _CompactMeta(msgspec.Struct, gc=False):
     cumulativeDroppedTokens: _Int | None = None
 
 
+class _Attachment(msgspec.Struct, gc=False):
+    type: str | None = None
+    hookEvent: str | None = None
+    content: Any = None
+
+
 class _Node(msgspec.Struct, gc=False):
     """One line of the transcript, with its tree links (both decoding paths build this)."""
 
@@ -128,6 +134,7 @@ class _Node(msgspec.Struct, gc=False):
     compactMetadata: _CompactMeta | None = None
     logicalParentUuid: str | None = None
     totalCostUSD: float | None = None  # cost-state lines (2.1): Claude Code's own running total
+    attachment: _Attachment | None = None  # attachment lines (2.1); only hook context is read
     # Set after decoding: the 1-based line number (see ``_Msg.blocks`` for the name).
     line: int = msgspec.field(default=0, name="(ctxhealth line)")
 
