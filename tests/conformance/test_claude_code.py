@@ -338,8 +338,8 @@ def test_a_subagents_failures_are_not_the_main_sessions(box: ClaudeBox, fake: Fa
 
 @pytest.mark.xfail(
     strict=True,
-    reason="hooks: in print mode SessionStart(compact) reads the transcript before 2.1 writes the compaction, "
-    "so the hooks' fill stays at the prompt before it (PostCompact / compact_summary come later)",
+    reason="hooks: in print mode SessionStart(compact) reads the transcript before 2.1 writes the compaction,"
+    " so the hooks' fill stays at the prompt before it (PostCompact / compact_summary come later)",
 )
 def test_right_after_compact_the_hooks_fill_is_what_the_compaction_left(
     box: ClaudeBox, fake: FakeAnthropic
