@@ -38,7 +38,9 @@ def check_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]
 
 
 def test_there_are_fixtures() -> None:
-    assert {"print", "continue", "compact", "compact-after-hook", "subagent", "failing"} <= set(NAMES)
+    assert {"print", "continue", "compact", "compact-after-hook", "subagent", "failing", "thinking"} <= set(
+        NAMES
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -88,6 +90,13 @@ def test_ctxhealths_own_notes_are_recognised(capsys: pytest.CaptureFixture[str])
     report = check_json(FIXTURES / "interactive.jsonl", capsys)
     assert report["injected_context"] == {"notes": 2, "ctxhealth": 2}
     assert "injected_context" not in check_json(FIXTURES / "print.jsonl", capsys)
+
+
+def test_thinking_tokens_are_the_reasoning_tokens() -> None:
+    session = parse((FIXTURES / "thinking.jsonl").read_bytes(), "x")
+    reasoning = [m.usage.reasoning_tokens for m in session.messages if m.usage is not None]
+    assert reasoning == [r["usage"]["thinking_tokens"] for r in truth("thinking") if r["kind"] == "main"]
+    assert any(reasoning)
 
 
 def cost_state(name: str) -> dict[str, Any]:

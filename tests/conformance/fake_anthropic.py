@@ -227,6 +227,12 @@ class PromptCache:
         }
 
 
+def thinking_tokens(reply: Reply) -> int:
+    """The part of the output that is thinking (reported as ``output_tokens_details.thinking_tokens``)."""
+    chars = sum(len(b.thinking) for b in reply.blocks if isinstance(b, Thinking))
+    return math.ceil(chars / 4)
+
+
 def output_tokens(reply: Reply) -> int:
     chars = 0
     for block in reply.blocks:
@@ -418,6 +424,7 @@ class _Handler(BaseHTTPRequestHandler):
         reply = fake.scenario(body, headers)
         usage = fake.cache.usage(body)
         usage["output_tokens"] = output_tokens(reply)
+        usage["thinking_tokens"] = thinking_tokens(reply)
         exchange = fake.record(path, headers, body, kind, usage, reply)
         message_id = f"msg_fake{exchange.index:04d}"
         for n, block in enumerate(reply.blocks):
@@ -463,6 +470,7 @@ def _usage_json(usage: JSON, output: int) -> JSON:
             "ephemeral_1h_input_tokens": 0,
         },
         "output_tokens": output,
+        "output_tokens_details": {"thinking_tokens": usage.get("thinking_tokens", 0)},
         "service_tier": "standard",
     }
 
@@ -521,6 +529,7 @@ def sse_events(body: JSON, reply: Reply, usage: JSON, message_id: str) -> Iterat
         key: usage[key] for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     }
     final["output_tokens"] = usage["output_tokens"]
+    final["output_tokens_details"] = {"thinking_tokens": usage.get("thinking_tokens", 0)}
     delta = {"stop_reason": reply.stop(), "stop_sequence": None}
     yield "message_delta", {"type": "message_delta", "delta": delta, "usage": final}
     yield "message_stop", {"type": "message_stop"}

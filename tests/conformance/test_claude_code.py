@@ -95,6 +95,16 @@ def test_print_mode_turns_and_fill_match_the_server(box: ClaudeBox, fake: FakeAn
     record(box, "print")
 
 
+def test_thinking_is_read_as_reasoning_tokens(box: ClaudeBox, fake: FakeAnthropic) -> None:
+    box.print_mode("THINK then BASH: echo hi x1")
+    main = main_requests(fake)
+    assert any(e.usage["thinking_tokens"] for e in main)
+    session = parse(box.transcript().read_bytes(), str(box.transcript()))
+    reasoning = [m.usage.reasoning_tokens for m in session.messages if m.usage is not None]
+    assert reasoning == [e.usage["thinking_tokens"] for e in main]
+    record(box, "thinking")
+
+
 def test_the_cli_sends_its_session_header_and_the_transcript_is_named_after_it(
     box: ClaudeBox, fake: FakeAnthropic
 ) -> None:
