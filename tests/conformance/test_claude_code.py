@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+from ctxhealth.accounting.cost import usage_cost
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.model import Usage
 from ctxhealth.sources.claude_code.session import parse
 
 from .agents import agent_or_skip, agent_version
@@ -370,3 +373,37 @@ def test_right_after_compact_the_hooks_fill_is_what_the_compaction_left(
     assert said is not None, doctor.stdout
     # the hooks last read the transcript at SessionStart(compact), before the /compact command's own lines
     assert int(said[1].replace(",", "")) == pytest.approx(report["fill"]["current"], rel=0.05)
+
+
+def test_cost_ours_is_the_transcripts_and_claude_codes_adds_the_compaction(
+    box: ClaudeBox, fake: FakeAnthropic
+) -> None:
+    """With a model both price tables know: ours is the cost of the requests the transcript keeps, Claude
+    Code's own total (cost-state) is the cost of every request the server answered; the gap is the
+    compaction's request."""
+    model = ("--model", "claude-sonnet-4-5")
+    box.print_mode("hello PAD: 4000", *model)
+    box.print_mode("/compact", "--continue", *model)
+    box.print_mode("after", "--continue", *model)
+    registry = ModelRegistry.default()
+    prices = registry.lookup("claude-sonnet-4-5").prices
+    assert prices is not None
+
+    def cost(exchanges: list[Exchange]) -> float:
+        total = 0.0
+        for e in exchanges:
+            u = e.usage
+            usage = Usage(
+                u["input_tokens"],
+                u["output_tokens"],
+                u["cache_creation_input_tokens"],
+                u["cache_read_input_tokens"],
+            )
+            total += usage_cost(usage, prices)
+        return total
+
+    report = check(box.transcript())
+    assert report["cost_usd"] == pytest.approx(cost(main_requests(fake)), abs=1e-6)
+    assert report["agent_cost_usd"] == pytest.approx(cost(fake.messages()), rel=1e-3)
+    assert report["cost_not_in_transcript_usd"] == pytest.approx(cost(fake.messages("compact")), rel=1e-2)
+    record(box, "cost")
