@@ -28,6 +28,7 @@ import json
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -66,6 +67,7 @@ Block = Text | Thinking | ToolUse
 class Reply:
     blocks: list[Block]
     stop_reason: str = ""
+    delay: float = 0.0  # seconds before the answer starts (a slow model, to type while it works)
 
     def stop(self) -> str:
         if self.stop_reason:
@@ -270,8 +272,8 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
 
     ``BASH: <command> xN`` runs the command with the Bash tool N times (one call per response), then
     answers ``DONE``. ``AGENT: <prompt>`` starts a sub-agent (the Agent tool) once. ``PAD: N`` makes the
-    answer N characters long (grows the transcript). ``THINK`` adds a thinking block. Anything else: a short
-    answer echoing the prompt. A sub-agent runs ``SUB <command> xN`` from its prompt, else ``echo sub`` once.
+    answer N characters long (grows the transcript). ``THINK`` adds a thinking block. ``SLOW: S`` waits S
+    seconds before answering (to type while the model works). Else a short answer echoing the prompt. A sub-agent runs ``SUB <command> xN`` from its prompt, else ``echo sub`` once.
     """
     kind = request_kind(body, headers)
     if kind == "compact":
@@ -311,6 +313,7 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
             )
         )
         return Reply(blocks)
+    slow = re.search(r"SLOW: (\d+)", prompt)
     pad = re.search(r"PAD: (\d+)", prompt)
     words = " ".join(prompt.split()[:6])
     text = f"DONE. Answer to: {words}"
@@ -318,7 +321,7 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
         filler = "lorem ipsum dolor sit amet "
         text += "\n" + (filler * (int(pad.group(1)) // len(filler) + 1))[: int(pad.group(1))]
     blocks.append(Text(text))
-    return Reply(blocks)
+    return Reply(blocks, delay=float(slow.group(1)) if slow and since == 0 else 0.0)
 
 
 # ---------------------------------------------------------------- the log
@@ -422,6 +425,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         kind = request_kind(body, headers)
         reply = fake.scenario(body, headers)
+        if reply.delay:
+            time.sleep(reply.delay)
         usage = fake.cache.usage(body)
         usage["output_tokens"] = output_tokens(reply)
         usage["thinking_tokens"] = thinking_tokens(reply)
