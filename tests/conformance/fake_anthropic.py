@@ -273,7 +273,8 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
     ``BASH: <command> xN`` runs the command with the Bash tool N times (one call per response), then
     answers ``DONE``. ``AGENT: <prompt>`` starts a sub-agent (the Agent tool) once. ``PAD: N`` makes the
     answer N characters long (grows the transcript). ``THINK`` adds a thinking block. ``SLOW: S`` waits S
-    seconds before answering (to type while the model works). Else a short answer echoing the prompt. A sub-agent runs ``SUB <command> xN`` from its prompt, else ``echo sub`` once.
+    seconds before answering (to type while the model works). Else a short answer echoing the prompt.
+    A sub-agent runs ``SUB <command> xN`` from its prompt, else ``echo sub`` once.
     """
     kind = request_kind(body, headers)
     if kind == "compact":
