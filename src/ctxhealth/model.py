@@ -170,6 +170,17 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class InjectedContext:
+    """Context a hook added to the conversation, as the agent logged it (Claude Code 2.1
+    ``hook_additional_context`` attachments): the line, the hook event, the text the model read.
+    ctxhealth's own notes start with ``[ctxhealth]``."""
+
+    line: int
+    event: str | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReadWarning:
     """A problem a lenient reader stepped over: ``path:line: reason``."""
 
@@ -196,7 +207,8 @@ class Session:
     success), ``task_id`` the task the run attempted when the log names it (evaluation runs:
     repeated trials of one task share it). ``agent_cost_usd`` is the agent's own running total
     of the session's cost when the log records one (Claude Code 2.1 ``cost-state`` lines): it
-    includes requests no transcript keeps, such as a compaction's.
+    includes requests no transcript keeps, such as a compaction's. ``injected_context`` is what
+    hooks added to the main thread (in file order), when the log records it.
     """
 
     path: str
@@ -212,6 +224,7 @@ class Session:
     task_id: str | None = None
     agent_cost_usd: float | None = None
     cwd: str | None = None
+    injected_context: tuple[InjectedContext, ...] = ()
 
     @property
     def instruction(self) -> str:

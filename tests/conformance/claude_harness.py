@@ -10,13 +10,16 @@ scratch ``~/.claude/projects``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,6 +49,7 @@ class ClaudeBox:
     def __init__(self, root: Path, server: FakeAnthropic, cli: Path | None = None) -> None:
         self.cli = cli if cli is not None else agent_or_skip("claude")
         self.server = server
+        self.base_url = server.url  # what ANTHROPIC_BASE_URL points at (e.g. a ctxhealth proxy in front)
         self.home = root / "home"
         self.project = root / "project"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -84,7 +88,7 @@ class ClaudeBox:
             "LANG": "C.UTF-8",
             "TERM": "xterm-256color",
             "SHELL": "/bin/bash",
-            "ANTHROPIC_BASE_URL": self.server.url,
+            "ANTHROPIC_BASE_URL": self.base_url,
             "ANTHROPIC_API_KEY": FAKE_KEY,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
@@ -133,6 +137,18 @@ class ClaudeBox:
             ["install", "claude-code", "--apply"], env=self.env({"CTXHEALTH_HOME": str(self.ctxhealth_home)})
         )
         assert done.returncode == 0, done.stderr
+
+    def close(self) -> None:
+        """Stop the per-turn helper the installed hooks started for this HOME (it would idle for minutes)."""
+        pid_file = self.ctxhealth_home / "claude-code" / "helper.pid"
+        try:
+            pid = int(pid_file.read_text("utf-8").strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            return
+        if "ctxhealth.cli.helper" in cmdline and str(self.ctxhealth_home) in cmdline:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
 
     @property
     def ctxhealth_home(self) -> Path:
@@ -218,12 +234,16 @@ class TmuxClaude:
                 pytest.fail(f"{reason}; {REQUIRE_ENV}=require")
             pytest.skip(reason)
         self.box = box
-        self.socket = str(box.home / "tmux.sock")
+        # a short socket path (a unix socket's path is limited to about 100 bytes)
+        self._socket_dir = tempfile.mkdtemp(prefix="cc-tmux-")
+        self.socket = os.path.join(self._socket_dir, "s")
         debug = box.home / f"debug-{len(list(box.home.glob('debug-*.log')))}.log"
+        self.debug = debug
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in box.env().items())
         argv = " ".join(shlex.quote(a) for a in [str(box.cli), *args, "--debug-file", str(debug)])
         command = f"cd {shlex.quote(str(box.project))} && exec env -i {env} {argv}"
         self._tmux("new-session", "-d", "-x", str(width), "-y", str(height), command)
+        self._tmux("set-option", "-t", "0", "remain-on-exit", "on")  # a CLI that exits leaves its screen
 
     def _tmux(self, *args: str) -> str:
         assert self.tmux is not None
@@ -235,7 +255,7 @@ class TmuxClaude:
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p")
 
-    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 30, what: str = "") -> str:
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 60, what: str = "") -> str:
         """The screen once ``predicate(screen)`` holds; fails the test with the screen after ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
@@ -243,7 +263,10 @@ class TmuxClaude:
             if predicate(screen):
                 return screen
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what or predicate}:\n{screen}")
+                log = self.debug.read_text("utf-8", errors="replace")[-3000:] if self.debug.exists() else ""
+                raise AssertionError(
+                    f"timed out waiting for {what or predicate}:\n{screen}\n--- debug log:\n{log}"
+                )
             time.sleep(0.2)
 
     def type(self, text: str) -> None:
@@ -254,6 +277,7 @@ class TmuxClaude:
 
     def close(self) -> None:
         self._tmux("kill-server")
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     def __enter__(self) -> TmuxClaude:
         return self

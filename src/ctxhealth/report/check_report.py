@@ -52,9 +52,10 @@ def build_check_report(
     tool_errors, cost_usd, sidechains, warnings, healthy``, ``outcome`` and ``task_id`` when the log
     records them (evaluation runs); ``agent_cost_usd`` (the agent's own running total, Claude Code
     2.1 ``cost-state``) and ``cost_not_in_transcript_usd`` (it minus ``cost_usd``: requests no
-    transcript keeps, such as compactions) when the log has it; ``fill.current_source`` and a
-    compaction's ``post_source`` when the current fill is what a compaction left (no response
-    since) (+ whatever ``assessment`` adds,
+    transcript keeps, such as compactions) when the log has it; ``injected_context {notes,
+    ctxhealth}`` (hook context the agent logged, and how much is ctxhealth's own) when there is
+    any; ``fill.current_source`` and a compaction's ``post_source`` when the current fill is what a
+    compaction left (no response since) (+ whatever ``assessment`` adds,
     e.g. ``zone, pressure, risk, action, reasons, signals``). Percentages are of ``window``.
     """
     window = account.window
@@ -92,6 +93,9 @@ def build_check_report(
         report["agent_cost_usd"] = round(session.agent_cost_usd, 6)
         if account.cost_usd is not None:
             report["cost_not_in_transcript_usd"] = round(session.agent_cost_usd - account.cost_usd, 6)
+    if session.injected_context:
+        ours = sum(c.text.startswith("[ctxhealth]") for c in session.injected_context)
+        report["injected_context"] = {"notes": len(session.injected_context), "ctxhealth": ours}
     if session.outcome is not None:
         report["outcome"] = session.outcome
     if session.task_id is not None:

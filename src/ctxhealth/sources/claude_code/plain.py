@@ -11,15 +11,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["_MESSAGE_KINDS", "PlainCacheCreation", "PlainCompactMeta", "PlainMsg", "PlainNode", "PlainUsage"]
+__all__ = [
+    "_MESSAGE_KINDS",
+    "PlainAttachment",
+    "PlainCacheCreation",
+    "PlainCompactMeta",
+    "PlainMsg",
+    "PlainNode",
+    "PlainOutputDetails",
+    "PlainUsage",
+]
 
 _MESSAGE_KINDS = ("user", "assistant")
 
 if TYPE_CHECKING:
+    from ctxhealth.sources.claude_code.schema import _Attachment as PlainAttachment
     from ctxhealth.sources.claude_code.schema import _CacheCreation as PlainCacheCreation
     from ctxhealth.sources.claude_code.schema import _CompactMeta as PlainCompactMeta
     from ctxhealth.sources.claude_code.schema import _Msg as PlainMsg
     from ctxhealth.sources.claude_code.schema import _Node as PlainNode
+    from ctxhealth.sources.claude_code.schema import _OutputDetails as PlainOutputDetails
     from ctxhealth.sources.claude_code.schema import _Usage as PlainUsage
 else:
 
@@ -30,6 +41,12 @@ else:
             self.ephemeral_5m_input_tokens = ephemeral_5m_input_tokens
             self.ephemeral_1h_input_tokens = ephemeral_1h_input_tokens
 
+    class PlainOutputDetails:
+        __slots__ = ("thinking_tokens",)
+
+        def __init__(self, thinking_tokens: int = 0) -> None:
+            self.thinking_tokens = thinking_tokens
+
     class PlainUsage:
         __slots__ = (
             "cache_creation",
@@ -37,6 +54,7 @@ else:
             "cache_read_input_tokens",
             "input_tokens",
             "output_tokens",
+            "output_tokens_details",
         )
 
         def __init__(
@@ -46,7 +64,9 @@ else:
             cache_creation_input_tokens: int = 0,
             cache_read_input_tokens: int = 0,
             cache_creation: PlainCacheCreation | None = None,
+            output_tokens_details: PlainOutputDetails | None = None,
         ) -> None:
+            self.output_tokens_details = output_tokens_details
             self.input_tokens = input_tokens
             self.output_tokens = output_tokens
             self.cache_creation_input_tokens = cache_creation_input_tokens
@@ -85,8 +105,19 @@ else:
             self.postTokens = postTokens
             self.cumulativeDroppedTokens = cumulativeDroppedTokens
 
+    class PlainAttachment:
+        __slots__ = ("content", "hookEvent", "type")
+
+        def __init__(
+            self, type: str | None = None, hookEvent: str | None = None, content: Any = None
+        ) -> None:
+            self.type = type
+            self.hookEvent = hookEvent
+            self.content = content
+
     class PlainNode:
         __slots__ = (
+            "attachment",
             "compactMetadata",
             "isCompactSummary",
             "isSidechain",
@@ -116,6 +147,7 @@ else:
             compactMetadata: PlainCompactMeta | None = None,
             logicalParentUuid: str | None = None,
             totalCostUSD: float | None = None,
+            attachment: PlainAttachment | None = None,
             line: int = 0,
         ) -> None:
             self.type = type
@@ -130,4 +162,5 @@ else:
             self.compactMetadata = compactMetadata
             self.logicalParentUuid = logicalParentUuid
             self.totalCostUSD = totalCostUSD
+            self.attachment = attachment
             self.line = line

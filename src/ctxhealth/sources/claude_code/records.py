@@ -24,10 +24,12 @@ from typing import Any
 from ctxhealth.sources.anthropic_messages import count_tokens
 from ctxhealth.sources.claude_code.plain import (
     _MESSAGE_KINDS,
+    PlainAttachment,
     PlainCacheCreation,
     PlainCompactMeta,
     PlainMsg,
     PlainNode,
+    PlainOutputDetails,
     PlainUsage,
 )
 from ctxhealth.sources.lines import (
@@ -101,8 +103,15 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
         ),
         logicalParentUuid=get_str(obj, "logicalParentUuid"),
         totalCostUSD=_cost(obj.get("totalCostUSD")),
+        attachment=_attachment(obj.get("attachment")),
         line=line,
     )
+
+
+def _attachment(value: Any) -> PlainAttachment | None:
+    if not isinstance(value, dict):
+        return None
+    return PlainAttachment(get_str(value, "type"), get_str(value, "hookEvent"), value.get("content"))
 
 
 def _cost(value: Any) -> float | None:
@@ -115,6 +124,7 @@ def _cost(value: Any) -> float | None:
 def _lenient_message(raw: dict[str, Any], problems: list[str] | None = None) -> PlainMsg:
     usage = raw.get("usage")
     split = get_dict(usage, "cache_creation") if isinstance(usage, dict) else None
+    details = get_dict(usage, "output_tokens_details") if isinstance(usage, dict) else None
     return PlainMsg(
         content=raw.get("content"),
         id=get_str(raw, "id"),
@@ -132,6 +142,9 @@ def _lenient_message(raw: dict[str, Any], problems: list[str] | None = None) -> 
                 count_tokens(split, "ephemeral_5m_input_tokens", problems),
                 count_tokens(split, "ephemeral_1h_input_tokens", problems),
             ),
+            None
+            if details is None
+            else PlainOutputDetails(count_tokens(details, "thinking_tokens", problems)),
         ),
     )
 

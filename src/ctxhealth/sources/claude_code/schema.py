@@ -31,12 +31,19 @@ class _CacheCreation(msgspec.Struct, gc=False):
     ephemeral_1h_input_tokens: _Count = 0
 
 
+class _OutputDetails(msgspec.Struct, gc=False):
+    """``usage.output_tokens_details`` (2.1): the thinking part of ``output_tokens``."""
+
+    thinking_tokens: _Count = 0
+
+
 class _Usage(msgspec.Struct, gc=False):
     input_tokens: _Count = 0
     output_tokens: _Count = 0
     cache_creation_input_tokens: _Count = 0
     cache_read_input_tokens: _Count = 0
     cache_creation: _CacheCreation | None = None
+    output_tokens_details: _OutputDetails | None = None
 
 
 class _Text(msgspec.Struct, tag="text", gc=False):
@@ -113,6 +120,12 @@ class _CompactMeta(msgspec.Struct, gc=False):
     cumulativeDroppedTokens: _Int | None = None
 
 
+class _Attachment(msgspec.Struct, gc=False):
+    type: str | None = None
+    hookEvent: str | None = None
+    content: Any = None
+
+
 class _Node(msgspec.Struct, gc=False):
     """One line of the transcript, with its tree links (both decoding paths build this)."""
 
@@ -128,6 +141,7 @@ class _Node(msgspec.Struct, gc=False):
     compactMetadata: _CompactMeta | None = None
     logicalParentUuid: str | None = None
     totalCostUSD: float | None = None  # cost-state lines (2.1): Claude Code's own running total
+    attachment: _Attachment | None = None  # attachment lines (2.1); only hook context is read
     # Set after decoding: the 1-based line number (see ``_Msg.blocks`` for the name).
     line: int = msgspec.field(default=0, name="(ctxhealth line)")
 
