@@ -29,8 +29,12 @@ def test_profile_gate_cli_and_fallback_share_the_pressure_gates() -> None:
     g = Thresholds()
     assert (g.warning, g.compress, g.critical) == GATES
     assert Thresholds.from_profile(p) == g
+    # the command has no gates of its own: with no flag it takes the configured profile's
     cli_defaults = {o.name: o.default for o in checkpoint_state_cmd.params}
-    assert (cli_defaults["warning"], cli_defaults["compress"], cli_defaults["critical"]) == GATES
+    assert (cli_defaults["warning"], cli_defaults["compress"], cli_defaults["critical"]) == (None, None, None)
+    from ctxhealth.cli.state import _gate_thresholds
+
+    assert _gate_thresholds(None, None, None) == g
     fb = assess._FALLBACK
     assert (fb["pressure_warning"], fb["pressure_compress"], fb["pressure_critical"]) == GATES
 

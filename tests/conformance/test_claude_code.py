@@ -214,7 +214,9 @@ def test_a_failing_command_repeated_is_a_spiral(box: ClaudeBox, fake: FakeAnthro
     report = check(box.transcript())
     assert report["tool_calls"] == 4
     assert report["tool_errors"] == 4
-    assert report["signals"]["same_mistake"]["fired"]
+    # `false` prints nothing: no error line, so no "same mistake" signature; the spiral is the failures'
+    assert not report["signals"]["same_mistake"]["fired"]
+    assert report["signals"]["consecutive_failures"]["fired"]
     assert report["healthy"] is False
     record(box, "failing")
 
