@@ -189,3 +189,17 @@ def test_reading_follows_the_hosts_window_and_failure_rate() -> None:
         counters.record_tool(f"t{i}", "Bash", f"Bash:{i}", failed)
     reading = read_counters(counters)
     assert reading.spiral and "3 of the last 5" in reading.spiral_reason
+
+
+def test_status_payload_2_1_fields(tmp_path: Path) -> None:
+    # Claude Code 2.1 states the session's summed input and whether the prompt is past 200K (priced
+    # at the long-context rate): both are read, and the second is shown.
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    doc = json.loads(_payload("claude-statusline-current.json", transcript))
+    doc["context_window"]["total_input_tokens"] = 912_345
+    doc["exceeds_200k_tokens"] = True
+    parsed = parse_status_payload(json.dumps(doc)).context_window
+    assert parsed is not None and parsed.total_input_tokens == 912_345 and parsed.exceeds_200k
+    assert "200K+" in render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
+    doc["exceeds_200k_tokens"] = False
+    assert "200K+" not in render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)

@@ -1,14 +1,19 @@
 """The Claude Code hooks: one handler per event, and the fail-open entry point :func:`run_hook`.
 
 * PreCompact: write a checkpoint (JSON + markdown) and the pre-compaction snapshot for the session.
-* SessionStart (source ``compact`` / ``resume``): give the agent the checkpoint and its original request
-  back as ``additionalContext`` (re-anchoring it after compaction).
+* SessionStart (source ``compact``): give the agent the checkpoint and its original request back as
+  ``additionalContext`` (re-anchoring it after compaction). On ``resume`` / ``fork`` the conversation
+  is intact: nothing is given back; only when the payload says the prompt cache has likely expired,
+  what the resume's first request costs (:func:`resume_notice`).
 * UserPromptSubmit: read the new tail (the session's monitor observes it, :mod:`.monitoring`) and
   take the monitor's decision; when it says warn / re-anchor / restart / halt, add that context,
-  once per episode (an episode ends at a compaction or a resume).
+  once per episode (an episode ends at a compaction).
 * PostToolUse / PostToolUseFailure: count the call from the payload alone (no transcript read); on a
-  failure spiral or a doom loop (the same call three times) tell the agent, once per episode.
-* Stop / SessionEnd: read the new tail and record the final assessment and decision in the ledger.
+  failure spiral or a doom loop (the same call three times) tell the agent, once per episode. A call
+  made inside a sub-agent (the payload has ``agent_id``) is not the main session's: not counted.
+* PostCompact / SubagentStop: recorded (PostCompact reads the tail that now holds the compaction).
+* Stop / SessionEnd: read the new tail (waiting briefly for the payload's ``last_assistant_message``
+  when Stop fired before that line was written) and record the final assessment in the ledger.
 
 Each handler reads only the transcript bytes after the cached offset. The counters live in a fast
 cache file (:mod:`.tailstate`); the ledger is opened only when something worth keeping happened, and
@@ -50,7 +55,15 @@ if TYPE_CHECKING:
     from ctxhealth.integrations.claude_code.checkpointing import CheckpointOutcome
     from ctxhealth.state.ledger import Ledger
 
-__all__ = ["HookResult", "Notice", "handle_hook", "reanchor_after_compaction", "run_hook", "session_root"]
+__all__ = [
+    "HookResult",
+    "Notice",
+    "handle_hook",
+    "reanchor_after_compaction",
+    "resume_notice",
+    "run_hook",
+    "session_root",
+]
 
 
 class HookResult:
@@ -229,6 +242,8 @@ def _summary(payload: HookPayload) -> str:
         parts.append(f"trigger={payload.trigger.value}")
     if payload.source is not None:
         parts.append(f"source={payload.source.value}")
+    if payload.reason:
+        parts.append(f"reason={payload.reason}")
     return " ".join(parts)
 
 
@@ -301,16 +316,17 @@ def reanchor_after_compaction(counters: SessionCounters) -> str:
 
 def _session_start(call: _Call) -> str:
     home, payload, counters = call.home, call.payload, call.counters
-    if payload.source not in (SessionSource.COMPACT, SessionSource.RESUME):
+    if payload.source in (SessionSource.RESUME, SessionSource.FORK):
+        return _resumed(call)
+    if payload.source is not SessionSource.COMPACT:
         counters.queue_event(HookEvent.SESSION_START.value, _summary(payload))
         return ""
     counters.episodes += 1
     if not counters.checkpoint_pending:
-        # No PreCompact checkpoint for this compaction (some compaction paths skip PreCompact), or a
-        # resume: checkpoint what the transcript holds, up to the compaction that just happened.
+        # No PreCompact checkpoint for this compaction (some compaction paths skip PreCompact):
+        # checkpoint what the transcript holds, up to the compaction that just happened.
         counters.checkpoint_text = None
-        compact = payload.source is SessionSource.COMPACT
-        _checkpoint(call, None, snapshot=False, before_last_compaction=compact)
+        _checkpoint(call, None, snapshot=False, before_last_compaction=True)
     if call.time_left() > 0:
         _read_tail(counters)
     counters.checkpoint_pending = False
@@ -318,6 +334,35 @@ def _session_start(call: _Call) -> str:
     done = " reanchored" if context else " nothing-to-give-back"
     counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + done)
     _flush(home, counters)
+    return hook_output(HookEvent.SESSION_START, context=context)
+
+
+def resume_notice(payload: HookPayload) -> str:
+    """What a resumed session is told: nothing, unless the payload says the prompt cache has likely
+    expired, then what the first request re-sends uncached (and its cost when the payload states it).
+    The conversation is intact on a resume: there is nothing to give back."""
+    if not payload.cache_expired:
+        return ""
+    idle = f" after {payload.idle_seconds / 60:.0f} min" if payload.idle_seconds is not None else ""
+    size = f" {payload.resume_tokens:,} tokens of" if payload.resume_tokens else ""
+    cost = f" (about ${payload.resume_cache_usd:.2f})" if payload.resume_cache_usd is not None else ""
+    return (
+        f"[ctxhealth] Session resumed{idle}: the prompt cache has likely expired, so the next request "
+        f"re-sends{size} context uncached{cost}. Keep the next steps short, or start a fresh session "
+        "from a summary if this one is long."
+    )
+
+
+def _resumed(call: _Call) -> str:
+    """SessionStart on ``resume`` / ``fork``: the tail is read (the session goes on), no re-injection."""
+    payload, counters = call.payload, call.counters
+    if call.time_left() > 0:
+        _read_tail(counters)
+    context = resume_notice(payload)
+    done = " resume-cost" if context else " resumed"
+    counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + done)
+    if context:
+        _flush(call.home, counters)
     return hook_output(HookEvent.SESSION_START, context=context)
 
 
@@ -364,11 +409,15 @@ def _post_tool(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import read_counters
 
     home, payload, counters = call.home, call.payload, call.counters
+    event = payload.event or HookEvent.POST_TOOL_USE
+    if payload.agent_id:
+        # A sub-agent's call: its own transcript holds it, not the main session's counters.
+        counters.queue_event(event.value, _summary(payload) + f" subagent={payload.agent_type or '?'}")
+        return ""
     name = payload.tool_name or "?"
     signature = call_signature(name, payload.tool_input)
     counters.note_call(signature, *call_files(name, payload.tool_input))
     counted = counters.record_tool(payload.tool_use_id, name, signature, payload.failed)
-    event = payload.event or HookEvent.POST_TOOL_USE
     notices: list[str] = []
     if counted:
         reading = read_counters(counters)
@@ -384,11 +433,47 @@ def _post_tool(call: _Call) -> str:
     return hook_output(event, context=context)
 
 
+FLUSH_WAIT_SECONDS = 0.5
+"""How long Stop waits for the transcript to gain the last assistant message the payload names."""
+
+
+def _flushed(path: str, message: str) -> bool:
+    """Whether the transcript's last 64 KB hold the start of ``message`` (as JSON escapes it)."""
+    import json
+
+    probe = json.dumps(message.strip()[:48], ensure_ascii=False)[1:-1].encode("utf-8")
+    if not probe:
+        return True
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 65_536))
+            return probe in handle.read()
+    except OSError:
+        return True  # nothing to wait for
+
+
+def _read_final_tail(counters: SessionCounters, payload: HookPayload) -> None:
+    """Read the tail; Stop may fire before Claude Code wrote the last line, so when the payload's
+    ``last_assistant_message`` is not in the transcript yet, wait briefly for it and read again."""
+    import time
+
+    _read_tail(counters)
+    message = payload.last_assistant_message
+    if not message or _flushed(counters.path, message):
+        return
+    until = time.monotonic() + FLUSH_WAIT_SECONDS
+    while time.monotonic() < until:
+        time.sleep(0.02)
+        if _flushed(counters.path, message):
+            break
+    _read_tail(counters)
+
+
 def _stop(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import read_counters, verdict
 
     home, payload, counters = call.home, call.payload, call.counters
-    _read_tail(counters)
+    _read_final_tail(counters, payload)
     reading = read_counters(counters)
     decision = verdict(counters)
     counters.zone, counters.pressure = reading.zone.value, reading.pressure
@@ -442,6 +527,22 @@ def _stop(call: _Call) -> str:
     return ""
 
 
+def _post_compact(call: _Call) -> str:
+    """PostCompact: the transcript now holds the compaction; read it (the fill after it is the
+    reader's ``postTokens``). The re-injection comes with SessionStart(compact), which follows."""
+    payload, counters = call.payload, call.counters
+    _read_tail(counters)
+    size = f" summary={len(payload.compact_summary)}ch" if payload.compact_summary else ""
+    counters.queue_event(HookEvent.POST_COMPACT.value, _summary(payload) + size)
+    return ""
+
+
+def _subagent_stop(call: _Call) -> str:
+    """SubagentStop: recorded only (the sub-agent's transcript is its own, not the main session's)."""
+    call.counters.queue_event(HookEvent.SUBAGENT_STOP.value, _summary(call.payload))
+    return ""
+
+
 _HANDLERS = {
     HookEvent.PRE_COMPACT: _pre_compact,
     HookEvent.SESSION_START: _session_start,
@@ -450,6 +551,8 @@ _HANDLERS = {
     HookEvent.POST_TOOL_USE_FAILURE: _post_tool,
     HookEvent.STOP: _stop,
     HookEvent.SESSION_END: _stop,
+    HookEvent.POST_COMPACT: _post_compact,
+    HookEvent.SUBAGENT_STOP: _subagent_stop,
 }
 
 

@@ -52,6 +52,8 @@ class HookEvent(StrEnum):
     POST_TOOL_USE_FAILURE = "PostToolUseFailure"
     STOP = "Stop"
     SESSION_END = "SessionEnd"
+    POST_COMPACT = "PostCompact"
+    SUBAGENT_STOP = "SubagentStop"
 
 
 def find_event(name: str) -> HookEvent | None:
@@ -70,6 +72,7 @@ class SessionSource(StrEnum):
     RESUME = "resume"
     CLEAR = "clear"
     COMPACT = "compact"
+    FORK = "fork"
     UNKNOWN = "unknown"
 
 
@@ -187,11 +190,14 @@ class ContextWindow(_Value):
 
     ``used_tokens`` is input + cache creation + cache read of ``current_usage`` (the prompt size of the
     latest response), None when the payload has no ``current_usage`` (no response yet);
-    ``cache_read_tokens`` is the part of it read from the prompt cache.
+    ``cache_read_tokens`` is the part of it read from the prompt cache; ``total_input_tokens`` the
+    session's summed input (2.1.x); ``exceeds_200k`` the payload's top-level ``exceeds_200k_tokens``
+    (the latest prompt is past 200K: long-context pricing).
     """
 
     __slots__ = (
         "cache_read_tokens",
+        "exceeds_200k",
         "size",
         "total_input_tokens",
         "total_output_tokens",
@@ -205,6 +211,7 @@ class ContextWindow(_Value):
     total_input_tokens: int | None
     total_output_tokens: int | None
     cache_read_tokens: int | None
+    exceeds_200k: bool
 
     def __init__(
         self,
@@ -214,6 +221,7 @@ class ContextWindow(_Value):
         total_input_tokens: int | None = None,
         total_output_tokens: int | None = None,
         cache_read_tokens: int | None = None,
+        exceeds_200k: bool = False,
     ) -> None:
         self._set("size", size)
         self._set("used_percentage", used_percentage)
@@ -221,9 +229,10 @@ class ContextWindow(_Value):
         self._set("total_input_tokens", total_input_tokens)
         self._set("total_output_tokens", total_output_tokens)
         self._set("cache_read_tokens", cache_read_tokens)
+        self._set("exceeds_200k", exceeds_200k)
 
     @classmethod
-    def _read(cls, r: _Reader) -> ContextWindow:
+    def _read(cls, r: _Reader, exceeds_200k: bool = False) -> ContextWindow:
         used: int | None = None
         cache_read: int | None = None
         usage = r.obj("current_usage")
@@ -242,6 +251,7 @@ class ContextWindow(_Value):
             total_input_tokens=r.integer("total_input_tokens"),
             total_output_tokens=r.integer("total_output_tokens"),
             cache_read_tokens=cache_read,
+            exceeds_200k=exceeds_200k,
         )
 
 
@@ -316,7 +326,9 @@ def parse_status_payload(raw: bytes | str) -> StatusPayload:
         model_id=model_id,
         model_name=model_name,
         cost_usd=cost.number("total_cost_usd") if cost is not None else None,
-        context_window=ContextWindow._read(window) if window is not None else None,
+        context_window=(
+            ContextWindow._read(window, r.flag("exceeds_200k_tokens")) if window is not None else None
+        ),
         version=r.text("version"),
         warnings=tuple(r.warnings),
     )
@@ -327,15 +339,32 @@ class HookPayload(_Value):
 
     ``failed`` is True for PostToolUseFailure and for a PostToolUse whose ``tool_response`` says it
     failed (``is_error`` / ``success: false`` / a non-zero exit code), as older versions send those.
+
+    Claude Code 2.1 adds: ``agent_id`` / ``agent_type`` (the hook fired inside a sub-agent: its tool
+    calls are not the main session's), ``prompt_id`` (every payload), ``reason`` (SessionEnd),
+    ``last_assistant_message`` (Stop, SubagentStop), ``compact_summary`` (PostCompact), and on a
+    resumed SessionStart ``seconds_since_last_response`` (``idle_seconds``), ``context_tokens``
+    (``resume_tokens``), ``prompt_cache_likely_expired`` (``cache_expired``) and
+    ``estimated_cache_write_usd`` (``resume_cache_usd``): what the resume's first request costs.
     """
 
     __slots__ = (
+        "agent_id",
+        "agent_type",
+        "cache_expired",
+        "compact_summary",
         "cwd",
         "error",
         "event",
         "event_name",
         "failed",
+        "idle_seconds",
+        "last_assistant_message",
         "prompt",
+        "prompt_id",
+        "reason",
+        "resume_cache_usd",
+        "resume_tokens",
         "session_id",
         "source",
         "stop_hook_active",
@@ -361,6 +390,16 @@ class HookPayload(_Value):
     failed: bool
     error: str | None
     stop_hook_active: bool
+    agent_id: str | None
+    agent_type: str | None
+    prompt_id: str | None
+    reason: str | None
+    last_assistant_message: str | None
+    compact_summary: str | None
+    idle_seconds: float | None
+    resume_tokens: int | None
+    cache_expired: bool
+    resume_cache_usd: float | None
     warnings: tuple[str, ...]
 
     def __init__(
@@ -380,6 +419,16 @@ class HookPayload(_Value):
         failed: bool = False,
         error: str | None = None,
         stop_hook_active: bool = False,
+        agent_id: str | None = None,
+        agent_type: str | None = None,
+        prompt_id: str | None = None,
+        reason: str | None = None,
+        last_assistant_message: str | None = None,
+        compact_summary: str | None = None,
+        idle_seconds: float | None = None,
+        resume_tokens: int | None = None,
+        cache_expired: bool = False,
+        resume_cache_usd: float | None = None,
         warnings: tuple[str, ...] = (),
     ) -> None:
         self._set("event", event)
@@ -396,6 +445,16 @@ class HookPayload(_Value):
         self._set("failed", failed)
         self._set("error", error)
         self._set("stop_hook_active", stop_hook_active)
+        self._set("agent_id", agent_id)
+        self._set("agent_type", agent_type)
+        self._set("prompt_id", prompt_id)
+        self._set("reason", reason)
+        self._set("last_assistant_message", last_assistant_message)
+        self._set("compact_summary", compact_summary)
+        self._set("idle_seconds", idle_seconds)
+        self._set("resume_tokens", resume_tokens)
+        self._set("cache_expired", cache_expired)
+        self._set("resume_cache_usd", resume_cache_usd)
         self._set("warnings", warnings)
 
 
@@ -459,6 +518,16 @@ def parse_hook_payload(raw: bytes | str, event: HookEvent | None = None) -> Hook
         failed=failed,
         error=error,
         stop_hook_active=r.flag("stop_hook_active"),
+        agent_id=r.text("agent_id"),
+        agent_type=r.text("agent_type"),
+        prompt_id=r.text("prompt_id"),
+        reason=r.text("reason"),
+        last_assistant_message=r.text("last_assistant_message"),
+        compact_summary=r.text("compact_summary"),
+        idle_seconds=r.number("seconds_since_last_response"),
+        resume_tokens=r.integer("context_tokens"),
+        cache_expired=r.flag("prompt_cache_likely_expired"),
+        resume_cache_usd=r.number("estimated_cache_write_usd"),
         warnings=tuple(r.warnings),
     )
 

@@ -180,6 +180,8 @@ def format_status(payload: StatusPayload, counters: SessionCounters, *, color: b
         low = low_cache_hit_rate(counters, window.cache_read_tokens, window.used_tokens)
         if low is not None:
             parts.append(_paint(f"cache {low:.0%}", _RED, color))
+        if window.exceeds_200k:  # past 200K the request is priced at the long-context rate
+            parts.append(_paint("200K+", _RED, color))
     cost = payload.cost_usd if payload.cost_usd is not None else counters.cost_usd
     if cost is not None:
         parts.append(f"${cost:.2f}")
