@@ -37,6 +37,7 @@ from ctxhealth.accounting.tokens import (
     message_text_for_count,
 )
 from ctxhealth.accounting.types import CompactionRecord, FillSource, ModelInfo, TurnFill
+from ctxhealth.failures import is_failure
 from ctxhealth.model import Block, CompactionSummary, Format, Message, Role, Session, ToolCall, ToolResult
 
 MIN_CHARS_PER_TOKEN = 1.5
@@ -117,7 +118,7 @@ class _Scan:
                     if block.tool_call_id in self.result_ids:
                         continue
                     self.result_ids.add(block.tool_call_id)
-                if block.is_error or block.exit_code not in (None, 0):
+                if is_failure(block):
                     self.errors += 1
             elif isinstance(block, CompactionSummary) and summary is None:
                 summary = block

@@ -405,6 +405,13 @@ def _user_prompt(call: _Call) -> str:
     return hook_output(HookEvent.USER_PROMPT_SUBMIT, context=context)
 
 
+def _call_failed(payload: HookPayload) -> bool:
+    """The one definition of a failed call (:mod:`ctxhealth.failures`), applied to the payload."""
+    from ctxhealth.failures import output_failed
+
+    return output_failed(payload.response_text, is_error=payload.failed)
+
+
 def _post_tool(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import read_counters
 
@@ -417,7 +424,7 @@ def _post_tool(call: _Call) -> str:
     name = payload.tool_name or "?"
     signature = call_signature(name, payload.tool_input)
     counters.note_call(signature, *call_files(name, payload.tool_input))
-    counted = counters.record_tool(payload.tool_use_id, name, signature, payload.failed)
+    counted = counters.record_tool(payload.tool_use_id, name, signature, _call_failed(payload))
     notices: list[str] = []
     if counted:
         reading = read_counters(counters)

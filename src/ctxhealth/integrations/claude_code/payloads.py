@@ -340,6 +340,9 @@ class HookPayload(_Value):
     ``failed`` is True for PostToolUseFailure and for a PostToolUse whose ``tool_response`` says it
     failed (``is_error`` / ``success: false`` / a non-zero exit code), as older versions send those.
 
+    ``response_text`` is the tool response's text (head and tail), so a call is judged failed by the
+    one definition (:func:`ctxhealth.failures.is_failure`) whether a hook or the transcript saw it.
+
     Claude Code 2.1 adds: ``agent_id`` / ``agent_type`` (the hook fired inside a sub-agent: its tool
     calls are not the main session's), ``prompt_id`` (every payload), ``reason`` (SessionEnd),
     ``last_assistant_message`` (Stop, SubagentStop), ``compact_summary`` (PostCompact), and on a
@@ -363,6 +366,7 @@ class HookPayload(_Value):
         "prompt",
         "prompt_id",
         "reason",
+        "response_text",
         "resume_cache_usd",
         "resume_tokens",
         "session_id",
@@ -394,6 +398,7 @@ class HookPayload(_Value):
     agent_type: str | None
     prompt_id: str | None
     reason: str | None
+    response_text: str
     last_assistant_message: str | None
     compact_summary: str | None
     idle_seconds: float | None
@@ -423,6 +428,7 @@ class HookPayload(_Value):
         agent_type: str | None = None,
         prompt_id: str | None = None,
         reason: str | None = None,
+        response_text: str = "",
         last_assistant_message: str | None = None,
         compact_summary: str | None = None,
         idle_seconds: float | None = None,
@@ -449,6 +455,7 @@ class HookPayload(_Value):
         self._set("agent_type", agent_type)
         self._set("prompt_id", prompt_id)
         self._set("reason", reason)
+        self._set("response_text", response_text)
         self._set("last_assistant_message", last_assistant_message)
         self._set("compact_summary", compact_summary)
         self._set("idle_seconds", idle_seconds)
@@ -471,6 +478,25 @@ def _response_failed(response: object) -> bool:
         if isinstance(code, int) and not isinstance(code, bool) and code != 0:
             return True
     return False
+
+
+RESPONSE_CHARS = 2400
+"""How much of a tool response is kept (head and tail) to tell whether it reads like an error."""
+
+
+def _response_text(response: object, error: str | None) -> str:
+    """The tool response's text (error, stdout, stderr, output, content), head and tail kept."""
+    parts = [error] if error else []
+    if isinstance(response, str):
+        parts.append(response)
+    elif isinstance(response, dict):
+        for key in ("stdout", "stderr", "output", "content", "llmContent", "error"):
+            value = response.get(key)
+            if isinstance(value, str) and value and value != error:
+                parts.append(value)
+    text = "\n".join(parts)
+    half = RESPONSE_CHARS // 2
+    return text if len(text) <= RESPONSE_CHARS else text[:half] + "\n" + text[-half:]
 
 
 def _trigger(text: str | None) -> CompactTrigger | None:
@@ -522,6 +548,7 @@ def parse_hook_payload(raw: bytes | str, event: HookEvent | None = None) -> Hook
         agent_type=r.text("agent_type"),
         prompt_id=r.text("prompt_id"),
         reason=r.text("reason"),
+        response_text=_response_text(response, error),
         last_assistant_message=r.text("last_assistant_message"),
         compact_summary=r.text("compact_summary"),
         idle_seconds=r.number("seconds_since_last_response"),

@@ -21,6 +21,7 @@ from typing import Any
 
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.failures import is_failure
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
 from ctxhealth.integrations.claude_code.tailstate import (
     INSTRUCTION_CHARS,
@@ -108,8 +109,7 @@ def fold_messages(
             for result in message.tool_results:
                 pending = counters.pending_calls.pop(result.tool_call_id, None)
                 name, signature = pending if pending else ("?", f"?:{result.tool_call_id}")
-                failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
-                counters.record_tool(result.tool_call_id, name, signature, failed)
+                counters.record_tool(result.tool_call_id, name, signature, is_failure(result))
             if not counters.instruction and is_user_request(message):
                 counters.instruction = scrub(clean_user_text(message.text)[:INSTRUCTION_CHARS])
             continue
