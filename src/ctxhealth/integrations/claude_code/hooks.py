@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 
+from ctxhealth.integrations.claude_code.agents import AGENTS, Agent, adapt_output, engine_event
 from ctxhealth.integrations.claude_code.payloads import (
     HookEvent,
     HookPayload,
@@ -186,9 +187,10 @@ def _home_path(home: str) -> Path:
     return Path(home)
 
 
-def _read_tail(counters: SessionCounters) -> str | None:
+def _read_tail(counters: SessionCounters, agent: Agent = Agent.CLAUDE_CODE) -> str | None:
     """Fold the transcript's new tail into the counters; return why it could not be read (it is
-    missing, a FIFO, a device, ...) or None. Never opens anything but a regular file."""
+    missing, a FIFO, a device, in a format no reader knows, ...) or None. Never opens anything but
+    a regular file. Another agent's transcript is read whole by its own reader (:func:`.tail.read_whole`)."""
     from ctxhealth.integrations.claude_code.transcript import transcript_problem
 
     problem = transcript_problem(counters.path)
@@ -196,6 +198,15 @@ def _read_tail(counters: SessionCounters) -> str | None:
         return problem
     if os.stat(counters.path).st_size == counters.offset and counters.thresholds is not None:
         return None  # nothing new: skip importing the reader
+    if agent is not Agent.CLAUDE_CODE:
+        from ctxhealth.errors import CtxHealthError
+        from ctxhealth.integrations.claude_code.tail import read_whole
+
+        try:
+            read_whole(counters, counters.path)
+        except CtxHealthError as exc:  # not readable (yet): the payloads still count the calls
+            return f"not readable ({exc})"
+        return None
     from ctxhealth.integrations.claude_code.tail import read_tail
 
     read_tail(counters, counters.path)
@@ -292,7 +303,7 @@ def _pre_compact(call: _Call) -> str:
         # The checkpoint first: it is what PreCompact is for. The counters' tail only if time is left.
         outcome = _checkpoint(call, ledger, snapshot=True)
         if call.time_left() > 0:
-            _read_tail(counters)
+            _read_tail(counters, call.agent)
         counters.checkpoint_pending = outcome is not None
         saved = f" checkpoint={counters.checkpoint_json}" if outcome is not None else " no-checkpoint"
         counters.queue_event(HookEvent.PRE_COMPACT.value, _summary(call.payload) + saved)
@@ -315,12 +326,19 @@ def reanchor_after_compaction(counters: SessionCounters) -> str:
 
 
 def _session_start(call: _Call) -> str:
-    home, payload, counters = call.home, call.payload, call.counters
+    payload, counters = call.payload, call.counters
     if payload.source in (SessionSource.RESUME, SessionSource.FORK):
         return _resumed(call)
     if payload.source is not SessionSource.COMPACT:
         counters.queue_event(HookEvent.SESSION_START.value, _summary(payload))
         return ""
+    return _after_compaction(call, HookEvent.SESSION_START)
+
+
+def _after_compaction(call: _Call, event: HookEvent) -> str:
+    """Give the checkpoint and the original request back after a compaction: at SessionStart
+    ``compact``, or (an agent that starts no session after compacting: Gemini) with the next prompt."""
+    home, payload, counters = call.home, call.payload, call.counters
     counters.episodes += 1
     if not counters.checkpoint_pending:
         # No PreCompact checkpoint for this compaction (some compaction paths skip PreCompact):
@@ -328,13 +346,13 @@ def _session_start(call: _Call) -> str:
         counters.checkpoint_text = None
         _checkpoint(call, None, snapshot=False, before_last_compaction=True)
     if call.time_left() > 0:
-        _read_tail(counters)
+        _read_tail(counters, call.agent)
     counters.checkpoint_pending = False
     context = reanchor_after_compaction(counters)
     done = " reanchored" if context else " nothing-to-give-back"
-    counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + done)
+    counters.queue_event(event.value, _summary(payload) + done)
     _flush(home, counters)
-    return hook_output(HookEvent.SESSION_START, context=context)
+    return hook_output(event, context=context)
 
 
 def resume_notice(payload: HookPayload) -> str:
@@ -357,7 +375,7 @@ def _resumed(call: _Call) -> str:
     """SessionStart on ``resume`` / ``fork``: the tail is read (the session goes on), no re-injection."""
     payload, counters = call.payload, call.counters
     if call.time_left() > 0:
-        _read_tail(counters)
+        _read_tail(counters, call.agent)
     context = resume_notice(payload)
     done = " resume-cost" if context else " resumed"
     counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + done)
@@ -383,7 +401,9 @@ def _user_prompt(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import read_counters, verdict
 
     home, payload, counters = call.home, call.payload, call.counters
-    _read_tail(counters)
+    if counters.checkpoint_pending and not AGENTS[call.agent].restarts_after_compaction:
+        return _after_compaction(call, HookEvent.USER_PROMPT_SUBMIT)
+    _read_tail(counters, call.agent)
     reading = read_counters(counters)
     decision = verdict(counters)
     kind = _ACTION_NOTICE.get(decision.action)
@@ -459,12 +479,13 @@ def _flushed(path: str, message: str) -> bool:
         return True  # nothing to wait for
 
 
-def _read_final_tail(counters: SessionCounters, payload: HookPayload) -> None:
+def _read_final_tail(call: _Call) -> None:
     """Read the tail; Stop may fire before Claude Code wrote the last line, so when the payload's
     ``last_assistant_message`` is not in the transcript yet, wait briefly for it and read again."""
     import time
 
-    _read_tail(counters)
+    counters, payload = call.counters, call.payload
+    _read_tail(counters, call.agent)
     message = payload.last_assistant_message
     if not message or _flushed(counters.path, message):
         return
@@ -473,14 +494,14 @@ def _read_final_tail(counters: SessionCounters, payload: HookPayload) -> None:
         time.sleep(0.02)
         if _flushed(counters.path, message):
             break
-    _read_tail(counters)
+    _read_tail(counters, call.agent)
 
 
 def _stop(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import read_counters, verdict
 
     home, payload, counters = call.home, call.payload, call.counters
-    _read_final_tail(counters, payload)
+    _read_final_tail(call)
     reading = read_counters(counters)
     decision = verdict(counters)
     counters.zone, counters.pressure = reading.zone.value, reading.pressure
@@ -538,7 +559,7 @@ def _post_compact(call: _Call) -> str:
     """PostCompact: the transcript now holds the compaction; read it (the fill after it is the
     reader's ``postTokens``). The re-injection comes with SessionStart(compact), which follows."""
     payload, counters = call.payload, call.counters
-    _read_tail(counters)
+    _read_tail(counters, call.agent)
     size = f" summary={len(payload.compact_summary)}ch" if payload.compact_summary else ""
     counters.queue_event(HookEvent.POST_COMPACT.value, _summary(payload) + size)
     return ""
@@ -567,7 +588,7 @@ class _Call:
     """One hook call: where ctxhealth keeps its state, the payload, the session's counters, limits,
     and who receives its output early (:func:`handle_hook`'s ``answer``)."""
 
-    __slots__ = ("answer", "counters", "home", "limits", "payload", "started")
+    __slots__ = ("agent", "answer", "counters", "home", "limits", "payload", "started")
 
     def __init__(
         self,
@@ -577,7 +598,9 @@ class _Call:
         limits: HookLimits,
         started: float,
         answer: Callable[[str], None] | None = None,
+        agent: Agent = Agent.CLAUDE_CODE,
     ) -> None:
+        self.agent = agent
         self.home = home
         self.payload = payload
         self.counters = counters
@@ -605,8 +628,12 @@ def handle_hook(
     home: str,
     limits: HookLimits | None = None,
     answer: Callable[[str], None] | None = None,
+    agent: Agent = Agent.CLAUDE_CODE,
 ) -> str:
     """Run the handler for ``event`` (else the payload's ``hook_event_name``); return stdout text.
+
+    ``agent``: whose hook this is (:mod:`.agents`): its event names are mapped to the engine's on the
+    way in, and the output is written the way that agent reads it on the way out.
 
     ``answer``, when given, receives that text as soon as it is known, before the counters are
     saved (still under the lock, so the next hook of the session sees them saved): the per-turn
@@ -618,13 +645,35 @@ def handle_hook(
     Raises on bad input or an internal problem; :func:`run_hook` is the fail-open wrapper.
     """
     payload = parse_hook_payload(raw, event)
+    asked = payload.event_name or None
+    if event is None and agent is not Agent.CLAUDE_CODE and asked:
+        payload = parse_hook_payload(raw, engine_event(agent, asked))
     if payload.event is None:
         from ctxhealth.errors import UsageError
 
         raise UsageError(
             f"unknown hook event {payload.event_name!r}",
-            hint="use one of " + ", ".join(e.value for e in _HANDLERS),
+            hint="use one of " + ", ".join(AGENTS[agent].events),
         )
+    if agent is not Agent.CLAUDE_CODE:
+        engine, given = payload.event, answer
+
+        def adapted(out: str) -> str:
+            return adapt_output(agent, out, event=engine, asked=asked)
+
+        answer = None if given is None else (lambda out: given(adapted(out)))
+        return adapted(_handle(payload.event, payload, home, limits, answer, agent))
+    return _handle(payload.event, payload, home, limits, answer, agent)
+
+
+def _handle(
+    event: HookEvent,
+    payload: HookPayload,
+    home: str,
+    limits: HookLimits | None,
+    answer: Callable[[str], None] | None,
+    agent: Agent,
+) -> str:
     import time
 
     started = time.monotonic()
@@ -634,8 +683,8 @@ def handle_hook(
         counters = _load(home, payload)
         counters.lock_held = lock.acquired
         counters.events_loaded = len(counters.pending_events)
-        call = _Call(home, payload, counters, limits, started, answer)
-        output = _HANDLERS[payload.event](call)
+        call = _Call(home, payload, counters, limits, started, answer, agent)
+        output = _HANDLERS[event](call)
         call.give(output)
         if lock.acquired:
             save_counters(home, counters)
@@ -651,17 +700,31 @@ def run_hook(
     home: str,
     limits: HookLimits | None = None,
     answer: Callable[[str], None] | None = None,
+    agent: Agent = Agent.CLAUDE_CODE,
 ) -> HookResult:
     """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise.
 
-    ``answer``: see :func:`handle_hook` (an error after it was called is still logged and returned)."""
+    ``answer``: see :func:`handle_hook` (an error after it was called is still logged and returned).
+    ``event_name`` is the agent's own name for the event (Gemini's ``BeforeAgent``, ...)."""
     try:
-        event = find_event(event_name) if event_name else None
+        if agent is Agent.CLAUDE_CODE:
+            event = find_event(event_name) if event_name else None
+        else:
+            event = engine_event(agent, event_name) if event_name else None
+            raw = _named(raw, event_name)
         if event_name and event is None:
             from ctxhealth.errors import UsageError
 
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
-        return HookResult(stdout=handle_hook(event, raw, home=home, limits=limits, answer=answer))
+        output = handle_hook(
+            None if agent is not Agent.CLAUDE_CODE else event,
+            raw,
+            home=home,
+            limits=limits,
+            answer=answer,
+            agent=agent,
+        )
+        return HookResult(stdout=output)
     except Exception as exc:  # fail open: a hook must never break the agent
         from ctxhealth.redact import scrub
 
@@ -669,6 +732,22 @@ def run_hook(
         where = scrub(f"hook {event_name or '?'}")
         _log_error(home, where, message)
         return HookResult(stderr=f"ctxhealth: {where} skipped: {message}")
+
+
+def _named(raw: bytes, event_name: str | None) -> bytes:
+    """The payload with ``hook_event_name`` set to the command line's event when it has none."""
+    if not event_name:
+        return raw
+    import json
+
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return raw  # the parser says what is wrong
+    if isinstance(data, dict) and not data.get("hook_event_name"):
+        data["hook_event_name"] = event_name
+        return json.dumps(data).encode()
+    return raw
 
 
 def _one_line(exc: BaseException) -> str:

@@ -473,6 +473,9 @@ def _response_failed(response: object) -> bool:
         return True
     if response.get("success") is False:
         return True
+    error = response.get("error")  # Gemini CLI: {"message": ..., "type": ...} when the call failed
+    if isinstance(error, dict) and error:
+        return True
     for key in ("exit_code", "exitCode", "returnCode"):
         code = response.get(key)
         if isinstance(code, int) and not isinstance(code, bool) and code != 0:
@@ -492,6 +495,12 @@ def _response_text(response: object, error: str | None) -> str:
     elif isinstance(response, dict):
         for key in ("stdout", "stderr", "output", "content", "llmContent", "error"):
             value = response.get(key)
+            if isinstance(value, dict):  # Gemini's error: {"message": ...}
+                value = value.get("message")
+            elif isinstance(value, list):  # Gemini's llmContent: parts [{"text": ...}]
+                value = "\n".join(
+                    p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
             if isinstance(value, str) and value and value != error:
                 parts.append(value)
     text = "\n".join(parts)
@@ -528,6 +537,8 @@ def parse_hook_payload(raw: bytes | str, event: HookEvent | None = None) -> Hook
     failed = event is HookEvent.POST_TOOL_USE_FAILURE or _response_failed(response)
     if error is None and failed and isinstance(response, dict):
         text = response.get("error") or response.get("stderr")
+        if isinstance(text, dict):
+            text = text.get("message")
         error = text if isinstance(text, str) else None
     return HookPayload(
         event=event,

@@ -35,7 +35,14 @@ from ctxhealth.redact import scrub
 from ctxhealth.signals.requests import clean_user_text, is_user_request
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 
-__all__ = ["DEFAULT_MAX_BYTES", "HEAD_BYTES", "fold_messages", "read_tail", "resolve_thresholds"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "HEAD_BYTES",
+    "fold_messages",
+    "read_tail",
+    "read_whole",
+    "resolve_thresholds",
+]
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 HEAD_BYTES = 256 * 1024
@@ -78,6 +85,36 @@ def read_tail(
     counters.size = window.size
     fold_messages(counters, messages, registry=registry)
     observe_messages(counters, messages, registry=registry, profile=profile)
+    resolve_thresholds(counters, registry=registry, profile=profile)
+    return messages
+
+
+def read_whole(
+    counters: SessionCounters,
+    transcript: str,
+    *,
+    registry: ModelRegistry | None = None,
+    profile: Profile | None = None,
+) -> list[Message]:
+    """Another agent's transcript (a Codex rollout, a Gemini chat): read whole by its reader, the
+    messages after the ``counters.line`` already observed folded in and returned.
+
+    These formats have no tail reader yet, so a hook costs O(transcript) here; a transcript that
+    shrank starts over. Raises the reader's error when the format is not readable."""
+    from ctxhealth.sources import read_session
+
+    size = os.stat(transcript).st_size
+    if size < counters.offset:
+        counters.reset()
+    if size == counters.offset and counters.thresholds is not None:
+        return []
+    session = read_session(transcript)
+    if session.session_id and not counters.session_id:
+        counters.session_id = session.session_id
+    messages = list(session.messages[counters.line :])
+    counters.line, counters.offset, counters.size = len(session.messages), size, size
+    fold_messages(counters, messages, registry=registry)
+    observe_messages(counters, messages, registry=registry, profile=profile, source_format=session.format)
     resolve_thresholds(counters, registry=registry, profile=profile)
     return messages
 
