@@ -268,6 +268,7 @@ def _checkpoint(
     root, bounded in bytes, and in time by the hook's checkpoint budget counted from its start
     (:mod:`.checkpointing`); None when there is none."""
     from ctxhealth.integrations.claude_code.checkpointing import write_hook_checkpoint
+    from ctxhealth.model import Format
 
     return write_hook_checkpoint(
         session_root(call.home, call.counters),
@@ -277,6 +278,7 @@ def _checkpoint(
         snapshot=snapshot,
         before_last_compaction=before_last_compaction,
         deadline=call.started + call.limits.checkpoint_seconds,
+        source_format=Format.CLAUDE_CODE if call.agent is Agent.CLAUDE_CODE else None,
     )
 
 
