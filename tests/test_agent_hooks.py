@@ -74,7 +74,7 @@ def test_install_codex_writes_hooks_json_idempotently_and_uninstall_restores(tmp
     assert data["hooks"]["PostToolUse"][0]["hooks"][0]["command"] == "./log.sh"  # the user's own stays
     events, _ = find_installation(codex, Agent.CODEX)
     assert set(events) == {e for e, _, _ in TARGETS[Agent.CODEX].events}
-    start = [g for g in data["hooks"]["SessionStart"] if "ctxhealth" in json.dumps(g)][0]
+    start = next(g for g in data["hooks"]["SessionStart"] if "ctxhealth" in json.dumps(g))
     assert start["matcher"] == "compact|resume" and start["hooks"][0]["timeout"] == 30  # seconds
     assert not plan_install(codex, python=PY, agent=Agent.CODEX).changed  # idempotent
     apply_plan(plan_uninstall(codex, Agent.CODEX))
@@ -97,7 +97,7 @@ def test_install_gemini_keeps_the_users_hooks_and_settings(tmp_path: Path) -> No
     ours = data["hooks"]["BeforeAgent"][0]["hooks"][0]
     assert ours["command"].endswith("--agent gemini BeforeAgent") and ours["timeout"] == 30_000  # ms
     assert ours["name"] == "ctxhealth-BeforeAgent" and "statusLine" not in data
-    assert [c.status for c in agent_checks(Agent.GEMINI, gemini)][0] is CheckStatus.OK
+    assert next(c.status for c in agent_checks(Agent.GEMINI, gemini)) is CheckStatus.OK
     # the user edits the file afterwards: uninstall takes out only ours
     data["theme"] = "Dracula"
     (gemini / "settings.json").write_text(json.dumps(data))
