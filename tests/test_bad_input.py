@@ -72,6 +72,16 @@ def test_skipped_files_in_a_folder_are_listed_and_counted(tmp_path: Path) -> Non
     assert len(sessions) == 1
 
 
+def test_check_text_names_each_skipped_file_once(tmp_path: Path) -> None:
+    """The text output's summary lists the skipped files; they are not also printed as they happen."""
+    (tmp_path / "session.jsonl").write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "notes.txt").write_text("not a transcript\n")
+    result = _run("check", str(tmp_path))
+    everything = result.stdout + result.stderr
+    assert everything.count("notes.txt") == 1, everything
+    assert "skipped      1 file" in result.stdout
+
+
 # --------------------------------------------------------------------------- warnings on stderr
 
 

@@ -184,6 +184,19 @@ def test_config_show_prints_every_profile_threshold_with_its_origin(
     assert doc["profile_error"] is None
 
 
+def test_config_show_summarises_long_tables_in_text() -> None:
+    """The shipped profile's per-format risk models (hundreds of numbers and training-run hashes) are one
+    short line in the text; ``--json`` keeps them whole."""
+    result = CliRunner().invoke(cli, ["config", "show"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("  profile.risk_by_format = "))
+    assert len(line) < 200, line
+    assert "(whole: --json)" in line and "tau-bench" in line
+    doc = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"], catch_exceptions=False).stdout)
+    whole = next(e["value"] for e in doc["profile"] if e["key"] == "profile.risk_by_format")
+    assert "weights" in whole["tau-bench"]
+
+
 def test_config_show_names_the_profile_file_values_come_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

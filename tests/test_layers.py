@@ -26,12 +26,30 @@ def module_name(path: Path, root: Path) -> tuple[str, bool]:
     return ".".join(parts), False
 
 
+def facade_lines(tree: ast.Module) -> set[int]:
+    """Lines of the package root's typed front door: the imports under its top-level
+    ``if TYPE_CHECKING:``, which only a type checker runs. They re-export the public API with its
+    types, so they name every layer; at run time the root still imports only the base modules."""
+    lines: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom | ast.Import):
+                    lines.add(inner.lineno)
+    return lines
+
+
 def imported_modules(path: Path, root: Path, modules: set[str]) -> Iterator[tuple[int, str]]:
     """``(line, module)`` for every import of ``root``'s package in ``path``; ``from pkg import mod``
-    names the module ``pkg.mod`` when that module exists."""
+    names the module ``pkg.mod`` when that module exists. The root ``__init__``'s typed front door
+    (:func:`facade_lines`) is not counted."""
     name, is_package = module_name(path, root)
     top = root.name
-    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+    tree = ast.parse(path.read_text("utf-8"), str(path))
+    skipped = facade_lines(tree) if name == top else set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skipped:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == top:
@@ -153,4 +171,19 @@ def test_checker_resolves_relative_imports_in_packages_and_modules(toy: Path) ->
     assert problems == [
         "toy/base.py:1: base imports toy.low.b from a higher layer",
         "toy/low/__init__.py:1: low imports toy.high from a higher layer",
+    ]
+
+
+def test_only_the_roots_typed_front_door_may_name_higher_layers(toy: Path) -> None:
+    (toy / "__init__.py").write_text(
+        "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from toy.high import thing as thing\n"
+        "from toy.low import b\n"
+    )
+    (toy / "low" / "a.py").write_text(
+        "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from toy.high import x\n"
+    )
+    problems = layer_violations(toy, LAYERS_OF_TOY)
+    assert problems == [
+        "toy/__init__.py:4: __init__ imports toy.low.b from a higher layer",
+        "toy/low/a.py:3: low imports toy.high from a higher layer",
     ]

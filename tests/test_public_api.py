@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import ctxhealth
@@ -120,3 +122,54 @@ def test_a_message_built_from_public_names_is_observed() -> None:
 def test_unknown_name_raises_attribute_error() -> None:
     with pytest.raises(AttributeError, match="does_not_exist"):
         ctxhealth.does_not_exist  # noqa: B018
+
+
+def _front_door() -> dict[str, str]:
+    """Public name -> ``module`` or ``module:attribute``, as the root's ``if TYPE_CHECKING:`` block
+    imports it for type checkers (aliases assigned there resolved to what they were imported as)."""
+    import ast
+
+    tree = ast.parse(Path(ctxhealth.__file__).read_text("utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    )
+    imported: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for node in block.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ctxhealth"):
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                target = node.module if bound == alias.name else f"{node.module}:{alias.name}"
+                imported[bound] = target
+                if not bound.startswith("_"):
+                    names[bound] = target
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            for target_node in node.targets:
+                assert isinstance(target_node, ast.Name)
+                names[target_node.id] = imported[node.value.id]
+    return names
+
+
+def test_the_typed_front_door_names_exactly_the_exports() -> None:
+    assert _front_door() == ctxhealth._EXPORTS
+
+
+def test_type_checkers_see_the_real_types(tmp_path: Path) -> None:
+    """Under mypy the public names have their types, not ``Any`` (the lazy ``__getattr__`` alone would
+    make every one ``Any``, so a wrong argument would pass ``--strict``)."""
+    mypy_api = pytest.importorskip("mypy.api")
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import ctxhealth\n"
+        "reveal_type(ctxhealth.Monitor)\n"
+        "monitor = ctxhealth.Monitor(profile=3)\n"
+        "reveal_type(ctxhealth.render_checkpoint_block)\n"
+    )
+    out, _err, _status = mypy_api.run(
+        [str(probe), "--strict", "--no-incremental", "--follow-imports=silent", "--cache-dir=/dev/null"]
+    )
+    assert 'Revealed type is "def' in out and "ctxhealth.monitor.Monitor" in out, out
+    assert 'Argument "profile" to "Monitor" has incompatible type "int"' in out, out
+    assert "render_block" in out or "Checkpoint" in out, out

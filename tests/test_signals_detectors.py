@@ -81,6 +81,19 @@ def test_failure_rate_consecutive_and_same_tool_with_evidence() -> None:
     assert sig["same_mistake"].value == 3 and sig["same_mistake"].evidence == (5, 7, 9)
 
 
+def test_a_failure_without_an_error_line_is_no_repeated_mistake() -> None:
+    """Three different LaTeX failures that all end with the same closing line are three failures, not
+    one mistake made three times (the signature fell back to the last output line)."""
+    msgs = [sys_(), user("build the paper")]
+    for n, missing in enumerate(["\\cite{a}", "figure b.pdf", "\\usepackage{c}"]):
+        out = f"! Undefined control sequence {missing}.\nl.{40 + n}\nTranscript written on paper.log."
+        msgs += [act(n, "pdflatex paper.tex"), res(n, out, 1)]
+    sig = {s.name: s for s in run(msgs).failures.signals()}
+    assert sig["consecutive_failures"].value == 3
+    assert sig["same_mistake"].value == 0 and not sig["same_mistake"].fired
+    assert error_signature(ToolResult("x", "ok\nTranscript written on paper.log.")) == ""
+
+
 def test_failure_rate_needs_min_calls() -> None:
     m = run([sys_(), user("go"), act(0, "ls"), res(0, "x", 1), act(1, "ls"), res(1, "x", 1)])
     assert not m.failures.signals()[0].fired

@@ -40,8 +40,7 @@ def reference_is_failure(text: str) -> bool:
 def reference_signature(text: str) -> str:
     probe = text if len(text) <= 4000 else text[:1000] + "\n" + text[-3000:]
     found = _SIGNATURE.findall(probe)
-    line = found[-1] if found else (probe.strip().splitlines() or [""])[-1]
-    return re.sub(r"\d+", "N", line.strip())[:160]
+    return re.sub(r"\d+", "N", found[-1].strip())[:160] if found else ""
 
 
 _PIECES = [

@@ -256,3 +256,25 @@ def test_root_that_is_a_file_is_a_clear_environment_error(tmp_path: Path) -> Non
     blocker.write_text("x")
     r = run("state", "ensure", "--root", str(blocker / "root"))
     assert r.exit_code == 4 and "writable directory" in r.stderr and "Traceback" not in r.output
+
+
+def test_the_gate_follows_the_configured_profile(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[profile] pressure_critical`` in the project's config moves the halt gate of ``state checkpoint``
+    (it used the built-in 0.85 whatever the profile said); a flag still wins for one call."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".ctxhealth.toml").write_text("[profile]\npressure_critical = 0.75\n")
+    monkeypatch.chdir(project)
+    run("state", "ensure", "--root", str(root))
+    halted = run("state", "checkpoint", "--root", str(root), "--pressure", "0.8", "--json")
+    assert halted.exit_code == 1, halted.output
+    assert js(halted)["status"] == "HALT_CONTEXT_LIMIT"
+    assert js(halted)["thresholds"]["critical"] == 0.75
+    run("state", "override", "--root", str(root))
+    flagged = run(
+        "state", "checkpoint", "--root", str(root), "--pressure", "0.8", "--critical", "0.9", "--json"
+    )
+    assert js(flagged)["thresholds"]["critical"] == 0.9
+    assert js(flagged)["status"] != "HALT_CONTEXT_LIMIT"

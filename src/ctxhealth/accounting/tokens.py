@@ -117,23 +117,6 @@ def count_tokens(text: str, encoding: str | None = None) -> TokenCount:
     return TokenCount(counts[0], source)
 
 
-def make_counter(
-    encoding: str | None, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
-) -> tuple[TokenCounter, FillSource]:
-    """A one-text counter for ``encoding`` (exact when possible) and the source it yields."""
-    if exact_available(encoding):
-
-        def exact(text: str) -> int:
-            return count_batch([text], encoding)[0][0]
-
-        return exact, FillSource.EXACT
-
-    def estimate(text: str) -> int:
-        return estimate_tokens(text, chars_per_token)
-
-    return estimate, FillSource.ESTIMATED
-
-
 def _input_text(value: Any) -> str:
     """The JSON of a tool-call input as the model saw it (raw text stays raw)."""
     if isinstance(value, str):

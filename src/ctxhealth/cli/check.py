@@ -91,8 +91,9 @@ def check(
     bar = ProgressBar("checking", count_inputs(paths) if len(paths) > 1 or Path(paths[0]).is_dir() else None)
 
     def on_skip(skipped: SkippedFile) -> None:
-        click.echo(f"ctxhealth: skipped {skipped.path}: {skipped.reason}", err=True)
+        # the text summary lists every skipped file with its reason; JSON output names them on stderr too
         if as_json:
+            click.echo(f"ctxhealth: skipped {skipped.path}: {skipped.reason}", err=True)
             echo_json(
                 {
                     "schema_version": SCHEMA_VERSION,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -61,10 +62,34 @@ def show(as_json: bool) -> None:
     where = f"{profile_file}  ({_profile_origin(settings)})" if profile_file else "(built-in)  (default)"
     click.echo(f"profile = {where}")
     for s in profile:
-        click.echo(f"  {s.key} = {dump_json(s.value)}  ({s.origin})")
+        click.echo(f"  {s.key} = {_brief(s.value)}  ({s.origin})")
     if problem:
         click.echo("  (cannot be read: see the error below)")
         raise problem
+
+
+SHOWN_WIDTH = 120
+"""A value whose JSON is longer than this is summarised in the text output (``--json`` has it whole)."""
+
+
+def _brief(value: Any) -> str:
+    """``value`` as JSON, or, when that is long, its shape: scalars kept, lists and tables counted."""
+    text = dump_json(value)
+    if len(text) <= SHOWN_WIDTH or not isinstance(value, dict | list):
+        return text
+
+    def shape(item: Any) -> str:
+        if isinstance(item, dict):
+            return f"<{len(item)} keys>"
+        if isinstance(item, list):
+            return f"<{len(item)} items>"
+        short = dump_json(item)
+        return short if len(short) <= 40 else short[:37] + "..."
+
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k}: {shape(v)}" for k, v in value.items())
+        return f"{{{inner}}}  (whole: --json)"
+    return f"[{len(value)} items]  (whole: --json)"
 
 
 def _profile_origin(settings: Settings) -> str:

@@ -20,11 +20,11 @@ import orjson
 from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded, transcripts_argument
 from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import LedgerError, StateError, UsageError
-from ctxhealth.policy import defaults
 from ctxhealth.state.status import Status
 from ctxhealth.state.store import StateStore
 
 if TYPE_CHECKING:
+    from ctxhealth.state.gate import Thresholds
     from ctxhealth.state.ledger import Ledger
     from ctxhealth.state.schema import TaskState
     from ctxhealth.state.startup import StartupResult
@@ -169,6 +169,21 @@ def _read_update(update: str | None, sets: tuple[str, ...]) -> dict[str, Any] | 
     return doc if (update is not None or sets) else None
 
 
+def _gate_thresholds(warning: float | None, compress: float | None, critical: float | None) -> Thresholds:
+    """The pressure gates of the configured profile, with any given flag in place of its gate."""
+    from ctxhealth.config import load_settings
+    from ctxhealth.policy.profile import resolve_profile
+    from ctxhealth.state.gate import Thresholds
+
+    settings = load_settings({}, os.environ, Path.cwd())
+    base = Thresholds.from_profile(resolve_profile(settings.profile, settings.profile_overrides))
+    return Thresholds(
+        warning=base.warning if warning is None else warning,
+        compress=base.compress if compress is None else compress,
+        critical=base.critical if critical is None else critical,
+    )
+
+
 @state.command("checkpoint")
 @click.option("--pressure", type=float, default=None, help="Context pressure from the host (0..1).")
 @click.option("--turn", type=int, default=None, help="1-based turn number (default: count of gate calls).")
@@ -178,18 +193,10 @@ def _read_update(update: str | None, sets: tuple[str, ...]) -> dict[str, Any] | 
 @click.option("--update", default=None, help="JSON file (or - for stdin) with state fields to change.")
 @click.option("--set", "sets", multiple=True, help="FIELD=VALUE for goal, current_phase, next_action.")
 @click.option("--session-id", default=None, help="Session id to record in the ledger.")
+@click.option("--warning", type=float, default=None, help="Warning gate [default: the profile's, 0.55].")
+@click.option("--compress", type=float, default=None, help="Compress gate [default: the profile's, 0.70].")
 @click.option(
-    "--warning", type=float, default=defaults.PRESSURE_WARNING, show_default=True, help="Warning gate."
-)
-@click.option(
-    "--compress", type=float, default=defaults.PRESSURE_COMPRESS, show_default=True, help="Compress gate."
-)
-@click.option(
-    "--critical",
-    type=float,
-    default=defaults.PRESSURE_CRITICAL,
-    show_default=True,
-    help="Critical gate (halt).",
+    "--critical", type=float, default=None, help="Critical gate (halt) [default: the profile's, 0.85]."
 )
 @_common
 @guarded
@@ -204,14 +211,17 @@ def checkpoint_state_cmd(
     update: str | None,
     sets: tuple[str, ...],
     session_id: str | None,
-    warning: float,
-    compress: float,
-    critical: float,
+    warning: float | None,
+    compress: float | None,
+    critical: float | None,
 ) -> None:
-    """The gate before a major action: update the state, checkpoint, summarise, halt at critical pressure."""
-    from ctxhealth.state.gate import GateRequest, Thresholds, run_gate
+    """The gate before a major action: update the state, checkpoint, summarise, halt at critical pressure.
 
-    thresholds = Thresholds(warning=warning, compress=compress, critical=critical)
+    The gates are the profile's (``[profile] pressure_warning`` / ``_compress`` / ``_critical``, see
+    ``ctxhealth config show``); a flag overrides one of them for this call."""
+    from ctxhealth.state.gate import GateRequest, run_gate
+
+    thresholds = _gate_thresholds(warning, compress, critical)
     request = GateRequest(
         pressure=pressure,
         turn=turn,
@@ -236,7 +246,11 @@ def checkpoint_state_cmd(
         "zone": result.zone.value,
         "pressure": result.pressure,
         "turn": result.turn,
-        "thresholds": {"warning": warning, "compress": compress, "critical": critical},
+        "thresholds": {
+            "warning": thresholds.warning,
+            "compress": thresholds.compress,
+            "critical": thresholds.critical,
+        },
         "checkpoint": None if result.checkpoint is None else str(result.checkpoint),
         "summary": None if result.summary is None else str(result.summary),
         "halted": result.halted,

@@ -238,10 +238,6 @@ def facts_from_digest(d: Digest) -> tuple[Fact, ...]:
     return tuple(dict.fromkeys(facts))
 
 
-def extract_facts(session: Session) -> tuple[Fact, ...]:
-    return facts_from_digest(digest(session))
-
-
 # --- targets ------------------------------------------------------------------------------
 
 

@@ -352,12 +352,13 @@ def __getattr__(name: str) -> re.Pattern[str]:
 
 
 def error_signature(result: ToolResult) -> str:
-    """A short, number-free form of the error, so "the same mistake" can be recognised."""
+    """A short, number-free form of the error, so "the same mistake" can be recognised; ``""`` when the
+    output holds no error line. A signature comes from the error or there is none: the last output line
+    is no stand-in (three different LaTeX failures all end "Transcript written on x.log.")."""
     text = result.text
     probe = text if len(text) <= 4000 else text[:1000] + "\n" + text[-3000:]
     found = _last_signature_line(probe) if any(h in probe for h in _SIGNATURE_HINTS) else None
-    line = found if found is not None else (probe.strip().splitlines() or [""])[-1]
-    return _re("_NUMBERS").sub("N", line.strip())[:160]
+    return "" if found is None else _re("_NUMBERS").sub("N", found.strip())[:160]
 
 
 def _last_signature_line(probe: str) -> str | None:

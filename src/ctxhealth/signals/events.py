@@ -59,10 +59,6 @@ class Event:
     folded: bytes = b""
     runs: tuple[bytes, ...] | list[bytes] = ()
 
-    @property
-    def is_assistant(self) -> bool:
-        return self.message.role is Role.ASSISTANT
-
 
 class EventBuilder:
     """Turns messages into events, pairing results with calls through a bounded pending map."""

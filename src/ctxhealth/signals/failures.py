@@ -1,7 +1,7 @@
 """Tool-failure detectors: failure rate, consecutive failures, the same tool failing, the same mistake.
 
-"The same mistake" is the same tool failing with the same error signature (number-free last error
-line) within the last ``indicator_window`` turns.
+"The same mistake" is the same tool failing with the same error signature (the number-free last error
+line; a failure whose output holds no error line has none) within the last ``indicator_window`` turns.
 
 Failure = :func:`ctxhealth.failures.is_failure` (error flag, non-zero exit code, else error text).
 The rate is taken over the last ``indicator_window`` tool results (bounded), so an old spiral
@@ -65,15 +65,17 @@ class FailureDetector(CachedDetector):
                 self.streak_len += 1
                 self.streak.append(event.index)
                 self.max_streak = max(self.max_streak, self.streak_len)
-                sig = f"{tool}|{r.signature()}"
-                seen = self.mistakes.get(sig)
-                if seen is None:
-                    seen = deque(maxlen=8)
-                seen.append((event.turn, event.index))
-                self._prune(seen)
-                self.mistakes.put(sig, seen)
-                if len(seen) >= len(self.worst_mistake[1]):
-                    self.worst_mistake = (sig, seen)
+                signature = r.signature()
+                if signature:  # a failure with no error line is no recognisable mistake
+                    sig = f"{tool}|{signature}"
+                    seen = self.mistakes.get(sig)
+                    if seen is None:
+                        seen = deque(maxlen=8)
+                    seen.append((event.turn, event.index))
+                    self._prune(seen)
+                    self.mistakes.put(sig, seen)
+                    if len(seen) >= len(self.worst_mistake[1]):
+                        self.worst_mistake = (sig, seen)
             else:
                 self.streak_len = 0
                 self.streak.clear()

@@ -30,11 +30,6 @@ _ENUMS: dict[str, type[Enum]] = {cls.__name__: cls for cls in (Zone, FillSource,
 _VALUES: dict[str, Callable[..., Any]] = {"CallInfo": CallInfo, "TaskTracker": TaskTracker}
 
 
-def register_enum(cls: type[Enum]) -> None:
-    """Allow members of ``cls`` in saved state (for detectors defined outside this package)."""
-    _ENUMS[cls.__name__] = cls
-
-
 def register_value(cls: type[Any]) -> None:
     """Allow instances of the frozen dataclass ``cls`` in saved state."""
     _VALUES[cls.__name__] = cls
