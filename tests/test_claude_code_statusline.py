@@ -188,7 +188,7 @@ def test_reading_follows_the_hosts_window_and_failure_rate() -> None:
     for i, failed in enumerate([True, False, True, False, True]):
         counters.record_tool(f"t{i}", "Bash", f"Bash:{i}", failed)
     reading = read_counters(counters)
-    assert reading.spiral and "3 of the last 5" in reading.spiral_reason
+    assert reading.spiral and "60% of the last 5" in reading.spiral_reason  # the policy's own words
 
 
 def test_status_payload_2_1_fields(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ the result states one). From those:
   texts). Claude Code flags those as errors and they are counted as failures (the agent did not get
   what it asked for); recovery, which keeps "the latest error" for a checkpoint, skips them.
 
-:data:`RULE` says the definition in words, for a counter's label. Patterns compile on first use:
+:func:`spiral_reason` and :func:`streak_reason` are the rules on those counts (the policy's decision
+tree and the hooks' notices both ask them). :data:`RULE` says the definition in words, for a
+counter's label. Patterns compile on first use:
 the hooks import this module and most results need only a substring test.
 """
 
@@ -36,6 +38,8 @@ __all__ = [
     "is_failure",
     "looks_failed",
     "output_failed",
+    "spiral_reason",
+    "streak_reason",
     "text_looks_failed",
 ]
 
@@ -107,3 +111,16 @@ def output_failed(text: str, *, is_error: bool = False, exit_code: int | None = 
 def declined(result: ToolResult) -> bool:
     """The person declined or interrupted the call (Claude Code's own texts for these)."""
     return result.is_error and _pattern(_DECLINED, re.I).match(result.text) is not None
+
+
+def spiral_reason(calls: int, failure_rate: float, *, min_calls: int, rate: float) -> str | None:
+    """The failure-spiral rule (the policy's reset trigger, and the hooks' notice): more than ``rate``
+    of the last ``calls`` tool calls failed, with at least ``min_calls`` of them; None otherwise."""
+    if calls >= min_calls and failure_rate > rate:
+        return f"failure spiral: {failure_rate:.0%} of the last {calls} tool calls failed (> {rate:.0%})"
+    return None
+
+
+def streak_reason(streak: int, consecutive: int) -> str | None:
+    """The consecutive-failures rule (a warning in the policy): ``consecutive`` or more in a row."""
+    return f"{streak} consecutive tool failures" if streak >= consecutive else None

@@ -115,7 +115,9 @@ def _needs_read(payload: StatusPayload, counters: SessionCounters, cached: bool)
 
 
 def _needs_update(payload: StatusPayload, counters: SessionCounters, cached: bool) -> bool:
-    return _needs_read(payload, counters, cached) or counters.thresholds is None
+    # thresholds resolved before the model was known (a first PostToolUse): the payload names it
+    unnamed = bool(payload.model_id) and not counters.model
+    return _needs_read(payload, counters, cached) or counters.thresholds is None or unnamed
 
 
 def _refresh(payload: StatusPayload, counters: SessionCounters, cached: bool) -> None:
