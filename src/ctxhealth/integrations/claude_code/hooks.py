@@ -400,17 +400,15 @@ _ACTION_NOTICE = {
 
 
 def _user_prompt(call: _Call) -> str:
-    from ctxhealth.integrations.claude_code.assess import read_counters, verdict
+    from ctxhealth.integrations.claude_code.assess import verdict
 
     home, payload, counters = call.home, call.payload, call.counters
     if counters.checkpoint_pending and not AGENTS[call.agent].restarts_after_compaction:
         return _after_compaction(call, HookEvent.USER_PROMPT_SUBMIT)
     _read_tail(counters, call.agent)
-    reading = read_counters(counters)
     decision = verdict(counters)
     kind = _ACTION_NOTICE.get(decision.action)
     context = _give(counters, kind.value, kind, "; ".join(decision.reasons)) if kind else ""
-    counters.zone, counters.pressure = reading.zone.value, reading.pressure
     counters.queue_event(HookEvent.USER_PROMPT_SUBMIT.value, _summary(payload) + f" action={decision.action}")
     if context:
         from ctxhealth.state.ledger import Ledger
@@ -500,13 +498,11 @@ def _read_final_tail(call: _Call) -> None:
 
 
 def _stop(call: _Call) -> str:
-    from ctxhealth.integrations.claude_code.assess import read_counters, verdict
+    from ctxhealth.integrations.claude_code.assess import verdict
 
     home, payload, counters = call.home, call.payload, call.counters
     _read_final_tail(call)
-    reading = read_counters(counters)
     decision = verdict(counters)
-    counters.zone, counters.pressure = reading.zone.value, reading.pressure
     counters.queue_event(payload.event_name or HookEvent.STOP.value, _summary(payload))
     last = counters.assessment or {}
     verdict_key = [
@@ -514,7 +510,7 @@ def _stop(call: _Call) -> str:
         counters.tool_calls,
         counters.tool_errors,
         counters.episodes,
-        reading.fill,
+        counters.fill,
         last.get("index"),
         decision.action,
     ]
@@ -525,19 +521,19 @@ def _stop(call: _Call) -> str:
     from ctxhealth.state.ledger import Ledger
 
     with Ledger.open(_home_path(home)) as ledger:
+        # the monitor's own assessment of the latest message: its fill, pressure and zone
         ledger.record_assessment(
             counters.session_id,
             counters.turns,
-            tokens=reading.fill,
-            pressure=reading.pressure,
-            zone=reading.zone.value,
+            tokens=counters.fill,
+            pressure=float(last.get("pressure") or 0.0),
+            zone=str(last.get("zone") or "green"),
             details={
                 "final": True,
                 "action": decision.action,
                 "rule": decision.rule,
                 "reasons": list(decision.reasons),
                 "risk": last.get("risk"),
-                "monitor_zone": last.get("zone"),
                 "signals_fired": last.get("fired", []),
                 "peak": counters.peak,
                 "tool_calls": counters.tool_calls,
