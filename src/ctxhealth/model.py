@@ -37,6 +37,7 @@ class Format(StrEnum):
     SWE_AGENT = "swe-agent"
     OPENHANDS = "openhands"
     TAU_BENCH = "tau-bench"
+    GEMINI_CLI = "gemini-cli"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +74,18 @@ class CompactionSummary:
     """The summary an agent injected when it compacted its context.
 
     ``pre_tokens`` is the fill just before compaction when the log states it
-    (Claude Code ``compact_boundary.compactMetadata.preTokens``).
+    (Claude Code ``compact_boundary.compactMetadata.preTokens``; the prompt of Codex's compaction request).
+    ``usage`` is what the compaction's own model request cost, when the log has it apart from the turns
+    (Codex ``token_usage_record`` of the compaction response): it is priced with the session, never a turn.
+    ``encrypted`` is true when the agent kept the summary only in encrypted form (Codex with the OpenAI
+    provider): ``text`` is then empty because the log holds no readable summary, not because it was empty.
     """
 
     text: str
     trigger: str | None = None
     pre_tokens: int | None = None
+    usage: Usage | None = None
+    encrypted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +184,8 @@ class Session:
     ``model_context_window``); ``reported_fill`` maps message index -> the fill the log
     reported outside any message usage (Codex ``token_count`` events).
 
+    ``cwd`` is the working directory the agent ran in, when the log states it (Codex ``session_meta.cwd``).
+
     ``outcome`` is the run's result when the log records one (tau-bench ``reward``; 1.0 is a
     success), ``task_id`` the task the run attempted when the log names it (evaluation runs:
     repeated trials of one task share it).
@@ -193,6 +202,7 @@ class Session:
     reported_fill: dict[int, int] = field(default_factory=dict)
     outcome: float | None = None
     task_id: str | None = None
+    cwd: str | None = None
 
     @property
     def instruction(self) -> str:

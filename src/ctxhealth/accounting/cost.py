@@ -60,11 +60,21 @@ def iter_threads(session: Session) -> Iterator[Session]:
 
 
 def iter_responses(session: Session) -> Iterator[tuple[Session, Message]]:
-    """Each distinct model response with usage, main thread and sidechains, deduplicated by id."""
+    """Each distinct model response with usage, main thread and sidechains, deduplicated by id.
+
+    A compaction whose own request's usage the log keeps apart (``CompactionSummary.usage``) is a
+    response too: it is billed, though it is not a turn.
+    """
     seen: set[str] = set()
     for thread in iter_threads(session):
         for message in thread.messages:
             if message.role is not Role.ASSISTANT or message.usage is None:
+                summary = message.compaction
+                if summary is not None and summary.usage is not None:
+                    yield (
+                        thread,
+                        Message(role=Role.ASSISTANT, blocks=(), model=message.model, usage=summary.usage),
+                    )
                 continue
             if is_new_response(message.response_id, seen):
                 yield thread, message

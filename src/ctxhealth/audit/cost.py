@@ -63,8 +63,14 @@ def previous_week(week: str) -> str:
     return iso_week(monday - timedelta(days=7))
 
 
-def project_of(path: str) -> str:
-    """The project a session belongs to: the name of the folder its file is in."""
+def project_of(path: str, cwd: str | None = None) -> str:
+    """The project a session belongs to: the name of the directory the agent ran in when the log says
+    (Codex ``session_meta.cwd``, Gemini CLI's project), else the name of the folder its file is in
+    (Claude Code keeps one folder per project)."""
+    if cwd:
+        name = Path(cwd.rstrip("/\\")).name
+        if name:
+            return name
     parent = Path(path).parent.name
     return parent or "."
 
@@ -107,9 +113,10 @@ class CostLedger:
     _week_time: dict[str, tuple[datetime, str]] = field(default_factory=dict)
     unpriced_evidence: Evidence | None = None
 
-    def add(self, path: str, responses: Iterable[P]) -> list[P]:
-        """Count ``responses`` of the session at ``path``; returns those not counted before."""
-        project = project_of(path)
+    def add(self, path: str, responses: Iterable[P], *, project: str | None = None) -> list[P]:
+        """Count ``responses`` of the session at ``path`` (whose agent ran in ``project``, when the log
+        says); returns those not counted before."""
+        project = project_of(path, project)
         new = []
         for response in responses:
             rid = response.response_id

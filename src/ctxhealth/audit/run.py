@@ -141,10 +141,10 @@ class _Totals:
     usd_breaks: float = 0.0
     requests: int = 0
 
-    def add_responses(self, path: str, responses: list[Response]) -> None:
+    def add_responses(self, path: str, responses: list[Response], project: str | None = None) -> None:
         """Count the session's responses in the totals, each response id once over all sessions."""
         n = self.options.last_n
-        for r in self.cost.add(path, responses):
+        for r in self.cost.add(path, responses, project=project):
             self.requests += 1
             # Without a timestamp a response sorts before every timed one, in read order.
             item = (
@@ -196,7 +196,7 @@ def _session_document(
     session: Session, options: AuditOptions, registry: ModelRegistry, totals: _Totals
 ) -> dict[str, Any]:
     responses = session_responses(session, registry, model=options.model, since=options.since)
-    totals.add_responses(session.path, responses)
+    totals.add_responses(session.path, responses, project=session.cwd)
     totals.sessions += 1
     cache = audit_cache(session, responses, last_n=options.last_n)
     account = account_session(session, registry=registry, model=options.model)

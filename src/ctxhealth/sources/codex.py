@@ -24,9 +24,24 @@ Each line is ``{timestamp, type, payload}``. How lines become messages:
   user-role text Codex itself injects (``<environment_context>``, ``<user_instructions>``,
   AGENTS.md) is SYSTEM too, so ``Session.instruction`` is the person's request.
 * ``compacted`` lines become a USER message holding a :class:`CompactionSummary`.
-* ``session_meta.id`` is the session id, ``turn_context.model`` the model,
-  ``token_count.info.model_context_window`` the window. Other ``event_msg`` types repeat what
-  ``response_item`` lines already hold and are skipped.
+* ``session_meta.id`` is the session id, ``session_meta.cwd`` the working directory,
+  ``session_meta.base_instructions.text`` (0.1xx) the system prompt (a SYSTEM message first),
+  ``turn_context.model`` the model, ``token_count.info.model_context_window`` the window. Other
+  ``event_msg`` types repeat what ``response_item`` lines already hold and are skipped.
+
+Codex 0.171 and later write a ``token_usage_record`` per model response (``response_id``, ``usage``
+with the same keys as ``last_token_usage``, and running ``turn_token_usage`` /
+``thread_token_usage``), right after the response's items. Where a rollout has them they are the
+usage source and ``token_count`` only gives the window: a record is the only trace of a compaction
+request under the OpenAI provider (it has no items, and ``token_count`` is not updated). Items whose
+top-level ``metadata.compaction_output`` is true are the compaction's own reply, and the
+``compacted`` line that follows names that response (``compaction_response_id``) and repeats its
+record (``latest_token_usage_record``): that response becomes the :class:`CompactionSummary`'s
+``usage`` and ``pre_tokens`` (billed, never a turn). Under the OpenAI provider the summary exists only
+encrypted (``message`` is empty, ``replacement_history`` ends with a ``compaction`` item holding
+``encrypted_content``): the summary is marked ``encrypted``. ``world_state`` (the harness's own
+environment snapshot), top-level ``ordinal`` and the rest of ``metadata`` carry nothing ctxhealth
+measures and are read without a warning.
 """
 
 from __future__ import annotations
@@ -65,7 +80,19 @@ from ctxhealth.sources.lines import (
     type_name,
 )
 
-_LINE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+_LINE_TYPES = frozenset(
+    {
+        "session_meta",
+        "turn_context",
+        "response_item",
+        "event_msg",
+        "compacted",
+        "token_usage_record",
+        "world_state",
+    }
+)
+_RECORDS = b'"token_usage_record"'
+"""A rollout holding this writes one usage record per response (0.171+)."""
 _EXIT_CODE = re.compile(r"(?m)^(?:Exit code:|Process exited with code)\s*(-?\d{1,9})\b")
 _CUT_LINE = re.compile(
     rb'"type"\s*:\s*"(?:session_meta|turn_context|response_item|event_msg)"\s*,\s*"payload"'
@@ -176,6 +203,9 @@ class _Response:
     timestamp: str | None
     model: str | None
     usage: Usage | None = None
+    response_id: str | None = None
+    compaction: bool = False
+    """The compaction's own reply (``metadata.compaction_output``), or a record without items."""
 
 
 @dataclass(slots=True)
@@ -190,6 +220,11 @@ class _State:
     session_id: str | None = None
     last_total: Any = None
     last_usage: dict[str, Any] | None = None
+    records: bool = False
+    """The rollout writes ``token_usage_record`` lines: they, not ``token_count``, give usage."""
+    cwd: str | None = None
+    instructions_seen: bool = False
+    compaction_reply: _Response | None = None
 
     def response(self, line: int, timestamp: str | None) -> _Response:
         """The response the next model item belongs to (a new one when none is open, or when the
@@ -208,6 +243,15 @@ class _State:
         """A new model request starts (``turn_context``, a user message, a compaction)."""
         self.open = None
         self.output_since = False
+        self.compaction_reply = None
+
+    def compaction_response(self, line: int, timestamp: str | None) -> _Response:
+        """The response the compaction's own reply items belong to."""
+        if self.compaction_reply is None:
+            self.compaction_reply = _Response([], line, timestamp, self.model, compaction=True)
+            self.out.append(self.compaction_reply)
+            self.open = None
+        return self.compaction_reply
 
     def emit(self, message: Message) -> None:
         self.out.append(message)
@@ -232,6 +276,8 @@ def _token_count(state: _State, payload: dict[str, Any], line: int) -> None:
     window = get_int(info, "model_context_window")
     if window is not None and window > 0:
         state.window = window
+    if state.records:
+        return
     total = info.get("total_token_usage")
     last = get_dict(info, "last_token_usage")
     if total is not None and total == state.last_total:
@@ -259,8 +305,82 @@ def _token_count(state: _State, payload: dict[str, Any], line: int) -> None:
     state.output_since = False
 
 
-def _response_item(state: _State, item: dict[str, Any], line: int, timestamp: str | None) -> None:
+def _token_usage_record(state: _State, payload: dict[str, Any], line: int, timestamp: str | None) -> None:
+    """One response's usage (0.171+): it closes the response whose items came since the last boundary,
+    or stands for a response that wrote no items (a remote compaction)."""
+    last = get_dict(payload, "usage")
+    if last is None:
+        state.sink.add(line, "token_usage_record without usage")
+        return
+    problems: list[str] = []
+    usage = _usage(last, problems)
+    for problem in problems:
+        state.sink.add(line, f"token_usage_record {problem}")
+    response_id = get_str(payload, "response_id")
+    current = state.compaction_reply if state.compaction_reply is not None else state.open
+    if current is not None and current.usage is None and current.blocks:
+        current.usage, current.response_id = usage, response_id
+        state.open = None
+        state.compaction_reply = None
+        return
+    state.out.append(_Response([], line, timestamp, state.model, usage, response_id, compaction=True))
+    state.open = None
+
+
+def _compacted(state: _State, payload: dict[str, Any], line: int, timestamp: str | None) -> None:
+    text = get_str(payload, "message") or ""
+    history = get_list(payload, "replacement_history") or []
+    encrypted = not text.strip() and any(
+        isinstance(item, dict) and item.get("type") == "compaction" and item.get("encrypted_content")
+        for item in history
+    )
+    response_id = get_str(payload, "compaction_response_id")
+    reply: _Response | None = None
+    for k in range(len(state.out) - 1, -1, -1):
+        item = state.out[k]
+        if (
+            isinstance(item, _Response)
+            and item.compaction
+            and (response_id is None or item.response_id in (None, response_id))
+        ):
+            reply = item
+            del state.out[k]
+            break
+        if isinstance(item, Message) and item.role is Role.USER:
+            break
+    usage = reply.usage if reply is not None else None
+    if usage is None:
+        record = get_dict(payload, "latest_token_usage_record")
+        last = get_dict(record, "usage")
+        if last is not None and (response_id is None or get_str(record, "response_id") == response_id):
+            usage = _usage(last, [])
+    if reply is not None and not text and not encrypted:
+        text = "\n".join(b.text for b in reply.blocks if isinstance(b, TextBlock))
+    state.boundary()
+    summary = CompactionSummary(
+        text,
+        trigger=None,
+        pre_tokens=usage.context_tokens if usage is not None else None,
+        usage=usage,
+        encrypted=encrypted,
+    )
+    state.emit(Message(role=Role.USER, blocks=(summary,), timestamp=timestamp, line=line))
+
+
+def _response_item(
+    state: _State, item: dict[str, Any], line: int, timestamp: str | None, metadata: Any = None
+) -> None:
     kind = get_str(item, "type")
+    if (
+        isinstance(metadata, dict)
+        and metadata.get("compaction_output") is True
+        and kind in ("message", "reasoning")
+    ):
+        # the compaction's own reply: its text is the summary the ``compacted`` line repeats
+        reply = state.compaction_response(line, timestamp)
+        if kind == "message":
+            reply.blocks.extend(_parts(item.get("content")))
+        return
     if kind == "message":
         role = get_str(item, "role")
         blocks = _parts(item.get("content"))
@@ -306,7 +426,9 @@ def _line(state: _State, obj: dict[str, Any], line: int) -> None:
         state.sink.add(line, f"{kind} payload is {type_name(payload)}, expected object")
         return
     if kind == "response_item":
-        _response_item(state, payload, line, timestamp)
+        _response_item(state, payload, line, timestamp, obj.get("metadata"))
+    elif kind == "token_usage_record":
+        _token_usage_record(state, payload, line, timestamp)
     elif kind == "event_msg":
         event = payload.get("type")
         if event == "token_count":
@@ -321,17 +443,20 @@ def _line(state: _State, obj: dict[str, Any], line: int) -> None:
     elif kind == "session_meta":
         meta = get_dict(payload, "meta") or payload
         state.session_id = state.session_id or get_str(meta, "id")
+        state.cwd = state.cwd or get_str(meta, "cwd")
+        instructions = get_dict(meta, "base_instructions")
+        text = get_str(instructions, "text")
+        if text and not state.instructions_seen:
+            state.instructions_seen = True
+            state.emit(Message(role=Role.SYSTEM, blocks=(TextBlock(text),), timestamp=timestamp, line=line))
     elif kind == "compacted":
-        text = get_str(payload, "message") or ""
-        state.boundary()
-        summary = CompactionSummary(text, trigger=None, pre_tokens=None)
-        state.emit(Message(role=Role.USER, blocks=(summary,), timestamp=timestamp, line=line))
+        _compacted(state, payload, line, timestamp)
 
 
 def parse(data: bytes, path: str) -> Session:
     """Read one Codex rollout file into a :class:`Session`."""
     sink = WarningSink(path)
-    state = _State(sink)
+    state = _State(sink, records=_RECORDS in data)
     for line, raw in split_lines(data):
         try:
             obj = loads(raw)
@@ -356,6 +481,7 @@ def parse(data: bytes, path: str) -> Session:
                 blocks=tuple(item.blocks),
                 model=item.model,
                 usage=item.usage,
+                response_id=item.response_id,
                 timestamp=item.timestamp,
                 line=item.line,
             )
@@ -369,4 +495,5 @@ def parse(data: bytes, path: str) -> Session:
         context_window=state.window,
         reported_fill=reported,
         warnings=sink.result(),
+        cwd=state.cwd,
     )

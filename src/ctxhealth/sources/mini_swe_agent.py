@@ -1,12 +1,20 @@
 """Reader for mini-swe-agent trajectories (``*.traj.json``: ``{info, messages, instance_id, ...}``).
 
-mini-swe-agent has no structured tool calls. An assistant message whose text holds exactly one
-```` ```bash ```` block is a tool call (the agent rejects zero or several blocks with a format
+Two action styles. 1.x (and 2.x's text mode) has no structured tool calls. An assistant message whose
+text holds exactly one ```` ```bash ```` block (2.x text mode: ```` ```mswea_bash_command ````) is a
+tool call (the agent rejects zero or several blocks with a format
 error instead of running anything): it becomes a :class:`ToolCall` named ``bash`` with input
 ``{"command": ...}`` and a synthesised id ``bash-<index>``. The next user message is that
 call's :class:`ToolResult`: ``<returncode>N</returncode>`` sets ``exit_code`` and
 ``is_error = N != 0``; the "timed out and has been killed" notice is an error without an exit
 code; any other text (e.g. the final submission diff) is a result without an exit code.
+
+2.x (``"trajectory_format": "mini-swe-agent-1.1"``) uses tool calls by default: an assistant message's
+``tool_calls[{id, function: {name, arguments}}]`` are :class:`ToolCall` s (arguments decoded), and each
+``role: "tool"`` message is the result of its ``tool_call_id``; its exit code is ``extra.returncode``
+(else the ``returncode`` of the JSON content, else a ``<returncode>`` tag). The closing ``role: "exit"``
+message (exit status, submission) is the harness's record, not context: it is skipped without a warning.
+Such trajectories are read by the lenient path.
 
 Usage comes from ``extra.response.usage``: ``prompt_tokens`` is the context fill, split into
 ``input_tokens`` (uncached) and ``cache_read_tokens`` (``prompt_tokens_details.cached_tokens``);
@@ -20,6 +28,7 @@ schema rejects is read by the lenient orjson path, with the same result and warn
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -28,6 +37,7 @@ import msgspec
 
 from ctxhealth.model import Block, Format, Message, Role, Session, ToolResult, Usage
 from ctxhealth.sources.lines import (
+    BadJSON,
     WarningSink,
     as_int,
     each_message,
@@ -35,6 +45,7 @@ from ctxhealth.sources.lines import (
     get_list,
     get_str,
     load_document,
+    loads,
     make_call,
     make_message,
     make_result,
@@ -44,11 +55,14 @@ from ctxhealth.sources.lines import (
 )
 from ctxhealth.sources.openai_chat import usage_with_warnings
 
-_BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+_BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 _RETURNCODE = re.compile(r"^\s*<returncode>\s*(-?\d{1,9})\s*</returncode>")
 _TIMEOUT = re.compile(r"^The last command .{0,20000}? timed out", re.DOTALL)
 _HEAD = re.compile(rb'^\s*\{\s*"info"\s*:\s*\{\s*"exit_status"')
 _ROLES = {"system": Role.SYSTEM, "user": Role.USER, "assistant": Role.ASSISTANT}
+_LENIENT_ROLES = {**_ROLES, "tool": Role.TOOL, "exit": Role.SYSTEM}
+_SKIPPED_ROLES = frozenset({"exit"})
+"""Roles of entries that are the harness's own record, not context (2.x ``exit``)."""
 
 
 def detect(head: bytes) -> bool:
@@ -130,6 +144,7 @@ class _Message(msgspec.Struct, gc=False):
     role: str
     content: str | None = None
     extra: _Extra | None = None
+    tool_calls: list[Any] | None = None
 
 
 class _ModelConfig(msgspec.Struct, gc=False):
@@ -152,8 +167,10 @@ class _Trajectory(msgspec.Struct, gc=False):
 
 _DECODE = msgspec.json.Decoder(_Trajectory).decode
 
-#: One message as both paths hand it on: (index, role, text, response id, model, usage, timestamp).
-_Entry = tuple[int, Role, str, str | None, str | None, Usage | None, str | None]
+#: One message as both paths hand it on: (index, role, text, response id, model, usage, timestamp, the
+#: message's own structured calls and result (2.x), or None).
+_Entry = tuple[int, Role, str, str | None, str | None, Usage | None, str | None, "_Structured | None"]
+_Structured = tuple[tuple[tuple[str, str, Any], ...], ToolResult | None]
 
 
 def _typed_usage(raw: _Usage | None) -> Usage | None:
@@ -185,13 +202,13 @@ def _typed_read(data: bytes) -> tuple[list[_Entry], str | None, str | None] | No
     entries: list[_Entry] = []
     for index, raw in enumerate(doc.messages, start=1):
         role = _ROLES.get(raw.role)
-        if role is None:
-            return None
+        if role is None or raw.tool_calls:
+            return None  # 2.x tool calls, or a role the lenient path warns about
         text = raw.content or ""
         if role is Role.ASSISTANT:
             response = raw.extra.response if raw.extra is not None else None
             if response is None:
-                entries.append((index, role, text, None, None, None, None))
+                entries.append((index, role, text, None, None, None, None, None))
             else:
                 created = response.created
                 entries.append(
@@ -203,10 +220,11 @@ def _typed_read(data: bytes) -> tuple[list[_Entry], str | None, str | None] | No
                         response.model,
                         _typed_usage(response.usage),
                         _timestamp_of(created),
+                        None,
                     )
                 )
         else:
-            entries.append((index, role, text, None, None, None, None))
+            entries.append((index, role, text, None, None, None, None, None))
     info = doc.info
     config = info.config if info is not None else None
     model = config.model if config is not None else None
@@ -226,10 +244,15 @@ def _lenient_read(data: bytes, sink: WarningSink) -> tuple[list[_Entry], str | N
         raw_messages = []
     config_model = get_str(get_dict(get_dict(get_dict(doc, "info"), "config"), "model"), "model_name")
     entries: list[_Entry] = []
-    for index, raw, role in each_message(raw_messages, _ROLES, sink, _quote_role):
+    for index, raw, role in each_message(raw_messages, _LENIENT_ROLES, sink, _quote_role):
+        if raw.get("role") in _SKIPPED_ROLES:
+            continue
         text = _text(raw.get("content"), sink, index)
-        if role is Role.ASSISTANT:
+        if role is Role.TOOL:
+            entries.append((index, role, text, None, None, None, None, ((), _tool_message(raw, text, index))))
+        elif role is Role.ASSISTANT:
             response = get_dict(get_dict(raw, "extra"), "response")
+            calls = _tool_calls(raw, index)
             entries.append(
                 (
                     index,
@@ -239,11 +262,42 @@ def _lenient_read(data: bytes, sink: WarningSink) -> tuple[list[_Entry], str | N
                     get_str(response, "model"),
                     usage_with_warnings(get_dict(response, "usage"), sink, index),
                     _timestamp(response),
+                    (calls, None) if calls else None,
                 )
             )
         else:
-            entries.append((index, role, text, None, None, None, None))
+            entries.append((index, role, text, None, None, None, None, None))
     return entries, config_model, get_str(doc, "instance_id")
+
+
+def _tool_calls(raw: dict[str, Any], index: int) -> tuple[tuple[str, str, Any], ...]:
+    """A 2.x assistant message's ``tool_calls`` as ``(id, name, decoded arguments)``."""
+    out = []
+    for k, call in enumerate(get_list(raw, "tool_calls") or []):
+        function = get_dict(call, "function")
+        arguments: Any = function.get("arguments") if function is not None else None
+        if isinstance(arguments, str):
+            with contextlib.suppress(BadJSON):
+                arguments = loads(arguments) if arguments.strip() else {}
+        call_id = get_str(call, "id") or f"call-{index}-{k}"
+        out.append((call_id, get_str(function, "name") or "bash", arguments))
+    return tuple(out)
+
+
+def _tool_message(raw: dict[str, Any], text: str, index: int) -> ToolResult:
+    """A 2.x ``role: "tool"`` message: the result of its ``tool_call_id``, exit code from ``extra``."""
+    call_id = get_str(raw, "tool_call_id") or f"tool-{index}"
+    extra = get_dict(raw, "extra")
+    code = as_int(extra.get("returncode")) if extra is not None else None
+    if code is None and text.lstrip().startswith("{"):
+        try:
+            decoded = loads(text)
+        except BadJSON:
+            decoded = None
+        code = as_int(decoded.get("returncode")) if isinstance(decoded, dict) else None
+    if code is None:
+        return _observation(call_id, text)
+    return make_result(call_id, text, code != 0, code)
 
 
 def parse(data: bytes, path: str, *, typed: bool = True) -> Session:
@@ -265,14 +319,22 @@ def parse(data: bytes, path: str, *, typed: bool = True) -> Session:
     messages: list[Message] = []
     pending: str | None = None
     last_model: str | None = None
-    for index, role, text, response_id, model, usage, timestamp in entries:
+    for index, role, text, response_id, model, usage, timestamp, structured in entries:
         blocks: list[Block]
+        if structured is not None:
+            result = structured[1]
+            if result is not None:
+                messages.append(make_message(role, (result,), None, None, None, None, None, False, index))
+                pending = None
+                continue
         if role is Role.ASSISTANT:
             last_model = model or last_model
             blocks = [make_text(text)]
             actions = _BASH_BLOCK.findall(text)
             pending = None
-            if len(actions) == 1:
+            if structured is not None:
+                blocks.extend(make_call(call_id, name, value) for call_id, name, value in structured[0])
+            elif len(actions) == 1:
                 pending = f"bash-{index}"
                 blocks.append(make_call(pending, "bash", {"command": actions[0].strip()}))
             messages.append(

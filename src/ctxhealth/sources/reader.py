@@ -45,6 +45,7 @@ from ctxhealth.sources import (
     anthropic_messages,
     claude_code,
     codex,
+    gemini_cli,
     mini_swe_agent,
     openai_chat,
     openhands,
@@ -85,6 +86,18 @@ def _parse_claude_code(data: bytes, path: str) -> Session:
     return claude_code.parse(data, path, _subagent_files(path))
 
 
+def _parse_gemini_cli(data: bytes, path: str) -> Session:
+    session = gemini_cli.parse(data, path)
+    if path.startswith("<"):
+        return session
+    projects = Path(path).parent.parent.parent.parent / "projects.json"  # ~/.gemini/tmp/<p>/chats/x
+    try:
+        cwd = gemini_cli.project_path(path, projects.read_bytes())
+    except OSError:
+        return session
+    return dataclasses.replace(session, cwd=cwd) if cwd else session
+
+
 def _parse_openhands_all(data: bytes, path: str) -> list[Session]:
     if openhands.is_completion(data[:HEAD_BYTES]):
         return [openhands.parse(data, path)]
@@ -94,6 +107,7 @@ def _parse_openhands_all(data: bytes, path: str) -> list[Session]:
 READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(Format.CLAUDE_CODE, claude_code.detect, _parse_claude_code),
     ReaderSpec(Format.CODEX, codex.detect, codex.parse),
+    ReaderSpec(Format.GEMINI_CLI, gemini_cli.detect, _parse_gemini_cli),
     ReaderSpec(Format.MINI_SWE_AGENT, mini_swe_agent.detect, mini_swe_agent.parse),
     ReaderSpec(Format.SWE_AGENT, swe_agent.detect, swe_agent.parse),
     ReaderSpec(Format.TAU_BENCH, tau_bench.detect, tau_bench.parse, tau_bench.parse_all),
