@@ -443,16 +443,25 @@ def _post_tool(call: _Call) -> str:
         return ""
     name = payload.tool_name or "?"
     signature = call_signature(name, payload.tool_input)
-    counters.note_call(signature, *call_files(name, payload.tool_input))
-    counted = counters.record_tool(payload.tool_use_id, name, signature, _call_failed(payload))
+    dooms, calls = counters.doom_loops, counters.tool_calls
+    if call.agent is Agent.CLAUDE_CODE:
+        counters.note_call(signature, *call_files(name, payload.tool_input))
+        counted = counters.record_tool(payload.tool_use_id, name, signature, _call_failed(payload))
+    else:
+        # Codex and Gemini leave the outcome out of the payload (Codex sends "" for a command that
+        # exited 1) and may write it to the transcript only after this hook: the calls are counted
+        # from the transcript (its reader says how each ended), read here up to what it holds now.
+        _read_tail(counters, call.agent)
+        counted = counters.tool_calls > calls
     notices: list[str] = []
     if counted:
         reading = read_counters(counters)
         if reading.spiral:
             notices.append(_give(counters, Notice.SPIRAL.value, Notice.SPIRAL, reading.spiral_reason))
-        if counters.signatures.get(signature) == DOOM_LOOP_REPEATS and name != "?":
-            detail = f"{name} called with the same input"
-            notices.append(_give(counters, f"doom:{signature}", Notice.DOOM_LOOP, detail))
+        if counters.doom_loops > dooms and counters.last_doom_signature:
+            doom = counters.last_doom_signature
+            detail = f"{doom.split(':')[0]} called with the same input"
+            notices.append(_give(counters, f"doom:{doom}", Notice.DOOM_LOOP, detail))
     context = "\n\n".join(n for n in notices if n)
     counters.queue_event(event.value, _summary(payload))
     if context:

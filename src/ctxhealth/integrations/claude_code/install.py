@@ -123,6 +123,14 @@ TARGETS: dict[Agent, HookTarget] = {
 """Per agent: its hook file and the events ctxhealth answers (see :mod:`.agents` for what each does)."""
 
 
+_TRUST_NOTES = {
+    Agent.CODEX: (
+        "Codex runs hooks from hooks.json only once you trust them: review them with /hooks in Codex "
+        "(until then they are listed as untrusted and do not run)",
+    ),
+}
+
+
 def hook_command(python: str, event: HookEvent | str, agent: Agent = Agent.CLAUDE_CODE) -> str:
     """The shell command an agent runs for ``event``: ``python -m`` skips the click CLI (faster)."""
     name = event.value if isinstance(event, HookEvent) else event
@@ -343,7 +351,8 @@ def plan_install(
         groups.append(_hook_entry(python, target, event, matcher, timeout))
     if not target.statusline:
         after = before if data == original and before is not None else _dump(data)
-        return InstallPlan(path, before, after, StatusLineChange.UNCHANGED, installing=True)
+        notes = _TRUST_NOTES.get(agent, ())
+        return InstallPlan(path, before, after, StatusLineChange.UNCHANGED, notes, installing=True)
 
     notes: list[str] = []
     ours = {"type": "command", "command": statusline_command(python), "padding": 0}

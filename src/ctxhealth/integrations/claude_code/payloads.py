@@ -374,6 +374,7 @@ class HookPayload(_Value):
         "stop_hook_active",
         "tool_input",
         "tool_name",
+        "tool_response",
         "tool_use_id",
         "transcript_path",
         "trigger",
@@ -390,6 +391,7 @@ class HookPayload(_Value):
     prompt: str | None
     tool_name: str | None
     tool_input: Any
+    tool_response: Any
     tool_use_id: str | None
     failed: bool
     error: str | None
@@ -420,6 +422,7 @@ class HookPayload(_Value):
         prompt: str | None = None,
         tool_name: str | None = None,
         tool_input: Any = None,
+        tool_response: Any = None,
         tool_use_id: str | None = None,
         failed: bool = False,
         error: str | None = None,
@@ -447,6 +450,7 @@ class HookPayload(_Value):
         self._set("prompt", prompt)
         self._set("tool_name", tool_name)
         self._set("tool_input", tool_input)
+        self._set("tool_response", tool_response)
         self._set("tool_use_id", tool_use_id)
         self._set("failed", failed)
         self._set("error", error)
@@ -551,6 +555,7 @@ def parse_hook_payload(raw: bytes | str, event: HookEvent | None = None) -> Hook
         prompt=r.text("prompt"),
         tool_name=r.text("tool_name"),
         tool_input=r.data.get("tool_input"),
+        tool_response=response,
         tool_use_id=r.text("tool_use_id"),
         failed=failed,
         error=error,

@@ -142,12 +142,12 @@ def fold_messages(
             counters.compactions += 1
             counters.episodes += 1
             continue
-        if message.role is Role.USER:
+        if message.role in (Role.USER, Role.TOOL):  # tool results: user blocks, or tool messages
             for result in message.tool_results:
                 pending = counters.pending_calls.pop(result.tool_call_id, None)
                 name, signature = pending if pending else ("?", f"?:{result.tool_call_id}")
                 counters.record_tool(result.tool_call_id, name, signature, is_failure(result))
-            if not counters.instruction and is_user_request(message):
+            if message.role is Role.USER and not counters.instruction and is_user_request(message):
                 counters.instruction = scrub(clean_user_text(message.text)[:INSTRUCTION_CHARS])
             continue
         if message.role is not Role.ASSISTANT:

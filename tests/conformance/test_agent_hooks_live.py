@@ -1,0 +1,63 @@
+"""ctxhealth's hooks installed in the real Codex CLI and Gemini CLI (scratch HOME): they fire, and
+what they inject shows up in the next request the fake model server logs (the truth)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .fake_openai import FakeOpenAI
+from .test_codex import MODEL as CODEX_MODEL
+from .test_codex import _codex, _config, _rollout
+
+pytestmark = pytest.mark.conformance
+
+
+@pytest.fixture
+def openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(model=CODEX_MODEL) as fake:
+        yield fake
+
+
+def _install(agent: str, folder: Path, ctxhealth_home: Path) -> None:
+    command = [sys.executable, "-c", "from ctxhealth.cli.main import main; main()"]
+    done = subprocess.run(
+        [*command, "install", agent, "--dir", str(folder), "--python", sys.executable, "--apply"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"HOME": str(folder.parent), "CTXHEALTH_HOME": str(ctxhealth_home), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _notes(body: object) -> list[str]:
+    """The ``[ctxhealth]`` notes a request carries (what the hooks injected that the model read)."""
+    text = json.dumps(body)
+    return sorted({part.split("\\n", 1)[0][:80] for part in text.split("[ctxhealth]")[1:]})
+
+
+def test_codex_hooks_fire_and_the_spiral_note_reaches_the_model(tmp_path: Path, openai: FakeOpenAI) -> None:
+    codex_home = tmp_path / "codex"
+    _config(codex_home, openai, provider="custom", compact_limit=None)
+    _install("codex", codex_home, tmp_path / "ctxhealth")
+    script = "Fix it.\n" + "\n".join(["STEP shell false"] * 5) + "\nSTEP say done"
+    # Codex runs hooks from hooks.json only once the person trusted them (its /hooks review); this
+    # scratch HOME has nobody to review them, so the run bypasses that, as its own docs say to.
+    _codex(tmp_path, "--dangerously-bypass-hook-trust", script)
+    turns = openai.exchanges("turn")
+    notes = [_notes(e.body) for e in turns]
+    assert any(any("Failure spiral" in n for n in ns) for ns in notes), notes
+    first = next(i for i, ns in enumerate(notes) if any("Failure spiral" in n for n in ns))
+    assert first >= 3  # not before three calls had failed
+    from ctxhealth.integrations.claude_code.tailstate import load_counters
+
+    # the hooks ran in Codex's environment: ctxhealth's home is the scratch HOME's
+    counters = load_counters(str(tmp_path / "home" / ".ctxhealth"), str(_rollout(tmp_path)))
+    assert counters is not None and counters.tool_errors >= 3
