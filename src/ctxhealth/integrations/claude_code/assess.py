@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ctxhealth.failures import spiral_reason, streak_reason
 from ctxhealth.integrations.claude_code.tailstate import RECENT_OUTCOMES, SessionCounters
+from ctxhealth.policy import defaults
 from ctxhealth.signals.cache_rate import cache_hit_rate
 from ctxhealth.signals.zones import Zone, tier_zone_of, window_zone_of, worse
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["Reading", "Verdict", "low_cache_hit_rate", "read_counters", "verdict"]
+__all__ = ["Reading", "Verdict", "low_cache_hit_rate", "read_counters", "spiral", "verdict"]
 
 
 class Reading:
@@ -75,7 +76,7 @@ class Reading:
         self.drifting: bool = (
             self.drift is not None and self.fill >= th["sweet_spot"] and self.drift < th["drift_threshold"]
         )
-        self.spiral, self.spiral_reason = _spiral(counters, th)
+        self.spiral, self.spiral_reason = spiral(counters)
         self.doom_loop: bool = counters.doom_loops > 0 and bool(counters.last_doom_signature)
 
 
@@ -89,7 +90,20 @@ def _thresholds(counters: SessionCounters) -> dict[str, Any]:
     return resolve_thresholds(counters)
 
 
-def _spiral(counters: SessionCounters, th: dict[str, Any]) -> tuple[bool, str]:
+def spiral(counters: SessionCounters) -> tuple[bool, str]:
+    """(whether the recent calls are a failure spiral or a streak, the policy's reason) — the rule
+    needs only the profile's failure thresholds: the cached ones, else the profile's defaults
+    (:mod:`ctxhealth.policy.defaults`; no model or window is involved, so none is guessed)."""
+    cached = counters.thresholds
+    th: dict[str, Any] = (
+        cached
+        if cached is not None
+        else {
+            "failure_min_calls": defaults.FAILURE_MIN_CALLS,
+            "failure_rate": defaults.FAILURE_RATE,
+            "consecutive_failures": defaults.CONSECUTIVE_FAILURES,
+        }
+    )
     recent = counters.recent_outcomes[-RECENT_OUTCOMES:]
     calls = len(recent)
     # the policy's two rules on the counts, in its words: a streak first (it is what the agent sees)

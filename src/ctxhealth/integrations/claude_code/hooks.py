@@ -433,7 +433,7 @@ def _call_failed(payload: HookPayload) -> bool:
 
 
 def _post_tool(call: _Call) -> str:
-    from ctxhealth.integrations.claude_code.assess import read_counters
+    from ctxhealth.integrations.claude_code.assess import spiral
 
     home, payload, counters = call.home, call.payload, call.counters
     event = payload.event or HookEvent.POST_TOOL_USE
@@ -455,9 +455,9 @@ def _post_tool(call: _Call) -> str:
         counted = counters.tool_calls > calls
     notices: list[str] = []
     if counted:
-        reading = read_counters(counters)
-        if reading.spiral:
-            notices.append(_give(counters, Notice.SPIRAL.value, Notice.SPIRAL, reading.spiral_reason))
+        spiralling, why = spiral(counters)
+        if spiralling:
+            notices.append(_give(counters, Notice.SPIRAL.value, Notice.SPIRAL, why))
         if counters.doom_loops > dooms and counters.last_doom_signature:
             doom = counters.last_doom_signature
             detail = f"{doom.split(':')[0]} called with the same input"

@@ -123,7 +123,7 @@ TARGETS: dict[Agent, HookTarget] = {
 """Per agent: its hook file and the events ctxhealth answers (see :mod:`.agents` for what each does)."""
 
 
-_TRUST_NOTES = {
+_TRUST_NOTES: dict[Agent, tuple[str, ...]] = {
     Agent.CODEX: (
         "Codex runs hooks from hooks.json only once you trust them: review them with /hooks in Codex "
         "(until then they are listed as untrusted and do not run)",
@@ -351,8 +351,8 @@ def plan_install(
         groups.append(_hook_entry(python, target, event, matcher, timeout))
     if not target.statusline:
         after = before if data == original and before is not None else _dump(data)
-        notes = _TRUST_NOTES.get(agent, ())
-        return InstallPlan(path, before, after, StatusLineChange.UNCHANGED, notes, installing=True)
+        trust = _TRUST_NOTES.get(agent, ())
+        return InstallPlan(path, before, after, StatusLineChange.UNCHANGED, trust, installing=True)
 
     notes: list[str] = []
     ours = {"type": "command", "command": statusline_command(python), "padding": 0}
