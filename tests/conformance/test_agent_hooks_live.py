@@ -61,3 +61,36 @@ def test_codex_hooks_fire_and_the_spiral_note_reaches_the_model(tmp_path: Path, 
     # the hooks ran in Codex's environment: ctxhealth's home is the scratch HOME's
     counters = load_counters(str(tmp_path / "home" / ".ctxhealth"), str(_rollout(tmp_path)))
     assert counters is not None and counters.tool_errors >= 3
+
+
+def test_codex_checkpoint_is_given_back_after_a_real_compaction(tmp_path: Path, openai: FakeOpenAI) -> None:
+    codex_home = tmp_path / "codex"
+    _config(codex_home, openai, provider="custom", compact_limit=14000)
+    _install("codex", codex_home, tmp_path / "ctxhealth")
+    script = "Count.\nSTEP shell seq 1 2500\nSTEP shell seq 1 2500\nSTEP shell false\nSTEP shell seq 1 2500"
+    _codex(tmp_path, "--dangerously-bypass-hook-trust", script + "\nSTEP say finished")
+    kinds = [e.kind for e in openai.log]
+    assert "compact" in kinds or any("compact" in k for k in kinds), kinds
+    ledger = tmp_path / "home" / ".ctxhealth" / "ledger.db"
+    import sqlite3
+
+    with sqlite3.connect(ledger) as db:
+        events = [row[0] for row in db.execute("select event from hook_events order by id")]
+    assert "PreCompact" in events, events
+    after = [n for e in openai.exchanges("turn") for n in _notes(e.body)]
+    if "SessionStart" in events:  # Codex started the session again after compacting
+        assert any("Context was compacted" in n for n in after), after
+
+
+def test_gemini_hooks_fire_and_their_notes_reach_the_model(tmp_path: Path) -> None:
+    from .fake_gemini import FakeGemini
+    from .test_gemini import MODEL as GEMINI_MODEL
+    from .test_gemini import _gemini, _settings
+
+    with FakeGemini(model=GEMINI_MODEL) as server:
+        _settings(tmp_path)
+        _install("gemini", tmp_path / "home" / ".gemini", tmp_path / "ctxhealth")
+        script = "Fix it.\n" + "\n".join(["STEP shell false"] * 5) + "\nSTEP say done"
+        _gemini(tmp_path, server, script)
+        notes = [_notes(e.body) for e in server.exchanges("turn")]
+    assert any(any("Failure spiral" in n for n in ns) for ns in notes), notes

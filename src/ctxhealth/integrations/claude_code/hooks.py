@@ -15,6 +15,10 @@
 * Stop / SessionEnd: read the new tail (waiting briefly for the payload's ``last_assistant_message``
   when Stop fired before that line was written) and record the final assessment in the ledger.
 
+The same handlers answer Codex CLI's and Gemini CLI's hooks (:mod:`.agents` maps their events in and
+their output out); their transcripts are read by their own readers (:func:`.tail.read_whole`), and
+their tool calls are counted from the transcript, whose reader knows how each one ended.
+
 Each handler reads only the transcript bytes after the cached offset. The counters live in a fast
 cache file (:mod:`.tailstate`); the ledger is opened only when something worth keeping happened, and
 then receives the queued hook events and the tail state too. :func:`run_hook` never raises: any
