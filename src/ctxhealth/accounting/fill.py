@@ -64,6 +64,8 @@ class SessionAccount:
     cost_usd: float | None
     source: FillSource
     chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
+    subagent_tool_calls: int = 0
+    subagent_tool_errors: int = 0
 
     @property
     def window(self) -> int:
@@ -100,6 +102,8 @@ class _Scan:
     compactions: list[tuple[int, CompactionSummary]] = field(default_factory=list)
     calls: int = 0
     errors: int = 0
+    main_calls: int = 0
+    main_errors: int = 0
     call_ids: set[str] = field(default_factory=set)
     result_ids: set[str] = field(default_factory=set)
 
@@ -146,6 +150,7 @@ def _scan(session: Session) -> _Scan:
             continue
         if is_new_response(message.response_id, seen):
             scan.turns.append(i)
+    scan.main_calls, scan.main_errors = scan.calls, scan.errors
     for thread in iter_threads(session):
         if thread is not session:
             for message in thread.messages:
@@ -353,4 +358,6 @@ def account_session(
         cost_usd=session_cost(session, registry, model=model),
         source=source,
         chars_per_token=cpt,
+        subagent_tool_calls=scan.calls - scan.main_calls,
+        subagent_tool_errors=scan.errors - scan.main_errors,
     )
