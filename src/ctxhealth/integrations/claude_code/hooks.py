@@ -746,7 +746,8 @@ def run_hook(
 
 
 def _named(raw: bytes, event_name: str | None) -> bytes:
-    """The payload with ``hook_event_name`` set to the command line's event when it has none."""
+    """The payload with ``hook_event_name`` set to the command line's event (which wins, as it does
+    for Claude Code's hooks)."""
     if not event_name:
         return raw
     import json
@@ -755,7 +756,7 @@ def _named(raw: bytes, event_name: str | None) -> bytes:
         data = json.loads(raw)
     except ValueError:
         return raw  # the parser says what is wrong
-    if isinstance(data, dict) and not data.get("hook_event_name"):
+    if isinstance(data, dict) and data.get("hook_event_name") != event_name:
         data["hook_event_name"] = event_name
         return json.dumps(data).encode()
     return raw
