@@ -212,12 +212,24 @@ def test_codex_post_tool_use_counts_failures_from_the_rollout(tmp_path: Path) ->
     assert counters is not None and counters.tool_errors == before + 6
 
 
-def test_gemini_gives_the_checkpoint_back_with_the_prompt_after_a_compression(tmp_path: Path) -> None:
-    # Gemini CLI starts no session after compressing: the checkpoint written at PreCompress comes back
-    # with the next BeforeAgent, once. The chat file is one the real Gemini CLI 0.61 wrote.
-    home, chat = tmp_path / "home", tmp_path / "session-2026-12-01T21-00-48d098fb.jsonl"
-    shutil.copy(FIXTURES / "agents" / "gemini-0.61.0" / "tools" / "chat.jsonl", chat)
+def test_gemini_gives_the_checkpoint_back_only_after_a_real_compression(tmp_path: Path) -> None:
+    # Gemini CLI fires PreCompress on every compression attempt (most compress nothing) and starts
+    # no session after compressing: the checkpoint written at PreCompress comes back with the next
+    # prompt only when the chat file shows a compression since. The file is one the real Gemini CLI
+    # 0.61 wrote (a run that compressed, at its line 27).
+    home, chat = tmp_path / "home", tmp_path / "session-2026-12-01T21-02-48d098fb.jsonl"
+    lines = (
+        (FIXTURES / "agents" / "gemini-0.61.0" / "compression-resume" / "chat.jsonl")
+        .read_text()
+        .splitlines(True)
+    )
+    chat.write_text("".join(lines[:20]))
     assert _run(Agent.GEMINI, "PreCompress", _gemini("PreCompress", chat, trigger="auto"), home)
+    chat.write_text("".join(lines[:24]))
+    nothing = _run(Agent.GEMINI, "BeforeAgent", _gemini("BeforeAgent", chat, prompt="go on"), home)
+    assert "CONTEXT CHECKPOINT" not in nothing  # an attempt that compressed nothing
+    assert _run(Agent.GEMINI, "PreCompress", _gemini("PreCompress", chat, trigger="auto"), home)
+    chat.write_text("".join(lines))  # the compression, then the resumed run
     out = _run(Agent.GEMINI, "BeforeAgent", _gemini("BeforeAgent", chat, prompt="continue"), home)
     given = json.loads(out)["hookSpecificOutput"]
     assert given["hookEventName"] == "BeforeAgent" and "[CONTEXT CHECKPOINT" in given["additionalContext"]

@@ -76,10 +76,24 @@ def test_codex_checkpoint_is_given_back_after_a_real_compaction(tmp_path: Path, 
 
     with sqlite3.connect(ledger) as db:
         events = [row[0] for row in db.execute("select event from hook_events order by id")]
-    assert "PreCompact" in events, events
+    # Codex: PreCompact, the compaction, PostCompact, then SessionStart(compact) re-injects
+    assert events.index("PreCompact") < events.index("PostCompact") < events.index("SessionStart"), events
     after = [n for e in openai.exchanges("turn") for n in _notes(e.body)]
-    if "SessionStart" in events:  # Codex started the session again after compacting
-        assert any("Context was compacted" in n for n in after), after
+    assert any("Context was compacted" in n for n in after), after
+
+
+def test_codex_resume_injects_nothing(tmp_path: Path, openai: FakeOpenAI) -> None:
+    codex_home = tmp_path / "codex"
+    _config(codex_home, openai, provider="custom", compact_limit=None)
+    _install("codex", codex_home, tmp_path / "ctxhealth")
+    _codex(tmp_path, "--dangerously-bypass-hook-trust", "Fix it.\nSTEP shell ls\nSTEP say first done")
+    _codex(tmp_path, "resume", "--last", "--dangerously-bypass-hook-trust", "Again.\nSTEP say second done")
+    assert all(_notes(e.body) == [] for e in openai.exchanges("turn"))
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "home" / ".ctxhealth" / "ledger.db") as db:
+        summaries = [row[0] for row in db.execute("select payload_summary from hook_events order by id")]
+    assert any("source=resume" in s for s in summaries), summaries
 
 
 def test_gemini_hooks_fire_and_their_notes_reach_the_model(tmp_path: Path) -> None:

@@ -311,6 +311,7 @@ def _pre_compact(call: _Call) -> str:
         if call.time_left() > 0:
             _read_tail(counters, call.agent)
         counters.checkpoint_pending = outcome is not None
+        counters.checkpoint_compactions = counters.compactions  # what a later compaction adds to
         saved = f" checkpoint={counters.checkpoint_json}" if outcome is not None else " no-checkpoint"
         counters.queue_event(HookEvent.PRE_COMPACT.value, _summary(call.payload) + saved)
         _flush(home, counters, ledger)
@@ -354,6 +355,7 @@ def _after_compaction(call: _Call, event: HookEvent) -> str:
     if call.time_left() > 0:
         _read_tail(counters, call.agent)
     counters.checkpoint_pending = False
+    counters.checkpoint_compactions = counters.compactions
     context = reanchor_after_compaction(counters)
     done = " reanchored" if context else " nothing-to-give-back"
     counters.queue_event(event.value, _summary(payload) + done)
@@ -403,11 +405,23 @@ _ACTION_NOTICE = {
 }
 
 
+def _compacted_unannounced(call: _Call) -> bool:
+    """An agent that starts no session after compacting (Gemini): whether the transcript now holds
+    a compaction newer than the checkpoint its PreCompact hook wrote. Gemini fires PreCompress on
+    every compression attempt, most of which compress nothing: only a compaction the transcript
+    shows is one (reads the tail)."""
+    counters = call.counters
+    if AGENTS[call.agent].restarts_after_compaction or not counters.checkpoint_pending:
+        return False
+    _read_tail(counters, call.agent)
+    return counters.compactions > counters.checkpoint_compactions
+
+
 def _user_prompt(call: _Call) -> str:
     from ctxhealth.integrations.claude_code.assess import verdict
 
     home, payload, counters = call.home, call.payload, call.counters
-    if counters.checkpoint_pending and not AGENTS[call.agent].restarts_after_compaction:
+    if _compacted_unannounced(call):
         return _after_compaction(call, HookEvent.USER_PROMPT_SUBMIT)
     _read_tail(counters, call.agent)
     decision = verdict(counters)
@@ -445,18 +459,24 @@ def _post_tool(call: _Call) -> str:
         # A sub-agent's call: its own transcript holds it, not the main session's counters.
         counters.queue_event(event.value, _summary(payload) + f" subagent={payload.agent_type or '?'}")
         return ""
+    dooms = counters.doom_loops  # before any read counts new calls
+    if _compacted_unannounced(call):
+        return _after_compaction(call, event)
     name = payload.tool_name or "?"
     signature = call_signature(name, payload.tool_input)
-    dooms, calls = counters.doom_loops, counters.tool_calls
     if call.agent is Agent.CLAUDE_CODE:
         counters.note_call(signature, *call_files(name, payload.tool_input))
         counted = counters.record_tool(payload.tool_use_id, name, signature, _call_failed(payload))
     else:
         # Codex and Gemini leave the outcome out of the payload (Codex sends "" for a command that
         # exited 1) and may write it to the transcript only after this hook: the calls are counted
-        # from the transcript (its reader says how each ended), read here up to what it holds now.
+        # from the transcript (its reader says how each ended) by whichever hook reads it next
+        # (Gemini's PreCompress, before every request, often does). So the notices are weighed
+        # on every call; each is given once per episode.
         _read_tail(counters, call.agent)
-        counted = counters.tool_calls > calls
+        counted = True
+        if counters.doom_loops and counters.last_doom_signature:
+            dooms = min(dooms, counters.doom_loops - 1)
     notices: list[str] = []
     if counted:
         spiralling, why = spiral(counters)

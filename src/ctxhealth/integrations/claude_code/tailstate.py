@@ -97,6 +97,7 @@ class SessionCounters:
     checkpoint_json: str | None
     checkpoint_text: str | None
     checkpoint_pending: bool
+    checkpoint_compactions: int
     hooks_seen: bool
     cost_usd: float | None
     thresholds: dict[str, Any] | None
