@@ -158,10 +158,15 @@ def test_compaction_pre_tokens_from_log_and_double_markers_merge() -> None:
         Message(Role.USER, (CompactionSummary("again"),)),
     )
     acc = account_session(s)
-    assert [(c.index, c.pre_tokens, c.post_tokens, c.trigger) for c in acc.compactions] == [
-        (0, 151_000, 40_000, "manual"),
-        (1, 40_000, None, None),
+    assert [(c.index, c.pre_tokens, c.trigger, c.post_source) for c in acc.compactions] == [
+        (0, 151_000, "manual", None),
+        (1, 40_000, None, FillSource.ESTIMATED),
     ]
+    assert acc.compactions[0].post_tokens == 40_000  # the next response's fill
+    # no response after the last compaction: what it left, the unseen base under the summary, counted
+    left = acc.compactions[1].post_tokens
+    assert left is not None and left < 40_000 and left == acc.current
+    assert acc.current_source is FillSource.ESTIMATED
 
 
 def test_log_window_and_reported_fill_map_to_turns() -> None:

@@ -56,10 +56,12 @@ def test_fill_is_the_accounts_fill_at_each_response() -> None:
     expected = 5_000 + round((call_chars + 4 * (4 + 8) + 4_000 + 4 * (4 + 8)) / 4)
     assert a.fill == expected and a.fill_source is FillSource.ESTIMATED
     summary = Message(Role.USER, (CompactionSummary("summary " * 100),))
-    assert m.observe(summary).fill == expected
-    a = m.observe(act(2))
-    # after a compaction: the hidden base of the last report, the system prompt and the summary
+    # at a compaction the fill drops at once to what it left: the hidden base of the last report,
+    # the system prompt and the summary (estimated), and the next response counts from there
     hidden = 5_000 - (400 + 16) / 4
+    at = m.observe(summary)
+    assert at.fill == round(hidden + (400 + 16 + 800 + 16) / 4) and at.fill_source is FillSource.ESTIMATED
+    a = m.observe(act(2))
     assert a.fill == round(hidden + (400 + 16 + 800 + 16) / 4)
     assert m.pressure.peak == expected
 

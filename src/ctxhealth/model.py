@@ -74,9 +74,12 @@ class CompactionSummary:
     """The summary an agent injected when it compacted its context.
 
     ``pre_tokens`` is the fill just before compaction when the log states it
-    (Claude Code ``compact_boundary.compactMetadata.preTokens``; the prompt of Codex's compaction request).
-    ``usage`` is what the compaction's own model request cost, when the log has it apart from the turns
-    (Codex ``token_usage_record`` of the compaction response): it is priced with the session, never a turn.
+    (Claude Code ``compact_boundary.compactMetadata.preTokens``; the prompt of Codex's compaction request);
+    ``post_tokens`` the size of the compacted conversation (summary and kept messages, without the
+    system prompt and tool definitions) and ``dropped_tokens`` what the compactions of the session
+    have dropped so far, when the log states them (``postTokens``, ``cumulativeDroppedTokens``,
+    Claude Code 2.1). ``usage`` is what the compaction's own model request cost, when the log has it
+    apart from the turns (Codex ``token_usage_record`` of the compaction response): it is priced with the session, never a turn.
     ``encrypted`` is true when the agent kept the summary only in encrypted form (Codex with the OpenAI
     provider): ``text`` is then empty because the log holds no readable summary, not because it was empty.
     """
@@ -86,6 +89,8 @@ class CompactionSummary:
     pre_tokens: int | None = None
     usage: Usage | None = None
     encrypted: bool = False
+    post_tokens: int | None = None
+    dropped_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +169,17 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class InjectedContext:
+    """Context a hook added to the conversation, as the agent logged it (Claude Code 2.1
+    ``hook_additional_context`` attachments): the line, the hook event, the text the model read.
+    ctxhealth's own notes start with ``[ctxhealth]``."""
+
+    line: int
+    event: str | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReadWarning:
     """A problem a lenient reader stepped over: ``path:line: reason``."""
 
@@ -188,7 +204,10 @@ class Session:
 
     ``outcome`` is the run's result when the log records one (tau-bench ``reward``; 1.0 is a
     success), ``task_id`` the task the run attempted when the log names it (evaluation runs:
-    repeated trials of one task share it).
+    repeated trials of one task share it). ``agent_cost_usd`` is the agent's own running total
+    of the session's cost when the log records one (Claude Code 2.1 ``cost-state`` lines): it
+    includes requests no transcript keeps, such as a compaction's. ``injected_context`` is what
+    hooks added to the main thread (in file order), when the log records it.
     """
 
     path: str
@@ -203,6 +222,8 @@ class Session:
     outcome: float | None = None
     task_id: str | None = None
     cwd: str | None = None
+    agent_cost_usd: float | None = None
+    injected_context: tuple[InjectedContext, ...] = ()
 
     @property
     def instruction(self) -> str:

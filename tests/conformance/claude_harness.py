@@ -10,11 +10,13 @@ scratch ``~/.claude/projects``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -46,6 +48,7 @@ class ClaudeBox:
     def __init__(self, root: Path, server: FakeAnthropic, cli: Path | None = None) -> None:
         self.cli = cli if cli is not None else agent_or_skip("claude")
         self.server = server
+        self.base_url = server.url  # what ANTHROPIC_BASE_URL points at (e.g. a ctxhealth proxy in front)
         self.home = root / "home"
         self.project = root / "project"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -84,7 +87,7 @@ class ClaudeBox:
             "LANG": "C.UTF-8",
             "TERM": "xterm-256color",
             "SHELL": "/bin/bash",
-            "ANTHROPIC_BASE_URL": self.server.url,
+            "ANTHROPIC_BASE_URL": self.base_url,
             "ANTHROPIC_API_KEY": FAKE_KEY,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
@@ -133,6 +136,18 @@ class ClaudeBox:
             ["install", "claude-code", "--apply"], env=self.env({"CTXHEALTH_HOME": str(self.ctxhealth_home)})
         )
         assert done.returncode == 0, done.stderr
+
+    def close(self) -> None:
+        """Stop the per-turn helper the installed hooks started for this HOME (it would idle for minutes)."""
+        pid_file = self.ctxhealth_home / "claude-code" / "helper.pid"
+        try:
+            pid = int(pid_file.read_text("utf-8").strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            return
+        if "ctxhealth.cli.helper" in cmdline and str(self.ctxhealth_home) in cmdline:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
 
     @property
     def ctxhealth_home(self) -> Path:

@@ -265,7 +265,7 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
     ``BASH: <command> xN`` runs the command with the Bash tool N times (one call per response), then
     answers ``DONE``. ``AGENT: <prompt>`` starts a sub-agent (the Agent tool) once. ``PAD: N`` makes the
     answer N characters long (grows the transcript). ``THINK`` adds a thinking block. Anything else: a short
-    answer echoing the prompt. A sub-agent request runs ``BASH: echo sub`` once, then answers.
+    answer echoing the prompt. A sub-agent runs ``SUB <command> xN`` from its prompt, else ``echo sub`` once.
     """
     kind = request_kind(body, headers)
     if kind == "compact":
@@ -282,8 +282,12 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
             break
         since += len(tool_results(message))
     if kind == "subagent":
-        if since == 0:
-            return Reply([ToolUse("Bash", {"command": "echo sub", "description": "say sub"})])
+        # its task is its first prompt: ``SUB <command> xN`` runs the command N times, else ``echo sub`` once
+        task = prompts[0] if prompts else ""
+        sub = re.search(r"SUB (.+?) x(\d+)", task)
+        command, times = (sub.group(1), int(sub.group(2))) if sub else ("echo sub", 1)
+        if since < times:
+            return Reply([ToolUse("Bash", {"command": command, "description": "sub-agent step"})])
         return Reply([Text("Sub-agent finished: sub.")])
     blocks: list[Block] = []
     if "THINK" in prompt:

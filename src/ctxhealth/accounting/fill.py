@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from ctxhealth.accounting.cost import is_new_response, iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.accounting.running import SYNTHETIC_MODEL
+from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill
 from ctxhealth.accounting.tokens import (
     DEFAULT_CHARS_PER_TOKEN,
     count_batch,
@@ -66,6 +66,7 @@ class SessionAccount:
     chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
     subagent_tool_calls: int = 0
     subagent_tool_errors: int = 0
+    after_compaction: TurnFill | None = None
 
     @property
     def window(self) -> int:
@@ -81,7 +82,16 @@ class SessionAccount:
 
     @property
     def current(self) -> int:
+        """The latest response's fill; right after a compaction, the fill the compaction left."""
+        if self.after_compaction is not None:
+            return self.after_compaction.tokens
         return self.turns[-1].tokens if self.turns else 0
+
+    @property
+    def current_source(self) -> FillSource:
+        if self.after_compaction is not None:
+            return self.after_compaction.source
+        return self.turns[-1].source if self.turns else self.source
 
 
 def session_model_id(session: Session) -> str | None:
@@ -321,10 +331,20 @@ def _compactions(
                 pending,
                 pre_tokens=summary.pre_tokens if summary.pre_tokens is not None else pending.pre_tokens,
                 trigger=pending.trigger or summary.trigger,
+                log_post_tokens=summary.post_tokens or pending.log_post_tokens,
+                dropped_tokens=summary.dropped_tokens or pending.dropped_tokens,
             )
             continue
         pre = summary.pre_tokens if summary.pre_tokens is not None else last_fill
-        pending = CompactionRecord(len(out), i, pre, None, summary.trigger)
+        pending = CompactionRecord(
+            len(out),
+            i,
+            pre,
+            None,
+            summary.trigger,
+            log_post_tokens=summary.post_tokens,
+            dropped_tokens=summary.dropped_tokens,
+        )
     if pending is not None:
         post = turns[t].tokens if t < len(turns) else None
         out.append(replace(pending, post_tokens=post))
@@ -348,6 +368,10 @@ def account_session(
     scan = _scan(session)
     turns, source, cpt = _fills(session, info, scan.turns, [i for i, _ in scan.compactions])
     compactions = _compactions(scan.compactions, turns)
+    after = _after_compaction(session, turns, compactions)
+    if after is not None:
+        last = compactions[-1]
+        compactions[-1] = replace(last, post_tokens=after.tokens, post_source=after.source)
     return SessionAccount(
         session=session,
         model=info,
@@ -360,4 +384,19 @@ def account_session(
         chars_per_token=cpt,
         subagent_tool_calls=scan.calls - scan.main_calls,
         subagent_tool_errors=scan.errors - scan.main_errors,
+        after_compaction=after,
     )
+
+
+def _after_compaction(
+    session: Session, turns: Sequence[TurnFill], compactions: Sequence[CompactionRecord]
+) -> TurnFill | None:
+    """The fill a compaction left when no response came after it (``RunningFill``'s rule, fed the
+    turns' fills), else None. ``message_index`` is the compaction's, ``turn`` the next turn's."""
+    if not compactions or not turns or compactions[-1].message_index < turns[-1].message_index:
+        return None
+    fills = {t.message_index: t.tokens for t in turns}
+    running = RunningFill(session.format)
+    for i, message in enumerate(session.messages):
+        running.observe(message, fills.get(i))
+    return TurnFill(len(turns), compactions[-1].message_index, running.fill, running.source)

@@ -12,9 +12,10 @@ Both use the same rules, so there is one fill account, not two estimators:
   (:func:`~ctxhealth.accounting.tokens.message_chars` + framing), on top of that report
   (``estimated``, about 4 characters per token).
 * Between turns the fill does not move: it is the fill at the latest response, as
-  ``SessionAccount.current`` is. A compaction resets the running context to the system messages
-  plus the summary; the part of a report the log never shows (system prompt, tool definitions) is
-  kept as the base under it.
+  ``SessionAccount.current`` is, except at a compaction. A compaction resets the running context
+  to the system messages plus the summary; the part of a report the log never shows (system
+  prompt, tool definitions) is kept as the base under it, and the fill drops at once to that base
+  plus the compacted conversation counted (``estimated``), until the next response reports its own.
 
 The state is a few integers; :meth:`dump_state` / :meth:`load_state` save and resume it.
 """
@@ -91,12 +92,20 @@ class RunningFill:
             if self.fill > self.peak:
                 self.peak = self.fill
         size = message_chars(message) + int(message_overhead(message) * DEFAULT_CHARS_PER_TOKEN)
-        if message.compaction is not None:
+        compaction = message.compaction
+        if compaction is not None:
             self._chars = self._system_chars
             self._anchor_fill = None
         self._chars += size
         if message.role is Role.SYSTEM:
             self._system_chars += size
+        if compaction is not None and self.turns and fill is None:
+            # The fill right after a compaction, before the next response reports one: the part no
+            # log shows (system prompt, tool definitions, context the agent re-sends) plus the
+            # compacted conversation counted. Not Claude Code's ``postTokens``: measured against the
+            # next request, it leaves out the system prompt and tool definitions.
+            self.fill = round(self._hidden + self._chars / DEFAULT_CHARS_PER_TOKEN)
+            self.source = FillSource.ESTIMATED
         return turn
 
     def set_fill(self, fill: int) -> None:

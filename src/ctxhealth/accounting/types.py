@@ -85,3 +85,11 @@ class CompactionRecord:
     pre_tokens: int | None
     post_tokens: int | None
     trigger: str | None
+    post_source: FillSource | None = None
+    """Set when ``post_tokens`` is not the next response's fill but what the compaction left (no
+    response came after it), counted: ``estimated``."""
+    log_post_tokens: int | None = None
+    """The compacted conversation as the log states it (Claude Code 2.1 ``postTokens``, which
+    leaves out the system prompt and tool definitions)."""
+    dropped_tokens: int | None = None
+    """What the compactions so far dropped, as the log states it (``cumulativeDroppedTokens``)."""

@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ctxhealth.accounting.fill import SessionAccount
+from ctxhealth.accounting.types import CompactionRecord
 from ctxhealth.model import Session
 from ctxhealth.sources.reader import MANY_PER_FILE
 
@@ -46,9 +47,14 @@ def build_check_report(
     window, usable_window, fill {current, peak, source, current_pct, peak_pct},
     compactions [{index, message_index, pre_tokens, post_tokens, trigger}], tool_calls,
     tool_errors, subagent_tool_calls, subagent_tool_errors (the part of both in sub-agents),
-    cost_usd, sidechains, warnings, healthy``, ``outcome`` and ``task_id`` when the log records
-    them (evaluation runs) (+ whatever ``assessment`` adds, e.g. ``zone, pressure, risk, action,
-    reasons, signals``). Percentages are of ``window``.
+    cost_usd, sidechains, warnings, healthy``, ``outcome`` and ``task_id`` when the log
+    records them (evaluation runs); ``agent_cost_usd`` (the agent's own running total, Claude Code
+    2.1 ``cost-state``) and ``cost_not_in_transcript_usd`` (it minus ``cost_usd``: requests no
+    transcript keeps, such as compactions) when the log has it; ``injected_context {notes,
+    ctxhealth}`` (hook context the agent logged, and how much is ctxhealth's own) when there is
+    any; ``fill.current_source`` and a compaction's ``post_source`` when the current fill is what a
+    compaction left (no response since) (+ whatever ``assessment`` adds,
+    e.g. ``zone, pressure, risk, action, reasons, signals``). Percentages are of ``window``.
     """
     window = account.window
     report: dict[str, Any] = {
@@ -69,16 +75,7 @@ def build_check_report(
             "current_pct": _pct(account.current, window),
             "peak_pct": _pct(account.peak, window),
         },
-        "compactions": [
-            {
-                "index": c.index,
-                "message_index": c.message_index,
-                "pre_tokens": c.pre_tokens,
-                "post_tokens": c.post_tokens,
-                "trigger": c.trigger,
-            }
-            for c in account.compactions
-        ],
+        "compactions": [_compaction(c) for c in account.compactions],
         "tool_calls": account.tool_calls,
         "tool_errors": account.tool_errors,
         "subagent_tool_calls": account.subagent_tool_calls,
@@ -88,6 +85,16 @@ def build_check_report(
         "warnings": [str(w) for w in session.warnings],
         "healthy": not fill_is_unhealthy(account.current, account.usable_window),
     }
+    if account.after_compaction is not None:
+        # right after a compaction: the fill it left, not the last response's
+        report["fill"]["current_source"] = account.after_compaction.source.value
+    if session.agent_cost_usd is not None:
+        report["agent_cost_usd"] = round(session.agent_cost_usd, 6)
+        if account.cost_usd is not None:
+            report["cost_not_in_transcript_usd"] = round(session.agent_cost_usd - account.cost_usd, 6)
+    if session.injected_context:
+        ours = sum(c.text.startswith("[ctxhealth]") for c in session.injected_context)
+        report["injected_context"] = {"notes": len(session.injected_context), "ctxhealth": ours}
     if session.outcome is not None:
         report["outcome"] = session.outcome
     if session.task_id is not None:
@@ -95,6 +102,23 @@ def build_check_report(
     if assessment:
         report.update(assessment)
     return report
+
+
+def _compaction(c: CompactionRecord) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "index": c.index,
+        "message_index": c.message_index,
+        "pre_tokens": c.pre_tokens,
+        "post_tokens": c.post_tokens,
+        "trigger": c.trigger,
+    }
+    if c.post_source is not None:
+        out["post_source"] = c.post_source.value
+    if c.log_post_tokens is not None:
+        out["log_post_tokens"] = c.log_post_tokens
+    if c.dropped_tokens is not None:
+        out["dropped_tokens"] = c.dropped_tokens
+    return out
 
 
 def _pct(tokens: int, window: int) -> float:
@@ -129,6 +153,15 @@ def session_heading(report: Mapping[str, Any]) -> str:
     return heading
 
 
+def _gap(report: Mapping[str, Any]) -> str:
+    gap = report.get("cost_not_in_transcript_usd")
+    if gap is None or abs(gap) < 0.00005:
+        return ""
+    return (
+        f"; {_money(abs(gap))} {'not in the transcript (compaction, ...)' if gap > 0 else 'less than ours'}"
+    )
+
+
 def render_check_text(report: Mapping[str, Any]) -> str:
     """A human block for one ``check`` object (no trailing newline)."""
     fill = report["fill"]
@@ -153,7 +186,8 @@ def render_check_text(report: Mapping[str, Any]) -> str:
         parts = []
         for c in compactions:
             trigger = f" ({c['trigger']})" if c.get("trigger") else ""
-            parts.append(f"{_n(c['pre_tokens'])} → {_n(c['post_tokens'])}{trigger}")
+            left = " left, " + str(c["post_source"]) if c.get("post_source") else ""
+            parts.append(f"{_n(c['pre_tokens'])} → {_n(c['post_tokens'])}{left}{trigger}")
         lines.append(f"  compactions  {len(compactions)}: " + "; ".join(parts))
     else:
         lines.append("  compactions  none")
@@ -167,6 +201,10 @@ def render_check_text(report: Mapping[str, Any]) -> str:
         )
     lines.append(tools)
     lines.append(f"  cost         {_money(report.get('cost_usd'))}")
+    if report.get("agent_cost_usd") is not None:
+        lines.append(
+            f"               the agent's own total {_money(report['agent_cost_usd'])}" + _gap(report)
+        )
     for key in ("zone", "pressure", "risk", "action"):
         if key in report:
             lines.append(f"  {key:<12} {report[key]}")

@@ -140,7 +140,8 @@ def detect_format(head: bytes, name: str = "", tail: bytes = b"") -> Format | No
 
 
 def _subagent_files(path: str) -> list[tuple[str, bytes]]:
-    """``<session>/subagents/*.jsonl`` next to a Claude Code ``<session>.jsonl`` file."""
+    """``<session>/subagents/*.jsonl`` next to a Claude Code ``<session>.jsonl`` file (not the
+    ``*.meta.json`` files 2.1 writes beside them: an agent's type and description, no transcript)."""
     if path.startswith("<"):
         return []
     p = Path(path)
@@ -149,7 +150,11 @@ def _subagent_files(path: str) -> list[tuple[str, bytes]]:
         return []
     found: list[tuple[str, bytes]] = []
     for child in sorted(folder.iterdir()):
-        if child.is_file() and child.name.endswith(_TRANSCRIPT_SUFFIXES):
+        if (
+            child.is_file()
+            and child.name.endswith(_TRANSCRIPT_SUFFIXES)
+            and not child.name.endswith(".meta.json")
+        ):
             try:
                 found.append((str(child), _decompress(child.read_bytes(), str(child))[0]))
             except (OSError, TranscriptError):

@@ -4,8 +4,9 @@
   :class:`Message`, usage kept once (max ``output_tokens``, since streamed lines often say 1).
   When tool results sit between two lines of the same response, the response is still merged
   and the results follow it.
-* A compaction becomes a USER message holding a :class:`CompactionSummary`; trigger and
-  ``preTokens`` come from the ``compact_boundary`` record before it when present.
+* A compaction becomes a USER message holding a :class:`CompactionSummary`; trigger,
+  ``preTokens``, ``postTokens`` and ``cumulativeDroppedTokens`` come from the
+  ``compact_boundary`` record before it when present.
 * ``<synthetic>`` responses (Claude Code's own error stand-ins) keep their text but no model
   and no usage, so they never reset the reported fill to zero.
 * Lines that are not user/assistant messages (``summary``, ``progress``, other system lines)
@@ -58,6 +59,26 @@ class _Draft:
         )
 
 
+@dataclass(slots=True)
+class _Boundary:
+    """A ``compact_boundary`` line waiting for its summary: what its ``compactMetadata`` states."""
+
+    trigger: str | None
+    pre: int | None
+    post: int | None
+    dropped: int | None
+    line: int
+
+    def summary(self, text: str) -> CompactionSummary:
+        return CompactionSummary(
+            text,
+            trigger=self.trigger,
+            pre_tokens=self.pre,
+            post_tokens=self.post,
+            dropped_tokens=self.dropped,
+        )
+
+
 class _Builder:
     """Turns thread nodes (in order) into messages: merging responses, attaching compactions."""
 
@@ -66,7 +87,7 @@ class _Builder:
         self.sidechain = sidechain
         self.drafts: list[_Draft] = []
         self.last_assistant: int | None = None
-        self.boundary: tuple[str | None, int | None, int] | None = None
+        self.boundary: _Boundary | None = None
         self.model: str | None = None
 
     def add(self, node: _Node) -> None:
@@ -76,9 +97,11 @@ class _Builder:
                 self._flush_boundary()
                 meta = node.compactMetadata
                 if meta is None:
-                    self.boundary = (None, None, node.line)
+                    self.boundary = _Boundary(None, None, None, None, node.line)
                 else:
-                    self.boundary = (meta.trigger, meta.preTokens, node.line)
+                    self.boundary = _Boundary(
+                        meta.trigger, meta.preTokens, meta.postTokens, meta.cumulativeDroppedTokens, node.line
+                    )
             return
         message = node.message
         if message is None or kind not in _MESSAGE_KINDS:
@@ -103,20 +126,17 @@ class _Builder:
         """A boundary not followed by its summary still records that a compaction happened."""
         if self.boundary is None:
             return
-        trigger, pre, line = self.boundary
+        boundary = self.boundary
         self.boundary = None
-        summary = CompactionSummary("", trigger=trigger, pre_tokens=pre)
-        self.drafts.append(_Draft(Role.USER, [summary], line, sidechain=self.sidechain))
+        summary = boundary.summary("")
+        self.drafts.append(_Draft(Role.USER, [summary], boundary.line, sidechain=self.sidechain))
 
     def _compaction(self, node: _Node, message: _Msg) -> None:
-        trigger: str | None = None
-        pre: int | None = None
-        if self.boundary is not None:
-            trigger, pre, _ = self.boundary
-            self.boundary = None
+        boundary = self.boundary or _Boundary(None, None, None, None, node.line)
+        self.boundary = None
         blocks = _blocks(node, message, self.sink)
         text = "\n".join(getattr(b, "text", "") for b in blocks if not isinstance(b, ToolResult))
-        summary = CompactionSummary(text, trigger=trigger, pre_tokens=pre)
+        summary = boundary.summary(text)
         self.drafts.append(
             _Draft(
                 Role.USER, [summary], node.line, node.uuid, timestamp=node.timestamp, sidechain=self.sidechain

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["_MESSAGE_KINDS", "PlainCacheCreation", "PlainCompactMeta", "PlainMsg", "PlainNode", "PlainUsage"]
+__all__ = [
+    "_MESSAGE_KINDS",
+    "PlainAttachment",
+    "PlainCacheCreation",
+    "PlainCompactMeta",
+    "PlainMsg",
+    "PlainNode",
+    "PlainUsage",
+]
 
 _MESSAGE_KINDS = ("user", "assistant")
 
 if TYPE_CHECKING:
+    from ctxhealth.sources.claude_code.schema import _Attachment as PlainAttachment
     from ctxhealth.sources.claude_code.schema import _CacheCreation as PlainCacheCreation
     from ctxhealth.sources.claude_code.schema import _CompactMeta as PlainCompactMeta
     from ctxhealth.sources.claude_code.schema import _Msg as PlainMsg
@@ -71,14 +80,33 @@ else:
             self.blocks = blocks
 
     class PlainCompactMeta:
-        __slots__ = ("preTokens", "trigger")
+        __slots__ = ("cumulativeDroppedTokens", "postTokens", "preTokens", "trigger")
 
-        def __init__(self, trigger: str | None = None, preTokens: int | None = None) -> None:
+        def __init__(
+            self,
+            trigger: str | None = None,
+            preTokens: int | None = None,
+            postTokens: int | None = None,
+            cumulativeDroppedTokens: int | None = None,
+        ) -> None:
             self.trigger = trigger
             self.preTokens = preTokens
+            self.postTokens = postTokens
+            self.cumulativeDroppedTokens = cumulativeDroppedTokens
+
+    class PlainAttachment:
+        __slots__ = ("content", "hookEvent", "type")
+
+        def __init__(
+            self, type: str | None = None, hookEvent: str | None = None, content: Any = None
+        ) -> None:
+            self.type = type
+            self.hookEvent = hookEvent
+            self.content = content
 
     class PlainNode:
         __slots__ = (
+            "attachment",
             "compactMetadata",
             "isCompactSummary",
             "isSidechain",
@@ -89,6 +117,7 @@ else:
             "sessionId",
             "subtype",
             "timestamp",
+            "totalCostUSD",
             "type",
             "uuid",
         )
@@ -106,6 +135,8 @@ else:
             subtype: str | None = None,
             compactMetadata: PlainCompactMeta | None = None,
             logicalParentUuid: str | None = None,
+            totalCostUSD: float | None = None,
+            attachment: PlainAttachment | None = None,
             line: int = 0,
         ) -> None:
             self.type = type
@@ -119,4 +150,6 @@ else:
             self.subtype = subtype
             self.compactMetadata = compactMetadata
             self.logicalParentUuid = logicalParentUuid
+            self.totalCostUSD = totalCostUSD
+            self.attachment = attachment
             self.line = line

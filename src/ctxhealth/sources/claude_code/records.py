@@ -24,6 +24,7 @@ from typing import Any
 from ctxhealth.sources.anthropic_messages import count_tokens
 from ctxhealth.sources.claude_code.plain import (
     _MESSAGE_KINDS,
+    PlainAttachment,
     PlainCacheCreation,
     PlainCompactMeta,
     PlainMsg,
@@ -93,10 +94,30 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
         subtype=get_str(obj, "subtype"),
         compactMetadata=None
         if meta is None
-        else PlainCompactMeta(get_str(meta, "trigger"), get_int(meta, "preTokens")),
+        else PlainCompactMeta(
+            get_str(meta, "trigger"),
+            get_int(meta, "preTokens"),
+            get_int(meta, "postTokens"),
+            get_int(meta, "cumulativeDroppedTokens"),
+        ),
         logicalParentUuid=get_str(obj, "logicalParentUuid"),
+        totalCostUSD=_cost(obj.get("totalCostUSD")),
+        attachment=_attachment(obj.get("attachment")),
         line=line,
     )
+
+
+def _attachment(value: Any) -> PlainAttachment | None:
+    if not isinstance(value, dict):
+        return None
+    return PlainAttachment(get_str(value, "type"), get_str(value, "hookEvent"), value.get("content"))
+
+
+def _cost(value: Any) -> float | None:
+    """A cost-state total: a finite non-negative number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value < float("inf") else None
 
 
 def _lenient_message(raw: dict[str, Any], problems: list[str] | None = None) -> PlainMsg:

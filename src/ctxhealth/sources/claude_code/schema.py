@@ -109,6 +109,14 @@ class _Msg(msgspec.Struct, gc=False):
 class _CompactMeta(msgspec.Struct, gc=False):
     trigger: str | None = None
     preTokens: _Int | None = None
+    postTokens: _Int | None = None
+    cumulativeDroppedTokens: _Int | None = None
+
+
+class _Attachment(msgspec.Struct, gc=False):
+    type: str | None = None
+    hookEvent: str | None = None
+    content: Any = None
 
 
 class _Node(msgspec.Struct, gc=False):
@@ -125,6 +133,8 @@ class _Node(msgspec.Struct, gc=False):
     subtype: str | None = None
     compactMetadata: _CompactMeta | None = None
     logicalParentUuid: str | None = None
+    totalCostUSD: float | None = None  # cost-state lines (2.1): Claude Code's own running total
+    attachment: _Attachment | None = None  # attachment lines (2.1); only hook context is read
     # Set after decoding: the 1-based line number (see ``_Msg.blocks`` for the name).
     line: int = msgspec.field(default=0, name="(ctxhealth line)")
 

@@ -2,7 +2,10 @@
 
 Sidechain lines (``isSidechain``) and ``<session>/subagents/*.jsonl`` files become
 ``Session.sidechains``: one Session per sidechain tree. A file with no main-thread lines at all
-(a sub-agent file read on its own) is read as its own main thread.
+(a sub-agent file read on its own) is read as its own main thread. The last ``cost-state`` line
+(Claude Code 2.1's running total, compactions included) is ``Session.agent_cost_usd``; the
+``hook_additional_context`` attachments (what hooks, ctxhealth's among them, added to the
+conversation) are ``Session.injected_context``. Other attachment kinds are skipped.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ctxhealth.model import Format, ReadWarning, Session
+from ctxhealth.model import Format, InjectedContext, ReadWarning, Session
 from ctxhealth.sources.claude_code.builder import _messages
 from ctxhealth.sources.claude_code.records import _read_nodes
 from ctxhealth.sources.claude_code.thread import _chain, _is_message, _sidechain_groups
@@ -82,4 +85,29 @@ def parse(
         model=model,
         sidechains=tuple(sidechains),
         warnings=sink.result() + tuple(extra_warnings),
+        agent_cost_usd=_agent_cost(nodes),
+        injected_context=_injected(main_nodes),
     )
+
+
+def _injected(nodes: Sequence[_Node]) -> tuple[InjectedContext, ...]:
+    """The ``hook_additional_context`` attachments (2.1) in file order: each text a hook added."""
+    out: list[InjectedContext] = []
+    for n in nodes:
+        attachment = n.attachment
+        if attachment is None or attachment.type != "hook_additional_context":
+            continue
+        content = attachment.content
+        texts = [content] if isinstance(content, str) else content if isinstance(content, list) else []
+        out.extend(
+            InjectedContext(n.line, attachment.hookEvent, t) for t in texts if isinstance(t, str) and t
+        )
+    return tuple(out)
+
+
+def _agent_cost(nodes: Sequence[_Node]) -> float | None:
+    """Claude Code's own running total: the last ``cost-state`` line's ``totalCostUSD`` (2.1)."""
+    for n in reversed(nodes):
+        if n.totalCostUSD is not None and n.type == "cost-state":
+            return n.totalCostUSD
+    return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ctxhealth.model import CompactionSummary, Message, ReadWarning
-from ctxhealth.sources.claude_code.builder import _Builder
+from ctxhealth.sources.claude_code.builder import _Boundary, _Builder
 from ctxhealth.sources.claude_code.records import _iter_nodes
 from ctxhealth.sources.lines import WarningSink
 
@@ -56,7 +56,7 @@ class ClaudeCodeTail:
         self.consumed = 0
         self.next_line = 1
         self._partial = b""
-        self._boundary: tuple[str | None, int | None, int] | None = None
+        self._boundary: _Boundary | None = None
 
     @property
     def pending(self) -> bytes:

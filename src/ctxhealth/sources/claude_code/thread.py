@@ -7,6 +7,10 @@
   it) give the compaction summary (``isCompactSummary``) a null parent, and the walk continues
   from the last non-sidechain node before it in file order. A missing parent is bridged the
   same way, with a warning.
+* 2.1.x hangs the lines written after a print-mode ``/compact`` (the command's own lines) off
+  the boundary's ``logicalParentUuid``, not off the summary: a step from a line after such a
+  boundary to that parent goes through the summary and the boundary instead, so the compaction
+  is on the thread, not dropped as an abandoned branch.
 * Nodes off the chain (abandoned branches after a rewind) are dropped, with one warning
   counting the user/assistant lines dropped.
 * A line that repeats an earlier line's ``uuid`` (written again, e.g. at the end of the file by a
@@ -76,6 +80,30 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
             i -= 1
         return None
 
+    # 2.1.x hangs the lines written after a compaction (the /compact command lines of print mode)
+    # off the line before the compaction (the boundary's logicalParentUuid), not off the summary.
+    boundaries: dict[str, list[_Node]] = {}
+    for n in nodes:
+        if n.logicalParentUuid is not None and _is_boundary(n):
+            boundaries.setdefault(n.logicalParentUuid, []).append(n)
+
+    def _skipped_boundary(child: _Node, parent_node: _Node, parent: str) -> _Node | None:
+        """The end of the compacted thread when ``child`` -> ``parent_node`` steps over a compaction that
+        hangs off ``parent_node``, else None."""
+        found = boundaries.get(parent)
+        if not found:
+            return None
+        nonlocal position
+        if position is None:
+            position = {id(m): i for i, m in enumerate(nodes)}
+        at = position[id(child)]
+        for boundary in reversed(found):
+            where = position[id(boundary)]
+            if where < at and id(boundary) not in seen:
+                last = previous(child)
+                return last if last is not None and position[id(last)] >= where else boundary
+        return None
+
     chain: list[_Node] = []
     seen: set[int] = set()
     cur: _Node | None
@@ -97,7 +125,9 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
             else:
                 cur = None
         elif parent in by_uuid:
-            cur = by_uuid[parent]
+            nxt = by_uuid[parent]
+            skipped = _skipped_boundary(cur, nxt, parent) if main else None
+            cur = nxt if skipped is None else skipped
         elif not main:
             cur = None
         else:

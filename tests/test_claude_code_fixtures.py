@@ -1,0 +1,129 @@
+"""Claude Code 2.1.332 transcripts recorded by the conformance suite (tests/conformance, our fake server):
+what ``check`` reads from them is what the server saw (``<name>.truth.json``). Runs without the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ctxhealth.accounting.fill import account_session
+from ctxhealth.cli.main import cli
+from ctxhealth.sources.claude_code.session import parse
+
+FIXTURES = Path(__file__).parent / "fixtures" / "agents" / "claude-code-2.1.332"
+NAMES = sorted(p.stem for p in FIXTURES.glob("*.jsonl"))
+
+
+def truth(name: str) -> list[dict[str, Any]]:
+    requests: list[dict[str, Any]] = json.loads((FIXTURES / f"{name}.truth.json").read_text("utf-8"))[
+        "requests"
+    ]
+    return requests
+
+
+def fill(request: dict[str, Any]) -> int:
+    u = request["usage"]
+    return int(u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"])
+
+
+def check_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    done = CliRunner().invoke(cli, ["check", "--json", str(path)])
+    assert done.exit_code in (0, 1), done.output
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def test_there_are_fixtures() -> None:
+    assert {"print", "continue", "compact", "compact-after-hook", "subagent", "failing"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_turns_and_fill_are_the_servers(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    report = check_json(FIXTURES / f"{name}.jsonl", capsys)
+    main_requests = [r for r in truth(name) if r["kind"] == "main"]
+    assert report["turns"] == len(main_requests)
+    assert report["fill"]["peak"] == max(fill(r) for r in main_requests)
+    assert report["compactions"].__len__() == sum(r["kind"] == "compact" for r in truth(name))
+    # every 2.1 line type (attachment, api-request, cost-state, ...) is read or skipped without a warning
+    assert report["warnings"] == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_typed_and_lenient_decoding_agree(name: str) -> None:
+    data = (FIXTURES / f"{name}.jsonl").read_bytes()
+    typed, lenient = parse(data, "x"), parse(data, "x", typed=False)
+    assert typed.messages == lenient.messages
+    assert typed.agent_cost_usd == lenient.agent_cost_usd
+
+
+def test_print_mode_compact_after_a_hook_note_keeps_the_compaction(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The /compact lines hang off the hook's line before the compaction: not an abandoned branch."""
+    report = check_json(FIXTURES / "compact-after-hook.jsonl", capsys)
+    assert len(report["compactions"]) == 1
+    assert report["compactions"][0]["trigger"] == "manual"
+    assert report["warnings"] == []
+
+
+def test_subagent_meta_json_is_not_read_as_a_transcript(capsys: pytest.CaptureFixture[str]) -> None:
+    assert list((FIXTURES / "subagent" / "subagents").glob("*.meta.json"))
+    report = check_json(FIXTURES / "subagent.jsonl", capsys)
+    assert report["sidechains"] == 1
+    assert report["warnings"] == []
+
+
+def test_ctxhealths_own_notes_are_recognised(capsys: pytest.CaptureFixture[str]) -> None:
+    """``hook_additional_context`` attachments: what the hooks injected, ctxhealth's notes among them."""
+    session = parse((FIXTURES / "interactive.jsonl").read_bytes(), "x")
+    events = [(c.event, c.text.split(".")[0]) for c in session.injected_context]
+    assert events == [
+        ("PostToolUseFailure", "[ctxhealth] Failure spiral: tool calls keep failing"),
+        ("SessionStart", "[ctxhealth] Context was compacted"),
+    ]
+    report = check_json(FIXTURES / "interactive.jsonl", capsys)
+    assert report["injected_context"] == {"notes": 2, "ctxhealth": 2}
+    assert "injected_context" not in check_json(FIXTURES / "print.jsonl", capsys)
+
+
+def cost_state(name: str) -> dict[str, Any]:
+    lines = [json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text("utf-8").splitlines()]
+    states = [line for line in lines if line.get("type") == "cost-state"]
+    state: dict[str, Any] = states[-1]
+    return state
+
+
+def test_claude_codes_own_cost_is_reported_beside_ours(capsys: pytest.CaptureFixture[str]) -> None:
+    state = cost_state("compact")
+    # the truth: Claude Code's total counts every request the server answered, the compaction's too
+    (usage,) = state["modelUsage"].values()
+    assert usage["outputTokens"] == sum(r["usage"]["output_tokens"] for r in truth("compact"))
+    report = check_json(FIXTURES / "compact.jsonl", capsys)
+    assert report["agent_cost_usd"] == round(state["totalCostUSD"], 6)
+    if report["cost_usd"] is not None:
+        gap = report["cost_not_in_transcript_usd"]
+        assert gap == pytest.approx(state["totalCostUSD"] - report["cost_usd"], abs=1e-5)
+        assert gap > 0  # the compaction's request is in no transcript
+
+
+def test_fill_right_after_a_compaction_is_what_the_compaction_left() -> None:
+    """Cut the transcript just after ``/compact``: the current fill is the next request's, not the old one."""
+    text = (FIXTURES / "compact.jsonl").read_text("utf-8").splitlines()
+    cut = next(i for i, line in enumerate(text) if '"content":"after the compaction"' in line)
+    start = next(i for i, line in enumerate(text) if '"type":"queue-operation"' in line and i >= cut - 3)
+    session = parse(("\n".join(text[:start]) + "\n").encode(), "cut.jsonl")
+    account = account_session(session)
+    main_requests = [r for r in truth("compact") if r["kind"] == "main"]
+    after = fill(main_requests[-1])
+    assert account.after_compaction is not None
+    assert account.current_source.value == "estimated"
+    assert account.current == pytest.approx(after, rel=0.05)
+    (record,) = account.compactions
+    before = fill(main_requests[-2])  # the last prompt before the compaction
+    assert account.current < 0.75 * before
+    assert record.log_post_tokens is not None and record.dropped_tokens is not None
+    assert record.post_tokens == account.current
