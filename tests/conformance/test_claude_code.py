@@ -321,10 +321,6 @@ def test_interactive_status_line_and_compact(box: ClaudeBox, fake: FakeAnthropic
     record(box, "interactive")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hooks: a sub-agent's PostToolUse(Failure) payloads (agent_id) count as the main session's calls",
-)
 def test_a_subagents_failures_are_not_the_main_sessions(box: ClaudeBox, fake: FakeAnthropic) -> None:
     """Three failures inside a sub-agent, then one in the main thread: the main thread is not spiralling."""
     box.install_ctxhealth()
@@ -334,11 +330,6 @@ def test_a_subagents_failures_are_not_the_main_sessions(box: ClaudeBox, fake: Fa
     assert not any("Failure spiral" in note for note in injected(main_requests(fake)[-1]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hooks: in print mode SessionStart(compact) reads the transcript before 2.1 writes the compaction,"
-    " so the hooks' fill stays at the prompt before it (PostCompact / compact_summary come later)",
-)
 def test_right_after_compact_the_hooks_fill_is_what_the_compaction_left(
     box: ClaudeBox, fake: FakeAnthropic
 ) -> None:

@@ -251,8 +251,20 @@ def _session_checks(projects: Path, home: Path) -> list[Check]:
         return [
             Check("newest session", CheckStatus.INFO, f"{newest} ({size:,} bytes), not read by ctxhealth yet")
         ]
+    caught_up = ""
+    if size > counters.offset:
+        # what the hooks will read next (a compaction written after the last hook, say): read it
+        # into this copy of the counters, never saved (doctor changes nothing)
+        from ctxhealth.integrations.claude_code.tail import read_tail
+
+        unread = size - counters.offset
+        try:
+            read_tail(counters, str(newest))
+            caught_up = f" (the {unread:,} bytes written since the last hook read now, not saved)"
+        except CtxHealthError:
+            caught_up = f" ({unread:,} bytes not read yet)"
     detail = (
-        f"{newest}: read {counters.offset:,} of {size:,} bytes; fill {counters.fill:,} tokens, "
+        f"{newest}: read {counters.offset:,} of {size:,} bytes{caught_up}; fill {counters.fill:,} tokens, "
         f"{counters.tool_calls} tool calls ({counters.tool_errors} failed), "
         f"{counters.compactions} compactions"
     )

@@ -69,6 +69,7 @@ HOOK_EVENTS: dict[HookEvent, str] = {
     HookEvent.POST_TOOL_USE: "",
     HookEvent.POST_TOOL_USE_FAILURE: "",
     HookEvent.STOP: "",
+    HookEvent.POST_COMPACT: "",  # the transcript then holds the compaction: the fill it left
 }
 
 _OURS = re.compile(r"ctxhealth(\.cli\.hook\s+[-\w]+|\.cli\.statusline\b|\s+hook\s+[-\w]+|\s+statusline\b)")
