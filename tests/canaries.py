@@ -105,4 +105,58 @@ def canaries() -> dict[str, tuple[str, str]]:
         "json-client-secret": ('{"client_secret": "' + "zzSecretValue99" + '"}', "zzSecretValue99"),
         "api-key-assignment": ("api_key=" + "q8w7e6r5t4y3", "q8w7e6r5t4y3"),
     }
+    values.update({f"bare {name}": (token, token) for name, token in bare_tokens().items()})
+    values["aws-secret-prose"] = (
+        "aws_secret " + "wJalr" + _mix("ap", 30) + "KEY9",
+        "wJalr" + _mix("ap", 30) + "KEY9",
+    )
+    values["cookie-header"] = ("Cookie: sessionid=" + _mix("ck", 24) + "; csrftoken=x", _mix("ck", 24))
+    values["redis-no-user"] = (
+        "redis://:" + "R3disPw9" + _mix("rd", 8) + "@cache:6379/0",
+        "R3disPw9" + _mix("rd", 8),
+    )
+    values["azure-sas-url"] = (
+        "https://acct.blob.core.windows.net/c/b?sv=2022-11-02&se=2030&sp=r&sig=" + _mix("sa", 40) + "%3D",
+        _mix("sa", 40),
+    )
+    values["sentry-dsn"] = (
+        "SENTRY_DSN_URL https://" + _hex("se") + "@o12345.ingest.sentry.io/678",
+        _hex("se"),
+    )
     return values
+
+
+def bare_tokens() -> dict[str, str]:
+    """Every key format with a shape of its own, as the bare token (no name, no prose around it):
+    the redaction rule alone must catch it."""
+    bech32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper()
+    return {
+        "anthropic": "sk-" + "ant-api03-" + _mix("ba", 40),
+        "openai-proj": "sk-" + "proj-" + _mix("bo", 48),
+        "aws-access-key-id": "AKIA" + "Z7BARE5EXAMPLE2Q",
+        "github-classic": "ghp" + "_" + _mix("bg", 36),
+        "github-fine": "github" + "_pat_" + "11ABCDEFG0" + _mix("bf", 60),
+        "gitlab": "gl" + "pat-" + _mix("bl", 20),
+        "slack-bot": "xox" + "b-" + "1234567890-0987654321-" + _mix("bs", 24),
+        "stripe-secret": "sk" + "_live_" + _mix("bt", 24),
+        "google-api": "AI" + "za" + "Sy" + _mix("bz", 33),
+        "google-oauth-secret": "GOC" + "SPX-" + _mix("gc", 28),
+        "google-oauth-token": "ya" + "29." + _mix("ya", 60),
+        "npm": "npm" + "_" + _mix("bn", 36),
+        "hugging-face": "hf" + "_" + _mix("bh", 34),
+        "pypi": "pypi" + "-AgEIcHlwaS5vcmc" + _mix("py", 60),
+        "docker": "dckr" + "_pat_" + _mix("dk", 27),
+        "digitalocean": "dop" + "_v1_" + (_hex("do") * 2),
+        "vault": "hvs" + "." + _mix("hv", 90),
+        "age": "AGE-SECRET" + "-KEY-1" + (bech32 * 2)[:58],
+        "mailgun": "key" + "-" + _hex("mg"),
+        "shopify": "shp" + "at_" + _hex("sh"),
+        "databricks": "da" + "pi" + _hex("db"),
+        "telegram": "1234567" + "890:AA" + _mix("tg", 33),
+        "discord-webhook": "https://discord.com/api/webhooks/" + "123456789012345678/" + _mix("dw", 68),
+        "sentry-token": "sntry" + "s_" + _mix("sn", 60),
+        "jwt": "ey" + "JhbGciOiJIUzI1NiJ9." + "ey" + "JzdWIiOiJiYXJlIn0." + _mix("bj", 30),
+        "discord": "MTk4NjIy" + "NDgzNDcxOTI1MjQ5" + "." + "Cl2FMQ" + "." + _mix("bd", 27),
+        "sendgrid": "SG" + "." + _mix("bq", 22) + "." + _mix("br", 43),
+        "twilio-api-key": "SK" + _hex("bw"),
+    }

@@ -21,7 +21,15 @@ from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.statusline import render_status
 
 # Where a written byte can be: the outputs captured here, then the files under the home / state root.
-OUTPUTS = ("hook output", "status line", "recover markdown", "recover markdown --json", "cli output")
+OUTPUTS = (
+    "hook output",
+    "status line",
+    "recover markdown",
+    "recover markdown --json",
+    "cli output",
+    "check --json",
+    "report",
+)
 
 
 def _line(kind: str, n: int, message: dict[str, Any], **extra: Any) -> str:
@@ -135,10 +143,42 @@ def drive_every_writer(tmp: Path, home: Path) -> tuple[Path, dict[str, str]]:
         ("cli output", ["state", "snapshot", "--root", str(root), str(transcript)]),
         ("cli output", ["state", "bundle", "--root", str(root), "--full"]),
     ]
+    report = tmp / "report.html"
+    commands += [
+        ("check --json", ["check", str(transcript), "--json"]),
+        ("report", ["report", str(transcript), "-o", str(report)]),
+    ]
     for channel, args in commands:
         done = runner.invoke(cli, args, env=env, catch_exceptions=False)
         printed[channel].append(done.output)
+    printed["report"].append(report.read_text())
+    _drive_the_proxy(home, everything)
     return root, {name: "\n".join(texts) for name, texts in printed.items()}
+
+
+def _drive_the_proxy(home: Path, everything: str) -> None:
+    """The proxy's guard with its ledger store under the home: every canary in a request's
+    messages (its drift words and signatures are saved) and a canary as the session id."""
+    from ctxhealth.integrations.guard import Guard, LedgerStore, Mode
+    from ctxhealth.integrations.wire import ApiStyle
+
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 100,
+        "system": "You deploy services.",
+        "messages": [
+            {"role": "user", "content": "Deploy it. Notes:\n" + everything},
+            {"role": "assistant", "content": "Using " + everything},
+            {"role": "user", "content": "again " + everything},
+        ],
+    }
+    store = LedgerStore(home)
+    guard = Guard(Mode.ADVISE, store=store)
+    session_id = canaries()["bare anthropic"][1]
+    for headers in ({}, {"x-ctxhealth-session": session_id}):
+        guard.plan(ApiStyle.ANTHROPIC_MESSAGES, json.dumps(body).encode(), headers)
+    guard.flush()
+    store.close()
 
 
 def _state_update(text: str) -> dict[str, Any]:
@@ -200,9 +240,11 @@ def find_canaries(home: Path, root: Path, printed: dict[str, str]) -> dict[str, 
     found: dict[str, dict[str, int]] = {name: {} for name in canaries()}
     blobs: list[tuple[str, bytes]] = [(channel, text.encode()) for channel, text in printed.items()]
     blobs += [(location(p, home, root), p.read_bytes()) for p in files_under(home, root) if p.is_file()]
+    # the drift word list is stored lower-cased: the search ignores case
+    blobs = [(where, blob.lower()) for where, blob in blobs]
     for name, (_, secret) in canaries().items():
         for where, blob in blobs:
-            if any(needle in blob for needle in needles(secret)):
+            if any(needle.lower() in blob for needle in needles(secret)):
                 found[name][where] = found[name].get(where, 0) + 1
     return {name: places for name, places in found.items()}
 

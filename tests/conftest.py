@@ -18,11 +18,15 @@ TAU_BENCH_DATA = SHARED_DATA / "tau-bench"
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own ``CTXHEALTH_HOME`` so nothing touches the real user directory, and
+    """Every test gets its own ``CTXHEALTH_HOME`` and ``HOME`` so nothing touches the real user directory, and
     commands run without the per-turn helper (no process outlives a test; the helper's own tests
     turn it on and stop what they start)."""
     home = tmp_path / "ctxhealth-home"
     monkeypatch.setenv("CTXHEALTH_HOME", str(home))
+    # no command run without a path reads this machine's agent sessions (~/.claude/projects, ...)
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.setenv("CTXHEALTH_HELPER", "off")
     monkeypatch.delenv("CTXHEALTH_ROOT", raising=False)
     return home

@@ -167,7 +167,7 @@ def test_status_zone_is_the_signal_layers_zone(fill: int, tier: Tier) -> None:
         "local": "llama-3-8b",
     }[tier.value]
     th = resolve_thresholds(counters)
-    real_th = profile.thresholds(Tier(th["tier"]))
+    real_th = profile.zones_for(Tier(th["tier"]), th["window"], th["usable"])
     expected = max(tier_zone(fill, real_th), window_zone(fill / th["usable"], profile), key=lambda z: z.level)
     reading = read_counters(counters, fill=fill)
     assert reading.zone is expected

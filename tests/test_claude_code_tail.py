@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.hooks import reanchor_after_compaction, run_hook
 from ctxhealth.integrations.claude_code.tail import read_tail
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_counters
+from ctxhealth.policy.profile import default_profile
 
 INSTRUCTION = "Fix the parser bug in src/parse.py so that nested brackets parse correctly"
 
@@ -316,5 +318,9 @@ def test_the_window_the_status_line_states_is_the_monitors_window(tmp_path: Path
     read_tail(c, str(path))
     assert c.thresholds["window"] == 1_000_000  # kept by the hook's own refresh
     assert c.assessment is not None and c.fill == c.assessment["fill"] == 150_000
-    # against 200K, capacity (150K of ~155K usable) would be the pressure; against 1M, quality is
-    assert c.assessment["pressure"] == round(150_000 / 180_000, 4)
+    # against 200K, capacity (150K of 167K usable) would be the pressure; against 1M, quality is,
+    # with the full tier's hard limit scaled for the 1M window
+    info = ModelRegistry.default().lookup(c.model).with_window(1_000_000, usable=False)
+    hard = default_profile().zones(info).hard_limit
+    assert hard > 180_000
+    assert c.assessment["pressure"] == round(150_000 / hard, 4)

@@ -67,7 +67,7 @@ def test_a_base_error_exits_5_and_specific_ones_keep_their_codes(
     ("args", "expected"),
     [
         (["chek"], "Did you mean 'check'?"),
-        (["inst"], "Did you mean 'install' or 'uninstall'?"),
+        (["inst"], "Did you mean 'install' or 'insights' or 'uninstall'?"),
         (["state", "stat"], "Did you mean 'status'?"),
         (["config", "shwo"], "Did you mean 'show'?"),
     ],

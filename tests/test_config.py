@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.cli.main import cli
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
@@ -39,7 +40,7 @@ def test_defaults_without_any_layer(tmp_path: Path) -> None:
     assert settings.home == Path("~/.ctxhealth").expanduser()
     assert settings.origin("home") == "default"
     assert (settings.model, settings.profile, settings.files) == (None, None, ())
-    assert settings.registry().lookup("gpt-4.1").window == 1_047_576
+    assert settings.registry().lookup("gpt-4.1").window == ModelRegistry.default().lookup("gpt-4.1").window
 
 
 def test_precedence_flags_env_project_user_default(layers: tuple[Path, Path]) -> None:

@@ -80,7 +80,7 @@ def test_enforce_truncates_the_state_and_keeps_pairs() -> None:
 
 
 def test_enforce_halt_ends_the_run_with_the_reason() -> None:
-    messages, seen = run("enforce", [5_000, 160_000, 170_000])
+    messages, seen = run("enforce", [5_000, 145_000, 150_000])
     assert len(seen) == 2  # no third model call
     assert isinstance(messages[-1], AIMessage) and "halted this session" in str(messages[-1].content)
 

@@ -83,7 +83,8 @@ def test_decisions_follow_the_tree_over_a_constructed_run() -> None:
     m.observe(user("fix the bug"))
     assert m.observe(act(0, fill=10_000)).action is Action.CONTINUE
     assert m.observe(act(1, fill=130_000)).rule is Rule.COMPACT_ZONE
-    assert m.observe(act(2, fill=160_000)).action is Action.HALT
+    # 145K of 167K usable (Claude Code: 200K - 20K - 13K): pressure 0.87, zone still orange
+    assert m.observe(act(2, fill=145_000)).action is Action.HALT
     assert m.observe(act(3, fill=185_000)).rule is Rule.HARD_LIMIT
 
 
@@ -340,8 +341,10 @@ def test_real_transcripts_reach_every_branch(claude_code_data: Path, mini_swe_da
                     m.record_recovery(a.action)
                     if a.action is Action.RESTART:
                         cooldown_left = 3
-    # the real runs keep their prompt cache warm: the cache rule is shown on a constructed session
-    assert rules == set(Rule) - {Rule.CACHE_MISSES}
+    # the real runs keep their prompt cache warm: the cache rule is shown on a constructed session; the
+    # same mistake repeated too (its one real instance was three different LaTeX failures sharing a last
+    # output line, which is no error signature: test_signals_detectors covers the rule)
+    assert rules == set(Rule) - {Rule.CACHE_MISSES, Rule.SAME_MISTAKE}
     assert breaker > 0
 
 

@@ -53,6 +53,7 @@ def test_json_prints_one_manifest_and_explain_a_table(tmp_path: Path) -> None:
 def test_output_file_and_model_budget(tmp_path: Path) -> None:
     repo = write_repo(tmp_path / "repo")
     target = tmp_path / "out" / "pack.xml"
+    target.parent.mkdir()  # a folder the user names must exist: -o never creates one
     code, out, err = run(
         str(repo), "--task", "shortest route", "--model", "gpt-4o", "--format", "xml", "-o", str(target)
     )

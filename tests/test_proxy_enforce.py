@@ -92,7 +92,7 @@ def test_enforce_halts_with_an_api_error_and_calls_no_model(
     enforce: ProxyProcess, upstream: Upstream
 ) -> None:
     body = {"model": "claude-sonnet-4-5", "max_tokens": 256, "messages": anthropic_history(2)}
-    upstream.fill = 160_000
+    upstream.fill = 145_000  # pressure 0.87 of 167K usable, zone orange: halt
     post(enforce, "/v1/messages", body, "halt").raise_for_status()
     calls = upstream.count("/v1/messages")
     client = anthropic.Anthropic(base_url=enforce.url, api_key="k", max_retries=2)
@@ -155,7 +155,7 @@ def test_enforce_on_responses_keeps_items_valid(enforce: ProxyProcess, upstream:
             {"type": "function_call_output", "call_id": f"fc_{i}", "output": f"def parse_{i}(): ..."}
         )
     body = {"model": "gpt-5", "instructions": SYSTEM, "input": items}
-    upstream.fill = 125_000
+    upstream.fill = 175_000  # gpt-5 (400K): the full tier's compact zone scaled x1.41 starts at 170K
     post(enforce, "/v1/responses", body, "resp").raise_for_status()
     grown = {
         **body,

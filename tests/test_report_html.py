@@ -109,7 +109,7 @@ def test_zone_bands_start_where_the_tier_or_the_window_zone_does(tmp_path: Path)
     profile = default_profile()
     analysis = analyse_session(read_session(chat(tmp_path / "a.json", [1_000])))
     info = analysis.account.model
-    th = profile.thresholds(info.tier)
+    th = profile.zones(info)  # the tier's zones fitted inside this model's usable window
     bands = zone_bands(info.tier, info.window, info.usable_window, analysis.account.peak, profile)
     assert [b.zone for b in bands] == ["green", "yellow", "orange", "red", "critical"]
     assert bands[1].low == min(th.sweet_spot, round(profile.window_yellow * info.usable_window))

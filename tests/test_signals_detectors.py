@@ -206,18 +206,20 @@ def test_fidelity_verification_gap() -> None:
 
 
 def test_pressure_zones_on_one_scale() -> None:
-    # full tier (sonnet): 80K / 120K / 180K; usable window 200K - 13K = 187K
+    # full tier (sonnet): 80K / 120K / 180K fitted inside the usable window 200K - 20K - 13K = 167K
     m = run([sys_(), user("go"), act(0, "ls", fill=100_000)])
+    th = m.pressure.thresholds
+    assert (th.sweet_spot, th.compact_zone, th.hard_limit) == (74_222, 111_333, 167_000)
     assert m.pressure.tier_zone.value == "yellow"
     assert m.pressure.window_zone.value == "green"
-    assert abs(m.pressure.pressure - 100_000 / 180_000) < 1e-9
-    m.observe(act(1, "ls", fill=170_000))
-    # 170K / 187K = 91% of the usable window: window critical (RED) beats the tier's compact zone
+    assert abs(m.pressure.pressure - 100_000 / 167_000) < 1e-9
+    m.observe(act(1, "ls", fill=152_000))
+    # 152K / 167K = 91% of the usable window: window critical (RED) beats the tier's compact zone
     assert m.pressure.window_zone.value == "red" and m.pressure.tier_zone.value == "orange"
     assert m.pressure.zone.value == "red"
     sig = {s.name: s for s in m.pressure.signals()}
     assert sig["pressure"].evidence == (3,)
-    assert "180000" in sig["pressure"].detail
+    assert "167000" in sig["pressure"].detail
 
 
 def test_compact_tier_for_unknown_models() -> None:

@@ -4,6 +4,7 @@ and valid lines are never lost."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +239,48 @@ def test_many_junk_lines_cap_the_warnings() -> None:
     assert len(session.warnings) == 201
     assert "4800 more warnings" in session.warnings[-1].reason
     assert session.assistant_turns == claude_code.parse(EXAMPLE, "x").assistant_turns
+
+
+# Every format's seed, for the hostile values below (one reader each, detected from content).
+ALL_SEEDS = {
+    "claude-code": EXAMPLE,
+    "codex": CODEX,
+    "openai-chat": OPENAI,
+    "anthropic-messages": ANTHROPIC,
+    "mini-swe-agent": MINI,
+    "openhands": (FIXTURES / "agents" / "openhands-output.jsonl").read_bytes(),
+    "swe-agent": (FIXTURES / "agents" / "swe-agent-1.x-function-calling.traj").read_bytes(),
+    "tau-bench": (FIXTURES / "agents" / "tau-bench-results.json").read_bytes(),
+}
+# A number too large for a float (309+ digits), the constants Python's json.dump writes, a float
+# that overflows, and a value nested deeper than any decoder's recursion limit.
+HOSTILE_VALUES = {
+    "309-digits": b"1" + b"0" * 320,
+    "nan": b"NaN",
+    "-infinity": b"-Infinity",
+    "1e999": b"1e999",
+    "3000-deep": b"[" * 3000 + b"]" * 3000,
+}
+_NUMBER = re.compile(rb"(?<=[:,\[])(\s*)(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(?=\s*[,}\]\r\n])")
+PLACES = 12
+"""Numbers of each seed replaced, one at a time, spread over the file (bounded: CI time)."""
+
+
+def _message_count(data: bytes, name: str) -> int:
+    from ctxhealth.sources.reader import read_data_all
+
+    return sum(len(s.messages) for s in read_data_all(data, name))
+
+
+@pytest.mark.parametrize("value", sorted(HOSTILE_VALUES))
+@pytest.mark.parametrize("seed", sorted(ALL_SEEDS))
+def test_a_hostile_value_in_place_of_any_number_costs_that_field_only(seed: str, value: str) -> None:
+    data = ALL_SEEDS[seed]
+    expected = _message_count(data, seed)
+    found = list(_NUMBER.finditer(data))
+    assert found, seed
+    step = max(1, len(found) // PLACES)
+    for match in found[::step][:PLACES]:
+        start, end = match.span(2)
+        mutated = data[:start] + HOSTILE_VALUES[value] + data[end:]
+        assert _message_count(mutated, seed) == expected, (seed, value, data[start - 40 : end + 10])

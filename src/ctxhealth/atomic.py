@@ -3,7 +3,9 @@
 ``write_atomic`` writes to a temporary file in the target's own directory,
 flushes and fsyncs it, renames it over the target with ``os.replace`` and then
 fsyncs the directory, so a reader sees either the whole old file or the whole
-new one, never a torn mix, even if the writer is killed at any instant.
+new one, never a torn mix, even if the writer is killed at any instant. It never
+destroys what it writes to: a symbolic link is written through to its target, and
+a FIFO or device (``/dev/null``) is written directly instead of being replaced.
 
 Private by default: files are created ``0600`` and the directories this module
 creates ``0700``, set explicitly so the umask cannot widen or narrow them
@@ -25,6 +27,7 @@ __all__ = [
     "create_private_file",
     "fsync_dir",
     "make_private_dirs",
+    "read_private_file",
     "remove_stale_temps",
     "write_atomic",
 ]
@@ -72,6 +75,29 @@ def create_private_file(path: Path | str) -> None:
             os.fchmod(fd, PRIVATE_FILE_MODE)
     finally:
         os.close(fd)
+
+
+def read_private_file(path: Path | str, limit: int) -> bytes:
+    """The bytes of one of ctxhealth's own small files (a cache, a state file), at most ``limit``
+    of them. Raises ``OSError`` when it is not a regular file: the open never blocks (a FIFO put
+    in its place), and a device or a huge file is never read whole."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+    return b"".join(chunks)
 
 
 def remove_stale_temps(target: Path | str) -> int:
@@ -129,18 +155,69 @@ def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
     raise FileExistsError(f"could not create a temporary file in {directory}")
 
 
-def write_atomic(path: Path | str, data: bytes | str, *, mode: int = PRIVATE_FILE_MODE) -> Path:
-    """Replace ``path`` with ``data`` atomically; return the resolved path.
+def _write_special(target: Path, payload: bytes) -> bool:
+    """Write ``payload`` straight into ``target`` when it is a FIFO or a character device (a
+    rename would replace ``/dev/null`` or the pipe itself with a regular file); True when done.
+    False: no such file, or a regular one (the caller writes atomically). A directory, socket or
+    block device is refused."""
+    try:
+        status = os.stat(target)
+    except FileNotFoundError:
+        return False
+    kind = status.st_mode
+    if stat.S_ISREG(kind):
+        return False
+    if stat.S_ISDIR(kind):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(target))
+    if not (stat.S_ISFIFO(kind) or stat.S_ISCHR(kind)):
+        raise OSError(errno.EINVAL, "not a regular file, a FIFO or a character device", str(target))
+    # Non-blocking open: a FIFO nobody reads fails at once (ENXIO) instead of hanging.
+    fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    return True
+
+
+def write_atomic(
+    path: Path | str,
+    data: bytes | str,
+    *,
+    mode: int = PRIVATE_FILE_MODE,
+    create_parents: bool = True,
+    own_file: bool = False,
+) -> Path:
+    """Replace ``path`` with ``data`` atomically; return the path written.
 
     ``str`` data is written as UTF-8. Missing parent directories are created
-    ``0700``; the file gets ``mode`` (default ``0600``) whatever the umask. The
-    temporary file lives next to the target (same filesystem, so the rename is
-    atomic) and is removed if anything fails before the rename.
+    ``0700`` (with ``create_parents``; without, a missing folder is an error: a
+    path the user typed must not grow folders silently); the file gets ``mode``
+    (default ``0600``) whatever the umask. The temporary file lives next to the
+    target (same filesystem, so the rename is atomic) and is removed if anything
+    fails before the rename.
+
+    A symbolic link is written through: its target is replaced, the link stays
+    (a dotfiles setup links ``settings.json``). A FIFO or character device
+    (``/dev/null``, ``/dev/stdout``) is written directly, never replaced; a
+    directory, socket or block device is refused. ``own_file``: the target is one
+    of ctxhealth's own files in its own folder (a cache): a FIFO, device or link
+    found in its place is junk, replaced by the file.
     """
     target = Path(path)
+    if not own_file and os.path.islink(target):
+        target = Path(os.path.realpath(target))
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    if not own_file and _write_special(target, payload):
+        return target
     directory = target.parent
-    make_private_dirs(directory)
+    if create_parents:
+        make_private_dirs(directory)
+    elif not directory.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such folder (create it first)", str(directory))
     fd, tmp = _create_temp(directory, target.name)
     try:
         with os.fdopen(fd, "wb") as handle:

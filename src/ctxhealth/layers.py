@@ -36,9 +36,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("evaluation",),  # risk fitting and validation: drives the Monitor over labelled runs
     ("pack",),
     ("audit",),
+    ("insights",),  # slip rate by fill band, composition, suggestions: reads accounting, signals, audit
     ("integrations",),
     ("fleet",),
     ("report",),
+    ("mcpserver",),  # the MCP server an agent asks about itself: check, checkpoint, state, recovery
     ("cli",),
 )
 """Each entry is one layer: the units in it are peers and must not import each other."""

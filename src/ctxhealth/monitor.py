@@ -225,6 +225,10 @@ class Monitor:
         # whether any response reported usage: without it output tokens are unknown, not zero
         self.usage_seen = False
         self.hedges = 0
+        # which model scores risk (check --json's risk_model): the log format decides when it is known
+        self.source_format = source_format.value if source_format is not None else None
+        self.risk_model = self.profile.risk_for(self.source_format)[1]
+        self.profile = self.profile.for_format(self.source_format)
         # counting hedge words scans every response's text: only when the risk model uses them
         risk = self.profile.risk
         self._track_hedges = (
@@ -232,7 +236,7 @@ class Monitor:
         )
         self._scorer = _Scorer(risk) if risk is not None else None
         self._events = EventBuilder()
-        th = self.profile.thresholds(self.info.tier)
+        th = self.profile.zones(self.info)
         self.pressure = PressureTracker(self.info, self.profile)
         self.drift = DriftDetector(self.profile, th.sweet_spot)
         self.failures = FailureDetector(self.profile)
@@ -282,7 +286,7 @@ class Monitor:
         self._seal()
         self.info = info
         self.pressure.set_model(self.info)
-        self.drift.sweet_spot = self.profile.thresholds(self.info.tier).sweet_spot
+        self.drift.sweet_spot = self.profile.zones(self.info).sweet_spot
         self.drift.changed()
         self._model_fixed = True
 
@@ -490,6 +494,11 @@ class Monitor:
                     getattr(m, name).load_state(value["$x"])
                 elif name != "_model_fixed":
                     setattr(m, name, checked(m, name, decode(value)))
+            if m.source_format is not None:  # the risk model of the log format, as before the save
+                m.risk_model = m.profile.risk_for(m.source_format)[1]
+                m.profile = m.profile.for_format(m.source_format)
+                risk = m.profile.risk
+                m._scorer = _Scorer(risk) if risk is not None else None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(
                 f"damaged monitor snapshot: {exc!r}",
@@ -527,9 +536,14 @@ class Monitor:
             yield self.observe(message, fill=fills.get(i))
 
     def _use_format(self, format: str) -> None:
-        """Score risk with the profile's model for this log format, when it has one (a model
-        fitted on that agent's labelled runs) and nothing was observed yet."""
-        if self.index >= 0 or format not in self.profile.risk_by_format:
+        """Score risk with the model for this log format (see :meth:`Profile.risk_for`: a model
+        fitted on that agent's labelled runs, the profile's model when it was fitted on this format,
+        else the fill fallback), when nothing was observed yet."""
+        if self.index >= 0:
+            return
+        self.source_format = format
+        model, self.risk_model = self.profile.risk_for(format)
+        if model is self.profile.risk:
             return
         self.profile = self.profile.for_format(format)
         risk = self.profile.risk
@@ -582,7 +596,9 @@ class _Scorer:
 SNAPSHOT_KIND = "ctxhealth.monitor"
 SNAPSHOT_VERSION = 3
 """Bumped whenever the saved state changes shape; an older snapshot is refused, not misread."""
-_TRANSIENT = frozenset({"profile", "registry", "info", "_detectors", "last", "_scorer", "_pending"})
+_TRANSIENT = frozenset(
+    {"profile", "registry", "info", "_detectors", "last", "_scorer", "_pending", "risk_model"}
+)
 """Monitor attributes rebuilt by :meth:`Monitor.restore` rather than saved."""
 
 

@@ -43,6 +43,18 @@ class SecretKind(StrEnum):
     SENDGRID = "sendgrid-key"
     TWILIO = "twilio-key"
     DISCORD = "discord-token"
+    PYPI = "pypi-token"
+    DOCKER = "docker-token"
+    DIGITALOCEAN = "digitalocean-token"
+    VAULT = "vault-token"
+    AGE = "age-key"
+    MAILGUN = "mailgun-key"
+    SHOPIFY = "shopify-token"
+    DATABRICKS = "databricks-token"
+    TELEGRAM = "telegram-token"
+    SENTRY = "sentry-dsn"
+    AZURE_SAS = "azure-sas"
+    COOKIE = "cookie"
     JWT = "jwt"
     BEARER = "bearer"
     URL_CREDENTIALS = "url-credentials"
@@ -142,8 +154,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         SecretKind.GITHUB,
         (),
-        _word("gh") + r"(?:[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{22,})",
+        _word("gh") + r"[pousr]_[A-Za-z0-9]{30,}",
     ),
+    _Rule(SecretKind.GITHUB, (), _word("github_pat_") + r"[A-Za-z0-9_]{22,}"),
     _Rule(
         SecretKind.GITLAB,
         (),
@@ -169,6 +182,39 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(SecretKind.STRIPE, (), _word("whsec_") + r"[A-Za-z0-9+/=]{24,}"),
     _Rule(SecretKind.GOOGLE, (), _word("AIza") + r"[0-9A-Za-z_-]{30,}"),
+    # An OAuth client secret and an OAuth access token.
+    _Rule(SecretKind.GOOGLE, (), _word("GOCSPX-") + r"[0-9A-Za-z_-]{20,}"),
+    _Rule(SecretKind.GOOGLE, (), _word("ya29.") + r"[0-9A-Za-z_-]{20,}"),
+    _Rule(SecretKind.PYPI, (), _word("pypi-Ag") + r"[A-Za-z0-9_-]{50,}"),
+    _Rule(SecretKind.DOCKER, (), _word("dckr_pat_") + r"[A-Za-z0-9_-]{20,}"),
+    _Rule(SecretKind.DIGITALOCEAN, (), _word("do") + r"[opr]_v1_[a-f0-9]{64}"),
+    _Rule(SecretKind.VAULT, (), _word("hv") + r"[sbr]\.[A-Za-z0-9_-]{24,}"),
+    _Rule(SecretKind.AGE, (), _word("AGE-SECRET-KEY-1") + r"[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    _Rule(SecretKind.MAILGUN, (), _word("key-") + r"[0-9a-zA-Z]{32}\b"),
+    _Rule(SecretKind.MAILGUN, (), _word("pubkey-") + r"[0-9a-f]{32}\b"),
+    _Rule(SecretKind.SHOPIFY, (), _word("shp") + r"(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
+    _Rule(SecretKind.DATABRICKS, (), _word("dapi") + r"[a-f0-9]{32}(?:-\d)?\b"),
+    # A bot token: the bot's numeric id, a colon, 35 characters starting with ``A``.
+    _Rule(
+        SecretKind.TELEGRAM,
+        (),
+        r"(?<![A-Za-z0-9_:])[0-9]{5,16}:A[A-Za-z0-9_-]{34}(?![A-Za-z0-9_-])",
+    ),
+    # A DSN's public key sits where a URL's user name goes; an auth token has its own prefix.
+    _Rule(
+        SecretKind.SENTRY,
+        (),
+        r"(://)[0-9a-f]{32}(?::[0-9a-f]{32})?(?=@)",
+        keep_prefix_group=1,
+    ),
+    _Rule(SecretKind.SENTRY, (), _word("sntry") + r"[su]_[A-Za-z0-9_=+/-]{40,}"),
+    # An Azure shared access signature's ``sig=`` (in a URL or a connection string).
+    _Rule(
+        SecretKind.AZURE_SAS,
+        ("sig=",),
+        r"((?<![A-Za-z0-9_])sig=)(?!\[REDACTED)[A-Za-z0-9%+/=]{16,}",
+        keep_prefix_group=1,
+    ),
     _Rule(SecretKind.NPM, (), _word("npm_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{36}\b"),
     _Rule(SecretKind.HUGGING_FACE, (), _word("hf_") + r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{30,}\b"),
     _Rule(
@@ -192,6 +238,20 @@ _RULES: tuple[_Rule, ...] = (
         r"(?![A-Za-z0-9_-])",
     ),
     _Rule(
+        SecretKind.DISCORD,
+        (),
+        r"(discord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_-]{40,}",
+        keep_prefix_group=1,
+    ),
+    # A ``Cookie:`` / ``Set-Cookie:`` header's whole value (session ids have no shape of their own).
+    _Rule(
+        SecretKind.COOKIE,
+        ("cookie",),
+        r"((?<![A-Za-z0-9_-])(?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED)[^\r\n\"'\\]{6,}",
+        keep_prefix_group=1,
+        flags=re.I,
+    ),
+    _Rule(
         SecretKind.JWT,
         (),
         _word("eyJ") + r"[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}",
@@ -200,7 +260,7 @@ _RULES: tuple[_Rule, ...] = (
         SecretKind.URL_CREDENTIALS,
         (),
         # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
-        r"(://[^\s:/@\"'\[\]\\]+:)(?!\[REDACTED)[^\s/@\"'\\]+(?=@)",
+        r"(://[^\s:/@\"'\[\]\\]*:)(?!\[REDACTED)[^\s/@\"'\\]+(?=@)",
         keep_prefix_group=1,
     ),
     _Rule(
@@ -241,7 +301,8 @@ _RULES: tuple[_Rule, ...] = (
 # ``is`` / ``was`` catch secrets in prose (``the password is X``); the value tests below keep
 # ``the token is valid`` as it is.
 _ASSIGNMENT = (
-    r"(?P<head>" + _SECRET_NAME + r"(?![a-z0-9])(?:\\?[\"'])?\s*(?::=|=>|:|=|\bis\b|\bwas\b)\s*(?:\\?[\"'])?)"
+    r"(?P<head>" + _SECRET_NAME + r"(?![a-z0-9])(?:\\?[\"'])?"
+    r"(?:\s*(?::=|=>|:|=|\bis\b|\bwas\b)\s*(?:\\?[\"'])?|(?P<space>[ \t]+)))"
     r"(?P<value>[^\s\"',;&)}\]\\]+)"
 )
 # ``NAME=value`` with an upper-case (environment) name one of whose ``_``-separated parts says
@@ -289,7 +350,15 @@ def _is_code(value: str) -> bool:
     return bool(_compiled(_CODE_VALUE).search(value)) or value.lower() in _NAME_WORDS
 
 
-def _assignment_is_secret(head: str, value: str) -> bool:
+def _looks_random(value: str) -> bool:
+    """A value with no separator before it (``aws_secret wJalr...``) counts only when it looks
+    like a key: long, with letters and digits (prose after a name is words)."""
+    return len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _assignment_is_secret(head: str, value: str, spaced: bool = False) -> bool:
+    if spaced:
+        return _looks_random(value) and _is_secret_value(value)
     quoted = head[-1:] in ("'", '"')
     if not quoted and head.rstrip().endswith(("is", "was")):
         value = value.rstrip(".,:;!?")  # prose: ``the password was changed.``
@@ -326,7 +395,7 @@ def _redact_assignments(text: str, found: list[SecretKind] | None) -> str:
     position = 0
     for match in _compiled(_ASSIGNMENT).finditer(_same_length_lower(text)):
         start, end = match.span("value")
-        if not _assignment_is_secret(match.group("head"), text[start:end]):
+        if not _assignment_is_secret(match.group("head"), text[start:end], match.group("space") is not None):
             continue
         pieces += [text[position:start], _marker(SecretKind.ASSIGNMENT)]
         position = end

@@ -18,7 +18,8 @@ the real Claude Code sessions, hiding every other response's usage and estimatin
 from the rest is off by 0.5-3% on average. Everything is a few passes over the messages with
 running sums: linear time.
 
-Window: the log's own (``Session.context_window``) when stated, else the registry's.
+Window: the log's own (``Session.context_window``) when stated, else the registry's
+(:func:`session_model_info`, the one place the usable window of a session is resolved).
 """
 
 from __future__ import annotations
@@ -102,6 +103,23 @@ def session_model_id(session: Session) -> str | None:
         if message.role is Role.ASSISTANT and message.model and message.model != SYNTHETIC_MODEL:
             return message.model
     return session.model
+
+
+def session_model_info(
+    session: Session, registry: ModelRegistry | None = None, model: str | None = None
+) -> ModelInfo:
+    """The one :class:`ModelInfo` of ``session`` that ``check``, ``recover`` and the policy share:
+    the registry's for its model (``model`` overrides it), with the window the log states.
+
+    A window the log states (Codex ``model_context_window``) is already what the prompt may fill:
+    the client took the response's share out (Codex states 95% of the model's window), so nothing
+    more is reserved (:meth:`ModelInfo.with_window`). ``model`` given: the log's window is not that
+    model's, so the registry's is used.
+    """
+    info = (registry or ModelRegistry.default()).lookup(model or session_model_id(session))
+    if model is None and session.context_window:
+        info = info.with_window(session.context_window, usable=True)
+    return info
 
 
 @dataclass(slots=True)
@@ -360,11 +378,7 @@ def account_session(
     itself states (``Session.context_window``) wins over the registry unless ``model`` is given.
     """
     registry = registry or ModelRegistry.default()
-    info = registry.lookup(model or session_model_id(session))
-    if model is None and session.context_window:
-        # A window the log states (Codex ``model_context_window``) is already what the prompt
-        # may fill: the response's share was taken out by the client, so reserve nothing more.
-        info = replace(info, window=session.context_window, reserved_output=0)
+    info = session_model_info(session, registry, model)
     scan = _scan(session)
     turns, source, cpt = _fills(session, info, scan.turns, [i for i, _ in scan.compactions])
     compactions = _compactions(scan.compactions, turns)

@@ -1,30 +1,46 @@
-"""The model registry: window, reserved output, auto-compact buffer, tier, prices and encoding per model.
+"""The model registry: what ctxhealth knows about a model id, and where each fact comes from.
 
-Models are matched by the longest id prefix after normalising the id (lower case, provider
-prefixes such as ``google/`` or Bedrock's ``us.anthropic.`` removed, a ``[1m]`` suffix
-turned into a 1M-token window). Unknown ids get a conservative compact-tier entry with
-``known=False``. Entries can be replaced or added from config (:meth:`ModelRegistry.with_overrides`).
+Two sources, each holding what it is good at:
 
-Prices are public list prices in USD per million tokens as we understood them in January 2026
-(standard tier, prompts under any long-context surcharge threshold). ``cache_write`` is the
-price of writing a prompt-cache entry (Anthropic: 1.25x input for the 5-minute cache, and
-``cache_write_1h`` 2x input for the 1-hour cache; OpenAI and Gemini have no write surcharge, so
-it equals input); ``cache_read`` the price of a cache hit. Where a provider charges more for a
-long prompt (Anthropic Sonnet 4 / 4.5 and Gemini Pro above 200K prompt tokens) the entry holds
-that tier too (``Prices.long_context``), applied to every token of such a request.
+* windows and prices come from a maintained offline package (``genai-prices``, see
+  :mod:`.catalog`): it is updated every release, where a table in our code went stale in weeks;
+* the rest comes from our family table (:data:`FAMILIES`): the quality tier, the output a harness
+  keeps free for the response (``reserved_output``), the host's auto-compact buffer and the
+  offline tokenizer. Families are matched by the spec's family words (``opus``, ``sonnet``,
+  ``haiku``, ``gpt-4o-mini``, ``gemini ... flash`` ...), so a new version of a known family keeps
+  its tier. A family also holds a fallback window for models the package lists without one.
+
+A model the package does not know has no prices (its cost is unknown, never another model's) and
+the family's fallback window; a model no family matches gets the compact tier and a 128K window
+with ``known=False`` (the spec: unknown models are compact tier), and commands name it.
+
+Claude Code (2.1 source: ``autocompact threshold = window - min(max output, 20K) - 13K``) compacts
+at 167K of a 200K window: every Claude family reserves ``min(max output, 20K)``
+(:func:`claude_code_reserve`) and holds the 13K buffer. OpenAI's windows count the response, so
+those families reserve the model's maximum output; Gemini's input limit excludes the output.
+
+Ids are normalised before matching (lower case, provider prefixes such as ``google/`` or Bedrock's
+``us.anthropic.`` removed, Vertex's ``@date`` cut, a ``[1m]`` suffix turned into a 1M-token window).
+Config tables (``[models."<id prefix>"]``, :meth:`ModelRegistry.with_overrides`) replace any field
+for the ids they prefix, and win over both sources.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ctxhealth.accounting.catalog import Catalog, default_catalog
 from ctxhealth.accounting.types import ModelInfo, Prices, Tier
 from ctxhealth.errors import ConfigError
 
 CLAUDE_CODE_AUTOCOMPACT_BUFFER = 13_000
-"""Claude Code compacts at window - 13K (187K of 200K), per the spec."""
+"""Claude Code compacts 13K below its effective window (2.1 source: ``AUTOCOMPACT_BUFFER``)."""
+
+CLAUDE_CODE_MAX_RESERVE = 20_000
+"""Claude Code's effective window is the window less the model's maximum output, at most 20K."""
 
 ONE_MILLION_WINDOW = 1_000_000
 _ONE_M_SUFFIX = "[1m]"
@@ -32,161 +48,103 @@ _ONE_M_SUFFIX = "[1m]"
 O200K = "o200k_base"
 CL100K = "cl100k_base"
 
+UNKNOWN_WINDOW = 128_000
+"""Window assumed for a model nobody knows: common across current providers, and conservative."""
+
+FAMILY_TABLE = "family table"
+
+
+def claude_code_reserve(max_output: int) -> int:
+    """What Claude Code keeps free for the response of a model with ``max_output`` output tokens."""
+    return min(max_output, CLAUDE_CODE_MAX_RESERVE)
+
 
 @dataclass(frozen=True, slots=True)
-class ModelEntry:
-    """One registry row, keyed by id prefix (the ``ModelInfo`` minus the concrete id)."""
+class Family:
+    """One row of our table: a family of models by the words in their ids, and what no price
+    package knows about it. ``window`` is used only when the package gives none."""
 
-    prefix: str
-    family: str
-    window: int
+    name: str
+    pattern: str
     tier: Tier
     reserved_output: int = 0
     autocompact_buffer: int = 0
-    prices: Prices | None = None
+    window: int | None = None
     encoding: str | None = None
 
-    def info(self, model_id: str, *, window: int | None = None) -> ModelInfo:
-        return ModelInfo(
-            id=model_id,
-            family=self.family,
-            window=window if window is not None else self.window,
-            tier=self.tier,
-            reserved_output=self.reserved_output,
-            autocompact_buffer=self.autocompact_buffer,
-            prices=self.prices,
-            encoding=self.encoding,
-            known=True,
-        )
+    def matches(self, key: str) -> bool:
+        return _compiled(self.pattern).search(key) is not None
 
 
-def _p(inp: float, out: float, write: float | None = None, read: float | None = None) -> Prices:
-    """Prices with OpenAI-style defaults: writes cost input, reads a tenth of input."""
-    return Prices(
-        input=inp,
-        output=out,
-        cache_write=inp if write is None else write,
-        cache_read=round(inp / 10, 6) if read is None else read,
-    )
+_PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
-def _claude(prefix: str, family: str, tier: Tier, prices: Prices) -> ModelEntry:
-    # Anthropic: 5-minute cache writes cost 1.25x input, cache hits 0.1x input.
-    return ModelEntry(
-        prefix,
-        family,
-        200_000,
+def _compiled(pattern: str) -> re.Pattern[str]:
+    compiled = _PATTERNS.get(pattern)
+    if compiled is None:
+        compiled = _PATTERNS[pattern] = re.compile(pattern)
+    return compiled
+
+
+def _word(*words: str) -> str:
+    """A pattern for ``words`` in this order as whole words of an id (``-``, ``.``, ``_`` separate)."""
+    return r"(?<![a-z0-9])" + r"[-._ ]?".join(re.escape(w) for w in words) + r"(?![a-z])"
+
+
+def _claude(name: str, pattern: str, tier: Tier, max_output: int) -> Family:
+    return Family(
+        name,
+        pattern,
         tier,
+        reserved_output=claude_code_reserve(max_output),
         autocompact_buffer=CLAUDE_CODE_AUTOCOMPACT_BUFFER,
-        prices=prices,
+        window=200_000,
     )
-
-
-LONG_CONTEXT_ABOVE = 200_000
-"""Anthropic and Google charge long-context rates for a request whose prompt exceeds 200K tokens."""
-
-
-def _anthropic_prices(inp: float, out: float, *, long_inp: float = 0, long_out: float = 0) -> Prices:
-    # 5-minute cache writes 1.25x input, 1-hour writes 2x input, cache hits 0.1x input; above
-    # 200K prompt tokens (1M-context models) every token of the request at the long rates.
-    prices = Prices(
-        input=inp,
-        output=out,
-        cache_write=round(inp * 1.25, 6),
-        cache_read=round(inp / 10, 6),
-        cache_write_1h=round(inp * 2, 6),
-    )
-    if long_inp:
-        long = _anthropic_prices(long_inp, long_out)
-        prices = replace(prices, long_context_above=LONG_CONTEXT_ABOVE, long_context=long)
-    return prices
-
-
-def _long(prices: Prices, inp: float, out: float, read: float) -> Prices:
-    """``prices`` with a long-context tier above 200K prompt tokens (Gemini Pro)."""
-    tier = Prices(input=inp, output=out, cache_write=inp, cache_read=read)
-    return replace(prices, long_context_above=LONG_CONTEXT_ABOVE, long_context=tier)
 
 
 F, C, L = Tier.FULL, Tier.COMPACT, Tier.LOCAL
 
-_BUILTIN: tuple[ModelEntry, ...] = (
-    # Anthropic (prices as of January 2026)
-    _claude("claude-opus-4", "claude-opus-4", F, _anthropic_prices(15, 75)),
-    _claude("claude-opus-4-1", "claude-opus-4-1", F, _anthropic_prices(15, 75)),
-    _claude("claude-opus-4-5", "claude-opus-4-5", F, _anthropic_prices(5, 25)),
-    _claude("claude-opus-4-6", "claude-opus-4-6", F, _anthropic_prices(5, 25)),
-    _claude("claude-sonnet-4", "claude-sonnet-4", F, _anthropic_prices(3, 15, long_inp=6, long_out=22.5)),
-    _claude("claude-sonnet-4-5", "claude-sonnet-4-5", F, _anthropic_prices(3, 15, long_inp=6, long_out=22.5)),
-    _claude("claude-haiku-4", "claude-haiku-4", C, _anthropic_prices(1, 5)),
-    _claude("claude-3-7-sonnet", "claude-3-7-sonnet", F, _anthropic_prices(3, 15)),
-    _claude("claude-3-5-sonnet", "claude-3-5-sonnet", F, _anthropic_prices(3, 15)),
-    _claude("claude-3-5-haiku", "claude-3-5-haiku", C, _anthropic_prices(0.8, 4)),
-    _claude("claude-3-opus", "claude-3-opus", F, _anthropic_prices(15, 75)),
-    _claude("claude-3-haiku", "claude-3-haiku", C, _anthropic_prices(0.25, 1.25)),
-    # OpenAI: "window" is the total context; reserved_output is the maximum response.
-    ModelEntry("gpt-5", "gpt-5", 400_000, F, 128_000, prices=_p(1.25, 10), encoding=O200K),
-    ModelEntry("gpt-5-mini", "gpt-5-mini", 400_000, C, 128_000, prices=_p(0.25, 2), encoding=O200K),
-    ModelEntry("gpt-5-nano", "gpt-5-nano", 400_000, C, 128_000, prices=_p(0.05, 0.4), encoding=O200K),
-    ModelEntry("gpt-5.2", "gpt-5.2", 400_000, F, 128_000, prices=_p(1.75, 14), encoding=O200K),
-    ModelEntry("gpt-4.1", "gpt-4.1", 1_047_576, F, 32_768, prices=_p(2, 8, read=0.5), encoding=O200K),
-    ModelEntry(
-        "gpt-4.1-mini", "gpt-4.1-mini", 1_047_576, C, 32_768, prices=_p(0.4, 1.6, read=0.1), encoding=O200K
+FAMILIES: tuple[Family, ...] = (
+    # Anthropic: older generations with small maximum outputs first, then the family words.
+    _claude("claude-3-opus", _word("claude", "3", "opus"), F, 4_096),
+    _claude("claude-3-haiku", _word("claude", "3", "haiku"), C, 4_096),
+    _claude("claude-3-sonnet", _word("claude", "3", "sonnet"), F, 4_096),
+    _claude("claude-3-5-haiku", r"claude-3[-.]5-haiku", C, 8_192),
+    _claude("claude-3-5-sonnet", r"claude-3[-.]5-sonnet", F, 8_192),
+    _claude("claude-opus", _word("opus"), F, 32_000),
+    _claude("claude-sonnet", _word("sonnet"), F, 64_000),
+    _claude("claude-haiku", _word("haiku"), C, 64_000),
+    # OpenAI: the window counts the response, so the maximum output is reserved.
+    Family("gpt-4o-mini", _word("gpt", "4o", "mini"), C, 16_384, window=128_000, encoding=O200K),
+    Family("gpt-4o", _word("gpt", "4o"), F, 16_384, window=128_000, encoding=O200K),
+    Family("gpt-4.1-mini", r"gpt-4\.1-(mini|nano)", C, 32_768, window=1_047_576, encoding=O200K),
+    Family("gpt-4.1", r"gpt-4\.1", F, 32_768, window=1_047_576, encoding=O200K),
+    Family("gpt-4-turbo", r"gpt-4-turbo", F, 4_096, window=128_000, encoding=CL100K),
+    Family("gpt-3.5-turbo", r"gpt-3\.5", C, 4_096, window=16_385, encoding=CL100K),
+    Family(
+        "gpt-5-mini", r"gpt-([5-9]|\d\d).*-(mini|nano)(?![a-z])", C, 128_000, window=400_000, encoding=O200K
     ),
-    ModelEntry(
-        "gpt-4.1-nano", "gpt-4.1-nano", 1_047_576, C, 32_768, prices=_p(0.1, 0.4, read=0.025), encoding=O200K
-    ),
-    ModelEntry("gpt-4o", "gpt-4o", 128_000, F, 16_384, prices=_p(2.5, 10, read=1.25), encoding=O200K),
-    ModelEntry(
-        "gpt-4o-mini", "gpt-4o-mini", 128_000, C, 16_384, prices=_p(0.15, 0.6, read=0.075), encoding=O200K
-    ),
-    ModelEntry("gpt-4-turbo", "gpt-4-turbo", 128_000, F, 4_096, prices=_p(10, 30, read=10), encoding=CL100K),
-    ModelEntry("gpt-4", "gpt-4", 8_192, F, 0, prices=_p(30, 60, read=30), encoding=CL100K),
-    ModelEntry(
-        "gpt-3.5-turbo", "gpt-3.5-turbo", 16_385, C, 4_096, prices=_p(0.5, 1.5, read=0.5), encoding=CL100K
-    ),
-    ModelEntry("gpt-oss", "gpt-oss", 131_072, L, 0, encoding="o200k_harmony"),
-    ModelEntry("o1", "o1", 200_000, F, 100_000, prices=_p(15, 60, read=7.5), encoding=O200K),
-    ModelEntry("o1-mini", "o1-mini", 128_000, C, 65_536, prices=_p(1.1, 4.4, read=0.55), encoding=O200K),
-    ModelEntry("o3", "o3", 200_000, F, 100_000, prices=_p(2, 8, read=0.5), encoding=O200K),
-    ModelEntry("o3-mini", "o3-mini", 200_000, C, 100_000, prices=_p(1.1, 4.4, read=0.55), encoding=O200K),
-    ModelEntry("o4-mini", "o4-mini", 200_000, C, 100_000, prices=_p(1.1, 4.4, read=0.275), encoding=O200K),
-    ModelEntry(
-        "codex-mini", "codex-mini", 200_000, C, 100_000, prices=_p(1.5, 6, read=0.375), encoding=O200K
-    ),
-    # Google: the input limit is separate from the output limit, so nothing is reserved.
-    ModelEntry("gemini-3-pro", "gemini-3-pro", 1_048_576, F, prices=_long(_p(2, 12, read=0.2), 4, 18, 0.4)),
-    ModelEntry("gemini-3-flash", "gemini-3-flash", 1_048_576, C, prices=_p(0.5, 3, read=0.05)),
-    ModelEntry(
-        "gemini-2.5-pro",
-        "gemini-2.5-pro",
-        1_048_576,
-        F,
-        prices=_long(_p(1.25, 10, read=0.125), 2.5, 15, 0.25),
-    ),
-    ModelEntry("gemini-2.5-flash", "gemini-2.5-flash", 1_048_576, C, prices=_p(0.3, 2.5, read=0.03)),
-    ModelEntry(
-        "gemini-2.5-flash-lite", "gemini-2.5-flash-lite", 1_048_576, C, prices=_p(0.1, 0.4, read=0.01)
-    ),
-    ModelEntry("gemini-2.0-flash", "gemini-2.0-flash", 1_048_576, C, prices=_p(0.1, 0.4, read=0.025)),
-    ModelEntry("gemini-1.5-pro", "gemini-1.5-pro", 2_097_152, F, prices=_p(1.25, 5)),
+    Family("gpt-5", r"gpt-([5-9]|\d\d)(?![0-9])", F, 128_000, window=400_000, encoding=O200K),
+    Family("gpt-4", _word("gpt", "4"), F, 0, window=8_192, encoding=CL100K),
+    Family("gpt-oss", r"gpt-oss", L, 0, window=131_072, encoding="o200k_harmony"),
+    Family("o-mini", r"^o[1-9]-mini", C, 100_000, window=200_000, encoding=O200K),
+    Family("o-series", r"^o[1-9](?![a-z0-9])", F, 100_000, window=200_000, encoding=O200K),
+    Family("codex-mini", r"codex-mini", C, 100_000, window=200_000, encoding=O200K),
+    # Google: the input limit excludes the output, so nothing is reserved.
+    Family("gemini-pro", r"gemini.*(?<![a-z0-9])pro(?![a-z])", F, window=1_048_576),
+    Family("gemini-flash", r"gemini.*(?<![a-z0-9])flash(?![a-z])", C, window=1_048_576),
     # Others: compact or local tier per the spec.
-    ModelEntry("deepseek", "deepseek", 128_000, C, 8_192, prices=_p(0.28, 0.42, read=0.028)),
-    ModelEntry("grok", "grok", 256_000, C),
-    ModelEntry("codestral", "codestral", 256_000, C),
-    ModelEntry("mistral", "mistral", 131_072, C),
-    ModelEntry("mistral-7b", "mistral-7b", 32_768, L),
-    ModelEntry("llama", "llama", 131_072, L),
-    ModelEntry("meta-llama", "llama", 131_072, L),
-    ModelEntry("codellama", "codellama", 16_384, L),
-    ModelEntry("qwen", "qwen", 131_072, L),
-    ModelEntry("phi-", "phi", 16_384, L),
+    Family("deepseek", r"deepseek", C, 8_192, window=128_000),
+    Family("grok", r"grok", C, window=256_000),
+    Family("codestral", r"codestral", C, window=256_000),
+    Family("mistral-7b", r"mistral-7b", L, window=32_768),
+    Family("mistral", r"mistral", C, window=131_072),
+    Family("codellama", r"codellama", L, window=16_384),
+    Family("llama", r"llama", L, window=131_072),
+    Family("qwen", r"qwen", L, window=131_072),
+    Family("phi", r"^phi-", L, window=16_384),
 )
-
-UNKNOWN_WINDOW = 128_000
-"""Window assumed for a model nobody knows: common across current providers, and conservative."""
-
-_UNKNOWN = ModelEntry("", "unknown", UNKNOWN_WINDOW, Tier.COMPACT)
+"""First match wins: the more specific rows come before the family words they contain."""
 
 _CACHE_SIZE = 256
 
@@ -220,40 +178,60 @@ _ENTRY_FIELDS = {
 _PRICE_FIELDS = ("input", "output", "cache_write", "cache_read", "cache_write_1h")
 
 
+@dataclass(frozen=True, slots=True)
+class Override:
+    """One config table: the fields it sets for ids with this prefix, and where it was set."""
+
+    prefix: str
+    fields: Mapping[str, Any]
+    origin: str
+
+
+def find_family(key: str) -> Family | None:
+    """The first family of :data:`FAMILIES` whose words a normalised id holds, or None."""
+    for family in FAMILIES:
+        if family.matches(key):
+            return family
+    return None
+
+
 class ModelRegistry:
-    """Model facts by id prefix. Immutable: overrides return a new registry."""
+    """Model facts: the package catalog, our family table and config overrides. Immutable:
+    :meth:`with_overrides` returns a new registry. ``catalog`` defaults to the process's
+    (:func:`~ctxhealth.accounting.catalog.default_catalog`), loaded on the first lookup."""
 
-    __slots__ = ("_by_prefix", "_cache", "_prefixes")
+    __slots__ = ("_cache", "_catalog", "_overrides", "_prefixes")
 
-    def __init__(self, entries: Mapping[str, ModelEntry] | tuple[ModelEntry, ...]) -> None:
-        if isinstance(entries, tuple):
-            entries = {e.prefix: e for e in entries}
-        self._by_prefix: dict[str, ModelEntry] = dict(entries)
+    def __init__(
+        self, overrides: Mapping[str, Override] | None = None, *, catalog: Catalog | None = None
+    ) -> None:
+        self._overrides: dict[str, Override] = dict(overrides or {})
         # Longest first, so the first startswith() hit is the longest matching prefix.
-        self._prefixes = sorted(self._by_prefix, key=len, reverse=True)
+        self._prefixes = sorted(self._overrides, key=len, reverse=True)
+        self._catalog = catalog
         # lookup() runs per message in hooks; ModelInfo is frozen, so answers can be shared.
         self._cache: dict[str | None, ModelInfo] = {}
 
     @classmethod
     def default(cls) -> ModelRegistry:
-        """The built-in entries."""
+        """The package catalog and our family table, no overrides."""
         return _DEFAULT
 
-    def entries(self) -> tuple[ModelEntry, ...]:
-        return tuple(self._by_prefix[p] for p in sorted(self._by_prefix))
+    @property
+    def catalog(self) -> Catalog:
+        return self._catalog if self._catalog is not None else default_catalog()
 
-    def find_entry(self, model_id: str | None) -> ModelEntry | None:
-        """The entry with the longest prefix of the normalised id, or None."""
-        if not model_id:
-            return None
-        key, _ = normalise_model_id(model_id)
+    def overrides(self) -> tuple[Override, ...]:
+        return tuple(self._overrides[p] for p in sorted(self._overrides))
+
+    def find_override(self, key: str) -> Override | None:
         for prefix in self._prefixes:
             if key.startswith(prefix):
-                return self._by_prefix[prefix]
+                return self._overrides[prefix]
         return None
 
     def lookup(self, model_id: str | None) -> ModelInfo:
-        """What the registry knows about ``model_id``; an unknown id gets a compact-tier guess."""
+        """What is known about ``model_id``; an unknown id gets a compact-tier guess (``known=False``)."""
         info = self._cache.get(model_id)
         if info is None:
             if len(self._cache) >= _CACHE_SIZE:
@@ -263,32 +241,64 @@ class ModelRegistry:
 
     def _lookup(self, model_id: str | None) -> ModelInfo:
         shown = model_id or "unknown"
-        one_m = bool(model_id) and normalise_model_id(model_id or "")[1]
-        entry = self.find_entry(model_id)
-        window = ONE_MILLION_WINDOW if one_m else None
-        if entry is None:
-            return replace(_UNKNOWN.info(shown, window=window), known=False)
-        return entry.info(shown, window=window)
+        key, one_m = normalise_model_id(model_id) if model_id else ("", False)
+        family = find_family(key) if key else None
+        hit = self.catalog.find(key) if key else None
+        source = self.catalog.source
+        if hit is not None and hit.window:
+            window, window_from = hit.window, source
+        elif family is not None and family.window:
+            window, window_from = family.window, FAMILY_TABLE
+        else:
+            window, window_from = UNKNOWN_WINDOW, "default (unknown model)"
+        info = ModelInfo(
+            id=shown,
+            family=family.name if family is not None else (hit.id if hit is not None else "unknown"),
+            window=window,
+            tier=family.tier if family is not None else Tier.COMPACT,
+            reserved_output=family.reserved_output if family is not None else 0,
+            autocompact_buffer=family.autocompact_buffer if family is not None else 0,
+            prices=hit.prices if hit is not None else None,
+            encoding=family.encoding if family is not None else None,
+            known=family is not None,
+            window_from=window_from,
+            prices_from=source if hit is not None and hit.prices is not None else "",
+            tier_from=FAMILY_TABLE if family is not None else "default (unknown model)",
+            priced_as=hit.id if hit is not None and hit.prices is not None else None,
+        )
+        override = self.find_override(key) if key else None
+        if override is not None:
+            info = _apply_override(info, override)
+        if one_m:
+            info = replace(info, window=ONE_MILLION_WINDOW, window_from="the id's [1m] suffix")
+        return info
 
     def with_overrides(
         self, overrides: Mapping[str, Mapping[str, Any]], *, origin: str = "config"
     ) -> ModelRegistry:
-        """A new registry with entries replaced or added from config tables keyed by id prefix.
+        """A new registry with config tables keyed by id prefix added (a later table for the same
+        prefix replaces the fields it sets).
 
         Each table may set ``window``, ``reserved_output``, ``autocompact_buffer``, ``tier``
         (full/compact/local), ``encoding``, ``family`` and the prices ``input``, ``output``,
         ``cache_write``, ``cache_read``, ``cache_write_1h`` (USD per million tokens). Fields not
-        given keep the value of the entry the prefix matches today (or the unknown-model defaults).
+        given keep what the package and the family table say. Invalid values raise
+        :class:`~ctxhealth.errors.ConfigError` now, with ``origin``.
         """
-        merged = dict(self._by_prefix)
+        merged = dict(self._overrides)
         for raw_prefix, table in overrides.items():
             prefix, _ = normalise_model_id(raw_prefix)
-            base = self.find_entry(prefix) or replace(_UNKNOWN, family=prefix)
-            merged[prefix] = _apply_override(replace(base, prefix=prefix), table, origin, raw_prefix)
-        return ModelRegistry(merged)
+            _apply_override(self.lookup(raw_prefix), Override(prefix, table, origin))  # fail now
+            previous = merged.get(prefix)
+            fields = {**previous.fields, **table} if previous is not None else dict(table)
+            merged[prefix] = Override(prefix, fields, origin)
+        return ModelRegistry(merged, catalog=self._catalog)
 
 
-def _apply_override(entry: ModelEntry, table: Mapping[str, Any], origin: str, name: str) -> ModelEntry:
+def _apply_override(info: ModelInfo, override: Override) -> ModelInfo:
+    """``info`` with the fields of a config table applied (each marked as coming from its origin)."""
+    table, origin, name = override.fields, override.origin, override.prefix
+
     def bad(field: str, why: str) -> ConfigError:
         return ConfigError(
             f"model override {name!r}: {field} {why}",
@@ -319,8 +329,8 @@ def _apply_override(entry: ModelEntry, table: Mapping[str, Any], origin: str, na
         else:
             raise bad(field, "is not a known field")
     if price_changes:
-        if entry.prices is not None:
-            changes["prices"] = replace(entry.prices, **price_changes)
+        if info.prices is not None:
+            changes["prices"] = replace(info.prices, **price_changes)
         elif "input" in price_changes and "output" in price_changes:
             inp = price_changes["input"]
             changes["prices"] = Prices(
@@ -331,8 +341,41 @@ def _apply_override(entry: ModelEntry, table: Mapping[str, Any], origin: str, na
                 cache_write_1h=price_changes.get("cache_write_1h"),
             )
         else:
-            raise bad("prices", "need both input and output for a model without built-in prices")
-    return replace(entry, **changes)
+            raise bad("prices", "need both input and output for a model without known prices")
+    where = f"config {origin}"
+    if "prices" in changes:
+        changes["prices_from"] = where
+        changes["priced_as"] = None
+    if "window" in changes:
+        changes["window_from"] = where
+    if "tier" in changes:
+        changes["tier_from"] = where
+    if info.family == "unknown" and "family" not in changes:
+        changes["family"] = name
+    return replace(info, known=True, **changes)
 
 
-_DEFAULT = ModelRegistry(_BUILTIN)
+_DEFAULT = ModelRegistry()
+
+
+def unknown_facts(info: ModelInfo) -> list[str]:
+    """What is not known about ``info``'s model, each with how to configure it ([] when all is known)."""
+    if not info.id or info.id == "unknown":
+        return []
+    table = f'[models."{normalise_model_id(info.id)[0]}"]'
+    out = []
+    if not info.known:
+        out.append(
+            f'{info.id}: tier unknown (compact tier assumed); set {table} tier = "full" '
+            "(or compact, local) in .ctxhealth.toml"
+        )
+    if info.window_from.startswith("default"):
+        out.append(f"{info.id}: window unknown ({info.window:,} assumed); set {table} window = N")
+    elif info.window_from == FAMILY_TABLE and info.prices is None:
+        out.append(
+            f"{info.id}: not in the price package; window {info.window:,} from its family "
+            f"({info.family}); set {table} window = N if it differs"
+        )
+    if info.prices is None:
+        out.append(f"{info.id}: prices unknown (no cost); set {table} input = ... and output = ... (USD/M)")
+    return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 
@@ -44,10 +44,15 @@ class Prices:
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
-    """What the registry knows about a model id.
+    """What the registry knows about a model id, and where each fact came from.
 
-    ``reserved_output`` is kept free for the response; ``autocompact_buffer`` is the margin
-    at which the host compacts (Claude Code: 13K). ``usable_window`` subtracts both.
+    ``reserved_output`` is kept free for the response (the harness's reserve: Claude Code keeps
+    the model's maximum output, at most 20K); ``autocompact_buffer`` is the margin at which the
+    host compacts (Claude Code: 13K). :attr:`usable_window` is the one definition of the usable
+    window. ``window_from`` / ``prices_from`` / ``tier_from`` say where the window, the prices and
+    the tier came from (``genai-prices 0.2.3``, ``family table``, ``config ...``, ``log``,
+    ``default``); ``priced_as`` is the package's model id the prices and window belong to.
+    ``known`` is whether the tier is known (a family of the spec's lists, or config).
     """
 
     id: str
@@ -59,10 +64,27 @@ class ModelInfo:
     prices: Prices | None = None
     encoding: str | None = None
     known: bool = True
+    window_from: str = ""
+    prices_from: str = ""
+    tier_from: str = ""
+    priced_as: str | None = None
 
     @property
     def usable_window(self) -> int:
-        return max(1, self.window - self.reserved_output - self.autocompact_buffer)
+        """What the prompt may fill: the window less the reserved output and the auto-compact buffer
+        (together never more than half the window, so a reserve meant for a larger window cannot
+        leave nothing)."""
+        held = min(self.reserved_output + self.autocompact_buffer, self.window // 2)
+        return max(1, self.window - held)
+
+    def with_window(self, window: int, *, usable: bool, origin: str = "log") -> ModelInfo:
+        """This model with a window a log or payload states. ``usable``: the window is already what
+        the prompt may fill (Codex ``model_context_window``: the client took the response's share
+        out), so nothing more is reserved; otherwise it is the model's whole window (Claude Code's
+        status line) and the reserve and buffer still apply."""
+        if usable:
+            return replace(self, window=window, reserved_output=0, autocompact_buffer=0, window_from=origin)
+        return replace(self, window=window, window_from=origin)
 
 
 @dataclass(frozen=True, slots=True)

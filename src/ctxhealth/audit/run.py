@@ -205,7 +205,7 @@ def _session_document(
     profile = options.profile or Profile()
     # The fill at which the policy compresses: pressure (the larger of fill / tier hard limit and
     # fill / usable window) at the compress gate.
-    limit = min(profile.thresholds(account.model.tier).hard_limit, account.usable_window)
+    limit = min(profile.zones(account.model).hard_limit, account.usable_window)
     waste = audit_waste(
         session, registry.lookup(model_id).prices, compress_at=round(profile.pressure_compress * limit)
     )

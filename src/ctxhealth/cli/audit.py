@@ -15,7 +15,7 @@ import click
 
 from ctxhealth.audit.findings import Check, Severity
 from ctxhealth.audit.run import AuditOptions, run_audit
-from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ExitCode, UsageError
 from ctxhealth.policy.profile import resolve_profile
@@ -37,7 +37,7 @@ def _since(value: str | None) -> datetime | None:
 
 
 @click.command("audit")
-@click.argument("paths", nargs=-1, required=True)
+@transcripts_argument("paths", many=True, homes=True)
 @click.option(
     "--check",
     "checks",
@@ -67,7 +67,8 @@ def audit(
     """Audit transcripts, pack manifests and instruction files: cache, cost, waste, usage, scores.
 
     PATH is a transcript, a folder (transcripts, pack manifests and instruction files under it),
-    a pack manifest (`ctxhealth pack --json`) or - for stdin.
+    a pack manifest (`ctxhealth pack --json`) or - for stdin; with no PATH, every installed
+    agent's own sessions (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp).
     """
     settings = load_settings({"model": model}, os.environ, Path.cwd())
     selected = frozenset(Check) if not checks or "all" in checks else frozenset(Check(c) for c in checks)

@@ -41,7 +41,7 @@ from ctxhealth.risk import RiskModel
 
 
 @click.command("calibrate")
-@transcripts_argument("paths", many=True)
+@transcripts_argument("paths", many=True, homes=True)
 @label_options
 @click.option(
     "--out", "out", default="ctxhealth-profile.json", show_default=True, help="Profile file to write."
@@ -72,6 +72,12 @@ from ctxhealth.risk import RiskModel
     type=click.IntRange(2, None),
     help="With --by agent: the fewest labelled runs for an agent's own model.",
 )
+@click.option(
+    "--zones",
+    is_flag=True,
+    help="Instead of risk weights: write where your own slip rate rises, per model family, into the "
+    "profile (no labels needed; see ctxhealth insights).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the fit summary as JSON.")
 @guarded
 def calibrate(
@@ -84,18 +90,24 @@ def calibrate(
     procedure_name: str,
     by: str | None,
     min_runs: int,
+    zones: bool,
     as_json: bool,
 ) -> None:
     """Fit a risk profile on labelled transcripts and write it to --out.
 
     Needs transcripts of finished runs and which of them reached their goal (--labels CSV, --report
     SWE-bench report, or the outcome tau-bench and OpenHands logs record): none ship with ctxhealth.
+    With --zones, no labels: the fill at which your own sessions start slipping more, per model
+    family, is written into the profile (kept with the rest of --out when it exists).
     Label your own runs, or use a benchmark's published runs and results (SWE-bench: the instances an
     agent resolved, and its trajectories). A few hundred runs with both
     outcomes give a stable fit.
     """
     settings = load_settings({}, os.environ, Path.cwd())
     base = resolve_profile(settings.profile, settings.profile_overrides)
+    if zones:
+        _calibrate_zones(paths, base, out, settings.registry(), as_json)
+        return
     with ProgressBar("calibrating", count_inputs(paths)) as bar:
         runs = labelled_runs(
             paths, labels_paths, report_path, base, on_session=lambda path: bar.advance(label=path)
@@ -116,7 +128,13 @@ def calibrate(
         fits = [(agent, fit, [r for r in runs if r.agent == agent]) for agent, fit in per_agent.items()]
     else:
         fit = fit_risk(runs, folds=folds, seed=seed, procedure=procedure)
-        profile = replace(base, name=f"calibrated on {len(runs)} runs", risk=fit[0], risk_by_format={})
+        profile = replace(
+            base,
+            name=f"calibrated on {len(runs)} runs",
+            risk=fit[0],
+            risk_by_format={},
+            risk_formats=tuple(sorted({r.agent for r in runs})),
+        )
         fits = [("all runs", fit, list(runs))]
     write_atomic(out, json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n")
     summaries = {title: _fit_summary(fit[0], fit[1], mine) for title, fit, mine in fits}
@@ -149,3 +167,43 @@ def _fit_summary(model: RiskModel, cv: CVResult, runs: list[LabelledRun]) -> dic
         "weights": [round(w, 4) for w in model.weights],
         "cv_auc": {f"{p:g}": round(a, 4) for p, a in cv.auc.items()},
     }
+
+
+def _calibrate_zones(paths: tuple[str, ...], base: Any, out: str, registry: Any, as_json: bool) -> None:
+    """``calibrate --zones``: the slip rise per model family, written into the profile at ``out``."""
+    from ctxhealth.insights.build import InsightsBuilder, slip_rises
+    from ctxhealth.policy.profile import load_profile
+    from ctxhealth.sources import read_sessions
+
+    builder = InsightsBuilder(registry=registry)
+    with ProgressBar("calibrating zones", count_inputs(paths)) as bar:
+        for session in read_sessions(paths, on_skip=lambda s: bar.advance(label=s.path)):
+            builder.add(session)
+            bar.advance(label=session.path)
+    rises, rows = slip_rises(builder.measured)
+    profile = load_profile(out) if Path(out).is_file() else base
+    profile = replace(profile, slip_rise={**profile.slip_rise, **rises})
+    write_atomic(out, json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n")
+    if as_json:
+        echo_json({"profile": out, "families": rows})
+        return
+    click.echo(f"wrote {out}")
+    for row in rows:
+        head = (
+            f"{row['family']}: {row['steps']:,} steps in {row['sessions']} sessions, {row['slips']:,} slipped"
+        )
+        if row["at_tokens"] is None:
+            click.echo(
+                f"  {head}; no fill where the slip rate rises with the 95% intervals apart (none written)"
+            )
+        else:
+            below, above = row["below"], row["above"]
+            click.echo(
+                f"  {head}; slips rise at {row['at_tokens']:,} tokens: {below['rate']:.1%} of "
+                f"{below['steps']:,} steps below, {above['rate']:.1%} of {above['steps']:,} above"
+            )
+    if rises:
+        click.echo(
+            "use it: set profile = " + out + " in .ctxhealth.toml (or CTXHEALTH_PROFILE); the zone turns "
+            "yellow at these fills in check, the status line, the hooks and the policy"
+        )

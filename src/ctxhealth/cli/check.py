@@ -25,8 +25,10 @@ from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
 from ctxhealth.errors import CtxHealthError, ExitCode
 from ctxhealth.model import Format
-from ctxhealth.monitor import Monitor, session_prefix
+from ctxhealth.monitor import session_prefix
 from ctxhealth.policy.profile import resolve_profile
+from ctxhealth.redact import redact_value
+from ctxhealth.report.assessed import check_session
 from ctxhealth.report.check_report import (
     SCHEMA_VERSION,
     CheckTotals,
@@ -40,7 +42,7 @@ from ctxhealth.sources.reader import SkippedFile
 
 def count_inputs(paths: tuple[str, ...]) -> int | None:
     """How many files the paths hold (the progress bar's total), or None when unknown."""
-    from ctxhealth.fleet.files import discover
+    from ctxhealth.sources import discover
 
     try:
         return len(discover([p for p in paths if p != "-"])) + paths.count("-")
@@ -49,7 +51,7 @@ def count_inputs(paths: tuple[str, ...]) -> int | None:
 
 
 @click.command("check")
-@transcripts_argument("paths", many=True)
+@transcripts_argument("paths", many=True, homes=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON Lines: one object per session.")
 @click.option("--series", is_flag=True, help="With --json: add each session's per-turn series.")
 @click.option(
@@ -65,6 +67,11 @@ def count_inputs(paths: tuple[str, ...]) -> int | None:
     type=click.FloatRange(0.0, 1.0, min_open=True),
     help="Assess only the first FRACTION of each session's turns (e.g. 0.5).",
 )
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Print transcript text (drift detail, evidence) as it is; by default secrets are redacted.",
+)
 @guarded
 def check(
     paths: tuple[str, ...],
@@ -74,10 +81,12 @@ def check(
     strict: bool,
     model: str | None,
     upto: float | None,
+    no_redact: bool,
 ) -> None:
     """Check transcripts: fill against the window, compactions, tool errors, cost.
 
-    PATH is a transcript file, a directory (searched recursively) or - for stdin.
+    PATH is a transcript file, a directory (searched recursively) or - for stdin; with no PATH,
+    every installed agent's own sessions (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp).
     """
     if series and not as_json:
         raise click.UsageError("--series needs --json (the series is part of the JSON object)")
@@ -112,10 +121,10 @@ def check(
             )
             for session in sessions:
                 session = session_prefix(session, upto)
-                account = account_session(session, registry=registry, model=settings.model)
                 if series:
                     from ctxhealth.fleet import analyse_session
 
+                    account = account_session(session, registry=registry, model=settings.model)
                     analysis = analyse_session(
                         session,
                         registry=registry,
@@ -125,10 +134,11 @@ def check(
                         events=False,
                     )
                     fields = {**analysis.final.check_fields(), "series": analysis.series()}
+                    report = build_check_report(session, account, fields)
                 else:
-                    monitor = Monitor(profile=profile, registry=registry, info=account.model)
-                    fields = monitor.observe_session(session, account=account).check_fields()
-                report = build_check_report(session, account, fields)
+                    report = check_session(session, registry=registry, profile=profile, model=settings.model)
+                if not no_redact:
+                    report = redact_value(report)
                 bar.advance(label=session.path)
                 if as_json:
                     echo_json(report)

@@ -12,6 +12,7 @@ from ctxhealth.cli.common import SCHEMA_VERSION, dump_json, echo_json, guarded
 from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.config import PROJECT_FILE, USER_FILE, Settings, load_settings
 from ctxhealth.errors import ConfigError
+from ctxhealth.policy.knowledge import usable_window_rule
 from ctxhealth.policy.origins import profile_settings
 
 
@@ -35,6 +36,7 @@ def show(as_json: bool) -> None:
     # [profile] overrides are listed once, with the thresholds they change
     general = [(k, v, o) for k, v, o in settings.items() if k != "profile" and not k.startswith("profile.")]
     profile_file = str(settings.profile) if settings.profile else None
+    models = usable_window_rule(settings.registry(), settings.model)
     if as_json:
         echo_json(
             {
@@ -45,6 +47,7 @@ def show(as_json: bool) -> None:
                 "profile_file": profile_file,
                 "profile": [{"key": s.key, "value": s.value, "origin": s.origin} for s in profile],
                 "profile_error": problem.render() if problem else None,
+                "models": models,
             }
         )
         if problem:
@@ -59,6 +62,7 @@ def show(as_json: bool) -> None:
         click.echo(f"  {key} = {dump_json(value)}  ({origin})")
     if settings.model is None:
         click.echo("  model = (from each transcript)  (default)")
+    _echo_models(models)
     where = f"{profile_file}  ({_profile_origin(settings)})" if profile_file else "(built-in)  (default)"
     click.echo(f"profile = {where}")
     for s in profile:
@@ -90,6 +94,26 @@ def _brief(value: Any) -> str:
         inner = ", ".join(f"{k}: {shape(v)}" for k, v in value.items())
         return f"{{{inner}}}  (whole: --json)"
     return f"[{len(value)} items]  (whole: --json)"
+
+
+def _echo_models(models: dict[str, Any]) -> None:
+    package, cc = models["package"], models["claude_code"]
+    found = f"{package['name']} {package['version']} ({package['table']})" if package["version"] else "none"
+    click.echo("models (`ctxhealth models ID` for one):")
+    click.echo(f"  windows and prices = {found}")
+    click.echo(f"  usable window = {models['usable_window']}")
+    click.echo(
+        f"  Claude Code: reserved output = min(the model's max output, {cc['max_reserve']:,}), "
+        f"auto-compact buffer {cc['autocompact_buffer']:,} "
+        f"(compacts near {cc['usable_at_200k']:,} of 200,000)"
+    )
+    click.echo(f"  {models['stated_window']}")
+    m = models["for_model"]
+    if m is not None:
+        click.echo(
+            f"  {m['id']}: usable window {m['usable_window']:,} = {m['window']:,} - "
+            f"{m['reserved_output']:,} - {m['autocompact_buffer']:,}"
+        )
 
 
 def _profile_origin(settings: Settings) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ctxhealth.cli.common import echo_json, guarded
+from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
 from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
 from ctxhealth.fleet import ENGINES, JobOptions, run_fleet
@@ -16,7 +16,7 @@ from ctxhealth.policy.profile import resolve_profile
 
 
 @click.command("fleet")
-@click.argument("paths", nargs=-1, required=True)
+@transcripts_argument("paths", many=True, homes=True)
 @click.option("--out", required=True, help="FILE.duckdb, or DIR.parquet for a folder of Parquet files.")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True)
 @click.option("--scheduler", help="Address of a running Dask scheduler (with --engine dask).")
@@ -40,7 +40,10 @@ def fleet(
     as_json: bool,
 ) -> None:
     """Analyse every new or changed transcript under PATHs into DuckDB / Parquet tables
-    (sessions, turns, decisions, tool_calls, cache_breaks, responses, costs, files); see docs/fleet.md."""
+    (sessions, turns, decisions, tool_calls, cache_breaks, responses, costs, files); see docs/fleet.md.
+
+    With no PATH, every installed agent's own sessions (~/.claude/projects, ~/.codex/sessions, ...).
+    """
     settings = load_settings({"model": model}, os.environ, Path.cwd())
     options = JobOptions(
         registry=settings.registry(),

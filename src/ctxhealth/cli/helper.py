@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # stopped with a signal: leave through serve's clean-up (socket and pid file removed, work done)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    from ctxhealth.accounting.catalog import configure_cache_dir
+
+    configure_cache_dir(os.path.abspath(args[0]))
     return serve(os.path.abspath(args[0]))
 
 

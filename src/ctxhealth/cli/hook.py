@@ -99,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
             if answer is not None:
                 write(*answer)
                 return 0
+        from ctxhealth.accounting.catalog import configure_cache_dir
         from ctxhealth.integrations.claude_code.hooks import run_hook
 
+        configure_cache_dir(home)  # the model catalog's cached table lives in the home
         limits, warning = hook_limits(event)
         result = run_hook(event, raw, home=home, limits=limits)
         write(result.stdout, "\n".join(line for line in (warning, result.stderr) if line))

@@ -122,6 +122,10 @@ def claude_code(
     """Add ctxhealth's hooks and status line to Claude Code's settings.json."""
     plan = plan_install(_settings_dir(scope, claude_dir, settings_alias), python=python, force=force)
     _report(plan, apply=apply, as_json=as_json, verb="install")
+    if apply:
+        from ctxhealth.accounting.catalog import default_catalog
+
+        default_catalog()  # derive the model table now, so the hooks' first run only reads it
 
 
 _DIR_OPTION = click.option(
@@ -179,6 +183,16 @@ gemini = _agent_install(
 @click.group("uninstall", cls=SuggestingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def uninstall() -> None:
     """Remove ctxhealth from an agent host (dry run unless --apply)."""
+
+
+def _register_mcp_and_skill() -> None:
+    """``install|uninstall mcp`` and ``install|uninstall skill`` (:mod:`ctxhealth.cli.install_mcp`)."""
+    from ctxhealth.cli.install_mcp import register
+
+    register(install, uninstall)
+
+
+_register_mcp_and_skill()
 
 
 @uninstall.command("claude-code")

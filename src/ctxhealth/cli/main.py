@@ -7,6 +7,7 @@ Each sub-command lives in its own module under ``ctxhealth.cli`` and is register
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import traceback
 
@@ -31,11 +32,14 @@ COMMANDS: dict[str, str] = {
     "calibrate": "ctxhealth.cli.calibrate:calibrate",
     "validate": "ctxhealth.cli.validate:validate",
     "doctor": "ctxhealth.cli.doctor:doctor",
+    "models": "ctxhealth.cli.models:models",
     "watch": "ctxhealth.cli.watch:watch",
     "report": "ctxhealth.cli.report:report",
     "fleet": "ctxhealth.cli.fleet:fleet",
+    "insights": "ctxhealth.cli.insights:insights",
     "proxy": "ctxhealth.cli.proxy:proxy",
     "pack": "ctxhealth.cli.pack:pack",
+    "mcp": "ctxhealth.cli.mcp:mcp",
 }
 
 
@@ -59,6 +63,12 @@ class LazyGroup(SuggestingGroup):
 @click.version_option(__version__, prog_name="ctxhealth")
 def cli() -> None:
     """Keep long-running LLM agents healthy: fill, pressure, drift, failure spirals, recovery."""
+    from ctxhealth.accounting.catalog import configure_cache_dir
+
+    # the model catalog's derived table is cached under the ctxhealth home (as the hooks do)
+    configure_cache_dir(
+        os.environ.get("CTXHEALTH_HOME") or os.path.join(os.path.expanduser("~"), ".ctxhealth")
+    )
 
 
 def main() -> None:

@@ -14,17 +14,19 @@ from typing import Any
 
 import click
 
-from ctxhealth.atomic import write_atomic
-from ctxhealth.cli.common import dump_json, guarded
+from ctxhealth.cli.common import dump_json, guarded, write_output
 from ctxhealth.config import load_settings
 from ctxhealth.errors import InputError, UsageError
+from ctxhealth.sources.reader import read_regular_file
 
 _TYPES = ["code", "debug", "review", "docs", "explore"]
 
 
 def _read_text(path: str, what: str) -> str:
     try:
-        return sys.stdin.read() if path == "-" else Path(path).read_text("utf-8", "replace")
+        if path == "-":
+            return sys.stdin.read()
+        return read_regular_file(path, what).decode("utf-8", "replace")
     except OSError as exc:
         raise InputError(
             f"cannot read the {what}: {exc.strerror or exc}", path=path, hint="check the path"
@@ -133,7 +135,7 @@ def pack(
     if as_json:
         click.echo(dump_json(manifest))
     elif output:
-        write_atomic(output, result.text)
+        write_output(output, result.text, "payload")
     else:
         click.echo(result.text, nl=False)
     files = sum(1 for f in manifest["files"] if f["level"] == "L3")

@@ -82,5 +82,11 @@ def proxy(
         logger = logging.getLogger("ctxhealth.proxy")
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-    click.echo(f"ctxhealth proxy: {mode} mode, http://{host}:{port} -> {upstream}", err=True)
+    click.echo(f"ctxhealth proxy: {mode} mode, http://{host}:{port} -> {config.shown_upstream}", err=True)
+    if config.exposed:
+        click.echo(
+            f"ctxhealth proxy: warning: listening on {host}, not loopback: anyone who can reach this "
+            "machine can send requests through it with your upstream credentials",
+            err=True,
+        )
     serve(config)

@@ -20,13 +20,13 @@ import orjson
 from ctxhealth.cli.common import SCHEMA_VERSION, echo_json, echo_read_warnings, guarded, transcripts_argument
 from ctxhealth.cli.groups import SuggestingGroup
 from ctxhealth.errors import LedgerError, StateError, UsageError
+from ctxhealth.sources.reader import read_regular_file
 from ctxhealth.state.status import Status
 from ctxhealth.state.store import StateStore
 
 if TYPE_CHECKING:
     from ctxhealth.state.gate import Thresholds
     from ctxhealth.state.ledger import Ledger
-    from ctxhealth.state.schema import TaskState
     from ctxhealth.state.startup import StartupResult
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -83,23 +83,10 @@ def _open_ledger() -> Ledger | None:
         return None
 
 
-def _state_dict(state: TaskState | None) -> dict[str, Any] | None:
-    from ctxhealth.state.schema import state_to_dict
-
-    return None if state is None else state_to_dict(state)
-
-
 def _startup_payload(root: Path, result: StartupResult, **extra: Any) -> dict[str, Any]:
-    """The JSON fields of a startup result; ``extra`` fields go just before the state."""
-    return {
-        "root": str(root),
-        "detail": result.detail,
-        "hint": result.hint,
-        "missing": list(result.missing),
-        "summary_conflict": result.summary_conflict,
-        **extra,
-        "state": _state_dict(result.state),
-    }
+    from ctxhealth.state.payload import startup_payload
+
+    return startup_payload(root, result, **extra)
 
 
 @click.group("state", cls=SuggestingGroup)
@@ -140,7 +127,7 @@ def _read_update(update: str | None, sets: tuple[str, ...]) -> dict[str, Any] | 
     doc: dict[str, Any] = {}
     if update is not None:
         try:
-            raw = sys.stdin.buffer.read() if update == "-" else Path(update).read_bytes()
+            raw = sys.stdin.buffer.read() if update == "-" else read_regular_file(update, "--update")
         except OSError as exc:
             raise UsageError(
                 f"cannot read --update {update}: {exc.strerror or exc}", hint="check the path"
@@ -239,24 +226,9 @@ def checkpoint_state_cmd(
             ledger.close()
     if result.ledger_error:
         click.echo(f"ctxhealth: warning: not recorded in the ledger: {result.ledger_error}", err=True)
-    payload = {
-        "root": str(root),
-        "detail": result.detail,
-        "hint": result.hint,
-        "zone": result.zone.value,
-        "pressure": result.pressure,
-        "turn": result.turn,
-        "thresholds": {
-            "warning": thresholds.warning,
-            "compress": thresholds.compress,
-            "critical": thresholds.critical,
-        },
-        "checkpoint": None if result.checkpoint is None else str(result.checkpoint),
-        "summary": None if result.summary is None else str(result.summary),
-        "halted": result.halted,
-        "override_used": result.override_used,
-        "reasons": list(result.reasons),
-    }
+    from ctxhealth.state.payload import gate_payload
+
+    payload = gate_payload(root, result, thresholds)
     lines = [result.detail]
     lines += [f"reason: {r}" for r in result.reasons]
     if result.checkpoint is not None:

@@ -53,8 +53,10 @@ def run(*, then: str | None = None, color: bool | None = None) -> int:
 
 def _render(raw: bytes, home: str, use_color: bool) -> tuple[str, str]:
     try:
+        from ctxhealth.accounting.catalog import configure_cache_dir
         from ctxhealth.integrations.claude_code.statusline import render_status
 
+        configure_cache_dir(home)  # the model catalog's cached table lives in the home
         return render_status(raw, home=home, color=use_color), ""
     except Exception as exc:  # fail open: a broken status line must not break the session
         return "ctxhealth: n/a", f"ctxhealth: statusline: {type(exc).__name__}: {exc}"

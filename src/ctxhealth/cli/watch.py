@@ -18,6 +18,7 @@ from ctxhealth.integrations.claude_code.watch import (
     find_newest_session,
     render_frame,
 )
+from ctxhealth.redact import redact
 
 
 def _resolve(session: str | None, projects: Path) -> Path:
@@ -51,9 +52,17 @@ def _resolve(session: str | None, projects: Path) -> Path:
 )
 @click.option("--once", is_flag=True, help="Print one frame and exit.")
 @click.option("--frames", type=click.IntRange(1), help="Stop after this many frames.")
+@click.option(
+    "--no-redact", is_flag=True, help="Show transcript text as it is (by default secrets are redacted)."
+)
 @guarded
 def watch(
-    session: str | None, claude_dir: Path | None, interval: float, once: bool, frames: int | None
+    session: str | None,
+    claude_dir: Path | None,
+    interval: float,
+    once: bool,
+    frames: int | None,
+    no_redact: bool,
 ) -> None:
     """Follow SESSION live (a transcript path or session id; default: the newest): fill, zone, signals."""
     projects = (claude_dir or Path(os.path.expanduser("~")) / ".claude") / "projects"
@@ -69,7 +78,8 @@ def watch(
             width = shutil.get_terminal_size((100, 30)).columns
             if clear:
                 click.clear()
-            click.echo(render_frame(view, width=width))
+            frame = render_frame(view, width=width)
+            click.echo(frame if no_redact else redact(frame))
             shown += 1
             if limit is None or shown < limit:
                 time.sleep(interval)

@@ -18,7 +18,7 @@ from ctxhealth.fleet.analysis import Row, analyse_session
 from ctxhealth.fleet.files import FileEntry
 from ctxhealth.model import Format
 from ctxhealth.policy.profile import Profile
-from ctxhealth.sources.reader import SESSION_SEPARATOR, read_call_folder, read_data_all
+from ctxhealth.sources.reader import SESSION_SEPARATOR, read_call_folder, read_data_all, read_regular_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +61,9 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
         )
         return FileOutcome(entry, "ok", "", analysis.table_rows(entry.path, entry.size), 1)
     try:
-        with open(entry.path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        return FileOutcome(entry, "skipped", f"cannot read file ({exc.strerror or exc})")
+        raw = read_regular_file(entry.path)
+    except InputError as exc:
+        return FileOutcome(entry, "skipped", exc.render())
     if not raw.strip():
         return FileOutcome(entry, "skipped", "empty file")
     try:

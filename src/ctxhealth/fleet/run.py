@@ -197,6 +197,7 @@ def run_fleet(
                     result.skipped.append((o.entry.path, o.reason))
             if progress is not None:
                 progress(result.analysed, len(todo), result.bytes_read, total_bytes)
+        store.commit()
         result.counts = store.counts()
         for action, healthy, cost in store.verdicts():
             if not healthy:

@@ -3,14 +3,17 @@
 Both stores keep the ``files`` table (path, size, mtime, status): the next run reads only files
 whose fingerprint changed or that are new, and replaces every row of those paths at once.
 
-* **DuckDB** (``*.duckdb``): the rows of files about to be read again are deleted in one
-  transaction first, then each batch's rows are inserted in one transaction, so a reader (or a
-  killed run) sees whole batches only, and a file forgotten but not yet re-read is simply read by
-  the next run (its ``files`` row went with it). The schema version is kept in the ``meta`` table.
-* **Parquet** (a folder): each batch writes one new part file per table; ``meta.json`` lists the
-  live parts and is replaced atomically last, so parts of an unfinished run are never read (and
-  are removed by the next run). When a run re-reads files that already have rows, the old parts
-  are rewritten once, without those paths, before the batches. Readers take ``meta.json``'s list.
+* **DuckDB** (``*.duckdb``, mode ``0600``): a whole run — the rows of files about to be read
+  again deleted, then every batch's rows inserted — is one transaction, committed at the end, so
+  a reader sees the previous run or this one, and a killed run leaves the store as it was. The
+  schema version is kept in the ``meta`` table.
+* **Parquet** (a folder): each batch writes new part files; ``meta.json`` lists the live parts
+  and is replaced atomically once, when the run commits: a new generation goes live in one
+  rename, so parts of an unfinished run are never read (and are removed by the next run). When a
+  run re-reads files that already have rows, the old parts are rewritten once, without those
+  paths; the old generation's parts are removed after the switch. Readers take ``meta.json``'s list.
+
+One run at a time per store: a second run is refused (``<store>.lock``), never interleaved.
 
 duckdb and pyarrow are imported lazily (the ``fleet`` extra).
 """
@@ -23,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ctxhealth.atomic import write_atomic
+from ctxhealth.atomic import PRIVATE_FILE_MODE, make_private_dirs, write_atomic
 from ctxhealth.errors import EnvironmentProblem, InputError, UsageError
 from ctxhealth.fleet.jobs import FileOutcome
 from ctxhealth.fleet.schema import BY_NAME, FILES, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
@@ -56,7 +59,43 @@ class FleetStore(Protocol):
         """(action, healthy, cost_usd) of every session in the store."""
         ...
 
-    def close(self) -> None: ...
+    def commit(self) -> None:
+        """Make the whole run visible at once (until then readers see the previous run's tables)."""
+        ...
+
+    def close(self) -> None:
+        """Release the store; a run not committed leaves the tables as they were before it."""
+        ...
+
+
+class _RunLock:
+    """One fleet run at a time per store: an exclusive lock on ``<store>.lock``, refused (not
+    waited for) when another run holds it."""
+
+    def __init__(self, store: Path) -> None:
+        self.path = store.with_name(store.name + ".lock")
+        self.fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks on this platform
+            return
+        make_private_dirs(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise EnvironmentProblem(
+                "another ctxhealth fleet run is writing to this store",
+                hint="wait for it to finish, or write to another --out",
+                path=str(store),
+            ) from None
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor releases the lock
+            self.fd = None
 
 
 def require(module: str) -> Any:
@@ -116,20 +155,27 @@ def _version_error(where: Path, found: Any) -> InputError:
 
 
 class DuckDBStore:
-    """Fleet tables in one DuckDB file; one transaction per batch."""
+    """Fleet tables in one DuckDB file (``0600``); a whole run is one transaction."""
 
     def __init__(self, path: Path) -> None:
         duckdb = require("duckdb")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.lock = _RunLock(path)
+        self._in_run = False
+        previous = os.umask(0o077)  # DuckDB creates the file (and its WAL) itself
         try:
             self.con = duckdb.connect(str(path))
         except duckdb.Error as exc:
+            self.lock.release()
             raise EnvironmentProblem(
                 f"cannot open DuckDB file ({exc})",
                 hint="check the path, or close the program using it",
                 path=str(path),
             ) from None
+        finally:
+            os.umask(previous)
+        os.chmod(path, PRIVATE_FILE_MODE)
         # inserts only: one thread leaves the CPUs to the workers that analyse the sessions
         self.con.execute("SET threads TO 1")
         self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
@@ -150,7 +196,7 @@ class DuckDBStore:
         if not paths:
             return
         con = self.con
-        con.execute("BEGIN TRANSACTION")
+        self._begin()
         try:
             con.register("gone", arrow_table(FILES, [(p, 0, 0, "", "", 0) for p in paths]).select(["path"]))
             for table in TABLES:
@@ -160,9 +206,8 @@ class DuckDBStore:
                     f"(SELECT 1 FROM gone WHERE starts_with(t.path, gone.path || '{SESSION_SEPARATOR}'))"
                 )
             con.unregister("gone")
-            con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            self._rollback()
             raise
 
     def append(self, outcomes: Sequence[FileOutcome]) -> None:
@@ -170,7 +215,7 @@ class DuckDBStore:
             return
         batch = _batch_rows(outcomes)
         con = self.con
-        con.execute("BEGIN TRANSACTION")
+        self._begin()
         try:
             for table in TABLES:
                 rows = batch[table.name]
@@ -178,10 +223,24 @@ class DuckDBStore:
                     con.register("batch_rows", arrow_table(table, rows))
                     con.execute(f'INSERT INTO "{table.name}" SELECT * FROM batch_rows')
                     con.unregister("batch_rows")
-            con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            self._rollback()
             raise
+
+    def _begin(self) -> None:
+        if not self._in_run:
+            self.con.execute("BEGIN TRANSACTION")
+            self._in_run = True
+
+    def _rollback(self) -> None:
+        if self._in_run:
+            self._in_run = False
+            self.con.execute("ROLLBACK")
+
+    def commit(self) -> None:
+        if self._in_run:
+            self._in_run = False
+            self.con.execute("COMMIT")
 
     def counts(self) -> dict[str, int]:
         return {t.name: self.con.execute(f'SELECT count(*) FROM "{t.name}"').fetchone()[0] for t in TABLES}
@@ -191,7 +250,14 @@ class DuckDBStore:
         return [(a, h, c) for a, h, c in rows]
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self._rollback()
+            self.con.close()
+            for file in (self.path, self.path.with_name(self.path.name + ".wal")):
+                if file.exists():
+                    os.chmod(file, PRIVATE_FILE_MODE)
+        finally:
+            self.lock.release()
 
 
 class ParquetStore:
@@ -201,7 +267,9 @@ class ParquetStore:
         require("pyarrow")
         self.root = root
         self.meta_path = root / "meta.json"
+        self.lock = _RunLock(root)
         self.parts: dict[str, list[str]] = {t.name: [] for t in TABLES}
+        self.retired: list[str] = []  # parts of the previous generation, removed once the run commits
         self.run = os.urandom(4).hex()
         self.serial = 0
         if self.meta_path.is_file():
@@ -217,6 +285,7 @@ class ParquetStore:
                 raise _version_error(root, meta.get("schema_version"))
             for name in self.parts:
                 self.parts[name] = list(meta.get("parts", {}).get(name, []))
+        self.committed = {name: list(parts) for name, parts in self.parts.items()}
         self._remove_unlisted()
 
     def _remove_unlisted(self) -> None:
@@ -264,10 +333,8 @@ class ParquetStore:
             of_gone = [_of_files(key, set(paths)) for key in kept["path"].to_pylist()]
             kept = kept.filter(pc.invert(pa.array(of_gone, type=pa.bool_())))
             self.parts[table.name] = [self._write_part(table.name, kept)] if kept.num_rows else []
-        self._commit()
         for name, parts in old_parts.items():
-            for rel in set(parts) - set(self.parts[name]):
-                (self.root / rel).unlink(missing_ok=True)
+            self.retired += sorted(set(parts) - set(self.parts[name]))
 
     def append(self, outcomes: Sequence[FileOutcome]) -> None:
         if not outcomes:
@@ -277,7 +344,14 @@ class ParquetStore:
             rows = batch[table.name]
             if rows:
                 self.parts[table.name].append(self._write_part(table.name, arrow_table(table, rows)))
+
+    def commit(self) -> None:
+        """The new generation goes live in one rename of ``meta.json``; then the old parts go."""
         self._commit()
+        self.committed = {name: list(parts) for name, parts in self.parts.items()}
+        for rel in self.retired:
+            (self.root / rel).unlink(missing_ok=True)
+        self.retired = []
 
     def counts(self) -> dict[str, int]:
         pq = require("pyarrow.parquet")
@@ -291,10 +365,12 @@ class ParquetStore:
         return list(zip(table["action"], table["healthy"], table["cost_usd"], strict=True))
 
     def close(self) -> None:
-        if not self.meta_path.is_file():
-            write_atomic(
-                self.meta_path, json.dumps({"schema_version": SCHEMA_VERSION, "parts": self.parts}, indent=1)
-            )
+        try:
+            if not self.meta_path.is_file():
+                meta = {"schema_version": SCHEMA_VERSION, "parts": self.committed}
+                write_atomic(self.meta_path, json.dumps(meta, indent=1))
+        finally:
+            self.lock.release()
 
 
 def _of_files(key: str, paths: set[str]) -> bool:

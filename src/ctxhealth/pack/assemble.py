@@ -99,8 +99,7 @@ def resolve_payload(budget: int | None, model: str | None, registry: Any = None)
 
         info = (registry or ModelRegistry.default()).lookup(model)
         window = info.window
-        usable = info.window - info.reserved_output - info.autocompact_buffer
-        by_model = payload_for_model(usable)
+        by_model = payload_for_model(info.usable_window)
         payload = by_model if payload is None else min(payload, by_model)
     assert payload is not None
     if payload < MIN_BUDGET:

@@ -7,7 +7,9 @@ undecodable text, minified lines) happen when a file is read (:func:`content_rea
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +180,41 @@ def content_reason(data: bytes) -> str | None:
     return None
 
 
+def outside_reason(top: str, real_top: str, path: str) -> str | None:
+    """Why ``path`` (relative to the repository ``top``, whose resolved form is ``real_top``) must
+    not be read, or None: a link (or a link among its folders) that resolves outside the
+    repository, or something that is not a regular file (a FIFO, a device, a socket, a folder)."""
+    full = os.path.join(top, path)
+    real = os.path.realpath(full)
+    if real != real_top and not real.startswith(real_top.rstrip(os.sep) + os.sep):
+        return "link leaving the repository (not read)"
+    try:
+        status = os.stat(real)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    if not stat.S_ISREG(status.st_mode):
+        return "not a regular file (not read)"
+    return None
+
+
+def open_inside(top: str, real_top: str, path: str, limit: int) -> bytes:
+    """The bytes of ``path`` inside the repository, at most ``limit + 1`` of them (the caller tells
+    a file over ``limit`` by its length). Raises OSError for a link leaving the repository or a
+    file that is not regular, checked on the open file itself (a file swapped after it was listed
+    is caught too); the open never blocks on a FIFO."""
+    reason = outside_reason(top, real_top, path)
+    if reason is not None:
+        raise OSError(errno.EPERM, reason, path)
+    real = os.path.realpath(os.path.join(top, path))
+    fd = os.open(
+        real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EPERM, "not a regular file (not read)", path)
+        return handle.read(limit + 1)
+
+
 def _git_files(repo: Path) -> list[str] | None:
     """Files git tracks in ``repo`` (plus untracked, not ignored), or None when it is not a checkout."""
     if not (repo / ".git").exists():
@@ -194,7 +231,7 @@ def _git_files(repo: Path) -> list[str] | None:
     if done.returncode != 0:
         return None
     names = {n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n}
-    return sorted(n for n in names if (repo / n).is_file())
+    return sorted(names)
 
 
 def _walk_files(repo: Path) -> list[str]:
@@ -211,6 +248,9 @@ def _walk_files(repo: Path) -> list[str]:
         kept = []
         for d in sorted(dirs):
             rel = f"{rel_root}/{d}" if rel_root else d
+            if os.path.islink(os.path.join(root, d)):
+                found.append(rel)  # never descended; listed so a link leaving the repository is named
+                continue
             if d in VENDORED_DIRS or rules.ignored(rel, is_dir=True):
                 continue
             kept.append(d)
@@ -232,8 +272,14 @@ def list_candidates(repo: Path) -> CandidateList:
     paths = tracked if tracked is not None else _walk_files(repo)
     kept: list[str] = []
     excluded: list[tuple[str, str]] = []
+    top = str(repo)
+    real_top = os.path.realpath(top)
     for path in paths:
-        reason = blacklist_reason(path)
+        if not os.path.lexists(os.path.join(top, path)):
+            continue  # tracked but deleted in the work tree
+        reason = outside_reason(top, real_top, path) or blacklist_reason(path)
+        if reason == "not a regular file (not read)" and os.path.isdir(os.path.join(top, path)):
+            continue  # a submodule or a link to a folder of the repository: not a file
         if reason is None:
             kept.append(path)
         else:

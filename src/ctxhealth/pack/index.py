@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ctxhealth.pack.cache import cache_path, decode_row, load_cache, save_cache
-from ctxhealth.pack.candidates import content_reason, list_candidates
+from ctxhealth.pack.candidates import MAX_FILE_BYTES, content_reason, list_candidates, open_inside
 from ctxhealth.pack.facts import FileFacts, content_digest, read_facts
 
 
@@ -39,8 +39,8 @@ class RepoIndex:
         """The bytes of a candidate (read on first use: a warm run reads only the files it packs)."""
         found = self.contents.get(path)
         if found is None:
-            with open(os.path.join(str(self.root), path), "rb") as handle:
-                found = handle.read()
+            top = str(self.root)
+            found = open_inside(top, os.path.realpath(top), path, MAX_FILE_BYTES)
             self.contents[path] = found
         return found
 
@@ -125,8 +125,7 @@ def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
 
 
 def _read(top: str, path: str) -> bytes:
-    with open(os.path.join(top, path), "rb") as handle:
-        return handle.read()
+    return open_inside(top, os.path.realpath(top), path, MAX_FILE_BYTES)
 
 
 def _examine(top: str, path: str, cached_digest: str | None) -> tuple[str | None, str, FileFacts | None]:

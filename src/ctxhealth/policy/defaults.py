@@ -20,6 +20,10 @@ WINDOW_AUTOCOMPACT = 0.93
 # the full tier's absolute-token zones: end of the sweet spot, start of the compact zone, hard limit
 FULL_TIER = (80_000, 120_000, 180_000)
 
+# the tier zones are for 200K-class windows; a larger window scales them by (window / 200K) ** 0.5
+ZONE_REFERENCE_WINDOW = 200_000
+ZONE_WINDOW_EXPONENT = 0.5
+
 DRIFT_THRESHOLD = 0.15
 FAILURE_RATE = 0.40
 FAILURE_MIN_CALLS = 4

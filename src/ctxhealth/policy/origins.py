@@ -42,6 +42,8 @@ def profile_settings(settings: Settings) -> list[Setting]:
     for key, value in _leaves(profile):
         if ("profile", *key) in settings.values:
             origin = settings.origin("profile", *key)
+        elif key[0] == "slip_rise" and ("slip_rise",) in in_file:
+            origin = f"your own sessions (ctxhealth calibrate --zones), profile file {path}"
         elif key in in_file:
             origin = f"profile file {path}"
         elif path is None and key[0] in ("risk", "name") and value is not None:
@@ -63,6 +65,17 @@ def _leaves(profile: Profile) -> Iterator[tuple[tuple[str, ...], Any]]:
                     yield ("tiers", tier, limit), number
         elif name == "risk":
             yield ("risk",), _risk_summary(value)
+        elif name == "slip_rise":
+            if not value:
+                yield ("slip_rise",), {}
+            for family, r in value.items():
+                below = f"{r['slips_below']}/{r['steps_below']}"
+                above = f"{r['slips_above']}/{r['steps_above']}"
+                yield (
+                    ("slip_rise", family),
+                    f"slips rise at {r['at_tokens']:,} tokens ({below} steps slipped below, "
+                    f"{above} above, {r['sessions']} sessions)",
+                )
         else:
             yield (name,), value
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.accounting.types import Tier
+from ctxhealth.accounting.types import ModelInfo, Tier
 from ctxhealth.errors import ConfigError
 from ctxhealth.policy import defaults
 from ctxhealth.risk import RiskModel
@@ -46,11 +46,74 @@ class TierThresholds:
             )
 
 
+def fit_zones(
+    base: TierThresholds, *, window: int, usable: int, reference: int, exponent: float
+) -> TierThresholds:
+    """The tier's zones for one model: scaled for a large window, then fitted inside its usable window.
+
+    1. Large windows: the spec's zones are for 200K-class windows. A window larger than
+       ``reference`` scales every zone by ``(window / reference) ** exponent`` (0: the absolute
+       zones everywhere; 1: in proportion to the window; the default 0.5 gives 2.2x at 1M:
+       full tier 179K / 268K / 402K).
+    2. Inside the usable window: where the hard limit lies above the usable window (gpt-4o: 180K
+       against 111,616; Claude Code at 200K: 180K against 167K) the zones could never fire in order
+       before the capacity zones, and the compact zone (truncate) would lie past the critical
+       pressure gate (halt). They are scaled down together so the hard limit is the usable window,
+       keeping the tier's shape (full tier: the compact zone at 2/3 of it), so a rising fill meets
+       sweet spot < approaching < compact zone < hard limit <= usable window.
+    """
+    scale = (window / reference) ** exponent if reference > 0 and window > reference else 1.0
+    hard = base.hard_limit * scale
+    if hard > usable:
+        scale *= usable / hard
+    if scale == 1.0:
+        return base
+    cap = max(3, usable)
+    hard_limit = min(cap, max(3, round(base.hard_limit * scale)))
+    compact = min(hard_limit - 1, max(2, round(base.compact_zone * scale)))
+    sweet = min(compact - 1, max(1, round(base.sweet_spot * scale)))
+    return TierThresholds(sweet, compact, hard_limit)
+
+
+@lru_cache(maxsize=256)
+def _fit_zones_cached(
+    base: TierThresholds, window: int, usable: int, reference: int, exponent: float
+) -> TierThresholds:
+    return fit_zones(base, window=window, usable=usable, reference=reference, exponent=exponent)
+
+
 DEFAULT_TIERS: dict[Tier, TierThresholds] = {
     Tier.FULL: TierThresholds(*defaults.FULL_TIER),
     Tier.COMPACT: TierThresholds(20_000, 30_000, 50_000),
     Tier.LOCAL: TierThresholds(8_000, 16_000, 32_000),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class SlipRise:
+    """Where a user's own sessions of one model family start slipping more (``ctxhealth calibrate
+    --zones``): the fill ``at_tokens`` above which the slip rate is higher with the Wilson 95%
+    intervals apart, and the steps and slipped steps below and above it behind that."""
+
+    at_tokens: int
+    steps_below: int
+    slips_below: int
+    steps_above: int
+    slips_above: int
+    sessions: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, family: str, data: Any) -> SlipRise:
+        try:
+            return cls(**{f.name: int(data[f.name]) for f in dataclasses.fields(cls)})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"invalid slip_rise entry for {family!r}: {exc}",
+                hint="rewrite it with `ctxhealth calibrate --zones`",
+            ) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +126,9 @@ class Profile:
 
     name: str = "default"
     tiers: Mapping[Tier, TierThresholds] = field(default_factory=lambda: dict(DEFAULT_TIERS))
+    # how the tier zones scale for a window larger than the reference (see fit_zones)
+    zone_reference_window: int = defaults.ZONE_REFERENCE_WINDOW
+    zone_window_exponent: float = defaults.ZONE_WINDOW_EXPONENT
     # window zones (fraction of the usable window): yellow, orange, critical, auto-compact
     window_yellow: float = defaults.WINDOW_YELLOW
     window_orange: float = defaults.WINDOW_ORANGE
@@ -105,14 +171,65 @@ class Profile:
     #: risk models fitted on one agent's labelled runs, by log format (``Format`` value); a session
     #: of that format is scored with its own model, any other with ``risk``
     risk_by_format: Mapping[str, RiskModel] = dataclasses.field(default_factory=dict)
+    #: the log formats ``risk`` was fitted on (empty: any format, e.g. a model a user fitted on
+    #: their own runs before this was recorded); a session of another format with no model of its
+    #: own in ``risk_by_format`` is scored by :func:`~ctxhealth.risk.model.fill_fallback`
+    risk_formats: tuple[str, ...] = ()
+    #: where the user's own slip rate rises, by model family (``ctxhealth calibrate --zones``): a
+    #: session of that family leaves the sweet spot (zone yellow, drift checked) there when it is
+    #: below the tier's sweet spot
+    slip_rise: Mapping[str, SlipRise] = dataclasses.field(default_factory=dict)
 
     def for_format(self, format: str | None) -> Profile:
-        """This profile with the risk model fitted for ``format`` (a log format), when it has one."""
-        model = self.risk_by_format.get(format) if format else None
-        return self if model is None else replace(self, risk=model)
+        """This profile with the risk model that scores ``format`` (a log format): its own model,
+        else ``risk`` when ``risk`` was fitted on that format (or on any), else the fill fallback."""
+        model, _ = self.risk_for(format)
+        return self if model is self.risk else replace(self, risk=model)
 
-    def thresholds(self, tier: Tier) -> TierThresholds:
-        return self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
+    def risk_for(self, format: str | None) -> tuple[RiskModel | None, str]:
+        """The risk model that scores a session of ``format``, and its name for output: ``"<format>"``
+        (a model fitted on that agent's runs), the formats ``risk`` was fitted on, or ``"fill"``
+        (:func:`~ctxhealth.risk.model.fill_fallback`: no model was calibrated for this agent)."""
+        from ctxhealth.risk.model import FILL_FALLBACK, fill_fallback
+
+        own = self.risk_by_format.get(format) if format else None
+        if own is not None:
+            return own, str(format)
+        if self.risk is None:
+            return None, "none"
+        if not self.risk_formats or format is None or format in self.risk_formats:
+            return self.risk, "+".join(self.risk_formats) or "profile"
+        return fill_fallback(self.risk), FILL_FALLBACK
+
+    def thresholds(self, tier: Tier, family: str | None = None) -> TierThresholds:
+        """The tier's zones; for a model ``family`` with a calibrated :class:`SlipRise` below the
+        sweet spot, the sweet spot ends where the user's slips rise."""
+        base = self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT]))
+        rise = self.slip_rise.get(family) if family and self.slip_rise else None
+        if rise is None or rise.at_tokens >= base.sweet_spot:
+            return base
+        return replace(base, sweet_spot=max(1, rise.at_tokens))
+
+    def zones(self, info: ModelInfo) -> TierThresholds:
+        """The zones of ``info``'s tier for its window: scaled for a large window, fitted inside the
+        usable window (:func:`fit_zones`), then, for a family with a calibrated :class:`SlipRise`
+        below the sweet spot, the sweet spot ending where the user's slips rise (measured in tokens on
+        the user's own sessions, so it is not scaled). Every zone check uses these."""
+        return self.zones_for(info.tier, info.window, info.usable_window, info.family)
+
+    def zones_for(self, tier: Tier, window: int, usable: int, family: str | None = None) -> TierThresholds:
+        """:meth:`zones` from plain numbers (a fleet table row)."""
+        fitted = _fit_zones_cached(
+            self.tiers.get(tier, self.tiers.get(Tier.COMPACT, DEFAULT_TIERS[Tier.COMPACT])),
+            window,
+            usable,
+            self.zone_reference_window,
+            self.zone_window_exponent,
+        )
+        rise = self.slip_rise.get(family) if family and self.slip_rise else None
+        if rise is None or rise.at_tokens >= fitted.sweet_spot:
+            return fitted
+        return replace(fitted, sweet_spot=max(1, rise.at_tokens))
 
     def with_overrides(self, table: Mapping[str, Any]) -> Profile:
         """A copy with values from a config table (``tiers`` is ``{tier: {sweet_spot: ...}}``)."""
@@ -128,6 +245,20 @@ class Profile:
                 changes["tiers"] = _merge_tiers(self.tiers, value)
             elif key == "risk":
                 changes["risk"] = None if value is None else RiskModel.from_dict(value)
+            elif key == "slip_rise":
+                if not isinstance(value, Mapping):
+                    raise ConfigError(
+                        "profile key 'slip_rise' must be a table by model family",
+                        hint="rewrite it with `ctxhealth calibrate --zones`",
+                    )
+                changes[key] = {str(k): SlipRise.from_dict(str(k), v) for k, v in value.items()}
+            elif key == "risk_formats":
+                if isinstance(value, str) or not isinstance(value, list | tuple):
+                    raise ConfigError(
+                        "profile key 'risk_formats' must be a list of log formats",
+                        hint='write risk_formats = ["mini-swe-agent"]',
+                    )
+                changes[key] = tuple(str(v) for v in value)
             elif key == "risk_by_format":
                 if not isinstance(value, Mapping):
                     raise ConfigError(
@@ -157,6 +288,10 @@ class Profile:
                 out["risk"] = None if value is None else value.to_dict()
             elif f.name == "risk_by_format":
                 out[f.name] = {k: m.to_dict() for k, m in sorted(value.items())}
+            elif f.name == "risk_formats":
+                out[f.name] = list(value)
+            elif f.name == "slip_rise":
+                out[f.name] = {k: r.to_dict() for k, r in sorted(value.items())}
             else:
                 out[f.name] = value
         return out
@@ -211,7 +346,7 @@ def _merge_tiers(current: Mapping[Tier, TierThresholds], table: Any) -> dict[Tie
 
 
 #: Profile keys that hold fitted models, not thresholds a person sets.
-_MODEL_KEYS = ("risk", "risk_by_format")
+_MODEL_KEYS = ("risk", "risk_by_format", "risk_formats", "slip_rise")
 
 
 @lru_cache(maxsize=1)

@@ -2,17 +2,19 @@
 session's model, and within the caller's budget when one is given.
 
 The strategies themselves only honour an explicit budget. :func:`run_strategy` adds the window:
-the limit is the smaller of the budget and the usable window (the window the log states, else the
-registry's, minus reserved output and the host's auto-compact buffer). Truncate and restart are run
-again under that limit when their plain output does not fit it; re-anchor and clear cannot shrink
-a context, so an output over the limit is a :class:`~ctxhealth.errors.UsageError` that says which
-strategy can. Sizes are ``o200k_base`` tokens, as in every recovery report.
+the limit is the smaller of the budget and the usable window, the one ``check`` and the policy use
+(:func:`~ctxhealth.accounting.fill.session_model_info`: a window the log states is already usable).
+Truncate and restart are run again under that limit when their plain output does not fit it;
+re-anchor and clear cannot shrink a context, so an output over the limit is a
+:class:`~ctxhealth.errors.UsageError` that says which strategy can. Sizes are ``o200k_base``
+tokens, as in every recovery report.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ctxhealth.accounting.fill import session_model_info
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import UsageError
 from ctxhealth.model import Session
@@ -25,11 +27,9 @@ from ctxhealth.recovery.truncate import truncate
 
 
 def usable_window(session: Session, registry: ModelRegistry | None = None, model: str | None = None) -> int:
-    """The usable window of ``session``'s model (``model`` overrides it): the window the log states,
-    else the registry's, minus reserved output and the auto-compact buffer."""
-    info = (registry or ModelRegistry.default()).lookup(model or session.model)
-    window = session.context_window or info.window
-    return max(1, window - info.reserved_output - info.autocompact_buffer)
+    """The usable window of ``session``'s model (``model`` overrides it), as ``check`` and the
+    policy see it (:func:`~ctxhealth.accounting.fill.session_model_info`)."""
+    return session_model_info(session, registry, model).usable_window
 
 
 def run_strategy(

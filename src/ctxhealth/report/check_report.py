@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ctxhealth.accounting.fill import SessionAccount
+from ctxhealth.accounting.registry import unknown_facts
 from ctxhealth.accounting.types import CompactionRecord
 from ctxhealth.model import Session
 from ctxhealth.sources.reader import MANY_PER_FILE
@@ -43,7 +44,8 @@ def build_check_report(
 ) -> dict[str, Any]:
     """The ``check`` object for one session; ``assessment`` keys are merged in last.
 
-    Keys: ``schema_version, path, format, session_id, model, model_known, tier, turns,
+    Keys: ``schema_version, path, format, session_id, model, model_known, model_notes (what is not
+    known about the model and how to configure it), tier, turns,
     window, usable_window, fill {current, peak, source, current_pct, peak_pct},
     compactions [{index, message_index, pre_tokens, post_tokens, trigger}], tool_calls,
     tool_errors, subagent_tool_calls, subagent_tool_errors (the part of both in sub-agents),
@@ -64,6 +66,7 @@ def build_check_report(
         "session_id": session.session_id,
         "model": account.model.id,
         "model_known": account.model.known,
+        "model_notes": unknown_facts(account.model),
         "tier": account.model.tier.value,
         "turns": len(account.turns),
         "window": window,
@@ -173,6 +176,7 @@ def render_check_text(report: Mapping[str, Any]) -> str:
         session_heading(report),
         f"  format       {report['format']}",
         f"  model        {model}, {report.get('tier', '?')} tier",
+        *(f"               {note}" for note in report.get("model_notes") or ()),
         f"  turns        {report['turns']:,}",
         f"  window       {report['window']:,} tokens ({usable:,} usable)",
         f"  fill         current {fill['current']:,} ({fill.get('current_pct', 0.0)}% of window), "

@@ -155,3 +155,35 @@ def sigmoid(z: float) -> float:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
+
+
+FILL_FALLBACK = "fill"
+"""The name of :func:`fill_fallback`'s score (``check --json``'s ``risk_model`` for it)."""
+_FILL = "peak_fill"
+
+
+def fill_fallback(model: RiskModel | None = None) -> RiskModel:
+    """The risk score for an agent no model was calibrated on: peak fill alone.
+
+    It ranks sessions exactly as peak fill does, so it is never worse than fill at telling failed
+    runs from good ones (a model fitted on other agents can be: the SWE-bench model ranked tau-bench
+    runs at 0.35, below chance). On the scale of ``model``'s peak-fill term when it has one (the same
+    probability at an average fill), else a plain logistic of log peak fill around 50K tokens.
+    """
+    if model is not None and _FILL in model.features:
+        i = model.features.index(_FILL)
+        weight = model.weights[i] if model.weights[i] > 0 else 1.0
+        mean, scale = model.mean[i], model.scale[i]
+        log = _FILL in model.log_features
+        bias = model.bias
+    else:
+        weight, mean, scale, log, bias = 1.0, math.log1p(50_000), 1.0, True, 0.0
+    return RiskModel(
+        features=(_FILL,),
+        weights=(weight,),
+        bias=bias,
+        mean=(mean,),
+        scale=(scale,),
+        log_features=frozenset({_FILL}) if log else frozenset(),
+        meta={"fallback": "peak fill: no risk model was calibrated for this agent"},
+    )

@@ -41,7 +41,7 @@ class PressureTracker(CachedDetector):
     def __init__(self, info: ModelInfo, profile: SignalThresholds) -> None:
         self.info = info
         self.profile = profile
-        self.thresholds = profile.thresholds(info.tier)
+        self.thresholds = profile.zones(info)
         self.usable = max(1, info.usable_window)
         self.fill = 0
         self.peak = 0
@@ -60,7 +60,7 @@ class PressureTracker(CachedDetector):
 
     def set_model(self, info: ModelInfo) -> None:
         self.info = info
-        self.thresholds = self.profile.thresholds(info.tier)
+        self.thresholds = self.profile.zones(info)
         self.usable = max(1, info.usable_window)
         self.changed()
 

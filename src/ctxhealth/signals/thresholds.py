@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ctxhealth.accounting.types import Tier
+from ctxhealth.accounting.types import ModelInfo, Tier
 
 
 class TierLimits(Protocol):
@@ -77,6 +77,12 @@ class SignalThresholds(Protocol):
     @property
     def cache_min_prompt(self) -> int: ...
 
-    def thresholds(self, tier: Tier) -> TierLimits:
-        """The absolute-token zones of ``tier``."""
+    def thresholds(self, tier: Tier, family: str | None = None) -> TierLimits:
+        """The absolute-token zones of ``tier`` as configured (for a model ``family``: with the user's
+        own slip rise)."""
+        ...
+
+    def zones(self, info: ModelInfo) -> TierLimits:
+        """The zones of ``info``'s tier for its window (scaled, fitted inside the usable window, with the
+        user's own slip rise)."""
         ...

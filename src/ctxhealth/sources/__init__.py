@@ -8,6 +8,8 @@ Public entry points (implemented in ``ctxhealth.sources.reader``):
   ``Session.warnings``.
 * ``read_session(path, *, format=None, strict=False) -> Session`` — exactly one session.
 * ``detect_format(head: bytes, name: str) -> Format | None``.
+* ``discover(paths, *, absolute=False) -> list[Source]`` — the one directory walk every command
+  shares (``ctxhealth.sources.walk``; readers register their grouping hooks in ``ReaderSpec.walk``).
 
 An explicit file that is empty, or in which the reader understood no message, raises
 ``TranscriptError``; an unrecognised one ``UnknownFormatError`` (both exit 3, with the reader's
@@ -29,6 +31,7 @@ from ctxhealth.lazy import load_export
 
 _EXPORTS = {
     "detect_format": "ctxhealth.sources.reader",
+    "discover": "ctxhealth.sources.reader",
     "read_session": "ctxhealth.sources.reader",
     "read_sessions": "ctxhealth.sources.reader",
 }

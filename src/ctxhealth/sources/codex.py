@@ -188,7 +188,9 @@ def _call(item: dict[str, Any], kind: str, line: int) -> ToolCall:
         if isinstance(arguments, str):
             with contextlib.suppress(BadJSON):
                 arguments = loads(arguments) if arguments.strip() else {}
-        return ToolCall(call_id, get_str(item, "name") or "", arguments)
+        name = get_str(item, "name") or ""
+        namespace = get_str(item, "namespace")  # an MCP server's tools: namespace mcp__<server>
+        return ToolCall(call_id, f"{namespace}__{name}" if namespace else name, arguments)
     if kind == "custom_tool_call":
         return ToolCall(call_id, get_str(item, "name") or "", item.get("input"))
     if kind == "local_shell_call":

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json as _json
+import math
 import types
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterator, Mapping
@@ -62,14 +63,61 @@ def loads(raw: bytes | str) -> Any:
     except orjson.JSONDecodeError as exc:
         reason = shorten(str(exc))
     try:
-        value = _json.loads(raw, parse_constant=_no_constant)
+        try:
+            value = _json.loads(raw, parse_constant=_no_constant)
+        except RecursionError:
+            value = _json.loads(flatten_deep(raw), parse_constant=_no_constant)
     except (ValueError, RecursionError):
         raise BadJSON(reason) from None
     return _clean_surrogates(value)
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    """``NaN`` / ``Infinity`` (as Python's ``json.dump`` writes them) are not JSON: the value
+    reads as null, so it costs its field and never the line or the session."""
+    return None
+
+
+MAX_DEPTH = 200
+"""Nesting kept by :func:`loads` when a document is nested deeper than the decoders allow:
+anything deeper becomes null (it costs that value, never the line)."""
+
+
+def flatten_deep(raw: bytes | str, limit: int = MAX_DEPTH) -> bytes:
+    """``raw`` with every array or object nested deeper than ``limit`` replaced by ``null``
+    (a byte scan that knows strings; used only after the decoders refused the depth)."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
+    out = bytearray()
+    depth = 0
+    skip_from = -1  # depth at which a too-deep value started, or -1
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+            if skip_from < 0:
+                out.append(byte)
+            continue
+        if byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit and skip_from < 0:
+                skip_from = depth
+                out += b"null"
+                continue
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+            if skip_from >= 0 and depth < skip_from:
+                skip_from = -1
+                continue
+        if skip_from < 0:
+            out.append(byte)
+    return bytes(out)
 
 
 def _clean_surrogates(value: Any) -> Any:
@@ -129,6 +177,18 @@ def as_int(value: Any) -> int | None:
     return None
 
 
+def as_float(value: Any) -> float | None:
+    """A finite JSON number as a float, else None (``bool``, NaN, infinities, and integers too
+    large for a float are not values of any field)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 COUNT_LIMIT = 2**53
 """Largest token count a usage field may hold (beyond it the number is not a count but damage)."""
 
@@ -154,11 +214,21 @@ def token_count(
 def _describe_count(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return type_name(value) if value is None else f"a {type_name(value)}"
+    shown = _short_number(value)
     if value < 0:
-        return f"negative ({value:.6g})"
+        return f"negative ({shown})"
     if value != value or value > COUNT_LIMIT:
-        return f"out of range ({value:.6g})"
-    return f"not a whole number ({value:.6g})"
+        return f"out of range ({shown})"
+    return f"not a whole number ({shown})"
+
+
+def _short_number(value: int | float) -> str:
+    """A number for a warning: an integer too large for a float (309+ digits) by its length
+    (formatting it as a float would raise OverflowError)."""
+    if isinstance(value, int) and abs(value) > 10**15:
+        digits = len(str(abs(value))) if abs(value).bit_length() < 100_000 else "many"
+        return f"{'-' if value < 0 else ''}an integer of {digits} digits"
+    return f"{value:.6g}"
 
 
 def get_dict(obj: Any, key: str) -> dict[str, Any] | None:

@@ -20,8 +20,11 @@ Policy choices:
   document on one line, a huge first record), it looks at the complete first line.
 * ``strict=True`` turns any reader warning (of the session or its sidechains) into
   :class:`StrictModeError`.
-* Directories are searched recursively in sorted order; ``subagents/`` folders are not entered
-  (their files are read as sidechains of the Claude Code session next to them).
+* Directories are walked by :func:`discover` (:mod:`ctxhealth.sources.walk`, the one walk every
+  command shares): recursively, sorted, hidden files and folders left out; each reader registers
+  its walk hooks in its :class:`ReaderSpec` (Claude Code: ``subagents/`` files are read as
+  sidechains of the session next to them, never on their own; OpenHands: a folder of one-call
+  files is one session).
 * ``on_skip(SkippedFile)``, when given, hears of every file a directory walk steps over (empty,
   not a transcript, unreadable) and of every file in it that fails to read, which is then skipped
   instead of ending the walk (a caller summarising many sessions lists them; nothing else is lost).
@@ -34,7 +37,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -52,7 +55,9 @@ from ctxhealth.sources import (
     swe_agent,
     tau_bench,
 )
+from ctxhealth.sources.claude_code import layout
 from ctxhealth.sources.lines import valid_utf8
+from ctxhealth.sources.walk import Source, WalkHooks, file_source, walk
 
 #: Bytes of (decompressed) content the detectors look at.
 HEAD_BYTES = 64 * 1024
@@ -80,6 +85,8 @@ class ReaderSpec:
     parse: Callable[[bytes, str], Session]
     parse_all: Callable[[bytes, str], list[Session]] | None = None
     detect_tail: Callable[[bytes, bytes], bool] | None = None
+    walk: WalkHooks | None = None
+    """How this format's files group in a directory walk (companion files, one-call-per-file folders)."""
 
 
 def _parse_claude_code(data: bytes, path: str) -> Session:
@@ -104,20 +111,41 @@ def _parse_openhands_all(data: bytes, path: str) -> list[Session]:
     return openhands.parse_all(data, path)
 
 
+def _openhands_calls(folder: Path, files: Sequence[Path]) -> list[Path]:
+    """The OpenHands one-call files of a folder (one session together); only a folder whose first
+    ``.json`` file is a call is looked at further."""
+    candidates = [f for f in files if f.name.endswith((".json", ".json.gz"))]
+    if not candidates or not is_call_file(candidates[0]):
+        return []
+    return [candidates[0], *(f for f in candidates[1:] if is_call_file(f))]
+
+
 READERS: tuple[ReaderSpec, ...] = (
-    ReaderSpec(Format.CLAUDE_CODE, claude_code.detect, _parse_claude_code),
+    ReaderSpec(
+        Format.CLAUDE_CODE,
+        claude_code.detect,
+        _parse_claude_code,
+        walk=WalkHooks(companions=layout.subagent_files, is_companion_dir=layout.is_companion_dir),
+    ),
     ReaderSpec(Format.CODEX, codex.detect, codex.parse),
     ReaderSpec(Format.GEMINI_CLI, gemini_cli.detect, _parse_gemini_cli),
     ReaderSpec(Format.MINI_SWE_AGENT, mini_swe_agent.detect, mini_swe_agent.parse),
     ReaderSpec(Format.SWE_AGENT, swe_agent.detect, swe_agent.parse),
     ReaderSpec(Format.TAU_BENCH, tau_bench.detect, tau_bench.parse, tau_bench.parse_all),
     ReaderSpec(
-        Format.OPENHANDS, openhands.detect, openhands.parse, _parse_openhands_all, openhands.detect_tail
+        Format.OPENHANDS,
+        openhands.detect,
+        openhands.parse,
+        _parse_openhands_all,
+        openhands.detect_tail,
+        walk=WalkHooks(group=_openhands_calls),
     ),
     ReaderSpec(Format.ANTHROPIC_MESSAGES, anthropic_messages.detect, anthropic_messages.parse),
     ReaderSpec(Format.OPENAI_CHAT, openai_chat.detect, openai_chat.parse),
 )
 _BY_FORMAT = {spec.format: spec for spec in READERS}
+WALK_HOOKS: tuple[WalkHooks, ...] = tuple(spec.walk for spec in READERS if spec.walk is not None)
+"""The readers' walk hooks, in registration order (what :func:`discover` walks with)."""
 MANY_PER_FILE: frozenset[Format] = frozenset(spec.format for spec in READERS if spec.parse_all is not None)
 """Formats one file of which may hold several sessions (a session of such a file is named
 ``PATH#SESSION_ID``, see :data:`SESSION_SEPARATOR`)."""
@@ -144,39 +172,106 @@ def _subagent_files(path: str) -> list[tuple[str, bytes]]:
     ``*.meta.json`` files 2.1 writes beside them: an agent's type and description, no transcript)."""
     if path.startswith("<"):
         return []
-    p = Path(path)
-    folder = p.with_name(p.name.removesuffix(".gz").removesuffix(".jsonl")) / "subagents"
-    if not folder.is_dir():
-        return []
     found: list[tuple[str, bytes]] = []
-    for child in sorted(folder.iterdir()):
-        if (
-            child.is_file()
-            and child.name.endswith(_TRANSCRIPT_SUFFIXES)
-            and not child.name.endswith(".meta.json")
-        ):
-            try:
-                found.append((str(child), _decompress(child.read_bytes(), str(child))[0]))
-            except (OSError, TranscriptError):
-                continue
+    for child in layout.subagent_files(path):
+        try:
+            found.append((str(child), _decompress(read_regular_file(child), str(child))[0]))
+        except (OSError, TranscriptError):
+            continue
     return found
 
 
+MAX_INPUT_ENV = "CTXHEALTH_MAX_INPUT_BYTES"
+"""The environment variable that sets :func:`max_input_bytes`."""
+DEFAULT_MAX_INPUT_BYTES = 512 << 20
+"""The most bytes one input may hold, after decompression (512 MiB: the largest real transcripts
+are a few MB; a gzip bomb or a sparse file stops here with an error instead of eating memory)."""
+
+
+def max_input_bytes() -> int:
+    """The size cap of one input (``CTXHEALTH_MAX_INPUT_BYTES``, else 512 MiB)."""
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return DEFAULT_MAX_INPUT_BYTES
+
+
+def _too_large(path: str, limit: int, what: str = "transcript", verb: str = "holds") -> TranscriptError:
+    return TranscriptError(
+        f"{verb} more than {limit:,} bytes (the {what} size limit)",
+        hint=f"set {MAX_INPUT_ENV} to a larger number of bytes to read it",
+        path=path,
+    )
+
+
 def _decompress(data: bytes, path: str) -> tuple[bytes, ReadWarning | None]:
-    """Gunzip when ``data`` is gzip (by magic bytes); a truncated stream keeps what it yields."""
+    """Gunzip when ``data`` is gzip (by magic bytes): every member of a concatenated file, at most
+    :func:`max_input_bytes` of output (more is an error); a truncated stream keeps what it yields."""
     if not data.startswith(_GZIP_MAGIC):
         return data, None
-    decoder = zlib.decompressobj(wbits=47)
+    limit = max_input_bytes()
+    out = bytearray()
+    rest = data
+    while True:
+        decoder = zlib.decompressobj(wbits=47)
+        try:
+            out += decoder.decompress(rest, limit + 1 - len(out))
+        except zlib.error as exc:
+            if out:  # a later member is damaged: keep the members before it, and say so
+                return bytes(out), ReadWarning(
+                    path, None, f"gzip member is corrupt ({exc}); read what was before it"
+                )
+            raise TranscriptError(
+                f"corrupt gzip data ({exc})",
+                hint="check the file, or gunzip it to see what is left",
+                path=path,
+            ) from None
+        if len(out) > limit or decoder.unconsumed_tail:
+            raise _too_large(path, limit, verb="decompresses to")
+        if not decoder.eof:
+            return bytes(out), ReadWarning(path, None, "gzip stream is truncated; read what was there")
+        rest = decoder.unused_data
+        if not rest.startswith(_GZIP_MAGIC):
+            return bytes(out), None
+
+
+def read_regular_file(path: Path | str, what: str = "transcript") -> bytes:
+    """The bytes of ``path``, one rule for every file ctxhealth is given to read: a regular file
+    only (checked on the open file; the open never blocks on a FIFO), at most
+    :func:`max_input_bytes` of it. Raises :class:`TranscriptError` saying what is wrong."""
+    name = str(path)
+    limit = max_input_bytes()
     try:
-        out = decoder.decompress(data)
-        out += decoder.flush()
-    except zlib.error as exc:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
         raise TranscriptError(
-            f"corrupt gzip data ({exc})", hint="check the file, or gunzip it to see what is left", path=path
+            "no such file or directory", hint="check the path (use - to read stdin)", path=name
         ) from None
-    if not decoder.eof:
-        return out, ReadWarning(path, None, "gzip stream is truncated; read what was there")
-    return out, None
+    except OSError as exc:
+        raise TranscriptError(
+            f"cannot read file ({exc.strerror or exc})", hint="check permissions", path=name
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise TranscriptError("is a directory", hint="pass the directory itself", path=name)
+        if not stat.S_ISREG(mode):
+            raise TranscriptError(
+                f"is a {_kind(mode)}, not a file",
+                hint=f"pass a regular {what} file (a pipe's content can be given as -)",
+                path=name,
+            )
+        if os.fstat(fd).st_size > limit:  # refused before reading (a sparse file costs nothing)
+            raise _too_large(name, limit, what)
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise TranscriptError(
+                f"cannot read file ({exc.strerror or exc})", hint="check permissions", path=name
+            ) from None
+    if len(data) > limit:
+        raise _too_large(name, limit, what)
+    return data
 
 
 def check_regular_file(path: Path, what: str = "transcript") -> None:
@@ -205,19 +300,7 @@ def _kind(mode: int) -> str:
 
 
 def _read_bytes(path: Path) -> bytes:
-    check_regular_file(path)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise TranscriptError(
-            "no such file or directory", hint="check the path (use - to read stdin)", path=str(path)
-        ) from None
-    except IsADirectoryError:
-        raise TranscriptError("is a directory", hint="pass the directory itself", path=str(path)) from None
-    except OSError as exc:
-        raise TranscriptError(
-            f"cannot read file ({exc.strerror or exc})", hint="check permissions", path=str(path)
-        ) from None
+    return read_regular_file(path)
 
 
 def read_data(data: bytes, name: str, *, format: Format | None = None, strict: bool = False) -> Session:
@@ -240,7 +323,8 @@ def read_data_all(
         if detected is None:
             raise UnknownFormatError(
                 "no reader recognises this content",
-                hint=f"pass --format with one of: {_FORMAT_NAMES}",
+                hint=f"check that it is a transcript; formats read: {_FORMAT_NAMES} (a command's --format, "
+                "where it has one, forces one)",
                 path=name,
             )
         spec = _BY_FORMAT[detected]
@@ -352,12 +436,28 @@ def check_strict(session: Session) -> None:
         )
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Files under ``root``, sorted, not entering ``subagents`` or hidden folders."""
-    for current, dirs, files in os.walk(root, onerror=None):
-        dirs[:] = sorted(d for d in dirs if d != "subagents" and not d.startswith("."))
-        for name in sorted(files):
-            yield Path(current) / name
+def discover(paths: Iterable[str | Path], *, absolute: bool = False) -> list[Source]:
+    """Every source under ``paths`` (files and folders), each once, in a stable order: the one
+    directory walk (see :mod:`ctxhealth.sources.walk`) with every reader's hooks.
+
+    A file named explicitly is taken as it is (with its companions). ``absolute`` names sources by
+    resolved path. Raises :class:`UsageError` for ``-`` (a stream is not on disk) and
+    :class:`TranscriptError` for a path that does not exist.
+    """
+    found: dict[str, Source] = {}
+    for item in paths:
+        if str(item) == "-":
+            raise UsageError("stdin is not a folder to search", hint="pass transcript files or folders")
+        root = Path(item)
+        if root.is_dir():
+            sources: Iterable[Source] = walk(root, WALK_HOOKS, absolute=absolute)
+        elif root.exists():
+            sources = (file_source(root, WALK_HOOKS, absolute=absolute),)
+        else:
+            raise TranscriptError("no such file or directory", hint="check the path", path=str(root))
+        for source in sources:
+            found.setdefault(source.path, source)
+    return list(found.values())
 
 
 def _sniff(file: Path) -> tuple[Format | None, bool]:
@@ -367,9 +467,10 @@ def _sniff(file: Path) -> tuple[Format | None, bool]:
     with file.open("rb") as handle:
         head = handle.read(HEAD_BYTES)
         if head.startswith(_GZIP_MAGIC):
-            head = _decompress(head + handle.read(), str(file))[0]
+            head = _decompress(head + handle.read(max_input_bytes()), str(file))[0]
         elif len(head) == HEAD_BYTES and b"\n" not in head.lstrip():
-            head += handle.read()  # one line longer than the head: detection needs the whole line
+            # one line longer than the head: detection needs the whole line (bounded)
+            head += handle.read(max_input_bytes())
         elif len(head) == HEAD_BYTES:
             handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))
             tail = handle.read(TAIL_BYTES)
@@ -396,13 +497,29 @@ def _read_directory(
     root: Path, format: Format | None, strict: bool, on_skip: SkipHandler | None = None
 ) -> Iterator[Session]:
     count = 0
-    calls = _CallFolder(strict)
 
     def skip(file: Path, reason: str, error: bool = False) -> None:
         if on_skip is not None:
             on_skip(SkippedFile(str(file), reason, error))
 
-    for file in _walk(root):
+    for source in walk(root, WALK_HOOKS):
+        if source.grouped:
+            if format is not None and format is not Format.OPENHANDS:
+                for member in source.members:
+                    skip(Path(member), f"not a {format.value} transcript (read as openhands)")
+                continue
+            try:
+                session = read_call_folder(source.members, strict=strict)
+            except OSError as exc:
+                skip(Path(source.path), f"cannot read file ({exc.strerror or exc})", error=True)
+                continue
+            except InputError as exc:
+                skip(Path(source.path), _skip_reason(exc), error=True)
+                continue
+            count += 1
+            yield session
+            continue
+        file = Path(source.path)
         try:
             check_regular_file(file)
             detected, has_content = _sniff(file)
@@ -425,34 +542,30 @@ def _read_directory(
             )
             continue
         try:
-            raw = file.read_bytes()
-            if (format or detected) is Format.OPENHANDS:
-                content = _decompress(raw, str(file))[0]
-                if openhands.is_completion(content[:HEAD_BYTES]):
-                    # one model call per file: the folder's calls are one session
-                    count += 1
-                    yield from calls.add(file, content)
-                    continue
-            sessions = read_data_all(raw, str(file), format=format or detected, strict=strict)
+            sessions = read_data_all(
+                read_regular_file(file), str(file), format=format or detected, strict=strict
+            )
         except OSError as exc:
             skip(file, f"cannot read file ({exc.strerror or exc})", error=True)
             continue
         except InputError as exc:
             # one bad file does not cost the others: it is skipped, and said to be bad input
-            where = f" at line {exc.line}" if exc.line is not None else ""
-            hint = f" ({exc.hint})" if exc.hint else ""
-            skip(file, f"{exc.message}{where}{hint}", error=True)
+            skip(file, _skip_reason(exc), error=True)
             continue
         count += 1
-        yield from calls.flush()
         yield from sessions
-    yield from calls.flush()
     if count == 0:
         raise TranscriptError(
             "no transcripts found in this directory",
             hint=f"point at a transcript file or pass --format ({_FORMAT_NAMES})",
             path=str(root),
         )
+
+
+def _skip_reason(exc: InputError) -> str:
+    where = f" at line {exc.line}" if exc.line is not None else ""
+    hint = f" ({exc.hint})" if exc.hint else ""
+    return f"{exc.message}{where}{hint}"
 
 
 class _CallFolder:
@@ -480,16 +593,28 @@ class _CallFolder:
 
 
 def is_call_file(file: Path) -> bool:
-    """Whether ``file`` is one model call of an OpenHands completion log (whose folder is one session)."""
+    """Whether ``file`` is one model call of an OpenHands completion log (whose folder is one session).
+
+    Reads the head and the last bytes only (what detection needs for a call file, see
+    ``ReaderSpec.detect_tail``), never the whole file unless it is gzip."""
     try:
-        detected, _ = _sniff(file)
-        if detected is not Format.OPENHANDS:
+        if not file.is_file():  # a FIFO or device in a folder would block the open or never end
             return False
         with file.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
+            tail = b""
+            if head.startswith(_GZIP_MAGIC):
+                content = _decompress(head + handle.read(max_input_bytes()), str(file))[0]
+                head, tail = content[:HEAD_BYTES], content[-TAIL_BYTES:]
+            elif len(head) == HEAD_BYTES:
+                handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))
+                tail = handle.read(TAIL_BYTES)
     except (OSError, InputError):
         return False
-    return openhands.is_completion(head)
+    head = head.removeprefix(_BOM)
+    if not openhands.is_completion(head):
+        return False
+    return detect_format(head, "", tail or head[-TAIL_BYTES:]) is Format.OPENHANDS
 
 
 def read_call_folder(files: Iterable[str | Path], *, strict: bool = False) -> Session:

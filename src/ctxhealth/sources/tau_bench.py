@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ctxhealth.model import Format, Message, Role, Session, ToolResult
-from ctxhealth.sources.lines import WarningSink, as_int, get_list, load_document, type_name
+from ctxhealth.sources.lines import WarningSink, as_float, as_int, get_list, load_document, type_name
 from ctxhealth.sources.openai_chat import chat_messages
 
 _ERROR = re.compile(r"\s*error\b", re.IGNORECASE)
@@ -72,7 +72,7 @@ def _run(run: dict[str, Any], index: int, path: str) -> Session:
         traj = []
     messages, model = chat_messages(traj, sink)
     reward = run.get("reward")
-    outcome = float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None
+    outcome = as_float(reward)
     if outcome is None:
         sink.add(index, f"run {session_id} has no numeric 'reward'")
     return Session(

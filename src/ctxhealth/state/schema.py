@@ -296,4 +296,11 @@ def merge_update(state: TaskState, update: Any, *, path: str | None = None) -> T
         )
     merged = state_to_dict(state) | update
     merged["schema"], merged["schema_version"] = SCHEMA_NAME, SCHEMA_VERSION
-    return state_from_dict(merged, path=path)
+    try:
+        return state_from_dict(merged, path=path)
+    except StateError as exc:
+        # the saved state was valid: the bad field came with the update, so blame the update
+        raise StateError(
+            f"the update's {exc.message.removeprefix('task state ')}",
+            hint="fix that field in the update (--update / --set); the task state was not changed",
+        ) from None

@@ -32,3 +32,8 @@ class Status(StrEnum):
         if self is Status.HALT_CONTEXT_LIMIT:
             return ExitCode.UNHEALTHY
         return ExitCode.BAD_INPUT
+
+    @property
+    def may_continue(self) -> bool:
+        """True when the agent may take its next action."""
+        return self in (Status.OK, Status.INITIALISED)

@@ -210,6 +210,15 @@ def _home_checks(home: Path) -> list[Check]:
     checks: list[Check] = []
     if not home.exists():
         return [Check("home", CheckStatus.INFO, f"{home} does not exist yet (created on first use)")]
+    if not home.is_dir():
+        return [
+            Check(
+                "home",
+                CheckStatus.FAIL,
+                f"{home} is not a folder",
+                "move the file away or set CTXHEALTH_HOME to a folder",
+            )
+        ]
     if not os.access(home, os.W_OK):
         return [
             Check(
@@ -268,7 +277,25 @@ def _session_checks(projects: Path, home: Path) -> list[Check]:
         f"{counters.tool_calls} tool calls ({counters.tool_errors} failed), "
         f"{counters.compactions} compactions"
     )
-    return [Check("newest session", CheckStatus.OK, detail)]
+    return [Check("newest session", CheckStatus.OK, detail), *_model_checks(counters.model)]
+
+
+def _model_checks(model: str | None) -> list[Check]:
+    """The newest session's model as the registry knows it; what is unknown is named with its fix."""
+    if not model:
+        return []
+    from ctxhealth.accounting.registry import ModelRegistry, unknown_facts
+
+    info = ModelRegistry.default().lookup(model)
+    notes = unknown_facts(info)
+    detail = (
+        f"{model}: {info.tier.value} tier, window {info.window:,} ({info.window_from}), "
+        f"{info.usable_window:,} usable"
+    )
+    if notes:
+        detail += "; " + "; ".join(notes)
+        return [Check("model", CheckStatus.WARN, detail, fix="`ctxhealth models ID`")]
+    return [Check("model", CheckStatus.OK, detail)]
 
 
 def diagnose(

@@ -174,15 +174,24 @@ def _from_ledger(home: str, path: str) -> SessionCounters | None:
     """The durable copy of the counters when the fast cache is missing (first run, or cache removed)."""
     if not os.path.exists(os.path.join(home, "ledger.db")):
         return None
+    from ctxhealth.errors import LedgerError
     from ctxhealth.state.ledger import Ledger
 
-    with Ledger.open(_home_path(home)) as ledger:
-        tail = ledger.get_tail(path)
+    try:
+        with Ledger.open(_home_path(home)) as ledger:
+            tail = ledger.get_tail(path)
+    except LedgerError as exc:
+        _LEDGER_PROBLEMS.append(_one_line(exc))
+        return None  # a broken, foreign or newer ledger: read the transcript afresh
     if tail is None or not tail.state or tail.state.get("version") != STATE_VERSION:
         return None  # nothing kept, or kept by another version: read the transcript afresh
     counters = SessionCounters.from_dict(tail.state, path)
     counters.offset, counters.line = tail.offset, tail.line
     return counters
+
+
+_LEDGER_PROBLEMS: list[str] = []
+"""Why the ledger could not be used during the current hook call (its work went on without it)."""
 
 
 def _home_path(home: str) -> Path:
@@ -220,10 +229,17 @@ def _read_tail(counters: SessionCounters, agent: Agent = Agent.CLAUDE_CODE) -> s
 def _flush(home: str, counters: SessionCounters, ledger: Ledger | None = None) -> None:
     """Write queued hook events to the ledger (opening it if not given), and the tail state when this
     process holds the session's lock (``counters.lock_held``); without it, only the events."""
+    from ctxhealth.errors import LedgerError
     from ctxhealth.state.ledger import Ledger, TailState
 
     own = ledger is None
-    ledger = ledger or Ledger.open(_home_path(home))
+    try:
+        ledger = ledger or Ledger.open(_home_path(home))
+    except LedgerError as exc:
+        # no usable ledger: the events stay queued in the counters (saved with them), the hook's
+        # own work is done, and the person is told once (run_hook prints it)
+        _LEDGER_PROBLEMS.append(_one_line(exc))
+        return
     # Without the lock, the events loaded with the counters are the holder's to write: only ours.
     pending = counters.pending_events
     events = pending if counters.lock_held else pending[counters.events_loaded :]
@@ -300,12 +316,20 @@ def _saved_message(outcome: CheckpointOutcome | None, problem: str | None) -> st
 
 
 def _pre_compact(call: _Call) -> str:
+    import contextlib
+
+    from ctxhealth.errors import LedgerError
     from ctxhealth.integrations.claude_code.transcript import transcript_problem
     from ctxhealth.state.ledger import Ledger
 
     home, counters = call.home, call.counters
     problem = transcript_problem(counters.path)
-    with Ledger.open(_home_path(home)) as ledger:
+    try:
+        opened: Ledger | None = Ledger.open(_home_path(home))
+    except LedgerError as exc:
+        _LEDGER_PROBLEMS.append(_one_line(exc))
+        opened = None  # broken, foreign or newer: the checkpoint file needs no ledger
+    with contextlib.closing(opened) if opened is not None else contextlib.nullcontext() as ledger:
         # The checkpoint first: it is what PreCompact is for. The counters' tail only if time is left.
         outcome = _checkpoint(call, ledger, snapshot=True)
         if call.time_left() > 0:
@@ -747,7 +771,8 @@ def run_hook(
             from ctxhealth.errors import UsageError
 
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
-        output = handle_hook(
+        _LEDGER_PROBLEMS.clear()
+        stdout = handle_hook(
             None if agent is not Agent.CLAUDE_CODE else event,
             raw,
             home=home,
@@ -755,7 +780,15 @@ def run_hook(
             answer=answer,
             agent=agent,
         )
-        return HookResult(stdout=output)
+        if _LEDGER_PROBLEMS:
+            from ctxhealth.redact import scrub
+
+            reason = scrub(_LEDGER_PROBLEMS[0])
+            note = (
+                f"ctxhealth: hook {event_name or '?'} skipped: the ledger only (the rest was done): {reason}"
+            )
+            return HookResult(stdout=stdout, stderr=note)
+        return HookResult(stdout=stdout)
     except Exception as exc:  # fail open: a hook must never break the agent
         from ctxhealth.redact import scrub
 

@@ -69,9 +69,8 @@ def session_info(model: str | None, window: int | None, registry: ModelRegistry)
     """The session's one :class:`ModelInfo`: the registry's, with the window the host states (a
     status-line payload's ``context_window_size``) when it states one."""
     info = registry.lookup(model)
-    entry = registry.find_entry(model) if window and window != info.window else None
-    if entry is not None:
-        info = entry.info(model or "", window=window)
+    if window and window != info.window:
+        info = info.with_window(window, usable=False, origin="status line")
     return info
 
 

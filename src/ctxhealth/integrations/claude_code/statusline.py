@@ -187,6 +187,8 @@ def format_status(payload: StatusPayload, counters: SessionCounters, *, color: b
     cost = payload.cost_usd if payload.cost_usd is not None else counters.cost_usd
     if cost is not None:
         parts.append(f"${cost:.2f}")
+    if (counters.thresholds or {}).get("model_known") is False and counters.model:
+        parts.append(_paint(f"unknown model {counters.model}", _DIM, color))  # `ctxhealth models ID`
     sep = _paint(" · ", _DIM, color)
     return sep.join(parts)
 

@@ -191,13 +191,14 @@ def resolve_thresholds(
         stated = previous.get("stated_window")  # the host stated it before (status line payload)
         window = stated if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0 else None
     info = session_info(counters.model, window, registry)
-    th = profile.thresholds(info.tier)
+    th = profile.zones(info)
     counters.thresholds = {
         "model": counters.model,
         "stated_window": window,
         "window": info.window,
         "usable": info.usable_window,
         "tier": info.tier.value,
+        "model_known": info.known,
         "sweet_spot": th.sweet_spot,
         "compact_zone": th.compact_zone,
         "hard_limit": th.hard_limit,

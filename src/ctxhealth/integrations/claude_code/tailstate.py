@@ -53,6 +53,8 @@ MAX_PENDING_EVENTS = 200
 DOOM_LOOP_REPEATS = 3
 RECENT_OUTCOMES = 20
 INSTRUCTION_CHARS = 4_000
+TAIL_CACHE_LIMIT = 16 << 20
+"""The largest tail cache a hook reads (its bounded counters take a few KB; more is damage)."""
 
 
 class SessionCounters:
@@ -337,9 +339,11 @@ def tail_cache_path(home: str, transcript: str) -> str:
 
 def load_counters(home: str, transcript: str) -> SessionCounters | None:
     """The cached counters of ``transcript``, or None when absent or unreadable (then start over)."""
+    from ctxhealth.atomic import read_private_file
+
     try:
-        with open(tail_cache_path(home, transcript), "rb") as handle:
-            data = json.loads(handle.read())
+        # never blocks on a FIFO put in the cache's place, never reads a device or a huge file
+        data = json.loads(read_private_file(tail_cache_path(home, transcript), TAIL_CACHE_LIMIT))
     except (OSError, ValueError):
         return None
     path = os.path.abspath(transcript)
@@ -360,7 +364,7 @@ def save_counters(home: str, counters: SessionCounters) -> None:
     target = tail_cache_path(home, counters.path)
     data = json.dumps(counters.to_dict(), ensure_ascii=False, separators=(",", ":"))
     remove_stale_temps(target)
-    write_atomic(target, scrub(data))
+    write_atomic(target, scrub(data), own_file=True)
 
 
 class SessionLock:

@@ -24,6 +24,7 @@ sessions that changed. A lock makes it safe for clients used from several thread
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -47,6 +48,7 @@ from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
 from ctxhealth.policy.profile import Profile
 from ctxhealth.recovery.report import RecoveryReport
+from ctxhealth.redact import redact, redact_message
 
 SESSION_HEADER = "x-ctxhealth-session"
 MAX_SESSIONS = 1_000
@@ -127,7 +129,10 @@ class Guard:
     def _key(self, adapter: WireAdapter, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
         given = headers.get(SESSION_HEADER)
         if given:
-            return f"{adapter.style.value}:{given.strip()[:200]}"
+            given = given.strip()[:200]
+            if redact(given) != given:  # a secret used as a session id: keep only its digest
+                given = "id-" + hashlib.sha256(given.encode()).hexdigest()[:24]
+            return f"{adapter.style.value}:{given}"
         previous = body.get("previous_response_id")
         if isinstance(previous, str) and previous in self._responses:
             return self._responses[previous]
@@ -186,7 +191,8 @@ class Guard:
         monitor = session.monitor
         assessment: Assessment | None = None
         for message in messages:
-            assessment = monitor.observe(message)
+            # redacted before the monitor sees it: its state (drift words, signatures) is saved
+            assessment = monitor.observe(redact_message(message))
         session.observed += len(messages)
         session.count = len(items) if not continued else session.count + len(items)
         if chains is not None:

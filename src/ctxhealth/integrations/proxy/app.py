@@ -23,6 +23,7 @@ import logging
 import time
 
 import aiohttp
+import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -97,7 +98,9 @@ class ProxyApp:
     # ------------------------------------------------------------------ routes
 
     async def status(self, request: Request) -> Response:
-        return JSONResponse({"schema_version": 1, "upstream": self.config.upstream, **self.guard.status()})
+        return JSONResponse(
+            {"schema_version": 1, "upstream": self.config.shown_upstream, **self.guard.status()}
+        )
 
     async def metrics(self, request: Request) -> Response:
         return PlainTextResponse(self.guard.metrics_text(), media_type="text/plain; version=0.0.4")
@@ -105,7 +108,11 @@ class ProxyApp:
     async def forward(self, request: Request) -> Response | Relay:
         adapter = adapter_for_path(request.url.path) if request.method == "POST" else None
         try:
-            body = await read_body(request, self.config.max_body_bytes)
+            with anyio.fail_after(self.config.body_timeout):
+                body = await read_body(request, self.config.max_body_bytes)
+        except TimeoutError:
+            message = f"ctxhealth proxy: request body not received within {self.config.body_timeout:g} s"
+            return _error(adapter, ErrorKind.BAD_REQUEST, message, 408)
         except BodyTooLarge:
             message = f"ctxhealth proxy: request body over {self.config.max_body_bytes:,} bytes"
             return _error(adapter, ErrorKind.TOO_LARGE, message, 413)
@@ -124,11 +131,15 @@ class ProxyApp:
             if plan.body is not None:
                 body = plan.body
         started = time.perf_counter()
+        headers = request_headers(request.headers)
+        auth = self.config.upstream_auth
+        if auth is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["authorization"] = auth
         try:
             upstream = await self.session.request(
                 request.method,
                 upstream_url(self.config.upstream_base, request.scope),
-                headers=request_headers(request.headers),
+                headers=headers,
                 data=body,
                 allow_redirects=False,
             )

@@ -30,6 +30,11 @@ class ProxyConfig:
     log_bodies: bool = False
     model: str | None = None
     flush_interval: float = 0.25
+    body_timeout: float = 30.0
+    """Seconds a client may take to send a request body (a stalled client gets 408)."""
+    max_connections: int = 256
+    """Open client connections served at once; beyond, a connection is answered 503 and closed
+    (slow clients cannot hold the proxy open without bound)."""
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
@@ -40,4 +45,35 @@ class ProxyConfig:
 
     @property
     def upstream_base(self) -> str:
-        return self.upstream.rstrip("/")
+        """The upstream URL without credentials (they go in an ``Authorization`` header, see
+        :attr:`upstream_auth`: aiohttp refuses a URL with credentials beside such a header)."""
+        scheme, _, rest = self.upstream.partition("://")
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}".rstrip("/")
+
+    @property
+    def upstream_auth(self) -> str | None:
+        """``Basic ...`` for credentials in the upstream URL (``http://user:pw@host``), or None."""
+        rest = self.upstream.partition("://")[2].partition("/")[0]
+        if "@" not in rest:
+            return None
+        import base64
+        from urllib.parse import unquote
+
+        user, _, password = rest.rpartition("@")[0].partition(":")
+        return "Basic " + base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+
+    @property
+    def shown_upstream(self) -> str:
+        """The upstream URL as logs and ``/ctxhealth/status`` show it: any password masked."""
+        scheme, _, rest = self.upstream.partition("://")
+        host, slash, path = rest.partition("/")
+        if "@" in host:
+            user = host.rpartition("@")[0].partition(":")[0]
+            host = f"{user}:***@{host.rpartition('@')[2]}"
+        return f"{scheme}://{host}{slash}{path}"
+
+    @property
+    def exposed(self) -> bool:
+        """Whether the proxy listens beyond this machine (any address but loopback)."""
+        return self.host not in ("127.0.0.1", "localhost", "::1") and not self.host.startswith("127.")

@@ -95,10 +95,16 @@ class Relay:
 
                 group.start_soon(watch)
                 tap = self.tap
-                async for chunk in response.content.iter_any():
-                    if tap is not None:
-                        tap.feed(chunk)
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                try:
+                    async for chunk in response.content.iter_any():
+                        if tap is not None:
+                            tap.feed(chunk)
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                except (aiohttp.ClientError, TimeoutError):
+                    # the upstream died or stalled mid-body: the connection to the client is
+                    # dropped (its response stays incomplete, as the upstream left it)
+                    group.cancel_scope.cancel()
+                    return
                 answered = True
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 complete = True

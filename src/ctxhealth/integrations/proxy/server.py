@@ -18,4 +18,6 @@ def serve(config: ProxyConfig, *, log_level: str = "warning") -> None:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        timeout_keep_alive=5,
+        limit_concurrency=config.max_connections,
     )

@@ -25,7 +25,6 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
-from html import escape
 from typing import Any
 
 from ctxhealth.accounting.types import Tier
@@ -34,6 +33,7 @@ from ctxhealth.fleet.schema import COSTS, SESSIONS
 from ctxhealth.model import Message
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.report.html.page import document
+from ctxhealth.report.html.shown import clean, shown
 from ctxhealth.report.html.svg import (
     EVENT_STYLES,
     ZONE_COLOURS,
@@ -58,7 +58,7 @@ SNIPPET = 200
 
 
 def _e(value: object) -> str:
-    return escape("" if value is None else str(value))
+    return shown(value)
 
 
 def _money(value: float | None) -> str:
@@ -78,14 +78,14 @@ def _when(value: datetime | date | None) -> str:
 def _snippet(message: Message | None) -> str:
     if message is None:
         return ""
-    text = " ".join(message.text.split())
+    text = clean(" ".join(message.text.split()))
     if not text:
         calls = [c.name for c in message.tool_calls]
         results = message.tool_results
         if calls:
             text = "calls " + ", ".join(calls)
         elif results:
-            text = " ".join(results[0].text.split())
+            text = clean(" ".join(results[0].text.split()))
     return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
 
 
@@ -329,7 +329,7 @@ def _anchor(path: str) -> str:
 def zone_bands(tier: Tier, window: int, usable: int, peak: int, profile: Profile) -> list[Band]:
     """The zones in tokens for a model of ``tier``: each zone starts where the first of the tier
     zone and the window zone reaches it (the zone shown is the worse of the two)."""
-    th = profile.thresholds(tier)
+    th = profile.zones_for(tier, window, usable)
     starts = [
         ("yellow", min(th.sweet_spot, round(profile.window_yellow * usable))),
         ("orange", min(th.compact_zone, round(profile.window_orange * usable))),
@@ -455,8 +455,10 @@ def render_report(
     sessions: Rows | None = None,
     costs: Rows | None = None,
     totals: AuditTotals | None = None,
+    insights: Mapping[str, Any] | None = None,
 ) -> str:
-    """The report: overview (when more than one session), then a section per analysed session.
+    """The report: overview (when more than one session), the insights section (when ``insights``,
+    the insights document, is given), then a section per analysed session.
 
     ``sessions`` / ``costs`` rows and the audit ``totals`` cover every session for the overview
     when only some of them are given as ``analyses`` (the ones to draw); by default they come from
@@ -476,6 +478,10 @@ def render_report(
     ]
     if len(sessions) > 1:
         body.append(overview(sessions, costs, totals, linked))
+    if insights is not None:
+        from ctxhealth.report.html.insights import insights_section
+
+        body.append(insights_section(insights))
     body.append("<h2>Sessions</h2>")
     if len(sessions) > len(shown):
         body.append(

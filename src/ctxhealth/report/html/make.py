@@ -37,13 +37,18 @@ def report_sessions(
     max_timelines: int = MAX_TIMELINES,
     on_session: Callable[[SessionAnalysis], None] | None = None,
 ) -> str:
-    """The HTML report of ``sessions`` (overview of all, timelines of the most unhealthy)."""
+    """The HTML report of ``sessions`` (overview of all, the insights section, timelines of the most
+    unhealthy)."""
     kept: list[tuple[tuple[int, float, float], int, SessionAnalysis]] = []
     all_sessions: Rows = []
     all_costs: Rows = []
     totals = AuditTotals()
+    from ctxhealth.insights.build import InsightsBuilder
+
+    insights = InsightsBuilder(registry=registry, model=model)
     for n, session in enumerate(sessions):
         analysis = analyse_session(session, registry=registry, profile=profile, model=model)
+        insights.add(session)
         rows, costs = rows_of([analysis])
         all_sessions += rows
         all_costs += costs
@@ -62,6 +67,7 @@ def report_sessions(
         sessions=all_sessions,
         costs=all_costs,
         totals=totals,
+        insights=insights.document(),
     )
 
 

@@ -7,7 +7,7 @@ and need no script to draw.
 
 from __future__ import annotations
 
-from html import escape
+from ctxhealth.report.html.shown import shown
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1040px;
@@ -55,6 +55,6 @@ def document(title: str, body: str) -> str:
         # nothing may be fetched: the policy makes a stray reference fail instead of leaking
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<title>{shown(title)}</title><style>{STYLE}</style></head><body>"
         f'{body}<div id="tip"></div><script>{SCRIPT}</script></body></html>\n'
     )

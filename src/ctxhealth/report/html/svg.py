@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
+
+from ctxhealth.report.html.shown import shown
 
 ZONE_COLOURS = {
     "green": "#e3f4e1",
@@ -39,7 +40,7 @@ MARKER_ROWS = 1 + max(row for _, row, _ in EVENT_STYLES.values())
 
 
 def _a(value: object) -> str:
-    return escape(str(value), quote=True)
+    return shown(value)
 
 
 def _fmt_tokens(n: float) -> str:

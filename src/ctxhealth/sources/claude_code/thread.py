@@ -5,8 +5,9 @@
 * Compaction starts a new root. Newer versions write a ``system``/``compact_boundary`` line
   whose ``logicalParentUuid`` names the node before it; older versions (and boundaries without
   it) give the compaction summary (``isCompactSummary``) a null parent, and the walk continues
-  from the last non-sidechain node before it in file order. A missing parent is bridged the
-  same way, with a warning.
+  from the last non-sidechain node before it in file order. A parent that is not found, and a
+  line with no usable parent (missing, a number, a misspelled key) after the first line, are
+  bridged the same way, with a warning: one damaged link never cuts the thread.
 * 2.1.x hangs the lines written after a print-mode ``/compact`` (the command's own lines) off
   the boundary's ``logicalParentUuid``, not off the summary: a step from a line after such a
   boundary to that parent goes through the summary and the boundary instead, so the compaction
@@ -122,6 +123,12 @@ def _chain(nodes: Sequence[_Node], sink: WarningSink, label: str, *, main: bool 
                 cur = by_uuid[logical]
             elif cur.isCompactSummary or _is_boundary(cur):
                 cur = previous(cur)
+            elif main and (before := previous(cur)) is not None:
+                # No parent (missing, null, a number, a misspelled key) in the middle of the file:
+                # one damaged link, not the start of the conversation. Cutting here would drop
+                # everything before it as an "abandoned branch"; file order bridges it instead.
+                sink.add(cur.line, f"no parent link on this line; {label} continues from the line before")
+                cur = before
             else:
                 cur = None
         elif parent in by_uuid:

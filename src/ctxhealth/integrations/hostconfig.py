@@ -1,0 +1,208 @@
+"""Editing an agent host's own files, the way every ``ctxhealth install`` does it: compute the new
+bytes without touching disk (a :class:`FilePlan`, shown as a unified diff in a dry run), then
+``apply_file_plan`` writes them atomically, keeping the user's original the first time.
+
+The conventions are those of the Claude Code installer: the first install keeps the original bytes
+in ``<file>.ctxhealth-backup`` and records in ``<file>.ctxhealth-install.json`` the digest of what
+it wrote; :func:`plan_uninstall_file` restores the backup byte for byte when the file is still
+exactly what install wrote, and otherwise removes only ctxhealth's own entries (the caller's
+``strip``). Installing again is a no-op when nothing changed. Host-specific shapes (JSON settings
+with an ``mcpServers`` table, a TOML ``[mcp_servers]`` table, a skill folder) live with their
+installers; this module only knows bytes, JSON objects and the backup/manifest pair.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxhealth.atomic import write_atomic
+from ctxhealth.errors import ConfigError, EnvironmentProblem
+
+__all__ = [
+    "BACKUP_SUFFIX",
+    "MANIFEST_SUFFIX",
+    "FilePlan",
+    "apply_file_plan",
+    "digest",
+    "dump_json_object",
+    "file_mode",
+    "parse_json_object",
+    "plan_install_file",
+    "plan_uninstall_file",
+    "read_config",
+    "unified_diff",
+]
+
+BACKUP_SUFFIX = ".ctxhealth-backup"
+MANIFEST_SUFFIX = ".ctxhealth-install.json"
+
+
+def read_config(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise EnvironmentProblem(
+            f"cannot read {path}: {exc.strerror}", hint="check its permissions"
+        ) from None
+
+
+def digest(raw: bytes | None) -> str | None:
+    return None if raw is None else hashlib.sha256(raw).hexdigest()
+
+
+def file_mode(path: Path) -> int:
+    """The permission bits of ``path`` (0o644 when it does not exist yet), kept across rewrites."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        return 0o644
+
+
+def unified_diff(path: Path, before: bytes | None, after: bytes | None) -> str:
+    """A unified diff of the file, before -> after ("" when nothing changes)."""
+    if before == after:
+        return ""
+    name = str(path)
+    old = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+    new = (after or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+    lines = difflib.unified_diff(
+        old,
+        new,
+        fromfile=name if before is not None else "/dev/null",
+        tofile=name if after is not None else "/dev/null",
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def parse_json_object(raw: bytes | None, path: Path, *, fix: str) -> dict[str, Any]:
+    """The JSON object in ``raw`` ({} for a missing or blank file); ``fix`` says what to do otherwise."""
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(f"not valid JSON ({exc})", hint=fix, path=str(path)) from None
+    if not isinstance(data, dict):
+        raise ConfigError("not a JSON object", hint=fix, path=str(path))
+    return data
+
+
+def dump_json_object(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class FilePlan:
+    """One file's change, computed but not yet written. ``after`` None deletes the file;
+    ``restore_backup`` means ``after`` is the backup's exact bytes."""
+
+    path: Path
+    before: bytes | None
+    after: bytes | None
+    notes: tuple[str, ...] = ()
+    installing: bool = True
+    restore_backup: bool = False
+    keep_backup: bool = True
+    """Keep the user's original on the first install (a shared settings file); False for a file that
+    is wholly ctxhealth's (a skill's SKILL.md)."""
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    @property
+    def backup_path(self) -> Path:
+        return self.path.with_name(self.path.name + BACKUP_SUFFIX)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path.with_name(self.path.name + MANIFEST_SUFFIX)
+
+    def diff(self) -> str:
+        return unified_diff(self.path, self.before, self.after)
+
+
+def _load_manifest(path: Path) -> dict[str, Any]:
+    raw = read_config(path)
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def plan_install_file(
+    path: Path, render: Callable[[bytes | None], bytes], *, keep_backup: bool = True
+) -> FilePlan:
+    """The plan that replaces the file by ``render(current bytes)`` (no change when they are equal)."""
+    before = read_config(path)
+    return FilePlan(path, before, render(before), installing=True, keep_backup=keep_backup)
+
+
+def plan_uninstall_file(path: Path, strip: Callable[[bytes], bytes | None]) -> FilePlan:
+    """The file without ctxhealth: the backup's exact bytes when it is still what install wrote,
+    else ``strip(current bytes)`` (which returns its argument when nothing of ours is there, None to
+    delete the file)."""
+    probe = FilePlan(path, None, None)
+    before = read_config(path)
+    manifest = _load_manifest(probe.manifest_path)
+    backup = read_config(probe.backup_path)
+    original_existed = bool(manifest.get("original_existed", backup is not None))
+    untouched = bool(manifest) and before is not None and digest(before) == manifest.get("installed_sha256")
+    if untouched and (backup is not None or not original_existed):
+        return FilePlan(
+            path,
+            before,
+            backup if original_existed else None,
+            ("restored the file as it was before install",),
+            installing=False,
+            restore_backup=True,
+        )
+    if before is None:
+        return FilePlan(path, None, None, ("ctxhealth is not installed here",), installing=False)
+    after = strip(before)
+    if after == before:
+        return FilePlan(path, before, before, ("ctxhealth is not installed here",), installing=False)
+    notes = ("the file changed since install: removed only ctxhealth's entries",) if manifest else ()
+    return FilePlan(path, before, after, notes, installing=False, restore_backup=after == backup)
+
+
+def apply_file_plan(plan: FilePlan) -> Path | None:
+    """Write the plan atomically (backup + manifest on install); return the backup path if one is kept."""
+    backup = plan.backup_path
+    if not plan.changed:
+        return backup if backup.exists() else None
+    if plan.installing:
+        manifest = _load_manifest(plan.manifest_path)
+        if plan.keep_backup and not manifest:
+            # The first install keeps the user's own file; later installs must not overwrite it with ours.
+            if plan.before is not None:
+                write_atomic(backup, plan.before, mode=file_mode(plan.path))
+            manifest = {"schema_version": 1, "original_existed": plan.before is not None}
+        after = plan.after or b""
+        write_atomic(plan.path, after, mode=file_mode(plan.path))
+        if plan.keep_backup:
+            manifest["installed_sha256"] = digest(after)
+            write_atomic(plan.manifest_path, dump_json_object(manifest))
+        return backup if backup.exists() else None
+    if plan.after is None:
+        plan.path.unlink(missing_ok=True)
+    else:
+        write_atomic(plan.path, plan.after, mode=file_mode(plan.path))
+    for leftover in (plan.manifest_path, backup):
+        leftover.unlink(missing_ok=True)
+    return None

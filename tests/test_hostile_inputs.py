@@ -1,0 +1,551 @@
+"""Hostile inputs (round two): links leaving a packed repository, special files, huge numbers,
+writes onto devices and links, unbounded reads. Each test fails on the code before the fix."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from canaries import bare_tokens, canaries
+from canary_paths import needles
+from ctxhealth.atomic import write_atomic
+from ctxhealth.cli.main import cli
+from ctxhealth.redact import redact
+from ctxhealth.sources import read_session, read_sessions
+from hostile_cases import TURNS, claude_transcript, write_jsonl
+from pack_repo import write_repo
+
+SECRET_WORD = "zqxwvulnerablesecretword"
+
+
+def _outside_secret(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    key = outside / "id_rsa"
+    key.write_text(f"def login_key():\n    return '{SECRET_WORD}'\n")
+    (outside / "dir").mkdir()
+    (outside / "dir" / "leak.py").write_text(f"LEAK = '{SECRET_WORD}'\n")
+    return outside
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+@pytest.mark.parametrize("kind", ["committed", "untracked", "no-git"])
+def test_pack_never_reads_through_a_link_leaving_the_repository(
+    tmp_path: Path, kind: str, _isolated_home: Path
+) -> None:
+    outside = _outside_secret(tmp_path)
+    repo = write_repo(tmp_path / "repo")
+    if kind != "no-git":
+        _git(repo, "init", "-q")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", "init")
+    (repo / "login_key.py").symlink_to(outside / "id_rsa")
+    (repo / "linked").symlink_to(outside / "dir")
+    (repo / "inside_link.py").symlink_to(repo / "billing" / "tax.py")
+    if kind == "committed":
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", "links")
+    result = CliRunner().invoke(
+        cli, ["pack", str(repo), "--task", f"fix login key {SECRET_WORD}", "--budget", "20000", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads(result.stdout)
+    assert SECRET_WORD not in json.dumps([f for f in manifest["files"]])
+    skipped = {row["path"]: row["reason"] for row in manifest["excluded"]}
+    assert "leaving the repository" in skipped["login_key.py"]
+    assert "leaving the repository" in skipped["linked"]
+    # a link that stays inside the repository is read like any file
+    assert "leaving" not in skipped.get("inside_link.py", "")
+    payload = CliRunner().invoke(
+        cli, ["pack", str(repo), "--task", "fix login key leak", "--budget", "20000"]
+    )
+    assert payload.exit_code == 0, payload.output
+    assert SECRET_WORD not in payload.stdout
+    for file in (_isolated_home / "pack-index").rglob("*"):
+        if file.is_file():
+            assert SECRET_WORD.encode() not in file.read_bytes(), file
+
+
+def test_pack_skips_fifos_and_devices_in_a_folder(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    os.mkfifo(repo / "pipe.py")
+    (repo / "zero.py").symlink_to("/dev/zero")
+    result = CliRunner().invoke(cli, ["pack", str(repo), "--task", "pipe zero", "--budget", "5000", "--json"])
+    assert result.exit_code == 0, result.output
+    skipped = {row["path"]: row["reason"] for row in json.loads(result.stdout)["excluded"]}
+    assert "not a regular file" in skipped["pipe.py"]
+    assert "zero.py" in skipped
+
+
+# ------------------------------------------------------------------ 2: redaction with no holes
+
+
+@pytest.mark.parametrize("name", sorted(bare_tokens()))
+def test_every_key_format_is_redacted_as_a_bare_token(name: str) -> None:
+    token = bare_tokens()[name]
+    clean = redact(token)
+    assert clean != token and "[REDACTED:" in clean
+    for needle in needles(token):
+        assert needle.decode() not in clean, (name, clean)
+
+
+def test_prose_cookie_and_url_forms_are_redacted() -> None:
+    for name in ("aws-secret-prose", "cookie-header", "redis-no-user", "azure-sas-url", "sentry-dsn"):
+        text, secret = canaries()[name]
+        assert secret not in redact(text), name
+    # prose that merely names a secret stays as it is
+    for text in ("the token expired yesterday", "secret key for 8 users", "max_tokens 4096"):
+        assert redact(text) == text
+
+
+def _transcript_with_every_secret(path: Path) -> Path:
+    lines = claude_transcript(3)
+    everything = "\n".join(text for text, _ in canaries().values())
+    lines[0]["message"] = {"role": "user", "content": "Deploy it. Notes:\n" + everything}
+    lines[-1]["message"]["content"] = [{"type": "text", "text": "Using " + everything}]
+    return write_jsonl(path, lines)
+
+
+def _leaks(blob: str | bytes) -> list[str]:
+    data = blob.encode() if isinstance(blob, str) else blob
+    return [name for name, (_, secret) in canaries().items() if any(n in data for n in needles(secret))]
+
+
+def test_report_check_json_and_watch_redact_by_default(tmp_path: Path) -> None:
+    transcript = _transcript_with_every_secret(tmp_path / "s.jsonl")
+    runner = CliRunner()
+    report = tmp_path / "r.html"
+    done = runner.invoke(cli, ["report", str(transcript), "-o", str(report)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert _leaks(report.read_bytes()) == []
+    checked = runner.invoke(cli, ["check", str(transcript), "--json"], catch_exceptions=False)
+    assert checked.exit_code in (0, 1) and _leaks(checked.stdout) == []
+    watched = runner.invoke(cli, ["watch", str(transcript), "--once"], catch_exceptions=False)
+    assert watched.exit_code == 0 and _leaks(watched.stdout) == []
+    # --no-redact shows the text as it is (the report holds the transcript's words)
+    raw = tmp_path / "raw.html"
+    runner.invoke(cli, ["report", str(transcript), "-o", str(raw), "--no-redact"], catch_exceptions=False)
+    assert _leaks(raw.read_bytes())
+
+
+def test_the_proxy_ledger_holds_no_secret_and_no_secret_session_id(tmp_path: Path) -> None:
+    from ctxhealth.integrations.guard import Guard, LedgerStore, Mode
+    from ctxhealth.integrations.wire import ApiStyle
+
+    everything = "\n".join(text for text, _ in canaries().values())
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 100,
+        "system": "You deploy services.",
+        "messages": [
+            {"role": "user", "content": "Deploy it. Notes:\n" + everything},
+            {"role": "assistant", "content": "Using " + everything},
+            {"role": "user", "content": "continue " + everything},
+        ],
+    }
+    secret_id = bare_tokens()["anthropic"]
+    store = LedgerStore(tmp_path)
+    guard = Guard(Mode.ADVISE, store=store)
+    for headers in ({}, {"x-ctxhealth-session": secret_id}):
+        guard.plan(ApiStyle.ANTHROPIC_MESSAGES, json.dumps(body).encode(), headers)
+    status = json.dumps(guard.status())
+    guard.flush()
+    store.close()
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert on_disk, "the ledger was written"
+    assert _leaks(on_disk) == []
+    assert _leaks(on_disk.lower()) == []  # the drift word list is lower-cased
+    assert secret_id not in status and secret_id.encode() not in on_disk
+
+
+# ------------------------------------------------------------------ 3: bad numbers cost their field
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        ('"input_tokens": 1005', '"input_tokens": 1' + "0" * 320),
+        ('"output_tokens": 10', '"output_tokens": NaN'),
+        ('"output_tokens": 10', '"output_tokens": -Infinity'),
+        ('"command": "make test7"', '"command": ' + "[" * 3000 + "]" * 3000),
+    ],
+    ids=["309-digits", "nan", "infinity", "3000-deep"],
+)
+def test_a_bad_value_costs_its_field_never_the_session(tmp_path: Path, damage: tuple[str, str]) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", claude_transcript())
+    text = path.read_text()
+    assert damage[0] in text
+    path.write_text(text.replace(damage[0], damage[1], 1))
+    session = read_session(path)
+    assert sum(1 for m in session.messages if m.role.value == "assistant") == TURNS
+    result = CliRunner().invoke(cli, ["check", str(path), "--json"], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    assert json.loads(result.stdout)["turns"] == TURNS
+
+
+def test_loads_keeps_the_rest_of_a_document_nested_too_deep() -> None:
+    from ctxhealth.sources.lines import loads
+
+    doc = loads(('{"a": ' + "[" * 3000 + '"x]\\""' + "]" * 3000 + ', "b": [1, NaN]}').encode())
+    assert doc["b"] == [1, None] and isinstance(doc["a"], list)
+
+
+# ------------------------------------------------------------------ 4: writes never destroy
+
+
+def test_write_atomic_writes_into_a_fifo_and_through_a_link(tmp_path: Path) -> None:
+    import threading
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    deadline = 50
+    while deadline and not got:
+        try:
+            write_atomic(fifo, "payload")
+            break
+        except OSError:  # the reader has not opened its end yet
+            deadline -= 1
+            threading.Event().wait(0.05)
+    reader.join(5)
+    assert fifo.is_fifo() and got == [b"payload"]
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text("{}")
+    link = tmp_path / "settings.json"
+    link.symlink_to(real)
+    write_atomic(link, '{"a": 1}')
+    assert link.is_symlink() and real.read_text() == '{"a": 1}'
+    with pytest.raises(IsADirectoryError):
+        write_atomic(tmp_path, "x")
+
+
+def test_report_output_rules(tmp_path: Path) -> None:
+    transcript = write_jsonl(tmp_path / "s.jsonl", claude_transcript(3))
+    runner = CliRunner()
+    missing = tmp_path / "no-such-folder" / "r.html"
+    done = runner.invoke(cli, ["report", str(transcript), "-o", str(missing)], catch_exceptions=False)
+    assert done.exit_code == 4 and not missing.parent.exists()
+    assert "no-such-folder" in done.stderr and "Traceback" not in done.output
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    done = runner.invoke(cli, ["report", str(transcript), "-o", str(folder)], catch_exceptions=False)
+    assert done.exit_code == 4 and folder.is_dir()
+    done = runner.invoke(cli, ["report", str(transcript), "-o", "-"], catch_exceptions=False)
+    assert done.exit_code == 0 and "<html" in done.stdout.lower()
+
+
+# ------------------------------------------------------------------ 5: crash-safe fleet store
+
+
+def _job_options() -> Any:
+    from ctxhealth.accounting.registry import ModelRegistry
+    from ctxhealth.fleet.jobs import JobOptions
+    from ctxhealth.policy.profile import default_profile
+
+    return JobOptions(ModelRegistry.default(), default_profile())
+
+
+def test_fleet_duckdb_is_private_and_one_run_is_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("duckdb")
+    from ctxhealth.fleet import run as fleet_run
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for n in range(6):
+        write_jsonl(folder / f"s{n}.jsonl", claude_transcript(3, session=f"s{n}"))
+    out = tmp_path / "f.duckdb"
+    first = fleet_run.run_fleet([folder], out, _job_options(), jobs=1)
+    assert first.sessions == 6 and out.stat().st_mode & 0o777 == 0o600
+    # a run that dies after its first batch leaves the store exactly as it was
+    for n in range(6):
+        write_jsonl(folder / f"s{n}.jsonl", claude_transcript(4, session=f"s{n}"))
+    real = fleet_run._local
+
+    def dying(*args: object, **kwargs: object) -> object:
+        stream = real(*args, **kwargs)  # type: ignore[arg-type]
+        yield next(stream)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fleet_run, "_local", dying)
+    with pytest.raises(KeyboardInterrupt):
+        fleet_run.run_fleet([folder], out, _job_options(), jobs=6, full=True)
+    monkeypatch.setattr(fleet_run, "_local", real)
+    import duckdb
+
+    with duckdb.connect(str(out), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM sessions").fetchone() == (6,)
+        assert con.execute("SELECT max(turns) FROM sessions").fetchone() == (3,)
+
+
+@pytest.mark.parametrize("suffix", [".duckdb", ".parquet"])
+def test_a_second_fleet_run_on_one_store_is_refused(tmp_path: Path, suffix: str) -> None:
+    pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    from ctxhealth.errors import EnvironmentProblem
+    from ctxhealth.fleet.store import open_store
+
+    out = tmp_path / f"f{suffix}"
+    holder = open_store(out)
+    try:
+        with pytest.raises(EnvironmentProblem, match="another ctxhealth fleet run"):
+            open_store(out)
+    finally:
+        holder.close()
+    open_store(out).close()  # free again once the first run ends
+
+
+# ------------------------------------------------------------------ 6: one bad parentUuid
+
+
+@pytest.mark.parametrize("damage", ["number", "missing", "misspelled", "unknown"])
+def test_one_bad_parent_link_never_cuts_the_session(tmp_path: Path, damage: str) -> None:
+    lines = claude_transcript()
+    line = lines[15]
+    if damage == "number":
+        line["parentUuid"] = 12345
+    elif damage == "missing":
+        del line["parentUuid"]
+    elif damage == "misspelled":
+        line["parentUUID"] = line.pop("parentUuid")
+    else:
+        line["parentUuid"] = "no-such-uuid"
+    session = read_session(write_jsonl(tmp_path / "s.jsonl", lines))
+    assert sum(1 for m in session.messages if m.role.value == "assistant") == TURNS
+    assert any("continues from the line before" in w.reason for w in session.warnings)
+
+
+# ------------------------------------------------------------------ 7: bounded reads
+
+
+def test_a_gzip_bomb_stops_at_the_size_cap_with_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxhealth.errors import TranscriptError
+
+    monkeypatch.setenv("CTXHEALTH_MAX_INPUT_BYTES", str(1 << 20))
+    path = tmp_path / "bomb.jsonl.gz"
+    path.write_bytes(gzip.compress(b" " * (8 << 20)))
+    with pytest.raises(TranscriptError, match="more than 1,048,576 bytes") as caught:
+        read_session(path)
+    assert "CTXHEALTH_MAX_INPUT_BYTES" in caught.value.hint
+    plain = tmp_path / "big.jsonl"
+    plain.write_bytes(b" " * (2 << 20))
+    with pytest.raises(TranscriptError, match="size limit"):
+        read_session(plain)
+
+
+def test_every_member_of_a_concatenated_gzip_is_read(tmp_path: Path) -> None:
+    text = "".join(json.dumps(line) + "\n" for line in claude_transcript()).encode()
+    cut = text.index(b"\n", len(text) // 3) + 1
+    path = tmp_path / "s.jsonl.gz"
+    path.write_bytes(gzip.compress(text[:cut]) + gzip.compress(text[cut:]))
+    session = read_session(path)
+    assert sum(1 for m in session.messages if m.role.value == "assistant") == TURNS
+
+
+def test_fifos_are_refused_at_once_on_every_input_path(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_jsonl(folder / "s.jsonl", claude_transcript(3))
+    os.mkfifo(folder / "p.jsonl")
+    skipped: list[str] = []
+    sessions = list(read_sessions([folder], on_skip=lambda s: skipped.append(s.reason)))
+    assert len(sessions) == 1 and any("FIFO" in r for r in skipped)
+    from ctxhealth.fleet.files import discover
+    from ctxhealth.fleet.jobs import analyse_file
+
+    outcomes = [analyse_file(e, _job_options()) for e in discover([folder])]
+    assert sorted(o.status for o in outcomes) == ["ok", "skipped"]
+    fifo = tmp_path / "task.fifo"
+    os.mkfifo(fifo)
+    repo = write_repo(tmp_path / "repo")
+    runner = CliRunner()
+    for args in (
+        ["pack", str(repo), "--task-file", str(fifo), "--budget", "2000"],
+        ["pack", str(repo), "--task", "x", "--errors", str(fifo), "--budget", "2000"],
+        ["state", "checkpoint", "--root", str(tmp_path / "root"), "--update", str(fifo)],
+    ):
+        done = runner.invoke(cli, args, catch_exceptions=False)
+        assert done.exit_code in (2, 3) and "FIFO" in done.output, (args, done.output)
+
+
+# ------------------------------------------------------------------ 8: hooks
+
+
+def _hook(event: str, home: Path, transcript: Path, **extra: object) -> subprocess.CompletedProcess[bytes]:
+    body = {"hook_event_name": event, "session_id": "s", "transcript_path": str(transcript), **extra}
+    return subprocess.run(
+        [sys.executable, "-m", "ctxhealth.cli.hook", event],
+        input=json.dumps(body).encode(),
+        capture_output=True,
+        env={**os.environ, "CTXHEALTH_HOME": str(home)},
+        timeout=30,  # a hook that blocks fails the test
+    )
+
+
+@pytest.mark.parametrize("damage", ["fifo-tail-cache", "foreign-ledger"])
+def test_hooks_do_their_work_when_their_own_files_are_damaged(tmp_path: Path, damage: str) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    home = tmp_path / "home"
+    home.mkdir()
+    if damage == "foreign-ledger":
+        (home / "ledger.db").write_bytes(b"not a database at all " * 64)
+    else:
+        assert _hook("UserPromptSubmit", home, transcript, prompt="go").returncode == 0
+        for cache in (home / "claude-code" / "tails").glob("*.json"):
+            cache.unlink()
+            os.mkfifo(cache)
+    assert _hook("UserPromptSubmit", home, transcript, prompt="go").returncode == 0
+    compact = _hook("PreCompact", home, transcript, trigger="auto")
+    assert compact.returncode == 0
+    assert json.loads(compact.stdout)["systemMessage"].startswith("ctxhealth: checkpoint saved"), compact
+    start = _hook("SessionStart", home, transcript, source="compact")
+    assert start.returncode == 0
+    assert "fix the parser" in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+# ------------------------------------------------------------------ 9: proxy
+
+
+def test_proxy_upstream_credentials_are_never_shown() -> None:
+    pytest.importorskip("aiohttp")
+    from ctxhealth.integrations.proxy.config import ProxyConfig
+
+    config = ProxyConfig(upstream="http://user:" + "pw" + "Secret9@127.0.0.1:9/v1", host="0.0.0.0")
+    assert "pwSecret9" not in config.shown_upstream and config.shown_upstream.startswith("http://user:")
+    assert config.upstream_base == "http://127.0.0.1:9/v1"
+    assert config.upstream_auth is not None and config.upstream_auth.startswith("Basic ")
+    assert config.exposed and not ProxyConfig(upstream="http://x").exposed
+
+
+# ------------------------------------------------------------------ 10: one error path
+
+
+def test_write_failures_and_ctrl_c_have_clean_exit_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxhealth.cli import report as report_cmd
+
+    transcript = write_jsonl(tmp_path / "s.jsonl", claude_transcript(3))
+    under_a_file = tmp_path / "s.jsonl" / "r.html"
+    for args in (
+        ["report", str(transcript), "-o", str(under_a_file)],
+        [
+            "pack",
+            str(write_repo(tmp_path / "repo")),
+            "--task",
+            "x",
+            "--budget",
+            "2000",
+            "-o",
+            str(under_a_file),
+        ],
+    ):
+        done = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert done.exit_code == 4 and "error" in done.stderr, (args, done.output)
+
+    def interrupted(*args: object, **kwargs: object) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_cmd, "_render", interrupted)
+    out = tmp_path / "r.html"
+    done = CliRunner().invoke(cli, ["report", str(transcript), "-o", str(out)], catch_exceptions=False)
+    assert done.exit_code == 130 and not out.exists()
+
+
+def test_doctor_fails_a_home_that_is_a_file_and_audit_suggests_no_missing_option(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.write_text("x")
+    done = CliRunner().invoke(cli, ["doctor"], env={"CTXHEALTH_HOME": str(home)}, catch_exceptions=False)
+    assert "not a folder" in done.output and "[ok  ] home" not in done.output
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(bytes(range(256)) * 8)
+    done = CliRunner().invoke(cli, ["audit", str(junk)], catch_exceptions=False)
+    assert "pass --format" not in done.output
+
+
+def test_proxy_answers_408_to_a_client_that_stalls_mid_body(tmp_path: Path) -> None:
+    pytest.importorskip("aiohttp")
+    import anyio
+    import httpx
+
+    from ctxhealth.integrations.proxy.app import create_app
+    from ctxhealth.integrations.proxy.config import ProxyConfig
+
+    app = create_app(ProxyConfig(upstream="http://127.0.0.1:9", body_timeout=0.2))
+
+    async def stalled() -> Any:
+        yield b'{"model": "claude-sonnet-4-5", '
+        await anyio.sleep(5)
+        yield b'"messages": []}'
+
+    async def send() -> int:
+        transport = httpx.ASGITransport(app=app)
+        with anyio.fail_after(4):
+            async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+                response = await client.post("/v1/messages", content=stalled())
+                return response.status_code
+
+    assert anyio.run(send) == 408
+
+
+def test_a_bad_field_in_a_state_update_is_blamed_on_the_update(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["state", "ensure", "--root", str(root), "--goal", "ship it"]).exit_code == 0
+    update = tmp_path / "u.json"
+    update.write_text('{"completed_steps": "not a list"}')
+    done = runner.invoke(cli, ["state", "checkpoint", "--root", str(root), "--update", str(update)])
+    assert done.exit_code == 3
+    assert "the update's field `completed_steps`" in done.stderr
+    assert "task-state.json" not in done.stderr and "state archive" not in done.stderr
+
+
+def test_install_apply_writes_through_a_symlinked_settings_file(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "settings.json"
+    real.write_text('{"theme": "dark"}\n')
+    claude = tmp_path / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").symlink_to(real)
+    runner = CliRunner()
+    done = runner.invoke(cli, ["install", "claude-code", "--claude-dir", str(claude), "--apply"])
+    assert done.exit_code == 0, done.output
+    assert (claude / "settings.json").is_symlink()
+    written = json.loads(real.read_text())
+    assert written["theme"] == "dark" and "hooks" in written
+
+
+def test_a_309_digit_count_never_stops_the_hooks(tmp_path: Path) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    transcript.write_text(
+        transcript.read_text().replace('"input_tokens": 1005', '"input_tokens": 1' + "0" * 320)
+    )
+    home = tmp_path / "home"
+    compact = _hook("PreCompact", home, transcript, trigger="auto")
+    assert compact.returncode == 0 and compact.stderr == b"", compact.stderr
+    assert json.loads(compact.stdout)["systemMessage"].startswith("ctxhealth: checkpoint saved")
