@@ -59,7 +59,7 @@ def test_codex_session_meta_gives_system_prompt_and_cwd() -> None:
     session = read_session(CODEX / "tools-resume" / "rollout.jsonl")
     assert session.messages[0].role is Role.SYSTEM
     assert session.messages[0].text.startswith("You are Codex")
-    assert session.cwd == "/tmp/conformance/work"
+    assert session.cwd == "/tmp/conformance/project"
     assert session.instruction.startswith("Fix it.")
 
 
@@ -141,7 +141,7 @@ def test_audit_names_a_codex_session_by_the_directory_it_ran_in() -> None:
     done = CliRunner().invoke(cli, ["audit", "--json", str(CODEX / "tools-resume" / "rollout.jsonl")])
     totals = json.loads(done.stdout.splitlines()[-1])
     projects = next(v for k, v in _walk(totals) if k == "by_project")
-    assert list(projects) == ["work"]  # session_meta.cwd, not the rollout's date folder
+    assert list(projects) == ["project"]  # session_meta.cwd, not the rollout's date folder
 
 
 def _walk(value: object) -> list[tuple[str, object]]:
@@ -151,3 +151,55 @@ def _walk(value: object) -> list[tuple[str, object]]:
             found.append((key, item))
             found.extend(_walk(item))
     return found
+
+
+def test_check_says_a_compaction_summary_is_encrypted_not_empty() -> None:
+    figures = check_json(CODEX / "compaction-default-provider" / "rollout.jsonl")
+    assert [c.get("summary") for c in figures["compactions"]] == ["encrypted"]
+    local = check_json(CODEX / "compaction-custom-provider" / "rollout.jsonl")
+    assert [c.get("summary") for c in local["compactions"]] == [None]
+
+
+def test_a_recovered_codex_request_keeps_the_system_prompt() -> None:
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    rollout = CODEX / "tools-resume" / "rollout.jsonl"
+    done = CliRunner().invoke(
+        cli, ["recover", "--strategy", "restart", "--format", "openai", "--json", str(rollout)]
+    )
+    assert done.exit_code == 0, done.output
+    first = json.loads(done.stdout)["messages"][0]
+    meta = json.loads(rollout.open().readline())["payload"]["base_instructions"]["text"]
+    assert first["role"] == "system" and first["content"].startswith(meta[:200])
+
+
+def test_gemini_error_and_cancelled_statuses_are_failures(tmp_path: Path) -> None:
+    header = {"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"}
+    calls = [
+        {"id": f"c{k}", "name": "run_shell_command", "args": {"command": "make"}, "status": status}
+        for k, status in enumerate(("error", "cancelled", "success"))
+    ]
+    calls[0]["result"] = [
+        {"functionResponse": {"id": "c0", "name": "run_shell_command", "response": {"error": "x"}}}
+    ]
+    calls[2]["result"] = [
+        {"functionResponse": {"id": "c2", "name": "run_shell_command", "response": {"output": "ok"}}}
+    ]
+    records = [
+        header,
+        {"id": "u1", "timestamp": "t", "type": "user", "content": [{"text": "build it"}]},
+        {
+            "id": "g1",
+            "timestamp": "t",
+            "type": "gemini",
+            "content": "",
+            "model": "gemini-2.5-pro",
+            "toolCalls": calls,
+        },
+    ]
+    path = tmp_path / "session-2026-01-01T00-00-abcdef12.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    session = read_session(path)
+    assert [r.is_error for m in session.messages for r in m.tool_results] == [True, True, False]

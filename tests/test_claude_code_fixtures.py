@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.fill import account_session
+from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.cli.main import cli
+from ctxhealth.model import Usage
 from ctxhealth.sources.claude_code.session import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agents" / "claude-code-2.1.332"
@@ -38,7 +41,9 @@ def check_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]
 
 
 def test_there_are_fixtures() -> None:
-    assert {"print", "continue", "compact", "compact-after-hook", "subagent", "failing"} <= set(NAMES)
+    assert {"print", "continue", "compact", "compact-after-hook", "subagent", "failing", "thinking"} <= set(
+        NAMES
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -88,6 +93,42 @@ def test_ctxhealths_own_notes_are_recognised(capsys: pytest.CaptureFixture[str])
     report = check_json(FIXTURES / "interactive.jsonl", capsys)
     assert report["injected_context"] == {"notes": 2, "ctxhealth": 2}
     assert "injected_context" not in check_json(FIXTURES / "print.jsonl", capsys)
+
+
+def test_thinking_tokens_are_the_reasoning_tokens() -> None:
+    session = parse((FIXTURES / "thinking.jsonl").read_bytes(), "x")
+    reasoning = [m.usage.reasoning_tokens for m in session.messages if m.usage is not None]
+    assert reasoning == [r["usage"]["thinking_tokens"] for r in truth("thinking") if r["kind"] == "main"]
+    assert any(reasoning)
+
+
+def test_the_cost_gap_is_the_compactions_request(capsys: pytest.CaptureFixture[str]) -> None:
+    """A model both price tables know: ours is what the transcript keeps; the gap to Claude Code's own
+    total is the price of the compaction's request, which no transcript keeps."""
+    prices = ModelRegistry.default().lookup("claude-sonnet-4-5").prices
+    assert prices is not None
+
+    def cost(kind: str) -> float:
+        requests = [r["usage"] for r in truth("cost") if r["kind"] == kind]
+        return sum(
+            usage_cost(
+                Usage(
+                    u["input_tokens"],
+                    u["output_tokens"],
+                    u["cache_creation_input_tokens"],
+                    u["cache_read_input_tokens"],
+                ),
+                prices,
+            )
+            for u in requests
+        )
+
+    report = check_json(FIXTURES / "cost.jsonl", capsys)
+    assert report["cost_usd"] == pytest.approx(cost("main"), abs=1e-6)
+    assert report["cost_not_in_transcript_usd"] == pytest.approx(cost("compact"), rel=1e-2)
+    assert report["agent_cost_usd"] == round(cost_state("cost")["totalCostUSD"], 6)
+    text = CliRunner().invoke(cli, ["check", str(FIXTURES / "cost.jsonl")]).stdout
+    assert "not in the transcript (compaction, ...)" in text
 
 
 def cost_state(name: str) -> dict[str, Any]:

@@ -450,14 +450,12 @@ def test_the_next_writer_removes_temp_files_a_killed_writer_left(tmp_path: Path)
     assert counters is not None and counters.tool_calls == 2
 
 
-# -- watch on what is not a Claude Code transcript -------------------------------------------------
+# -- watch on what it cannot follow -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("content", "what"),
     [
-        (FIXTURE_CODEX, "a Codex CLI rollout"),
-        (b'[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]', "OpenAI"),
         (b"\x1f\x8b\x08\x00junk", "gzip"),
         (b"\x00\x01\x02 binary junk \xff", "unrecognised content"),
     ],
@@ -471,7 +469,26 @@ def test_watch_says_what_a_file_is_and_what_it_supports(tmp_path: Path, content:
     path.write_bytes(content)
     done = CliRunner().invoke(cli, ["watch", "--once", str(path)])
     assert done.exit_code == 3
-    assert what in done.output and "follows Claude Code JSONL transcripts" in done.output
+    assert what in done.output and "follows any transcript ctxhealth reads" in done.output
+
+
+@pytest.mark.parametrize(
+    ("content", "shown"),
+    [
+        (FIXTURE_CODEX, "(codex)"),
+        (b'[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]', "(openai-chat)"),
+    ],
+)
+def test_watch_follows_other_agents_formats(tmp_path: Path, content: bytes, shown: str) -> None:
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(content)
+    done = CliRunner().invoke(cli, ["watch", "--once", str(path)])
+    assert done.exit_code == 0, done.output
+    assert shown in done.output
 
 
 def test_watch_refuses_a_fifo_at_once_and_follows_an_empty_new_session(tmp_path: Path) -> None:

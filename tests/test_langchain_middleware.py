@@ -91,3 +91,66 @@ def test_advise_adds_a_note_to_the_request_only() -> None:
     assert isinstance(note, HumanMessage) and str(note.content).startswith("[CTXHEALTH -- WARN]")
     assert not any("CTXHEALTH" in str(m.content) for m in messages)  # the state keeps no note
     assert not any("CTXHEALTH" in str(m.content) for m in seen[3])  # once per episode
+
+
+def long_loop(fills: list[int], texts: list[str] | None = None) -> tuple[CtxHealthMiddleware, Any, list[Any]]:
+    """An enforcing ``create_agent`` loop over scripted replies; each call reads another file."""
+    script = []
+    for i, fill in enumerate(fills):
+        calls = [{"id": f"call_{i}", "name": "read_file", "args": {"path": f"src/m{i}.py"}}]
+        script.append(
+            AIMessage(
+                content=texts[i] if texts else f"Reading src/m{i}.py for the failing parser test, step {i}.",
+                tool_calls=calls if i < len(fills) - 1 else [],
+                usage_metadata={"input_tokens": fill, "output_tokens": 40, "total_tokens": fill + 40},
+                response_metadata={"model_name": "claude-sonnet-4-5"},
+            )
+        )
+    model = ScriptedModel(messages=iter(script), seen=[])
+    middleware = CtxHealthMiddleware("enforce")
+    agent = create_agent(model, [read_file], middleware=[middleware])
+    state = agent.invoke({"messages": [HumanMessage(INSTRUCTION)]}, {"recursion_limit": 1_000})
+    return middleware, state, model.seen
+
+
+def test_the_policy_counters_survive_the_middlewares_own_rewrites_over_a_long_loop() -> None:
+    fills = [5_000]
+    while len(fills) < 80:
+        fills += [130_000, 20_000, 21_000, 22_000, 23_000]  # the compact zone, then room again
+    middleware, _, seen = long_loop(fills[:80])
+    assert len(seen) == 80
+    assert len(middleware.threads) == 1  # one thread across truncations and restarts
+    thread = next(iter(middleware.threads.values()))
+    assert thread.resets == 0  # its own rewrites are known, not taken for someone else's edit
+    # two truncations, then restarts; after the third restart the circuit breaker truncates again
+    assert thread.actions.get("restart") == 3
+    assert thread.monitor.counters.restarts == 3
+    assert thread.monitor.counters.truncations > 2
+
+
+def test_re_anchor_messages_never_pile_up() -> None:
+    on = "Fix the failing parser test in src/parser.py: run the parser test suite again now."
+    off = "Meanwhile the garden hose and the tomato plants on the balcony need watering today. " * 25
+    texts = [on, off, off, on, on, off, off, on, off, off, off]
+    fills = [5_000] + [85_000 + i * 100 for i in range(1, len(texts))]
+    _, state, seen = long_loop(fills, texts)
+    assert any("[RE-ANCHOR" in str(m.content) for m in state["messages"])
+    for call in seen:
+        assert sum("[RE-ANCHOR" in str(m.content) for m in call) <= 1
+
+
+@pytest.mark.parametrize("mode", ["observe", "advise", "enforce"])
+def test_the_middleware_fails_open(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxhealth.monitor import Monitor
+
+    def broken(self: Monitor, message: Any, *, fill: int | None = None) -> Any:
+        raise RuntimeError("detector exploded")
+
+    monkeypatch.setattr(Monitor, "observe", broken)
+    script = [reply(i, f, call=i < 2) for i, f in enumerate([5_000, 130_000, 170_000])]
+    model = ScriptedModel(messages=iter(script), seen=[])
+    middleware = CtxHealthMiddleware(mode)
+    agent = create_agent(model, [read_file], middleware=[middleware])
+    state = agent.invoke({"messages": [HumanMessage(INSTRUCTION)]})
+    assert len(model.seen) == 3 and len(state["messages"]) == 1 + 2 * 2 + 1  # ran to the end, unchanged
+    assert middleware.errors and "detector exploded" in middleware.errors[-1]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxhealth.accounting.types import FillSource
+from ctxhealth.errors import UsageError
 from ctxhealth.model import (
     CompactionSummary,
     Format,
@@ -375,3 +376,56 @@ def test_snapshot_of_builds_the_same_snapshot_as_the_constructor() -> None:
     built = snapshot_of(*values)
     assert built == Snapshot(*values)
     assert tuple(getattr(built, f.name) for f in fields(Snapshot)) == values
+
+
+def test_observe_takes_a_message_dict_as_the_readme_shows() -> None:
+    m = Monitor(model="gpt-4o")
+    a = m.observe({"role": "user", "content": "Fix the failing parser test in src/parser.py."})
+    assert a.turn == 0 and m.index == 0
+    reply = {
+        "role": "assistant",
+        "content": "Reading it.",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "read", "arguments": '{"path": "src/parser.py"}'},
+            }
+        ],
+    }
+    assert m.observe(reply).turn == 1
+    blocks = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"}]}
+    m.observe(blocks)
+    assert m.index == 2 and m.failures.window  # the tool result was read as one
+    with pytest.raises(UsageError, match="not a message"):
+        m.observe({"content": "no role"})
+
+
+def test_a_pending_prompt_counts() -> None:
+    """A message list saved just before sending: its last message, a huge tool result, is part of the
+    prompt the next response will see, so it decides (it is not the 12 tokens of the last response)."""
+    messages = [
+        {"role": "user", "content": "Fix the parser bug in src/parser.py."},
+        {
+            "role": "assistant",
+            "content": "Reading the log.",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"cmd": "cat log"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "word " * 150_000},
+    ]
+    from ctxhealth.sources.messages import read_messages
+
+    m = Monitor(model="gpt-4o")
+    *head, last = read_messages(messages, format="openai").messages
+    for message in head:
+        m.observe(message)
+    a = m.observe(last)
+    assert a.fill > 150_000 and a.zone.value != "green" and a.action is not Action.CONTINUE
+    assert any("pending prompt" in r for r in a.reasons)
+    assert m.pressure.peak < 1_000  # the series of response fills is unchanged: no response saw it yet

@@ -280,7 +280,11 @@ def test_unreachable_upstream_is_an_api_error_and_logs_carry_no_secrets(tmp_path
     finally:
         log = proxy.stop()
     assert response.status_code == 502
-    assert response.json()["type"] == "error" and "unreachable" in response.json()["error"]["message"]
+    message = response.json()["error"]["message"]
+    assert response.json()["type"] == "error" and "unreachable" in message
+    # what happened, in words: no aiohttp object repr (ConnectionKey(...), <...>)
+    assert f"cannot connect to 127.0.0.1:{dead.rsplit(':', 1)[1]}" in message
+    assert "ConnectionKey" not in message and "<" not in message
     assert "POST /v1/messages session=" in log and "request body:" in log  # bodies only with --log-bodies
     assert "very-secret-key" not in log and "sk-proj-secret-token" not in log
 

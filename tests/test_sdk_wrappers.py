@@ -158,3 +158,21 @@ def test_wrap_refuses_an_unknown_mode_and_a_foreign_client() -> None:
         ch_anthropic.wrap(anthropic.Anthropic(api_key="k"), mode="enforcing")
     with pytest.raises(UsageError, match="cannot wrap"):
         ch_openai.wrap(object(), mode="observe")
+
+
+def test_the_wrapper_fails_open(upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxhealth.monitor import Monitor
+
+    def broken(self: Monitor, message: object, *, fill: int | None = None) -> object:
+        raise RuntimeError("detector exploded")
+
+    monkeypatch.setattr(Monitor, "observe", broken)
+    guard = Guard(Mode.ENFORCE)
+    client = ch_openai.wrap(
+        openai.OpenAI(base_url=upstream.url + "/v1", api_key="k", max_retries=0), guard=guard
+    )
+    messages = chat_history(3)
+    reply = client.chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
+    assert reply.choices  # the request went through
+    assert upstream.last("/v1/chat/completions").json()["messages"] == messages  # unchanged
+    assert guard.metrics.errors == 1

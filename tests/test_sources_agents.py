@@ -208,8 +208,8 @@ _AGENT_LOGS = sorted(
     str(p.relative_to(AGENTS))
     for p in AGENTS.rglob("*")
     if p.is_file()
-    and p.name != "projects.json"
-    and not p.name.endswith(("truth.json", ".meta.json"))  # the suite's truths, sub-agent metadata
+    and p.name not in ("truth.json", "projects.json")
+    and not p.name.endswith((".truth.json", ".meta.json"))
 )
 """Every agent fixture, and every log a real agent CLI wrote in the conformance suite (``<agent>-<ver>/``)."""
 

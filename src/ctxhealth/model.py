@@ -73,13 +73,14 @@ class ToolResult:
 class CompactionSummary:
     """The summary an agent injected when it compacted its context.
 
-    ``pre_tokens`` is the fill just before compaction when the log states it (Claude Code
-    ``compact_boundary.compactMetadata.preTokens``; the prompt of Codex's compaction request);
-    ``post_tokens`` the size of the compacted conversation (summary and kept messages, without the system
-    prompt and tool definitions) and ``dropped_tokens`` what the compactions of the session have dropped so
-    far, when the log states them (``postTokens``, ``cumulativeDroppedTokens``, Claude Code 2.1). ``usage``
-    is what the compaction's own model request cost, when the log has it apart from the turns (Codex
-    ``token_usage_record`` of the compaction response): it is priced with the session, never a turn.
+    ``pre_tokens`` is the fill just before compaction when the log states it
+    (Claude Code ``compact_boundary.compactMetadata.preTokens``; the prompt of Codex's compaction
+    request); ``post_tokens`` the size of the compacted conversation (summary and kept messages,
+    without the system prompt and tool definitions) and ``dropped_tokens`` what the compactions of
+    the session have dropped so far, when the log states them (``postTokens``,
+    ``cumulativeDroppedTokens``, Claude Code 2.1).
+    ``usage`` is what the compaction's own model request cost, when the log has it apart from the turns
+    (Codex ``token_usage_record`` of the compaction response): it is priced with the session, never a turn.
     ``encrypted`` is true when the agent kept the summary only in encrypted form (Codex with the OpenAI
     provider): ``text`` is then empty because the log holds no readable summary, not because it was empty.
     """
@@ -87,10 +88,10 @@ class CompactionSummary:
     text: str
     trigger: str | None = None
     pre_tokens: int | None = None
-    usage: Usage | None = None
-    encrypted: bool = False
     post_tokens: int | None = None
     dropped_tokens: int | None = None
+    usage: Usage | None = None
+    encrypted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,8 +222,8 @@ class Session:
     reported_fill: dict[int, int] = field(default_factory=dict)
     outcome: float | None = None
     task_id: str | None = None
-    cwd: str | None = None
     agent_cost_usd: float | None = None
+    cwd: str | None = None
     injected_context: tuple[InjectedContext, ...] = ()
 
     @property

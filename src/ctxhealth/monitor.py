@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.running import RunningFill
 from ctxhealth.accounting.types import FillSource, ModelInfo
+from ctxhealth.errors import UsageError
 from ctxhealth.model import Format, Message, Role, Session
 from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
 from ctxhealth.policy.profile import Profile, default_profile
@@ -298,9 +299,15 @@ class Monitor:
 
     # ------------------------------------------------------------------ observing
 
-    def observe(self, message: Message, *, fill: int | None = None) -> Assessment:
+    def observe(self, message: Message | Mapping[str, Any] | Any, *, fill: int | None = None) -> Assessment:
         """Assess the session after ``message``; ``fill`` is its turn's fill when the caller knows it
-        (a precomputed series, a log-level count): taken as reported."""
+        (a precomputed series, a log-level count): taken as reported.
+
+        ``message`` is a :class:`Message`, or one message as an agent holds it: an OpenAI Chat
+        Completions or Anthropic Messages dict (or SDK object), read by the same readers as files
+        (:func:`~ctxhealth.sources.messages.read_messages`)."""
+        if not isinstance(message, Message):
+            return self._observe_raw(message, fill)
         self.last = None
         if self._pending is not None:
             self._seal()
@@ -321,8 +328,10 @@ class Monitor:
             # the agent compacted its own history: that is the reset the turn count waits for
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
-        self.account.observe(message, fill)
+        turn = self.account.observe(message, fill)
         assessed_fill = self.account.fill
+        # a message after the latest response is part of the prompt about to be sent
+        pending = self.account.pending if not turn and fill is None else None
         usage = message.usage
         if assistant and usage is not None:
             self.output_tokens += usage.output_tokens
@@ -337,12 +346,33 @@ class Monitor:
                 self.hedges += count_folded(event.text, event.folded, event.runs)
         for detector in self._detectors:
             detector.update(event)
-        assessment = self._assess(index, assessed_fill)
+        assessment = self._assess(index, assessed_fill, pending)
         if assistant and self.counters.cooldown > 0:
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown - 1, c.steps)
         self.last = assessment
         return assessment
+
+    def _observe_raw(self, raw: Any, fill: int | None) -> Assessment:
+        from ctxhealth.sources.messages import plain, read_messages
+
+        item = plain(raw)
+        if not isinstance(item, dict) or not isinstance(item.get("role"), str):
+            raise UsageError(
+                f"cannot observe a {type(raw).__name__}: not a message",
+                hint="pass a ctxhealth Message or a message dict with a 'role' "
+                "(OpenAI Chat Completions or Anthropic Messages shape)",
+            )
+        session = read_messages([item], format=_message_format(item), name="<message>")
+        if not session.messages:
+            raise UsageError(
+                f"cannot observe the message {str(item)[:80]!r}",
+                hint="; ".join(w.reason for w in session.warnings) or "give it a role and content",
+            )
+        *head, last = session.messages
+        for message in head:
+            self.observe(message, fill=fill)
+        return self.observe(last, fill=fill)
 
     def _indicators_fired(self) -> list[str]:
         fired = self.indicators.fired()
@@ -350,11 +380,25 @@ class Monitor:
             fired.insert(0, "repeated tool calls")
         return fired
 
-    def _assess(self, index: int, fill: int) -> Assessment:
+    def _assess(self, index: int, fill: int, pending: int | None = None) -> Assessment:
+        """``pending``: the context with the messages since the latest response (the prompt about to
+        be sent); it decides when it reads a worse zone than the latest response's fill (a huge
+        tool result not sent yet), and is then the assessment's fill."""
         p = self.profile
         tracker = self.pressure
         fired = self.indicators.fired_count() + self.repetition.repeated_fired
         base_zone = tracker.zone
+        pressure = tracker.pressure
+        capacity = tracker.capacity
+        fill_source = self.fill_source
+        pending_reason: tuple[str, ...] = ()
+        if pending is not None and pending > fill:
+            pending_zone, pending_pressure = tracker.reading(pending)
+            if pending_zone.level > base_zone.level:
+                base_zone, pressure, fill = pending_zone, max(pressure, pending_pressure), pending
+                capacity = max(capacity, pending / tracker.usable)
+                fill_source = FillSource.ESTIMATED
+                pending_reason = (f"pending prompt ~{pending:,} tokens (messages since the latest response)",)
         zone = base_zone.raised() if fired >= p.indicators_to_raise_zone else base_zone
         scorer = self._scorer
         risk: float | None
@@ -365,12 +409,11 @@ class Monitor:
         failures = self.failures
         drift = self.drift
         cache = self.cache
-        pressure = tracker.pressure
         snapshot = snapshot_of(
             zone,
             pressure,
             fill,
-            tracker.capacity,
+            capacity,
             failures.rate,
             len(failures.window),
             drift.similarity,
@@ -383,7 +426,7 @@ class Monitor:
             cache.low_turns,
         )
         decision: Decision = decide(snapshot, self.counters, p)
-        reasons = decision.reasons
+        reasons = (*decision.reasons, *pending_reason)
         if zone is not base_zone:
             names = ", ".join(self._indicators_fired())
             reasons = (*reasons, f"zone raised {base_zone.value} → {zone.value}: {names}")
@@ -403,7 +446,7 @@ class Monitor:
             reasons,
             decision.rule,
             fill,
-            self.fill_source,
+            fill_source,
             self.info.id,
             signals,
             features,
@@ -561,6 +604,19 @@ class Monitor:
         if self.index == before or self.last is None:
             return self._assess(max(self.index, 0), self.fill)
         return self.last
+
+
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
+
+
+def _message_format(item: dict[str, Any]) -> str:
+    """``"anthropic"`` for a message with Anthropic-only content blocks, else ``"openai"``."""
+    content = item.get("content")
+    if isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content
+    ):
+        return "anthropic"
+    return "openai"
 
 
 RISK_DRIVERS = 3

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -233,12 +234,16 @@ class TmuxClaude:
                 pytest.fail(f"{reason}; {REQUIRE_ENV}=require")
             pytest.skip(reason)
         self.box = box
-        self.socket = str(box.home / "tmux.sock")
+        # a short socket path (a unix socket's path is limited to about 100 bytes)
+        self._socket_dir = tempfile.mkdtemp(prefix="cc-tmux-")
+        self.socket = os.path.join(self._socket_dir, "s")
         debug = box.home / f"debug-{len(list(box.home.glob('debug-*.log')))}.log"
+        self.debug = debug
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in box.env().items())
         argv = " ".join(shlex.quote(a) for a in [str(box.cli), *args, "--debug-file", str(debug)])
         command = f"cd {shlex.quote(str(box.project))} && exec env -i {env} {argv}"
         self._tmux("new-session", "-d", "-x", str(width), "-y", str(height), command)
+        self._tmux("set-option", "-t", "0", "remain-on-exit", "on")  # a CLI that exits leaves its screen
 
     def _tmux(self, *args: str) -> str:
         assert self.tmux is not None
@@ -250,7 +255,7 @@ class TmuxClaude:
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p")
 
-    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 30, what: str = "") -> str:
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 60, what: str = "") -> str:
         """The screen once ``predicate(screen)`` holds; fails the test with the screen after ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
@@ -258,7 +263,10 @@ class TmuxClaude:
             if predicate(screen):
                 return screen
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what or predicate}:\n{screen}")
+                log = self.debug.read_text("utf-8", errors="replace")[-3000:] if self.debug.exists() else ""
+                raise AssertionError(
+                    f"timed out waiting for {what or predicate}:\n{screen}\n--- debug log:\n{log}"
+                )
             time.sleep(0.2)
 
     def type(self, text: str) -> None:
@@ -269,6 +277,7 @@ class TmuxClaude:
 
     def close(self) -> None:
         self._tmux("kill-server")
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     def __enter__(self) -> TmuxClaude:
         return self

@@ -28,6 +28,7 @@ import json
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -66,6 +67,7 @@ Block = Text | Thinking | ToolUse
 class Reply:
     blocks: list[Block]
     stop_reason: str = ""
+    delay: float = 0.0  # seconds before the answer starts (a slow model, to type while it works)
 
     def stop(self) -> str:
         if self.stop_reason:
@@ -227,6 +229,12 @@ class PromptCache:
         }
 
 
+def thinking_tokens(reply: Reply) -> int:
+    """The part of the output that is thinking (reported as ``output_tokens_details.thinking_tokens``)."""
+    chars = sum(len(b.thinking) for b in reply.blocks if isinstance(b, Thinking))
+    return math.ceil(chars / 4)
+
+
 def output_tokens(reply: Reply) -> int:
     chars = 0
     for block in reply.blocks:
@@ -264,8 +272,9 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
 
     ``BASH: <command> xN`` runs the command with the Bash tool N times (one call per response), then
     answers ``DONE``. ``AGENT: <prompt>`` starts a sub-agent (the Agent tool) once. ``PAD: N`` makes the
-    answer N characters long (grows the transcript). ``THINK`` adds a thinking block. Anything else: a short
-    answer echoing the prompt. A sub-agent runs ``SUB <command> xN`` from its prompt, else ``echo sub`` once.
+    answer N characters long (grows the transcript). ``THINK`` adds a thinking block. ``SLOW: S`` waits S
+    seconds before answering (to type while the model works). Else a short answer echoing the prompt.
+    A sub-agent runs ``SUB <command> xN`` from its prompt, else ``echo sub`` once.
     """
     kind = request_kind(body, headers)
     if kind == "compact":
@@ -305,6 +314,7 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
             )
         )
         return Reply(blocks)
+    slow = re.search(r"SLOW: (\d+)", prompt)
     pad = re.search(r"PAD: (\d+)", prompt)
     words = " ".join(prompt.split()[:6])
     text = f"DONE. Answer to: {words}"
@@ -312,7 +322,7 @@ def default_scenario(body: JSON, headers: dict[str, str]) -> Reply:
         filler = "lorem ipsum dolor sit amet "
         text += "\n" + (filler * (int(pad.group(1)) // len(filler) + 1))[: int(pad.group(1))]
     blocks.append(Text(text))
-    return Reply(blocks)
+    return Reply(blocks, delay=float(slow.group(1)) if slow and since == 0 else 0.0)
 
 
 # ---------------------------------------------------------------- the log
@@ -416,8 +426,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         kind = request_kind(body, headers)
         reply = fake.scenario(body, headers)
+        if reply.delay:
+            time.sleep(reply.delay)
         usage = fake.cache.usage(body)
         usage["output_tokens"] = output_tokens(reply)
+        usage["thinking_tokens"] = thinking_tokens(reply)
         exchange = fake.record(path, headers, body, kind, usage, reply)
         message_id = f"msg_fake{exchange.index:04d}"
         for n, block in enumerate(reply.blocks):
@@ -463,6 +476,7 @@ def _usage_json(usage: JSON, output: int) -> JSON:
             "ephemeral_1h_input_tokens": 0,
         },
         "output_tokens": output,
+        "output_tokens_details": {"thinking_tokens": usage.get("thinking_tokens", 0)},
         "service_tier": "standard",
     }
 
@@ -521,6 +535,7 @@ def sse_events(body: JSON, reply: Reply, usage: JSON, message_id: str) -> Iterat
         key: usage[key] for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     }
     final["output_tokens"] = usage["output_tokens"]
+    final["output_tokens_details"] = {"thinking_tokens": usage.get("thinking_tokens", 0)}
     delta = {"stop_reason": reply.stop(), "stop_sequence": None}
     yield "message_delta", {"type": "message_delta", "delta": delta, "usage": final}
     yield "message_stop", {"type": "message_stop"}

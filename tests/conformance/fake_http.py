@@ -13,9 +13,12 @@ said it charged.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -139,3 +142,94 @@ class FakeServer:
             handler.wfile.write(chunk.encode())
             handler.wfile.flush()
         handler.close_connection = True
+
+
+# --- a minimal WebSocket server side (RFC 6455: text messages, ping, close; no extensions) ------------
+
+_WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def serve_websocket(handler: BaseHTTPRequestHandler, headers: Mapping[str, str]) -> Iterator[Any]:
+    """Accept the upgrade, then yield each text message the client sends (decoded JSON, or the text)
+    until it closes."""
+    key = headers.get("sec-websocket-key", "")
+    accept = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest()).decode()
+    handler.send_response(101, "Switching Protocols")
+    handler.send_header("Upgrade", "websocket")
+    handler.send_header("Connection", "Upgrade")
+    handler.send_header("Sec-WebSocket-Accept", accept)
+    handler.end_headers()
+    handler.wfile.flush()
+    handler.close_connection = True
+    pieces: list[bytes] = []
+    while True:
+        frame = _read_frame(handler)
+        if frame is None:
+            return
+        fin, opcode, payload = frame
+        if opcode == 0x8:  # close
+            _send_frame(handler, 0x8, payload[:2])
+            return
+        if opcode == 0x9:  # ping
+            _send_frame(handler, 0xA, payload)
+            continue
+        if opcode in (0x1, 0x0):
+            pieces.append(payload)
+            if fin:
+                text = b"".join(pieces).decode("utf-8", "replace")
+                pieces = []
+                try:
+                    yield json.loads(text)
+                except ValueError:
+                    yield text
+
+
+def send_websocket_text(handler: BaseHTTPRequestHandler, text: str) -> None:
+    _send_frame(handler, 0x1, text.encode())
+
+
+def _read_exact(handler: BaseHTTPRequestHandler, n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        chunk = handler.rfile.read(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _read_frame(handler: BaseHTTPRequestHandler) -> tuple[bool, int, bytes] | None:
+    head = _read_exact(handler, 2)
+    if head is None:
+        return None
+    fin, opcode = bool(head[0] & 0x80), head[0] & 0x0F
+    masked, length = bool(head[1] & 0x80), head[1] & 0x7F
+    if length == 126:
+        raw = _read_exact(handler, 2)
+        if raw is None:
+            return None
+        (length,) = struct.unpack("!H", raw)
+    elif length == 127:
+        raw = _read_exact(handler, 8)
+        if raw is None:
+            return None
+        (length,) = struct.unpack("!Q", raw)
+    mask = _read_exact(handler, 4) if masked else b""
+    payload = _read_exact(handler, length) if length else b""
+    if payload is None or mask is None:
+        return None
+    if masked:
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return fin, opcode, payload
+
+
+def _send_frame(handler: BaseHTTPRequestHandler, opcode: int, payload: bytes) -> None:
+    length = len(payload)
+    if length < 126:
+        head = struct.pack("!BB", 0x80 | opcode, length)
+    elif length < 1 << 16:
+        head = struct.pack("!BBH", 0x80 | opcode, 126, length)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 127, length)
+    handler.wfile.write(head + payload)
+    handler.wfile.flush()

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .fake_http import Exchange, FakeServer, estimate_tokens
+from .fake_http import Exchange, FakeServer, estimate_tokens, send_websocket_text, serve_websocket
 
 REASONING = 7
 """Reasoning tokens every fake response reports."""
@@ -107,9 +107,14 @@ class FakeOpenAI(FakeServer):
     ``bash``).
     """
 
-    def __init__(self, *, text_fence: str = "mswea_bash_command", model: str = "gpt-5.5") -> None:
+    def __init__(
+        self, *, text_fence: str = "mswea_bash_command", model: str = "gpt-5.5", websocket: bool = True
+    ) -> None:
         super().__init__()
         self.text_fence = text_fence
+        self.websocket = websocket
+        self._contexts: dict[str, list[Any]] = {}
+        """Response id -> the items of its context and its output (for ``previous_response_id``)."""
         self.model = model
         self._previous_input: dict[str, str] = {}
         self._counter = 0
@@ -124,10 +129,12 @@ class FakeOpenAI(FakeServer):
         if path.endswith("/responses/compact"):
             self._compact(exchange, handler)
         elif path.endswith("/responses") and exchange.method == "GET":
-            # a WebSocket upgrade (Codex tries one first): refused, so it falls back to HTTPS
             exchange.kind = "other"
-            exchange.status = 404
-            self.send_json(handler, {"error": {"message": "no websocket here"}}, 404)
+            if self.websocket and exchange.headers.get("upgrade", "").lower() == "websocket":
+                self._websocket(exchange, handler)
+            else:  # refused: Codex falls back to HTTPS (after five retries)
+                exchange.status = 404
+                self.send_json(handler, {"error": {"message": "no websocket here"}}, 404)
         elif path.endswith("/responses"):
             self._responses(exchange, handler)
         elif path.endswith("/chat/completions"):
@@ -159,8 +166,38 @@ class FakeOpenAI(FakeServer):
     # --- Responses API ---------------------------------------------------------------------------
 
     def _responses(self, exchange: Exchange, handler: BaseHTTPRequestHandler) -> None:
+        self.send_sse(handler, self._response_stream(exchange))
+
+    def _websocket(self, upgrade: Exchange, handler: BaseHTTPRequestHandler) -> None:
+        """The Responses API over a WebSocket (what Codex uses with the OpenAI provider): each text
+        message ``{"type": "response.create", ...request}`` is one request, logged as its own exchange
+        (method ``WS``), answered with the same events as the SSE stream, one message each."""
+        for message in serve_websocket(handler, upgrade.headers):
+            request = dict(message) if isinstance(message, dict) else {}
+            if request.pop("type", None) != "response.create":
+                continue
+            exchange = Exchange("WS", upgrade.path, {}, upgrade.headers, request)
+            with self._lock:
+                self.log.append(exchange)
+            for _name, data in self._response_stream(exchange):
+                send_websocket_text(handler, json.dumps(data))
+
+    def _response_stream(self, exchange: Exchange) -> Iterator[tuple[str | None, Any]]:
+        """Answer a Responses request (logging what it took it for and what it reported).
+
+        A request naming ``previous_response_id`` (Codex over a WebSocket) sends only what is new: its
+        context is that response's context and output, then its ``input``. ``generate: false`` is a
+        warm-up (Codex's first WebSocket request): no output, nothing billed, kind ``warmup``.
+        """
         body = exchange.body if isinstance(exchange.body, dict) else {}
-        items = body.get("input") or []
+        previous = body.get("previous_response_id")
+        items = [*self._contexts.get(str(previous), []), *(body.get("input") or [])]
+        if body.get("generate") is False:
+            exchange.kind = "warmup"
+            response_id = self.next_id("resp")
+            self._contexts[response_id] = items
+            zero = {"input": 0, "cached": 0, "output": 0, "reasoning": 0}
+            return self._response_events(response_id, body.get("model") or self.model, [], zero)
         instructions = str(body.get("instructions") or "")
         conversation = str(body.get("prompt_cache_key") or exchange.headers.get("session_id") or "")
         prompt = json.dumps({"instructions": instructions, "tools": body.get("tools"), "input": items})
@@ -200,9 +237,8 @@ class FakeOpenAI(FakeServer):
         exchange.usage = usage
         exchange.answer = output
         response_id = self.next_id("resp")
-        self.send_sse(
-            handler, self._response_events(response_id, body.get("model") or self.model, output, usage)
-        )
+        self._contexts[response_id] = [*items, *output]
+        return self._response_events(response_id, body.get("model") or self.model, output, usage)
 
     def _message(self, text: str) -> dict[str, Any]:
         return {

@@ -9,17 +9,14 @@ fixture with ``CTXHEALTH_RECORD_FIXTURES=1``.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .agents import agent_or_skip, agent_version
 from .fake_gemini import FakeGemini
-from .truth import Truth, assert_matches, check_json, record, truth_of
+from .run_gemini import chat_of, gemini_prompt, write_settings
+from .truth import Truth, assert_matches, check_json, cli_version, record, recording, truth_of
 
 pytestmark = pytest.mark.conformance
 
@@ -33,51 +30,6 @@ def server() -> Iterator[FakeGemini]:
         yield fake
 
 
-def _settings(tmp_path: Path, *, compression: float | None = None) -> None:
-    settings: dict[str, object] = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-    }
-    if compression is not None:
-        settings["model"] = {"compressionThreshold": compression}
-    folder = tmp_path / "home" / ".gemini"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "settings.json").write_text(json.dumps(settings), "utf-8")
-
-
-def _gemini(tmp_path: Path, server: FakeGemini, *args: str) -> subprocess.CompletedProcess[str]:
-    exe = agent_or_skip("gemini")
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path / "home"),
-        "GEMINI_API_KEY": "fake-key",
-        "GOOGLE_GEMINI_BASE_URL": server.url,
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "NO_COLOR": "1",
-    }
-    done = subprocess.run(
-        [str(exe), "--yolo", "-m", MODEL, *args[:-1], "-p", args[-1]],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
-
-
-def _chat(tmp_path: Path) -> Path:
-    found = sorted((tmp_path / "home" / ".gemini" / "tmp").rglob("session-*.jsonl"))
-    assert len(found) == 1, found
-    return found[0]
-
-
 def _failures(server: FakeGemini) -> int:
     count = 0
     for exchange in server.exchanges("turn"):
@@ -89,20 +41,23 @@ def _failures(server: FakeGemini) -> int:
 
 
 def _finish(tmp_path: Path, server: FakeGemini, scenario: str) -> tuple[dict[str, object], Truth]:
-    chat = _chat(tmp_path)
+    chat = chat_of(tmp_path)
     truth = truth_of(
         server.log, MODEL, failures=_failures(server), logged=("turn",), compaction_fill="last_turn"
     )
-    version = agent_version(agent_or_skip("gemini")).split()[-1]
-    files = {"chat.jsonl": chat, "projects.json": tmp_path / "home" / ".gemini" / "projects.json"}
-    record("gemini", version, scenario, files, truth, scratch=tmp_path)
+    if recording():
+        files = {"chat.jsonl": chat, "projects.json": tmp_path / "home" / ".gemini" / "projects.json"}
+        record("gemini", cli_version("gemini"), scenario, files, truth, scratch=tmp_path)
     return check_json(chat, "--strict"), truth
 
 
 def test_tools(tmp_path: Path, server: FakeGemini) -> None:
-    _settings(tmp_path)
-    _gemini(
-        tmp_path, server, "Fix it.\nSTEP shell ls /nonexistent\nSTEP patch hello.txt hi there\nSTEP say done"
+    write_settings(tmp_path)
+    gemini_prompt(
+        tmp_path,
+        server,
+        MODEL,
+        "Fix it.\nSTEP shell ls /nonexistent\nSTEP patch hello.txt hi there\nSTEP say done",
     )
     figures, truth = _finish(tmp_path, server, "tools")
     assert truth.turns == 3 and truth.failures == 1
@@ -112,10 +67,17 @@ def test_tools(tmp_path: Path, server: FakeGemini) -> None:
 
 
 def test_compression_then_resume(tmp_path: Path, server: FakeGemini) -> None:
-    _settings(tmp_path, compression=0.013)
+    write_settings(tmp_path, compression=0.013)
     script = "Count.\nSTEP shell seq 1 2500\nSTEP shell seq 1 2500\nSTEP shell false\nSTEP say finished"
-    _gemini(tmp_path, server, script)
-    _gemini(tmp_path, server, "--resume", "latest", "Again.\nSTEP shell seq 1 2500\nSTEP say finished again")
+    gemini_prompt(tmp_path, server, MODEL, script)
+    gemini_prompt(
+        tmp_path,
+        server,
+        MODEL,
+        "--resume",
+        "latest",
+        "Again.\nSTEP shell seq 1 2500\nSTEP say finished again",
+    )
     figures, truth = _finish(tmp_path, server, "compression-resume")
     assert truth.compactions == 1
     assert_matches(figures, truth)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from .agents import REQUIRE_ENV
 from .fake_openai import FakeOpenAI
 from .truth import Truth, assert_matches, check_json, record, truth_of
 
@@ -30,10 +31,16 @@ MODES = ("toolcall", "text")
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[Path, FakeOpenAI, Path]]]:
     """Both modes, run by one process; mode -> (trajectory, server, scratch directory)."""
-    minisweagent = pytest.importorskip("minisweagent", reason="mini-swe-agent is in the test extra")
-    version = getattr(minisweagent, "__version__", "")
+    try:
+        import minisweagent
+    except ImportError:
+        minisweagent = None
+    version = getattr(minisweagent, "__version__", "") if minisweagent is not None else ""
     if not version.startswith("2."):
-        pytest.skip(f"mini-swe-agent {version} installed; this suite runs 2.x")
+        reason = f"mini-swe-agent 2.x not installed ({version or 'none'}; it is in the test extra)"
+        if os.environ.get(REQUIRE_ENV) == "require":
+            pytest.fail(f"{reason}; {REQUIRE_ENV}=require")
+        pytest.skip(reason)
     scratch = tmp_path_factory.mktemp("mini")
     servers = {mode: FakeOpenAI(model=MODEL) for mode in MODES}
     for server in servers.values():
@@ -53,6 +60,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[P
             [sys.executable, str(Path(__file__).with_name("run_mini.py")), json.dumps(jobs)],
             env=env,
             capture_output=True,
+            stdin=subprocess.DEVNULL,
             text=True,
             timeout=180,
             check=False,

@@ -13,6 +13,7 @@ explicit: fixtures never change as a side effect of a test run).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -30,6 +31,17 @@ from ctxhealth.model import Usage
 from .fake_http import Exchange
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
+
+
+@functools.cache
+def cli_version(name: str) -> str:
+    """The version of agent CLI ``name`` (its ``--version``'s last word), asked once per test run: a
+    node CLI takes seconds to start."""
+    from .agents import agent_or_skip, agent_version
+
+    return agent_version(agent_or_skip(name)).split()[-1]
+
+
 RECORD_ENV = "CTXHEALTH_RECORD_FIXTURES"
 
 
@@ -129,12 +141,17 @@ def assert_matches(figures: dict[str, Any], truth: Truth) -> None:
     assert seen == expected
 
 
+def recording() -> bool:
+    """True when this run records fixtures (``CTXHEALTH_RECORD_FIXTURES=1``)."""
+    return os.environ.get(RECORD_ENV) == "1"
+
+
 def record(
     agent: str, version: str, scenario: str, files: dict[str, Path], truth: Truth, *, scratch: Path
 ) -> None:
     """Keep ``files`` (name in the fixture -> file the agent wrote) and the truth, when recording; the
     scratch directory's path is written as ``/tmp/conformance`` (no machine's paths in fixtures)."""
-    if os.environ.get(RECORD_ENV) != "1":
+    if not recording():
         return
     folder = FIXTURES / f"{agent}-{version}" / scenario
     if folder.exists():

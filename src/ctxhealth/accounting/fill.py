@@ -351,6 +351,7 @@ def _compactions(
                 trigger=pending.trigger or summary.trigger,
                 log_post_tokens=summary.post_tokens or pending.log_post_tokens,
                 dropped_tokens=summary.dropped_tokens or pending.dropped_tokens,
+                encrypted=pending.encrypted or summary.encrypted,
             )
             continue
         pre = summary.pre_tokens if summary.pre_tokens is not None else last_fill
@@ -362,6 +363,7 @@ def _compactions(
             summary.trigger,
             log_post_tokens=summary.post_tokens,
             dropped_tokens=summary.dropped_tokens,
+            encrypted=summary.encrypted,
         )
     if pending is not None:
         post = turns[t].tokens if t < len(turns) else None

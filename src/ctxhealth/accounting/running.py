@@ -16,6 +16,8 @@ Both use the same rules, so there is one fill account, not two estimators:
   to the system messages plus the summary; the part of a report the log never shows (system
   prompt, tool definitions) is kept as the base under it, and the fill drops at once to that base
   plus the compacted conversation counted (``estimated``), until the next response reports its own.
+  :attr:`RunningFill.pending` is the context with the messages since the latest response (the
+  prompt about to be sent, which the Monitor weighs when it reads a worse zone).
 
 The state is a few integers; :meth:`dump_state` / :meth:`load_state` save and resume it.
 """
@@ -107,6 +109,15 @@ class RunningFill:
             self.fill = round(self._hidden + self._chars / DEFAULT_CHARS_PER_TOKEN)
             self.source = FillSource.ESTIMATED
         return turn
+
+    @property
+    def pending(self) -> int:
+        """The context as it stands now, the messages since the latest turn included: the prompt
+        the next response will see (estimated on top of the latest report, as a turn's fill is)."""
+        if self._anchor_fill is not None:
+            since = self._chars - self._anchor_chars
+            return max(0, round(self._anchor_fill + since / DEFAULT_CHARS_PER_TOKEN))
+        return round(self._hidden + self._chars / DEFAULT_CHARS_PER_TOKEN)
 
     def set_fill(self, fill: int) -> None:
         """The context's size now, as the host knows it (e.g. after a recovery): the fill from here

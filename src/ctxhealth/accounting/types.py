@@ -100,7 +100,8 @@ class TurnFill:
 
 @dataclass(frozen=True, slots=True)
 class CompactionRecord:
-    """One compaction: fill before (last turn before) and after (first turn after)."""
+    """One compaction: fill before (last turn before) and after (first turn after). ``encrypted``: the log
+    keeps its summary only encrypted (:attr:`ctxhealth.model.CompactionSummary.encrypted`)."""
 
     index: int
     message_index: int
@@ -115,3 +116,5 @@ class CompactionRecord:
     leaves out the system prompt and tool definitions)."""
     dropped_tokens: int | None = None
     """What the compactions so far dropped, as the log states it (``cumulativeDroppedTokens``)."""
+    encrypted: bool = False
+    """The log keeps the compaction's summary only encrypted (Codex with the OpenAI provider)."""

@@ -13,14 +13,23 @@ For agents built with ``langchain.agents.create_agent`` (needs ``pip install 'ct
 * ``wrap_model_call`` adds the note (``advise``: for any intervention; ``enforce``: for a warning) to
   the request only, once per episode; the state keeps no note.
 
-Threads are told apart by the id of their first message; a conversation whose known messages changed
-(another middleware summarised it) is observed afresh. Messages unchanged by a recovery are handed back
-as the same LangChain objects (ids, metadata and all).
+Threads are told apart by LangGraph's ``thread_id`` (the run's config) when there is one, else by
+the id of their first message; the messages ctxhealth writes (a recovery's, a re-anchor) carry ids of
+its own (``ctxhealth-...``), so a rewritten conversation is still known as the same thread and its
+counters (truncations, restarts, cooldown) go on. A conversation whose known messages changed
+(another middleware summarised it) is observed afresh, with the counters kept. Messages unchanged by a
+recovery are handed back as the same LangChain objects (ids, metadata and all); an earlier re-anchor
+message is removed when a new one is added, so they never pile up.
+
+Fail open: an error inside ctxhealth leaves the state and the request as they are (the agent goes on),
+is logged (logger ``ctxhealth.langchain``) and counted in ``errors``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +55,7 @@ from ctxhealth.integrations.guard.notes import halt_text, note_text
 from ctxhealth.model import Block, Format, Message, Role, Session, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
+from ctxhealth.policy.decision import Counters
 from ctxhealth.policy.profile import Profile
 from ctxhealth.recovery.reanchor import reanchor
 
@@ -53,6 +63,27 @@ __all__ = ["CtxHealthMiddleware", "to_message"]
 
 MAX_THREADS = 1_000
 """Threads kept per middleware; a forgotten thread is observed afresh if it comes back."""
+ID_PREFIX = "ctxhealth-"
+"""The ids of the messages ctxhealth writes into a thread."""
+MAX_ERRORS = 100
+
+log = logging.getLogger("ctxhealth.langchain")
+
+
+def _new_id() -> str:
+    return ID_PREFIX + uuid.uuid4().hex
+
+
+def _thread_id() -> str | None:
+    """LangGraph's ``thread_id`` of the running graph, when it has one."""
+    try:
+        from langgraph.config import get_config
+
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a runnable
+        return None
+    value = configurable.get("thread_id")
+    return None if value is None else str(value)
 
 
 def _text(content: Any) -> str:
@@ -116,13 +147,19 @@ def _from_message(message: Message) -> list[BaseMessage]:
             {"id": c.id, "name": c.name, "args": c.input if isinstance(c.input, dict) else {"input": c.input}}
             for c in message.tool_calls
         ]
-        return [AIMessage(content=text, tool_calls=calls)]
+        return [AIMessage(content=text, tool_calls=calls, id=_new_id())]
     out: list[BaseMessage] = [
-        ToolMessage(content=r.text, tool_call_id=r.tool_call_id, status="error" if r.is_error else "success")
+        ToolMessage(
+            content=r.text,
+            tool_call_id=r.tool_call_id,
+            status="error" if r.is_error else "success",
+            id=_new_id(),
+        )
         for r in message.tool_results
     ]
     if text:
-        out.append(SystemMessage(content=text) if message.role is Role.SYSTEM else HumanMessage(content=text))
+        kind = SystemMessage if message.role is Role.SYSTEM else HumanMessage
+        out.append(kind(content=text, id=_new_id()))
     return out
 
 
@@ -140,6 +177,7 @@ class _Thread:
     noted: str | None = None
     resets: int = 0
     actions: dict[str, int] = field(default_factory=dict)
+    reanchors: list[str] = field(default_factory=list)  # ids of its re-anchor messages
 
 
 class CtxHealthMiddleware(AgentMiddleware):
@@ -160,11 +198,20 @@ class CtxHealthMiddleware(AgentMiddleware):
         self.model = model
         self.profile = profile
         self.threads: OrderedDict[str, _Thread] = OrderedDict()
+        self._minted: OrderedDict[str, str] = OrderedDict()  # id of a message ctxhealth wrote -> thread
+        self.errors: list[str] = []  # ctxhealth's own failures, latest last (the agent went on)
 
     # ------------------------------------------------------------------ observing
 
+    def _key(self, messages: Sequence[AnyMessage]) -> str:
+        thread_id = _thread_id()
+        if thread_id is not None:
+            return "thread:" + thread_id
+        first = str(messages[0].id) if messages else ""
+        return self._minted.get(first, first)
+
     def _thread(self, messages: Sequence[AnyMessage]) -> _Thread:
-        key = str(messages[0].id) if messages else ""
+        key = self._key(messages)
         thread = self.threads.get(key)
         if thread is None:
             thread = self.threads[key] = _Thread(Monitor(self.model, self.profile))
@@ -174,12 +221,23 @@ class CtxHealthMiddleware(AgentMiddleware):
             self.threads.move_to_end(key)
         return thread
 
+    def _mint(self, thread_key: str, messages: Sequence[BaseMessage]) -> None:
+        """Remember that a rewritten conversation starting with ``messages[0]`` is ``thread_key``
+        (without a ``thread_id``, threads are known by their first message's id)."""
+        if messages and messages[0].id and str(messages[0].id) != thread_key:
+            self._minted[str(messages[0].id)] = thread_key
+            while len(self._minted) > MAX_THREADS:
+                self._minted.popitem(last=False)
+
     def assess(self, messages: Sequence[AnyMessage]) -> tuple[_Thread, Assessment | None]:
         """Observe what ``messages`` added since the last call; the thread and its latest assessment."""
         thread = self._thread(messages)
         count = thread.count
         if count and (count > len(messages) or _ids_digest(messages[:count]) != thread.digest):
-            thread.monitor = Monitor(self.model, self.profile)  # edited by someone else: observe afresh
+            # edited by someone else: observe afresh, the policy's counters kept
+            kept = thread.monitor.counters
+            thread.monitor = Monitor(self.model, self.profile)
+            thread.monitor.counters = Counters(kept.restarts, kept.truncations, kept.cooldown, 0)
             thread.resets += 1
             thread.noted = None
             count = 0
@@ -195,25 +253,42 @@ class CtxHealthMiddleware(AgentMiddleware):
                 thread.noted = None
         return thread, thread.last
 
+    def _failed(self, where: str, exc: Exception) -> None:
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        log.warning("ctxhealth %s skipped (the agent goes on unchanged): %s", where, message)
+        self.errors = [*self.errors[-(MAX_ERRORS - 1) :], f"{where}: {message}"]
+
     # ------------------------------------------------------------------ hooks
 
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
-        messages: list[AnyMessage] = list(state["messages"])
+        try:
+            return self._before_model(list(state["messages"]))
+        except Exception as exc:  # fail open: ctxhealth's failure never stops the agent
+            self._failed("before_model", exc)
+            return None
+
+    def _before_model(self, messages: list[AnyMessage]) -> dict[str, Any] | None:
         thread, assessment = self.assess(messages)
         if assessment is None or self.mode is not Mode.ENFORCE:
             return None
+        key = self._key(messages)
         action = assessment.action
         if action is Action.HALT:
-            return {"messages": [AIMessage(content=halt_text(assessment))], "jump_to": "end"}
+            return {"messages": [AIMessage(content=halt_text(assessment), id=_new_id())], "jump_to": "end"}
         if action is Action.REANCHOR and thread.noted != action.value:
             thread.noted = action.value
             session = _session(messages)
             _, report = reanchor(session, similarity=thread.monitor.drift.similarity, tokens=assessment.fill)
             thread.monitor.record_recovery(Action.REANCHOR)
-            note = HumanMessage(content=report.injected[0])
-            thread.count, thread.digest = len(messages) + 1, _ids_digest([*messages, note])
-            return {"messages": [note]}
+            note = HumanMessage(content=report.injected[0], id=_new_id())
+            # the previous re-anchor goes: one at a time in the conversation
+            present = {str(m.id) for m in messages}
+            stale = [i for i in thread.reanchors if i in present]
+            thread.reanchors = [str(note.id)]
+            kept = [m for m in messages if str(m.id) not in stale]
+            thread.count, thread.digest = len(kept) + 1, _ids_digest([*kept, note])
+            return {"messages": [*(RemoveMessage(id=i) for i in stale), note]}
         if action not in RECOVERIES:
             return None
         recovered, report = recover(action, _session(messages))
@@ -226,6 +301,7 @@ class CtxHealthMiddleware(AgentMiddleware):
                 new.extend(_from_message(m))
         thread.monitor.record_recovery(report.action, fill=report.tokens_after)
         thread.count, thread.digest = len(new), _ids_digest(new)
+        self._mint(key, new)
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *new]}
 
     async def abefore_model(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
@@ -234,6 +310,13 @@ class CtxHealthMiddleware(AgentMiddleware):
     def _noted(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         if self.mode is Mode.OBSERVE:
             return request
+        try:
+            return self._with_note(request)
+        except Exception as exc:  # fail open, as in before_model
+            self._failed("wrap_model_call", exc)
+            return request
+
+    def _with_note(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         thread, assessment = self.assess(request.messages)
         if assessment is None:
             return request

@@ -71,7 +71,8 @@ def _outgoing(mod: Any, request: Any, body: bytes | None) -> Any:
 
 def _halt_response(mod: Any, plan: Plan) -> Any:
     assert plan.error is not None
-    return mod.Response(plan.error.status, json=plan.error.body, headers={ACTION_HEADER: plan.action.value})
+    headers = {**plan.error.headers, ACTION_HEADER: plan.action.value}
+    return mod.Response(plan.error.status, json=plan.error.body, headers=headers)
 
 
 @functools.cache

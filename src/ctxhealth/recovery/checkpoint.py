@@ -372,3 +372,28 @@ def render_markdown(cp: Checkpoint) -> str:
         *section("Blockers", list(cp.blocking_errors)),
     ]
     return "\n".join(lines) + "\n"
+
+
+COMPACTION_FACTS_HEADER = "[CTXHEALTH -- KEEP IN THE SUMMARY]"
+
+
+def render_compaction_facts(cp: Checkpoint) -> str:
+    """Extra instructions for an agent's own compaction: the checkpoint's facts that a summary must
+    keep (the requests, constraints, files edited, errors still open, ids), so the agent's summary
+    loses none of them. Added to the agent's compaction request, never in place of it."""
+    lines = [
+        COMPACTION_FACTS_HEADER,
+        "While summarising, keep these facts (taken from the conversation) in the summary:",
+        f"- Original request: {cp.task}",
+    ]
+    if cp.current_goal and cp.current_goal != cp.task:
+        lines.append(f"- Current goal: {cp.current_goal}")
+    lines += bullets("- Later user requests", cp.requests)
+    lines += bullets("- User constraints (verbatim)", cp.constraints)
+    if cp.files:
+        lines.append(f"- Files being worked on: {render_paths(cp.files)}")
+    lines += bullets("- Errors not resolved yet", list(cp.blocking_errors))
+    if cp.identifiers:
+        lines.append(f"- Ids and branches: {', '.join(cp.identifiers)}")
+    lines += bullets("- Remaining", cp.remaining)
+    return "\n".join(lines)

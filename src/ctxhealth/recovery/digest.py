@@ -18,7 +18,7 @@ from typing import Any
 from ctxhealth import failures
 from ctxhealth.model import Message, Role, Session, ToolCall, ToolResult
 from ctxhealth.signals.calls import parse_call
-from ctxhealth.signals.requests import clean_user_text, is_user_request
+from ctxhealth.signals.requests import clean_tool_text, clean_user_text, is_user_request
 
 # --- user text -------------------------------------------------------------------------
 
@@ -42,9 +42,22 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_TEMPLATE_PARTS = re.compile(
+    r"```.*?(?:```|\Z)|<!--.*?(?:-->|\Z)"
+    r"|<(format_example|example_response|system_information)>.*?(?:</\1>|\Z)",
+    re.S,
+)
+"""Parts of a request a template wrote, not the person: fenced code, HTML comments, and the format
+examples agent templates carry (mini-swe-agent's ``<format_example>``, ``<example_response>``)."""
+
+
 def constraint_sentences(text: str) -> list[str]:
-    """Sentences of a user message that state a constraint (must, never, only, instead, ...)."""
-    return [s for s in sentences(text) if len(s.split()) >= 4 and _CONSTRAINT.search(s)]
+    """Sentences of a user message that state a constraint (must, never, only, instead, ...), outside
+    code, comments, headings and template examples."""
+    if "```" in text or "<!--" in text or "<format_example>" in text or "<example_response>" in text:
+        text = _TEMPLATE_PARTS.sub("\n", text)
+    prose = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    return [s for s in sentences(prose) if len(s.split()) >= 4 and _CONSTRAINT.search(s)]
 
 
 # --- tools -----------------------------------------------------------------------------
@@ -114,7 +127,23 @@ def call_target(call: ToolCall) -> str:
         if isinstance(value, str) and value:
             return value
     command = tool_command(call)
-    return " ".join(command.split()[:2]) if command else ""
+    return " ".join(_command_words(command)[:2]) if command else ""
+
+
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+
+
+def _command_words(command: str) -> list[str]:
+    """The command's words without leading ``VAR=value`` assignments and ``cd DIR &&`` steps:
+    ``PYTHONPATH=src python -c`` retries ``python -c``, it is not another command."""
+    words = command.split()
+    while True:
+        if words and _ENV_ASSIGNMENT.match(words[0]):
+            words = words[1:]
+        elif len(words) >= 3 and words[0] == "cd" and words[2] in ("&&", ";"):
+            words = words[3:]
+        else:
+            return words
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -460,7 +489,8 @@ def _scan_results(
                 later_success.add((name, target))
             continue
         resolved = (name, target) in later_success
-        found.append(ErrorEvent(i, name, target, error_signature(r.text), r.text, resolved, pos))
+        text = clean_tool_text(r.text)
+        found.append(ErrorEvent(i, name, target, error_signature(text), text, resolved, pos))
     for _, r in results:
         origin = calls.get(r.tool_call_id)
         if origin is not None and "git commit" in tool_command(origin) and not is_failure(r):
@@ -523,7 +553,10 @@ def digest(session: Session, *, max_chars: int | None = None) -> Digest:
     results = [(start + i, r) for i, m in enumerate(recent) for r in m.tool_results]
     errors = _scan_results(results, calls.by_id, ids)
     findings = tuple(
-        (calls.by_id[r.tool_call_id].name if r.tool_call_id in calls.by_id else "tool", r.text)
+        (
+            calls.by_id[r.tool_call_id].name if r.tool_call_id in calls.by_id else "tool",
+            clean_tool_text(r.text),
+        )
         for _, r in results[-5:]
     )
     last_progress, decisions, next_steps = _scan_assistant(recent, ids)

@@ -47,7 +47,8 @@ def build_check_report(
     Keys: ``schema_version, path, format, session_id, model, model_known, model_notes (what is not
     known about the model and how to configure it), tier, turns,
     window, usable_window, fill {current, peak, source, current_pct, peak_pct},
-    compactions [{index, message_index, pre_tokens, post_tokens, trigger}], tool_calls,
+    compactions [{index, message_index, pre_tokens, post_tokens, trigger, summary?}] (``summary``:
+    ``"encrypted"`` when the log keeps it only encrypted), tool_calls,
     tool_errors, subagent_tool_calls, subagent_tool_errors (the part of both in sub-agents),
     cost_usd, sidechains, warnings, healthy``, ``outcome`` and ``task_id`` when the log
     records them (evaluation runs); ``agent_cost_usd`` (the agent's own running total, Claude Code
@@ -121,6 +122,8 @@ def _compaction(c: CompactionRecord) -> dict[str, Any]:
         out["log_post_tokens"] = c.log_post_tokens
     if c.dropped_tokens is not None:
         out["dropped_tokens"] = c.dropped_tokens
+    if c.encrypted:
+        out["summary"] = "encrypted"
     return out
 
 
@@ -191,7 +194,8 @@ def render_check_text(report: Mapping[str, Any]) -> str:
         for c in compactions:
             trigger = f" ({c['trigger']})" if c.get("trigger") else ""
             left = " left, " + str(c["post_source"]) if c.get("post_source") else ""
-            parts.append(f"{_n(c['pre_tokens'])} → {_n(c['post_tokens'])}{left}{trigger}")
+            encrypted = " (summary encrypted)" if c.get("summary") == "encrypted" else ""
+            parts.append(f"{_n(c['pre_tokens'])} → {_n(c['post_tokens'])}{left}{trigger}{encrypted}")
         lines.append(f"  compactions  {len(compactions)}: " + "; ".join(parts))
     else:
         lines.append("  compactions  none")

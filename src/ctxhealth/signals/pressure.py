@@ -58,6 +58,14 @@ class PressureTracker(CachedDetector):
     def pressure(self) -> float:
         return self.quality if self.quality >= self.capacity else self.capacity
 
+    def reading(self, fill: int) -> tuple[Zone, float]:
+        """The zone and pressure a context of ``fill`` tokens would have (nothing is changed)."""
+        th = self.thresholds
+        capacity = fill / self.usable
+        zone = worse(tier_zone(fill, th), window_zone(capacity, self.profile))
+        quality = fill / th.hard_limit
+        return zone, quality if quality >= capacity else capacity
+
     def set_model(self, info: ModelInfo) -> None:
         self.info = info
         self.thresholds = self.profile.zones(info)

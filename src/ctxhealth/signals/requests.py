@@ -49,11 +49,81 @@ _SHELL_PROMPT = re.compile(
 or a virtualenv-prefixed ``(venv) user@host:dir$ cmd``."""
 
 
+_OWN_BLOCK = re.compile(
+    r"\[CONTEXT CHECKPOINT -- PREVIOUS PROGRESS\].*?\[END CHECKPOINT\]\s*"
+    r"|\[RE-ANCHOR -- Context drift detected\].*?Refocus on satisfying this specific request\."
+    r"[^\n]*(?:\n[^\n]+){0,2}"
+    r"|\[CTXHEALTH -- [A-Z ]+\][^\n]*(?:\n(?!\n)[^\n]*)*"
+    r"|Continue from where (?:you|the previous execution) left off\. Do not repeat completed work\."
+    r"(?: Pick up at the next step\.)?",
+    re.S,
+)
+"""What ctxhealth writes into a conversation (recovery's checkpoint block and directives, the
+re-anchor, the guard's notes): recognised by their fixed headings."""
+
+
 def clean_user_text(text: str) -> str:
-    """``text`` without ``<system-reminder>`` blocks, stripped."""
+    """``text`` without harness framing: ``<system-reminder>`` blocks, and what ctxhealth itself
+    wrote into the conversation (a checkpoint block, a re-anchor, a note, their closing directive),
+    so a later checkpoint or request never quotes ctxhealth's own words as the person's."""
+    if "<system-reminder>" in text:
+        text = _REMINDER.sub("", text)
+    if "[CONTEXT CHECKPOINT" in text or "[RE-ANCHOR" in text or "[CTXHEALTH" in text:
+        text = _OWN_BLOCK.sub("", text)
+    return text.strip()
+
+
+# --- tool output framing -----------------------------------------------------------------
+# What a harness wraps around a tool's output, in the one place every reader of tool text uses
+# (checkpoints, error signatures): Codex's exec header (``Chunk ID`` / ``Wall time`` / ``Process
+# exited with code`` / ``Original token count`` / ``Output:``; 0.60's ``Exit code:``), Claude Code's
+# background-agent acknowledgement (internal metadata the model is told never to quote), the
+# ``<system-reminder>`` blocks Claude Code appends, and tool output a harness JSON-encoded.
+
+_CODEX_HEADER = re.compile(
+    r"\A(?:(?:Chunk ID|Wall time|Original token count|Exit code|Process exited with code|Total output lines)"
+    r"\b[^\n]*\n)+Output:[ \t]*\n?"
+)
+_CODEX_EXIT = re.compile(r"^(?:Process exited with code|Exit code:?)\s*(-?\d+)", re.M)
+_ASYNC_AGENT = "Async agent launched successfully"
+_JSON_TEXT_KEYS = ("output", "stdout", "content", "text", "result")
+
+
+def clean_tool_text(text: str) -> str:
+    """A tool result's text without harness framing (see above); a failed Codex command keeps
+    its exit code as the first line."""
+    if not text:
+        return text
+    head = text[:400]
+    if head.startswith(_ASYNC_AGENT):
+        return "Background agent launched; its result arrives later."
+    match = _CODEX_HEADER.match(text)
+    if match is not None:
+        code = _CODEX_EXIT.search(match.group(0))
+        body = text[match.end() :]
+        text = f"exit code {code.group(1)}\n{body}" if code is not None and code.group(1) != "0" else body
+    elif head.lstrip()[:1] in ("{", '"') and "\\u" in text:
+        text = _json_text(text)
     if "<system-reminder>" in text:
         text = _REMINDER.sub("", text)
     return text.strip()
+
+
+def _json_text(text: str) -> str:
+    """A JSON-encoded tool output as the text it holds (its ``output`` / ``content`` ... field),
+    so escapes such as ``\\u0027`` never reach a checkpoint; ``text`` when it is not JSON."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(value, dict):
+        for key in _JSON_TEXT_KEYS:
+            if isinstance(value.get(key), str):
+                return str(value[key])
+        return json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def is_pasted_shell(text: str) -> bool:

@@ -22,7 +22,8 @@ environment text (SYSTEM, not the request). A ``gemini`` record is one model res
 message per call holding its ``result`` (a user record that only repeats those ``functionResponse``
 parts is not read twice). ``tokens.input`` (``promptTokenCount``, cached included) is the fill;
 usage is input − cached uncached, ``cached`` cache reads, ``output`` + ``thoughts`` output (billed as
-output). A shell command that exited non-zero still has ``status: "success"``: the ``Exit Code: N``
+output; ``tool``, the prompt of built-in tools such as search grounding, is not part of the fill and is
+left out). A shell command that exited non-zero still has ``status: "success"``: the ``Exit Code: N``
 line of its output says it failed; ``status: "error"`` / ``"cancelled"`` is a failure too.
 ``info`` / ``error`` / ``warning`` records are the CLI's own notices, not context.
 

@@ -1,6 +1,7 @@
 """Reader for OpenAI Chat Completions message lists.
 
-Accepted shapes: a JSON array of messages, or ``{"messages": [...], "model"?: str}``. Roles
+Accepted shapes: a JSON array of messages, ``{"messages": [...], "model"?: str}``, or JSON Lines with
+one message a line (what a home-made agent appends to as it runs; ``line`` is then the file's line). Roles
 ``system`` / ``developer`` (-> SYSTEM), ``user``, ``assistant``, ``tool``. ``content`` is a
 string, null, or a list of parts (``text`` / ``input_text`` / ``output_text``, ``image_url``,
 ``refusal``). Assistant ``tool_calls[].function.arguments`` is a JSON string: decoded when
@@ -37,6 +38,7 @@ from ctxhealth.sources.lines import (
     load_document,
     loads,
     message_list,
+    split_lines,
     token_count,
     type_name,
 )
@@ -52,11 +54,35 @@ _ROLES = {
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text", "refusal"})
 
 
+def _message_line(line: bytes) -> bool:
+    """True for one JSON line that is a role/content message."""
+    try:
+        obj = loads(line)
+    except BadJSON:
+        return False
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("role"), str)
+        and ("content" in obj or "tool_calls" in obj)
+        and "messages" not in obj
+    )
+
+
+def _is_jsonl(data: bytes) -> bool:
+    """True when the first line of ``data`` is a whole message object (JSON Lines of messages)."""
+    stripped = data.lstrip()
+    if not stripped.startswith(b"{"):
+        return False
+    first, newline, _ = stripped.partition(b"\n")
+    return bool(newline) and _message_line(first)
+
+
 def detect(head: bytes) -> bool:
-    """True for a JSON array / ``{"messages": ...}`` document of role/content messages."""
+    """True for a JSON array / ``{"messages": ...}`` document of role/content messages, or JSON Lines
+    of them."""
     stripped = head.lstrip()
     if stripped.startswith(b"{") and b'"messages"' not in head:
-        return False
+        return _is_jsonl(head)
     if not stripped.startswith((b"[", b"{")):
         return False
     return b'"role"' in head and (b'"content"' in head or b'"tool_calls"' in head)
@@ -153,9 +179,32 @@ def usage_with_warnings(raw: Any, sink: WarningSink, index: int) -> Usage | None
 
 
 def parse(data: bytes, path: str) -> Session:
-    """Read one Chat Completions message list into a :class:`Session`."""
+    """Read one Chat Completions message list (a document, or JSON Lines) into a :class:`Session`."""
     sink = WarningSink(path)
+    if _is_jsonl(data):
+        return _parse_lines(data, path, sink)
     return parse_document(load_document(data, sink), path, sink)
+
+
+def _parse_lines(data: bytes, path: str, sink: WarningSink) -> Session:
+    messages: list[Message] = []
+    model: str | None = None
+    for number, raw in split_lines(data):
+        try:
+            obj = loads(raw)
+        except BadJSON as exc:
+            sink.add(number, f"invalid JSON: {exc}")  # e.g. a line still being written
+            continue
+        role = _ROLES.get(str(obj.get("role"))) if isinstance(obj, dict) else None
+        if role is None or not isinstance(obj, dict):
+            what = f"role {dumps(obj.get('role'))[:40]}" if isinstance(obj, dict) else type_name(obj)
+            sink.add(number, f"line is not a message (unknown {what})")
+            continue
+        messages.append(chat_message(obj, role, sink, number))
+        model = messages[-1].model or model
+    return Session(
+        path=path, format=Format.OPENAI_CHAT, messages=tuple(messages), model=model, warnings=sink.result()
+    )
 
 
 def parse_document(doc: Any, path: str, sink: WarningSink | None = None) -> Session:

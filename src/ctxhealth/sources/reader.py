@@ -168,8 +168,7 @@ def detect_format(head: bytes, name: str = "", tail: bytes = b"") -> Format | No
 
 
 def _subagent_files(path: str) -> list[tuple[str, bytes]]:
-    """``<session>/subagents/*.jsonl`` next to a Claude Code ``<session>.jsonl`` file (not the
-    ``*.meta.json`` files 2.1 writes beside them: an agent's type and description, no transcript)."""
+    """``<session>/subagents/*.jsonl`` next to a Claude Code ``<session>.jsonl`` file, read."""
     if path.startswith("<"):
         return []
     found: list[tuple[str, bytes]] = []

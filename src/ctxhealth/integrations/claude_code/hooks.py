@@ -347,12 +347,15 @@ def reanchor_after_compaction(counters: SessionCounters) -> str:
     "" when there is neither (nothing to give back is better than a heading over nothing)."""
     if not counters.checkpoint_text and not counters.instruction:
         return ""
+    from ctxhealth.recovery.checkpoint import CONTINUE_DIRECTIVE
+
     parts = ["[ctxhealth] Context was compacted. What you were doing, saved just before compaction:"]
     if counters.checkpoint_text:
-        parts += ["", counters.checkpoint_text.strip()]
+        # the saved text ends with the directive: it is said once, at the end
+        parts += ["", counters.checkpoint_text.strip().removesuffix(CONTINUE_DIRECTIVE).strip()]
     if counters.instruction:
         parts += ["", "ORIGINAL REQUEST (verbatim):", counters.instruction]
-    parts += ["", "Continue from where you left off. Do not repeat completed work."]
+    parts += ["", CONTINUE_DIRECTIVE]
     return "\n".join(parts)
 
 

@@ -1,4 +1,6 @@
-"""``ctxhealth watch``: follow a Claude Code session live — fill over time, zone, signals, recent events.
+"""``ctxhealth watch`` on a Claude Code session: fill over time, zone, signals, recent events.
+
+(Which watcher follows a path, and the default session, are :mod:`ctxhealth.integrations.watch`'s.)
 
 :class:`SessionWatch` keeps its own counters in memory (it never writes the hooks' cache) and reads
 only the bytes appended since its last :meth:`SessionWatch.poll`. Being one long-lived process, it also
@@ -12,53 +14,13 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from ctxhealth.errors import InputError
 from ctxhealth.failures import is_failure
 from ctxhealth.integrations.claude_code.assess import read_counters
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
 from ctxhealth.model import Message, Role
 from ctxhealth.monitor import Assessment, Monitor
 
-__all__ = ["SessionWatch", "check_watchable", "find_newest_session", "render_frame"]
-
-WATCH_SUPPORTS = "`ctxhealth watch` follows Claude Code JSONL transcripts (~/.claude/projects/*/*.jsonl)"
-DETECT_BYTES = 64 * 1024
-_FORMAT_NAMES = {
-    "codex": "a Codex CLI rollout",
-    "mini-swe-agent": "a mini-swe-agent trajectory",
-    "openai-chat": "an OpenAI Chat Completions message list",
-    "anthropic-messages": "an Anthropic Messages list",
-}
-
-
-def check_watchable(path: Path) -> None:
-    """Raise :class:`InputError` saying what ``path`` is when it is not a Claude Code transcript
-    ``watch`` can follow (another format, a gzip file, a FIFO or device, unrecognised bytes). An
-    empty file is fine: a session that has just started."""
-    import os
-
-    from ctxhealth.integrations.claude_code.transcript import open_transcript
-    from ctxhealth.sources.reader import detect_format
-
-    fd = open_transcript(str(path))
-    try:
-        head = os.pread(fd, DETECT_BYTES, 0)
-    finally:
-        os.close(fd)
-    if not head.strip():
-        return
-    found = detect_format(head, str(path))
-    if found is not None and found.value == "claude-code":
-        return
-    if head.startswith(b"\x1f\x8b"):
-        what = "a gzip-compressed file"
-    elif found is not None:
-        what = _FORMAT_NAMES.get(found.value, f"a {found.value} transcript")
-    else:
-        what = "unrecognised content (no format ctxhealth reads)"
-    hint = f"{WATCH_SUPPORTS}; for other formats use `ctxhealth check {path}`"
-    raise InputError(f"{what}, not a Claude Code transcript", hint=hint, path=str(path))
-
+__all__ = ["SessionWatch", "find_newest_session", "render_frame"]
 
 MAX_EVENTS = 10
 MAX_POINTS = 400

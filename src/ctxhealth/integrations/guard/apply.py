@@ -105,6 +105,12 @@ def apply_decision(
         if action is Action.CONTINUE:
             session.noted = None
         return Outcome()
+    if (
+        mode is Mode.ENFORCE
+        and action in SELF_COMPACTING_INSTEAD
+        and (session.self_compacting or session.agent)
+    ):
+        return _clear_instead(adapter, body, session, effective, rewrite_at, action)
     if mode is Mode.ENFORCE and action is Action.HALT:
         return halt(adapter, session, assessment)
     enforce = mode is Mode.ENFORCE and rewrite_at is not None
@@ -134,6 +140,39 @@ def apply_decision(
         return Outcome()  # routine: advice about it is noise
     items = adapter.add_note(effective, note_text(action, assessment))
     return Outcome(dump_body(adapter, body, items), applied=Applied.NOTE)
+
+
+SELF_COMPACTING_INSTEAD = frozenset({Action.RESTART, Action.TRUNCATE, Action.COMPRESS_HISTORY, Action.HALT})
+"""The actions enforce does not carry out on an agent that compacts itself (Claude Code, Codex,
+Gemini CLI): its own compaction keeps its history and state consistent, a restart or truncation
+behind its back makes it redo work. Stale tool results are cleared instead."""
+CLEAR_EVERY = 8
+"""Items an agent's request must have gained since the latest clearing before the next one: a
+clearing changes the cached prefix, so it is not repeated on every request."""
+
+
+def _clear_instead(
+    adapter: WireAdapter,
+    body: JSONDict,
+    session: GuardSession,
+    effective: list[Any],
+    rewrite_at: tuple[int, bytes] | None,
+    action: Action,
+) -> Outcome:
+    """For a self-compacting agent: clear stale tool results (at most once per ``CLEAR_EVERY``
+    new items), leave the rest, and the compaction, to the agent."""
+    if rewrite_at is None or (session.cleared_at >= 0 and rewrite_at[0] - session.cleared_at < CLEAR_EVERY):
+        return Outcome()
+    parsed = adapter.to_messages(body, effective, with_head=True)
+    recovered, report = clear_tool_results(recovery_session(parsed, session.key), CLEAR_ON_DECISION)
+    session.cleared_at = rewrite_at[0]
+    if report.tokens_after >= report.tokens_before:
+        return Outcome()  # nothing stale to clear
+    items = adapter.write(list(recovered.messages), effective, [m for m in parsed if m.line])
+    _keep_rewrite(session, rewrite_at, items)
+    session.monitor.record_recovery(Action.CLEAR_TOOL_RESULTS, fill=report.tokens_after)
+    session.noted = None
+    return Outcome(dump_body(adapter, body, items), applied=Applied.REWRITE, report=report)
 
 
 def _keep_rewrite(session: GuardSession, rewrite_at: tuple[int, bytes] | None, items: list[Any]) -> None:

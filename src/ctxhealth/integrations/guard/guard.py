@@ -36,23 +36,42 @@ import orjson
 
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import LedgerError, StateError
-from ctxhealth.integrations.guard.apply import Applied, Mode, Outcome, apply_decision, dump_body, halt
+from ctxhealth.integrations.guard.apply import (
+    Applied,
+    Mode,
+    Outcome,
+    apply_decision,
+    dump_body,
+    halt,
+    recovery_session,
+)
 from ctxhealth.integrations.guard.metrics import Metrics
 from ctxhealth.integrations.guard.prefix import chain_values, session_digest
 from ctxhealth.integrations.guard.session import GuardSession
 from ctxhealth.integrations.guard.store import MemoryStore, SessionStore
 from ctxhealth.integrations.wire import ADAPTERS, ApiStyle, ResponseFacts, WireAdapter
-from ctxhealth.integrations.wire.base import ApiError, attach_usage
+from ctxhealth.integrations.wire.base import ApiError, attach_usage, canonical
+from ctxhealth.integrations.wire.harness import (
+    HarnessRequest,
+    agent_of,
+    agent_session_id,
+    find_harness_request,
+    prompt_at,
+    with_instructions,
+)
 from ctxhealth.model import Message, Role
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
+from ctxhealth.policy.decision import Counters
 from ctxhealth.policy.profile import Profile
+from ctxhealth.recovery.checkpoint import build_checkpoint, render_compaction_facts
 from ctxhealth.recovery.report import RecoveryReport
 from ctxhealth.redact import redact, redact_message
 
 SESSION_HEADER = "x-ctxhealth-session"
 MAX_SESSIONS = 1_000
 MAX_RESPONSE_IDS = 10_000
+MAX_ALIASES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +89,7 @@ class Plan:
     reset: bool = False
     observed: int = 0
     report: RecoveryReport | None = None
+    harness: HarnessRequest | None = None
 
 
 class Guard:
@@ -94,6 +114,10 @@ class Guard:
         self.sessions: OrderedDict[str, GuardSession] = OrderedDict()
         self.metrics = Metrics()
         self._responses: OrderedDict[str, str] = OrderedDict()  # response id -> session key
+        # the agent's own session id -> the session whose agent just compacted itself (its next
+        # request starts from the summary, so its digest is new: it still is the same session)
+        self._compacted: OrderedDict[str, str] = OrderedDict()
+        self._aliases: OrderedDict[str, str] = OrderedDict()  # digest key -> session key
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ sessions
@@ -127,18 +151,39 @@ class Guard:
         return session
 
     def _key(self, adapter: WireAdapter, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
+        """The session: ``x-ctxhealth-session``; a continued response's; else the agent's own
+        session id (:func:`~ctxhealth.integrations.wire.harness.agent_session_id`) with the digest of
+        the first user message (an agent's sub-agents share its id but not their conversation);
+        else the digest of the system prompt and first user message. After the agent compacted
+        itself, its next request with a new digest joins the compacted session."""
+        style = adapter.style.value
         given = headers.get(SESSION_HEADER)
         if given:
             given = given.strip()[:200]
             if redact(given) != given:  # a secret used as a session id: keep only its digest
                 given = "id-" + hashlib.sha256(given.encode()).hexdigest()[:24]
-            return f"{adapter.style.value}:{given}"
+            return f"{style}:{given}"
         previous = body.get("previous_response_id")
         if isinstance(previous, str) and previous in self._responses:
             return self._responses[previous]
-        return (
-            f"{adapter.style.value}:{session_digest(adapter.style.value, adapter.session_seed(dict(body)))}"
+        agent_id = agent_session_id(headers, body)
+        if agent_id is None:
+            return f"{style}:{session_digest(style, adapter.session_seed(dict(body)))}"
+        first = next(
+            (i for i in adapter.items(dict(body)) if isinstance(i, dict) and i.get("role") == "user"), None
         )
+        key = f"{style}:{agent_id}:{session_digest(style, canonical(first).decode())}"
+        alias = self._aliases.get(key)
+        if alias is not None:
+            return alias
+        if key not in self.sessions:
+            compacted = self._compacted.pop(agent_id, None)
+            if compacted is not None and compacted in self.sessions:
+                self._aliases[key] = compacted
+                while len(self._aliases) > MAX_ALIASES:
+                    self._aliases.popitem(last=False)
+                return compacted
+        return key
 
     # ------------------------------------------------------------------ requests
 
@@ -151,7 +196,20 @@ class Guard:
         if not isinstance(body, dict):
             return Plan(None, style)  # not ours to judge: the provider answers it
         with self._lock:
-            return self._plan(ADAPTERS[style], body, headers)
+            try:
+                return self._plan(ADAPTERS[style], body, headers)
+            except Exception as exc:  # fail open: ctxhealth's own failure never stops the request
+                self._failed("plan", exc)
+                return Plan(None, style)
+
+    def _failed(self, where: str, exc: BaseException) -> None:
+        """Count and record an internal error (the request goes on unchanged)."""
+        self.metrics.errors += 1
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        try:
+            self.store.record_error(f"guard {where}", message)
+        except Exception:  # the store itself may be what failed: the counter is enough then
+            return
 
     def _plan(self, adapter: WireAdapter, body: dict[str, Any], headers: Mapping[str, str]) -> Plan:
         style = adapter.style
@@ -163,6 +221,12 @@ class Guard:
         session.dirty = True
         session.touched = time.monotonic()
         items = adapter.items(body)
+        if session.agent is None:
+            agent = agent_of(headers)
+            session.agent = agent.value if agent is not None else None
+        harness = find_harness_request(items, adapter.head(body))
+        if harness is not None:
+            return self._harness(adapter, body, headers, session, items, harness)
         continued = isinstance(body.get("previous_response_id"), str)
         reset = False
         chains: dict[int, bytes] | None = None
@@ -179,7 +243,11 @@ class Guard:
                 reset = True
                 session.resets += 1
                 self.metrics.resets += 1
+                # the same session (compacted or edited by its agent): a fresh monitor, the
+                # policy's counters kept (restarts, truncations, cooldown; the turn count restarts)
+                kept = session.monitor.counters
                 session.monitor = self._new_monitor(model)
+                session.monitor.counters = Counters(kept.restarts, kept.truncations, kept.cooldown, 0)
                 session.rewrite = None
                 session.pending = None
                 session.noted = None
@@ -232,6 +300,41 @@ class Guard:
         self._record(session, plan)
         return plan
 
+    def _harness(
+        self,
+        adapter: WireAdapter,
+        body: dict[str, Any],
+        headers: Mapping[str, str],
+        session: GuardSession,
+        items: list[Any],
+        harness: HarnessRequest,
+    ) -> Plan:
+        """The agent compacting itself: sent as the agent wrote it in every mode (not observed, no
+        note, no halt); enforce adds the checkpoint's facts as extra instructions for the summary."""
+        session.compactions += 1
+        session.self_compacting = True
+        agent_id = agent_session_id(headers, body)
+        if agent_id is not None:
+            self._compacted[agent_id] = session.key
+            while len(self._compacted) > MAX_ALIASES:
+                self._compacted.popitem(last=False)
+        self.metrics.harness[harness.value] += 1
+        out: bytes | None = None
+        applied = Applied.NONE
+        if self.mode is Mode.ENFORCE:
+            # the facts of the conversation, without the agent's own prompt (it is no request)
+            at = prompt_at(items)
+            history = items[: at[0]] if at is not None else items
+            parsed = adapter.to_messages(body, history, with_head=True)
+            facts = render_compaction_facts(build_checkpoint(recovery_session(parsed, session.key)))
+            out = dump_body(adapter, body, with_instructions(items, facts, adapter.add_note))
+            applied = Applied.NOTE
+        plan = Plan(
+            session.key, adapter.style, out, None, session.monitor.last, applied=applied, harness=harness
+        )
+        self._record(session, plan)
+        return plan
+
     def _attach_pending(self, session: GuardSession, messages: list[Message]) -> list[Message]:
         pending = session.pending
         if pending is None:
@@ -276,9 +379,14 @@ class Guard:
                 "applied": plan.applied.value,
                 "reset": plan.reset,
                 "observed": plan.observed,
+                "harness": None if plan.harness is None else plan.harness.value,
             },
         }
-        decision = None if plan.action is Action.CONTINUE else (action, "; ".join(a.reasons))
+        decision = (
+            None
+            if plan.action is Action.CONTINUE or plan.harness is not None
+            else (action, "; ".join(a.reasons))
+        )
         self.store.record(session.key, a.turn, row, decision)
 
     # ------------------------------------------------------------------ responses
@@ -286,27 +394,33 @@ class Guard:
     def finish(self, plan: Plan, status: int, facts: ResponseFacts) -> None:
         """Record what the response to ``plan``'s request reported (status, usage, model, id)."""
         with self._lock:
-            self.metrics.responses[(plan.style.value, str(status))] += 1
-            usage = facts.usage
-            if usage is not None:
-                tokens = self.metrics.tokens
-                tokens["input"] += usage.input_tokens
-                tokens["output"] += usage.output_tokens
-                tokens["cache_read"] += usage.cache_read_tokens
-                tokens["cache_write"] += usage.cache_creation_tokens
-            session = self.sessions.get(plan.key) if plan.key is not None else None
-            if session is None or status >= 400:
-                return
-            session.dirty = True
-            session.touched = time.monotonic()
-            if usage is not None or facts.model is not None:
-                session.pending = facts
-            if usage is not None:
-                session.reported_fill = usage.context_tokens
-            if facts.response_id and plan.key is not None:
-                self._responses[facts.response_id] = plan.key
-                while len(self._responses) > MAX_RESPONSE_IDS:
-                    self._responses.popitem(last=False)
+            try:
+                self._finish(plan, status, facts)
+            except Exception as exc:  # fail open, as in :meth:`plan`
+                self._failed("finish", exc)
+
+    def _finish(self, plan: Plan, status: int, facts: ResponseFacts) -> None:
+        self.metrics.responses[(plan.style.value, str(status))] += 1
+        usage = facts.usage
+        if usage is not None:
+            tokens = self.metrics.tokens
+            tokens["input"] += usage.input_tokens
+            tokens["output"] += usage.output_tokens
+            tokens["cache_read"] += usage.cache_read_tokens
+            tokens["cache_write"] += usage.cache_creation_tokens
+        session = self.sessions.get(plan.key) if plan.key is not None else None
+        if session is None or status >= 400 or plan.harness is not None:
+            return  # (a compaction's usage is the old context's, not the next turn's)
+        session.dirty = True
+        session.touched = time.monotonic()
+        if usage is not None or facts.model is not None:
+            session.pending = facts
+        if usage is not None:
+            session.reported_fill = usage.context_tokens
+        if facts.response_id and plan.key is not None:
+            self._responses[facts.response_id] = plan.key
+            while len(self._responses) > MAX_RESPONSE_IDS:
+                self._responses.popitem(last=False)
 
     # ------------------------------------------------------------------ persistence and status
 
@@ -346,6 +460,8 @@ class Guard:
                     "requests": s.requests,
                     "observed_messages": s.observed,
                     "resets": s.resets,
+                    "compactions": s.compactions,
+                    "agent": s.agent,
                     "last_action": s.last_action,
                     "actions": dict(s.actions),
                     "halted": s.halted,

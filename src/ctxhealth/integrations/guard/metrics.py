@@ -30,6 +30,8 @@ class Metrics:
         self.tokens: Counter[str] = Counter()  # kind
         self.actions: Counter[tuple[str, str]] = Counter()  # (action, applied)
         self.resets = 0
+        self.errors = 0  # ctxhealth's own failures (the request went on unchanged)
+        self.harness: Counter[str] = Counter()  # the agents' own compaction requests, by kind
         self.forwarded = 0  # requests on other paths, passed through
         self.latency_counts = [0] * (len(LATENCY_BUCKETS) + 1)
         self.latency_sum = 0.0
@@ -73,6 +75,19 @@ class Metrics:
             "Requests whose history no longer matched (re-observed).",
         )
         out.append(f"ctxhealth_proxy_resets_total {self.resets}")
+        family(
+            "ctxhealth_proxy_errors_total",
+            "counter",
+            "ctxhealth's own failures; each request was passed through unchanged.",
+        )
+        out.append(f"ctxhealth_proxy_errors_total {self.errors}")
+        family(
+            "ctxhealth_proxy_agent_compactions_total",
+            "counter",
+            "The agents' own compaction requests, passed through.",
+        )
+        for kind, n in sorted(self.harness.items()):
+            out.append(f"ctxhealth_proxy_agent_compactions_total{_labels([('kind', kind)])} {n}")
         family("ctxhealth_session_fill_tokens", "gauge", "Context fill of each session, in tokens.")
         for session, api, fill in fills:
             out.append(f"ctxhealth_session_fill_tokens{_labels([('session', session), ('api', api)])} {fill}")

@@ -33,11 +33,17 @@ def note_text(action: Action, assessment: Assessment) -> str:
     return "\n".join(lines)
 
 
+HALT_PREFIX = "prompt is too long for a healthy context"
+"""How a halt's message begins: the words clients read as a context-window error, which they do
+not retry (litellm raises ``ContextWindowExceededError`` for them, which mini-swe-agent and other
+litellm users treat as final; the OpenAI body also carries ``code: context_length_exceeded``)."""
+
+
 def halt_text(assessment: Assessment) -> str:
     """The error message of a halted session: why, and what the agent must do."""
     reasons = "; ".join(assessment.reasons) or "critical context pressure"
     return (
-        f"ctxhealth halted this session ({reasons}; {assessment.fill:,} tokens, "
+        f"{HALT_PREFIX}: ctxhealth halted this session ({reasons}; {assessment.fill:,} tokens, "
         f"pressure {assessment.pressure:.2f}). Stop here: write a checkpoint of what is done, what is "
         "next and what blocks you, then start a new session from it. Requests of this conversation "
         "are refused until it starts afresh."

@@ -50,6 +50,10 @@ class GuardSession:
     last_action: str = "continue"
     last: dict[str, Any] = field(default_factory=dict)
     reported_fill: int | None = None
+    agent: str | None = None  # the self-compacting agent its headers name (claude-code, codex ...)
+    self_compacting: bool = False  # the agent compacts itself (its compaction request was seen)
+    compactions: int = 0
+    cleared_at: int = -1  # the request length at the latest clearing in place of a restart
     dirty: bool = True
     touched: float = 0.0  # monotonic time of the latest request or response (not saved)
     saved: float = 0.0  # monotonic time of the latest hand-over to the store (not saved)
@@ -88,6 +92,10 @@ class GuardSession:
             "last_action": self.last_action,
             "last": self.last,
             "reported_fill": self.reported_fill,
+            "agent": self.agent,
+            "self_compacting": self.self_compacting,
+            "compactions": self.compactions,
+            "cleared_at": self.cleared_at,
         }
 
     @classmethod
@@ -121,6 +129,10 @@ class GuardSession:
             last_action=str(data.get("last_action", "continue")),
             last=dict(data.get("last") or {}),
             reported_fill=data.get("reported_fill"),
+            agent=data.get("agent"),
+            self_compacting=bool(data.get("self_compacting")),
+            compactions=int(data.get("compactions", 0)),
+            cleared_at=int(data.get("cleared_at", -1)),
             dirty=False,
         )
 

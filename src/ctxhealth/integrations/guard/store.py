@@ -31,11 +31,17 @@ class SessionStore(Protocol):
         a decision ``(action, reason)``."""
         ...
 
+    def record_error(self, where: str, message: str) -> None: ...
+
     def close(self) -> None: ...
 
 
 class MemoryStore:
-    """Keeps nothing: sessions live as long as the process."""
+    """Keeps nothing: sessions live as long as the process (internal errors: the latest few, in
+    ``errors``)."""
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[str, str]] = []
 
     def load(self, key: str) -> dict[str, Any] | None:
         return None
@@ -45,6 +51,9 @@ class MemoryStore:
 
     def record(self, key: str, turn: int, row: dict[str, Any], decision: tuple[str, str] | None) -> None:
         return None
+
+    def record_error(self, where: str, message: str) -> None:
+        self.errors = [*self.errors[-99:], (where, message)]
 
     def close(self) -> None:
         return None
@@ -98,6 +107,12 @@ class LedgerStore:
             )
             if decision is not None:
                 ledger.record_decision(key, turn, decision[0], decision[1])
+
+        self._queue.put(write)
+
+    def record_error(self, where: str, message: str) -> None:
+        def write(ledger: Ledger) -> None:
+            ledger.record_error(where, message)
 
         self._queue.put(write)
 

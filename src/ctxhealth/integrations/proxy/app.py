@@ -126,7 +126,9 @@ class ProxyApp:
             self._log_plan(request, plan, body)
             if plan.error is not None:
                 return JSONResponse(
-                    plan.error.body, status_code=plan.error.status, headers={ACTION_HEADER: plan.action.value}
+                    plan.error.body,
+                    status_code=plan.error.status,
+                    headers={**plan.error.headers, ACTION_HEADER: plan.action.value},
                 )
             if plan.body is not None:
                 body = plan.body
@@ -143,14 +145,13 @@ class ProxyApp:
                 data=body,
                 allow_redirects=False,
             )
-        except TimeoutError as exc:
-            return _error(
-                adapter, ErrorKind.BAD_REQUEST, f"ctxhealth proxy: upstream timed out: {exc!r}", 504
-            )
+        except TimeoutError:
+            after = self.config.read_timeout
+            message = f"ctxhealth proxy: upstream {self.config.upstream} did not answer within {after:g} s"
+            return _error(adapter, ErrorKind.BAD_REQUEST, message, 504)
         except aiohttp.ClientError as exc:
-            return _error(
-                adapter, ErrorKind.BAD_REQUEST, f"ctxhealth proxy: upstream unreachable: {exc!r}", 502
-            )
+            message = f"ctxhealth proxy: upstream {self.config.upstream} unreachable: {upstream_problem(exc)}"
+            return _error(adapter, ErrorKind.BAD_REQUEST, message, 502)
         tap = UsageTap(adapter.style, upstream.headers.get("content-type")) if adapter is not None else None
 
         def done(status: int, tap: UsageTap | None, seconds: float, complete: bool) -> None:
@@ -176,6 +177,20 @@ class ProxyApp:
             log.info("request body: %s", body.decode("utf-8", "replace"))
             if plan.body is not None:
                 log.info("forwarded body: %s", plan.body.decode("utf-8", "replace"))
+
+
+def upstream_problem(exc: aiohttp.ClientError) -> str:
+    """What went wrong reaching the upstream, in words (aiohttp's reprs name its connection key
+    objects, not the problem)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        reason = exc.os_error.strerror or str(exc.os_error) if exc.os_error is not None else ""
+        return f"cannot connect to {exc.host}:{exc.port}" + (f" ({reason})" if reason else "")
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection before answering"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"{exc.status} {exc.message}".strip()
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _error(adapter: WireAdapter | None, kind: ErrorKind, message: str, status: int) -> Response:

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxhealth.integrations.wire.base import ApiError, ApiStyle, ErrorKind, JSONDict, canonical, kept_original
+from ctxhealth.integrations.wire.base import (
+    FINAL_HEADERS,
+    ApiError,
+    ApiStyle,
+    ErrorKind,
+    JSONDict,
+    canonical,
+    kept_original,
+)
 from ctxhealth.model import Message, Role
 from ctxhealth.sources.anthropic_messages import parse_blocks
 from ctxhealth.sources.lines import WarningSink
@@ -108,4 +116,5 @@ class AnthropicMessages:
 
     def error(self, kind: ErrorKind, message: str) -> ApiError:
         status, kind_name = _ERROR_TYPES[kind]
-        return ApiError(status, {"type": "error", "error": {"type": kind_name, "message": message}})
+        headers = dict(FINAL_HEADERS) if kind is ErrorKind.HALT else {}
+        return ApiError(status, {"type": "error", "error": {"type": kind_name, "message": message}}, headers)

@@ -9,7 +9,7 @@ markers left out: clients move their cache breakpoints to the newest messages on
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -34,12 +34,17 @@ class ErrorKind(StrEnum):
     BAD_REQUEST = "bad_request"
 
 
+FINAL_HEADERS = {"x-should-retry": "false"}
+"""Sent with a halt: the openai and anthropic SDKs never retry a response that carries it."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApiError:
-    """An API-shaped error: HTTP status and JSON body."""
+    """An API-shaped error: HTTP status, JSON body, extra response headers."""
 
     status: int
     body: JSONDict
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class WireAdapter(Protocol):

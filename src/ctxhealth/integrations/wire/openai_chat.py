@@ -11,14 +11,22 @@ from typing import Any
 
 import orjson
 
-from ctxhealth.integrations.wire.base import ApiError, ApiStyle, ErrorKind, JSONDict, canonical, kept_original
+from ctxhealth.integrations.wire.base import (
+    FINAL_HEADERS,
+    ApiError,
+    ApiStyle,
+    ErrorKind,
+    JSONDict,
+    canonical,
+    kept_original,
+)
 from ctxhealth.model import Message
 from ctxhealth.sources.openai_chat import parse
 from ctxhealth.sources.writers import to_openai_messages
 
 _STATUS = {ErrorKind.HALT: 400, ErrorKind.TOO_LARGE: 413, ErrorKind.BAD_REQUEST: 400}
 _CODES = {
-    ErrorKind.HALT: "ctxhealth_halt",
+    ErrorKind.HALT: "context_length_exceeded",
     ErrorKind.TOO_LARGE: "request_too_large",
     ErrorKind.BAD_REQUEST: "invalid_request",
 }
@@ -29,6 +37,7 @@ def openai_error(kind: ErrorKind, message: str) -> ApiError:
     return ApiError(
         _STATUS[kind],
         {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": _CODES[kind]}},
+        dict(FINAL_HEADERS) if kind is ErrorKind.HALT else {},
     )
 
 

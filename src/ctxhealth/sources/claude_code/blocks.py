@@ -6,6 +6,7 @@ are converted on decoding, in :mod:`.typed`) and the clamping of usage counts.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ctxhealth.model import Block, Usage
@@ -36,10 +37,16 @@ def _usage(raw: _Usage | None) -> Usage | None:
     split = raw.cache_creation
     one_hour = 0 if split is None else split.ephemeral_1h_input_tokens
     created = created if created > 0 else 0
-    return make_usage(
+    output = raw.output_tokens if raw.output_tokens > 0 else 0
+    usage = make_usage(
         raw.input_tokens if raw.input_tokens > 0 else 0,
-        raw.output_tokens if raw.output_tokens > 0 else 0,
+        output,
         created,
         read if read > 0 else 0,
         min(one_hour, created) if one_hour > 0 else 0,
     )
+    details = raw.output_tokens_details
+    if details is not None and details.thinking_tokens > 0:
+        # 2.1: the thinking part of the output (already in output_tokens)
+        usage = replace(usage, reasoning_tokens=min(details.thinking_tokens, output))
+    return usage

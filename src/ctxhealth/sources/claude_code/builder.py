@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ctxhealth.model import Block, CompactionSummary, Message, Role, ToolResult, Usage
@@ -197,6 +197,10 @@ class _Builder:
                         kept.cache_read_tokens,
                         kept.cache_write_1h_tokens,
                     )
+                    newer = _usage(raw_usage)
+                    reasoning = max(kept.reasoning_tokens, newer.reasoning_tokens if newer else 0)
+                    if reasoning:
+                        last.usage = replace(last.usage, reasoning_tokens=reasoning)
                 return
         usage = _usage(raw_usage)
         self.drafts.append(

@@ -22,7 +22,8 @@ def subagent_folder(path: str | Path) -> Path:
 
 
 def subagent_files(path: str | Path) -> list[Path]:
-    """The sub-agent transcripts of the session file ``path``, sorted (none when it has no folder)."""
+    """The sub-agent transcripts of the session file ``path``, sorted (none when it has no folder); not the
+    ``*.meta.json`` files 2.1 writes beside them (an agent's type and description, no transcript)."""
     folder = subagent_folder(path)
     try:
         children = sorted(folder.iterdir())
@@ -32,7 +33,7 @@ def subagent_files(path: str | Path) -> list[Path]:
         c
         for c in children
         if c.name.endswith(_SUFFIXES)
-        and not c.name.endswith(".meta.json")  # 2.1's agent type and description, no transcript
+        and not c.name.endswith(".meta.json")
         and not c.name.startswith(".")
         and c.is_file()
     ]

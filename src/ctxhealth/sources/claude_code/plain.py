@@ -18,6 +18,7 @@ __all__ = [
     "PlainCompactMeta",
     "PlainMsg",
     "PlainNode",
+    "PlainOutputDetails",
     "PlainUsage",
 ]
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ctxhealth.sources.claude_code.schema import _CompactMeta as PlainCompactMeta
     from ctxhealth.sources.claude_code.schema import _Msg as PlainMsg
     from ctxhealth.sources.claude_code.schema import _Node as PlainNode
+    from ctxhealth.sources.claude_code.schema import _OutputDetails as PlainOutputDetails
     from ctxhealth.sources.claude_code.schema import _Usage as PlainUsage
 else:
 
@@ -39,6 +41,12 @@ else:
             self.ephemeral_5m_input_tokens = ephemeral_5m_input_tokens
             self.ephemeral_1h_input_tokens = ephemeral_1h_input_tokens
 
+    class PlainOutputDetails:
+        __slots__ = ("thinking_tokens",)
+
+        def __init__(self, thinking_tokens: int = 0) -> None:
+            self.thinking_tokens = thinking_tokens
+
     class PlainUsage:
         __slots__ = (
             "cache_creation",
@@ -46,6 +54,7 @@ else:
             "cache_read_input_tokens",
             "input_tokens",
             "output_tokens",
+            "output_tokens_details",
         )
 
         def __init__(
@@ -55,7 +64,9 @@ else:
             cache_creation_input_tokens: int = 0,
             cache_read_input_tokens: int = 0,
             cache_creation: PlainCacheCreation | None = None,
+            output_tokens_details: PlainOutputDetails | None = None,
         ) -> None:
+            self.output_tokens_details = output_tokens_details
             self.input_tokens = input_tokens
             self.output_tokens = output_tokens
             self.cache_creation_input_tokens = cache_creation_input_tokens

@@ -29,6 +29,7 @@ from ctxhealth.sources.claude_code.plain import (
     PlainCompactMeta,
     PlainMsg,
     PlainNode,
+    PlainOutputDetails,
     PlainUsage,
 )
 from ctxhealth.sources.lines import (
@@ -123,6 +124,7 @@ def _cost(value: Any) -> float | None:
 def _lenient_message(raw: dict[str, Any], problems: list[str] | None = None) -> PlainMsg:
     usage = raw.get("usage")
     split = get_dict(usage, "cache_creation") if isinstance(usage, dict) else None
+    details = get_dict(usage, "output_tokens_details") if isinstance(usage, dict) else None
     return PlainMsg(
         content=raw.get("content"),
         id=get_str(raw, "id"),
@@ -140,6 +142,9 @@ def _lenient_message(raw: dict[str, Any], problems: list[str] | None = None) -> 
                 count_tokens(split, "ephemeral_5m_input_tokens", problems),
                 count_tokens(split, "ephemeral_1h_input_tokens", problems),
             ),
+            None
+            if details is None
+            else PlainOutputDetails(count_tokens(details, "thinking_tokens", problems)),
         ),
     )
 

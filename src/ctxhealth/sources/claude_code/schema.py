@@ -31,12 +31,19 @@ class _CacheCreation(msgspec.Struct, gc=False):
     ephemeral_1h_input_tokens: _Count = 0
 
 
+class _OutputDetails(msgspec.Struct, gc=False):
+    """``usage.output_tokens_details`` (2.1): the thinking part of ``output_tokens``."""
+
+    thinking_tokens: _Count = 0
+
+
 class _Usage(msgspec.Struct, gc=False):
     input_tokens: _Count = 0
     output_tokens: _Count = 0
     cache_creation_input_tokens: _Count = 0
     cache_read_input_tokens: _Count = 0
     cache_creation: _CacheCreation | None = None
+    output_tokens_details: _OutputDetails | None = None
 
 
 class _Text(msgspec.Struct, tag="text", gc=False):

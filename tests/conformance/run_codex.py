@@ -1,0 +1,95 @@
+"""Running the real Codex CLI against a fake OpenAI server in a scratch home (shared by the Codex tests).
+
+:func:`write_config` writes ``CODEX_HOME/config.toml`` pointing Codex at the fake, either through the default
+OpenAI provider (``openai_base_url``: Codex then speaks WebSocket and compacts remotely) or through a custom
+provider (HTTPS, local compaction); ``extra`` is appended as is (hooks, features, ...). :func:`codex_exec`
+runs ``codex exec`` there (scratch ``HOME`` and ``CODEX_HOME`` under ``root``, a fake key, stdin closed) and
+:func:`rollout_of` finds the rollout it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from .agents import agent_or_skip
+from .fake_openai import FakeOpenAI
+
+
+def write_config(
+    root: Path,
+    server: FakeOpenAI,
+    *,
+    model: str,
+    provider: str = "custom",
+    compact_limit: int | None = None,
+    extra: str = "",
+) -> Path:
+    """``root/codex/config.toml`` for ``provider`` ``default`` (the OpenAI provider) or ``custom``."""
+    lines = [f'model = "{model}"']
+    if compact_limit is not None:
+        lines.append(f"model_auto_compact_token_limit = {compact_limit}")
+    if provider == "default":
+        lines.append(f'openai_base_url = "{server.url}/v1"')
+    else:
+        lines.append('model_provider = "fake"')
+    if extra:
+        lines.append(extra.strip())
+    if provider != "default":
+        lines += [
+            "[model_providers.fake]",
+            'name = "Fake"',
+            f'base_url = "{server.url}/v1"',
+            'env_key = "FAKE_OPENAI_KEY"',
+            'wire_api = "responses"',
+            "supports_websockets = false",
+        ]
+    home = root / "codex"
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.toml"
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    return path
+
+
+def codex_exec(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``codex exec [ARGS...] PROMPT`` (the last argument is the prompt) in ``root/project``; fails the
+    test on a non-zero exit."""
+    exe = agent_or_skip("codex")
+    work = root / "project"
+    work.mkdir(exist_ok=True)
+    full_env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root / "home"),
+        "CODEX_HOME": str(root / "codex"),
+        "OPENAI_API_KEY": "sk-fake",
+        "FAKE_OPENAI_KEY": "sk-fake",
+        "NO_COLOR": "1",
+        **(env or {}),
+    }
+    command = [
+        str(exe),
+        "exec",
+        *args[:-1],
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+    ]
+    done = subprocess.run(
+        [*command, args[-1]],
+        cwd=work,
+        env=full_env,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def rollout_of(root: Path) -> Path:
+    """The one rollout Codex wrote under ``root/codex/sessions``."""
+    found = sorted((root / "codex" / "sessions").rglob("rollout-*.jsonl"))
+    assert len(found) == 1, found
+    return found[0]

@@ -1,0 +1,76 @@
+"""Running the real Gemini CLI against a fake Gemini server in a scratch home (shared by the Gemini tests).
+
+:func:`write_settings` writes ``HOME/.gemini/settings.json`` (API-key auth, no updates, no telemetry;
+``extra`` merged in at the top level: hooks, model settings, ...). :func:`gemini_prompt` runs
+``gemini --yolo -m MODEL [ARGS...] -p PROMPT`` in ``root/project`` with ``GOOGLE_GEMINI_BASE_URL`` at the
+fake, a fake ``GEMINI_API_KEY`` and stdin closed; :func:`chat_of` finds the chat it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .agents import agent_or_skip
+from .fake_gemini import FakeGemini
+
+
+def write_settings(
+    root: Path, *, compression: float | None = None, extra: dict[str, Any] | None = None
+) -> Path:
+    settings: dict[str, Any] = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+    }
+    if compression is not None:
+        settings["model"] = {"compressionThreshold": compression}
+    settings.update(extra or {})
+    folder = root / "home" / ".gemini"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "settings.json"
+    path.write_text(json.dumps(settings), "utf-8")
+    return path
+
+
+def gemini_prompt(
+    root: Path, server: FakeGemini, model: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """One non-interactive run (the last argument is the prompt); fails the test on a non-zero exit."""
+    exe = agent_or_skip("gemini")
+    work = root / "project"
+    work.mkdir(exist_ok=True)
+    full_env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root / "home"),
+        "GEMINI_API_KEY": "fake-key",
+        "GOOGLE_GEMINI_BASE_URL": server.url,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "NO_COLOR": "1",
+        **(env or {}),
+    }
+    done = subprocess.run(
+        [str(exe), "--yolo", "-m", model, *args[:-1], "-p", args[-1]],
+        cwd=work,
+        env=full_env,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def chat_of(root: Path) -> Path:
+    """The session's chat. A resume started in a later minute than the session also leaves a stub: a new
+    file holding only the harness context (Gemini CLI 0.61 names files by the minute), not the chat."""
+    found = sorted((root / "home" / ".gemini" / "tmp").rglob("session-*.jsonl"))
+    chats = [p for p in found if b'"type":"gemini"' in p.read_bytes()]
+    assert len(chats) == 1, found
+    return chats[0]

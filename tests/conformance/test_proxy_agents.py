@@ -1,0 +1,292 @@
+"""The real agent CLIs through ``ctxhealth proxy`` in observe, advise and enforce on one scripted task:
+the modes that change requests never make a run fail that observe completes, an enforced run takes at most
+1.3x the model requests and cost of the observed one, and the agents' own compactions pass (Claude Code's
+summary request, Codex's remote compaction with the default provider and its summarisation prompt with a
+custom provider).
+
+The servers' logs are the truth. The fake models follow the person's directives; a model that took
+ctxhealth's advice note for a new task would not be a fair stand-in, so the Claude Code fake reads the
+conversation without ctxhealth's own text blocks (the proxy's work is still all in the requests it logs).
+Figures per agent and mode are printed (``-s``) and noted in docs/proxy.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxhealth.accounting.cost import usage_cost
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.model import Usage
+from proxy_process import ProxyProcess
+
+from .agents import agent_or_skip
+from .claude_harness import ClaudeBox
+from .fake_anthropic import FakeAnthropic, default_scenario
+from .fake_openai import FakeOpenAI
+from .truth import truth_of
+
+pytestmark = pytest.mark.conformance
+
+MODES = ("observe", "advise", "enforce")
+OWN = ("[CTXHEALTH", "[RE-ANCHOR")
+RATIO = 1.3
+
+
+@dataclass
+class Run:
+    mode: str
+    ok: bool
+    requests: int
+    compactions: int
+    cost: float
+    sessions: int
+    extra: dict[str, Any]
+
+
+def _without_own_text(body: dict[str, Any], headers: dict[str, str]) -> Any:
+    messages = []
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, list):
+            content = [
+                b
+                for b in content
+                if not (
+                    isinstance(b, dict) and b.get("type") == "text" and str(b.get("text", "")).startswith(OWN)
+                )
+            ]
+            if not content:
+                continue
+            m = {**m, "content": content}
+        messages.append(m)
+    return default_scenario({**body, "messages": messages}, headers)
+
+
+FALLBACK_PRICE = "claude-opus-4-5"
+CLAUDE_TASK = ("start PAD: 280000", "next BASH: echo hi x2", "third PAD: 100000")
+
+
+def _claude(tmp: Path, mode: str) -> Run:
+    registry = ModelRegistry.default()
+    with FakeAnthropic(_without_own_text) as fake:
+        proxy = ProxyProcess(fake.url, "--mode", mode)
+        try:
+            box = ClaudeBox(tmp, fake, agent_or_skip("claude"))
+            codes = []
+            for i, prompt in enumerate(CLAUDE_TASK):
+                flags = ["--autocompact", "100000", *(["--continue"] if i else [])]
+                run = box.run(
+                    "-p",
+                    prompt,
+                    "--dangerously-skip-permissions",
+                    *flags,
+                    extra_env={"ANTHROPIC_BASE_URL": proxy.url},
+                )
+                codes.append(run.returncode)
+            status = proxy.status()
+        finally:
+            proxy.stop()
+        exchanges = fake.messages()
+        cost = 0.0
+        for e in exchanges:
+            # a model the registry has no price for is priced as Opus 4.5, the same for every mode
+            prices = registry.lookup(e.model).prices or registry.lookup(FALLBACK_PRICE).prices
+            u = e.usage
+            usage = Usage(
+                int(u.get("input_tokens", 0)),
+                int(u.get("output_tokens", 0)),
+                int(u.get("cache_creation_input_tokens", 0)),
+                int(u.get("cache_read_input_tokens", 0)),
+            )
+            cost += usage_cost(usage, prices) if prices is not None else 0.0
+        compacts = fake.messages("compact")
+        sessions = status["sessions"]
+        assert isinstance(sessions, list)
+        return Run(
+            mode,
+            all(c == 0 for c in codes),
+            len(exchanges),
+            len(compacts),
+            cost,
+            len(sessions),
+            {
+                "guard_compactions": sum(int(s.get("compactions") or 0) for s in sessions),
+                "facts_in_compactions": sum("KEEP IN THE SUMMARY" in json.dumps(e.body) for e in compacts),
+                "boundaries": sum(
+                    1
+                    for line in box.transcript().read_text("utf-8").splitlines()
+                    if '"compact_boundary"' in line
+                ),
+            },
+        )
+
+
+@pytest.fixture(scope="module")
+def claude_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    return {mode: _claude(tmp_path_factory.mktemp(f"claude-{mode}"), mode) for mode in MODES}
+
+
+def _report(agent: str, runs: dict[str, Run]) -> None:
+    for run in runs.values():
+        print(
+            f"{agent:<22} {run.mode:<8} ok={run.ok} requests={run.requests} compactions={run.compactions} "
+            f"cost=${run.cost:.4f} sessions={run.sessions} {run.extra}"
+        )
+
+
+def test_claude_code_through_the_proxy_in_every_mode(claude_runs: dict[str, Run]) -> None:
+    _report("claude-code", claude_runs)
+    observed = claude_runs["observe"]
+    assert observed.ok and observed.compactions >= 1
+    for mode in ("advise", "enforce"):
+        run = claude_runs[mode]
+        assert run.ok, mode
+        assert run.requests <= RATIO * observed.requests, mode
+        assert run.cost <= RATIO * observed.cost, mode
+        assert run.sessions == 1, mode  # one session across the compactions (its own session header)
+        # its compactions went through and were answered as compactions
+        assert run.compactions >= 1 and run.extra["boundaries"] == run.compactions, mode
+        assert run.extra["guard_compactions"] == run.compactions, mode
+    assert claude_runs["enforce"].extra["facts_in_compactions"] == claude_runs["enforce"].compactions
+    assert claude_runs["advise"].extra["facts_in_compactions"] == 0
+
+
+# ---------------------------------------------------------------- Codex CLI
+
+
+def _own_item(item: Any) -> bool:
+    if not isinstance(item, dict) or item.get("role") != "user":
+        return False
+    content = item.get("content")
+    text = content if isinstance(content, str) else ""
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        text = str(content[0].get("text", ""))
+    return text.startswith(OWN)
+
+
+class FairOpenAI(FakeOpenAI):
+    """The fake Responses model, reading the conversation without ctxhealth's own notes (its log keeps the
+    requests as the proxy sent them)."""
+
+    def answer(self, exchange: Any, handler: Any) -> None:
+        original = exchange.body
+        if isinstance(original, dict) and isinstance(original.get("input"), list):
+            exchange.body = {**original, "input": [i for i in original["input"] if not _own_item(i)]}
+        try:
+            super().answer(exchange, handler)
+        finally:
+            exchange.body = original
+
+
+CODEX_MODEL = "gpt-5.5"
+CODEX_SCRIPT = (
+    "Count.\n" + "STEP shell seq 1 2500\n" * 2 + "STEP shell false\n" + "STEP shell seq 1 2500\n" * 3
+)
+CODEX_STEPS = 6
+ACCOUNTING_MODEL = "llama-3-8b"
+"""The proxy accounts Codex's requests as a local-tier model (zones at 8K / 16K / 32K), so the small scripted
+run crosses the compact zone before Codex compacts at 20K, and enforce has decisions to carry out."""
+
+
+def _codex(tmp: Path, mode: str, provider: str) -> Run:
+    exe = agent_or_skip("codex")
+    with FairOpenAI(model=CODEX_MODEL) as server:
+        proxy = ProxyProcess(server.url, "--mode", mode, "--model", ACCOUNTING_MODEL)
+        try:
+            home = tmp / "codex"
+            home.mkdir(parents=True)
+            lines = [f'model = "{CODEX_MODEL}"', "model_auto_compact_token_limit = 20000"]
+            if provider == "default":
+                lines.append(f'openai_base_url = "{proxy.url}/v1"')
+            else:
+                lines += [
+                    'model_provider = "fake"',
+                    "[model_providers.fake]",
+                    'name = "Fake"',
+                    f'base_url = "{proxy.url}/v1"',
+                    'env_key = "FAKE_OPENAI_KEY"',
+                    'wire_api = "responses"',
+                    "supports_websockets = false",
+                ]
+            (home / "config.toml").write_text("\n".join(lines) + "\n", "utf-8")
+            work = tmp / "work"
+            work.mkdir()
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(tmp / "home"),
+                "CODEX_HOME": str(home),
+                "OPENAI_API_KEY": "sk-fake",
+                "FAKE_OPENAI_KEY": "sk-fake",
+                "NO_COLOR": "1",
+            }
+            command = [
+                str(exe),
+                "exec",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+            ]
+            done = subprocess.run(
+                [*command, CODEX_SCRIPT],
+                cwd=work,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
+            status = proxy.status()
+        finally:
+            proxy.stop()
+    truth = truth_of(server.log, CODEX_MODEL, failures=1)
+    steps = sum(
+        1
+        for e in server.exchanges("turn")
+        for item in e.answer or []
+        if isinstance(item, dict) and item.get("type") == "function_call"
+    )
+    sessions = status["sessions"]
+    assert isinstance(sessions, list)
+    compactions = [e for e in server.log if e.kind == "compaction"]
+    return Run(
+        mode,
+        done.returncode == 0 and steps == CODEX_STEPS,
+        truth.turns + len(compactions),
+        truth.compactions,
+        truth.cost_usd,
+        len(sessions),
+        {
+            "exit": done.returncode,
+            "steps": steps,
+            "trigger_last": all(
+                e.body["input"][-1] == {"type": "compaction_trigger"}
+                for e in compactions
+                if any(i == {"type": "compaction_trigger"} for i in e.body.get("input", []))
+            ),
+            "actions": [s.get("actions") for s in sessions],
+        },
+    )
+
+
+@pytest.mark.parametrize("provider", ["default", "custom"])
+def test_codex_through_the_proxy_in_every_mode(provider: str, tmp_path: Path) -> None:
+    runs = {mode: _codex(tmp_path / mode, mode, provider) for mode in MODES}
+    _report(f"codex ({provider})", runs)
+    observed = runs["observe"]
+    assert observed.ok and observed.compactions >= 1
+    for mode in ("advise", "enforce"):
+        run = runs[mode]
+        assert run.ok, (mode, run.extra)  # every step of the script ran, and codex exec exited 0
+        assert run.requests <= RATIO * observed.requests, mode
+        assert run.cost <= RATIO * observed.cost, mode
+        assert run.sessions == 1, mode
+        assert run.extra["trigger_last"], mode
+    assert any("truncate" in (a or {}) for a in runs["enforce"].extra["actions"])  # enforce had work to do
+    if provider == "default":
+        assert runs["enforce"].compactions >= 1  # Codex's remote compaction survives enforce

@@ -1,0 +1,149 @@
+"""``ctxhealth watch`` on every format that grows on disk; its default is the latest session of any agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from ctxhealth.cli.main import cli
+from ctxhealth.integrations.watch import AgentDirs, LogWatch, find_latest_session, open_watch, render
+
+CODEX = FIXTURES / "agents" / "codex-0.171.0" / "compaction-default-provider" / "rollout.jsonl"
+GEMINI = FIXTURES / "agents" / "gemini-0.61.0" / "compression-resume" / "chat.jsonl"
+
+
+def _grow(target: Path, lines: list[bytes], upto: int) -> None:
+    with target.open("ab") as out:
+        out.write(b"".join(lines[:upto]))
+
+
+def test_a_codex_rollout_is_followed_as_it_grows(tmp_path: Path) -> None:
+    lines = CODEX.read_bytes().splitlines(keepends=True)
+    target = tmp_path / "rollout-2026-12-01T00-00-00-x.jsonl"
+    target.write_bytes(b"")
+    watch = open_watch(target)
+    assert isinstance(watch, LogWatch)
+    assert watch.poll() == 0 and "nothing yet" in render(watch)
+    half = next(i for i, line in enumerate(lines) if b'"compacted"' in line)
+    _grow(target, lines, half)
+    assert watch.poll() > 0
+    assert watch.turns == 3 and watch.compactions == 0  # the compaction's own record is not a turn
+    assert watch.poll() == 0  # unchanged: nothing read
+    target.write_bytes(b"".join(lines))
+    assert watch.poll() > 0
+    assert (watch.turns, watch.compactions, watch.tool_errors) == (5, 1, 1)
+    frame = render(watch, width=100)
+    truth = json.loads((CODEX.parent / "truth.json").read_text("utf-8"))
+    pre = truth["compaction_fills"][0]
+    assert "(codex)" in frame and f"compaction from {pre:,} tokens (summary encrypted)" in frame
+
+
+def test_a_gemini_chat_and_an_openhands_folder_are_followed(tmp_path: Path) -> None:
+    watch = open_watch(GEMINI)
+    watch.poll()
+    assert isinstance(watch, LogWatch) and (watch.turns, watch.compactions) == (6, 1)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "output.jsonl").write_bytes((FIXTURES / "agents" / "openhands-output.jsonl").read_bytes())
+    watch = open_watch(folder)
+    assert watch.poll() > 0 and "(openhands)" in render(watch)
+
+
+def test_watch_cli_follows_a_file_that_grows_while_it_runs(tmp_path: Path) -> None:
+    lines = CODEX.read_bytes().splitlines(keepends=True)
+    target = tmp_path / "rollout.jsonl"
+    _grow(target, lines, 12)
+    exe = Path(sys.executable).with_name("ctxhealth")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "ctxhealth.cli.main"]
+    env = {**os.environ, "HOME": str(tmp_path), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [*command, "watch", "--frames", "12", "--interval", "0.25", str(target)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        first = b""
+        while b"recent events:" not in first:  # the first frame is out: the file grows only now
+            line = process.stdout.readline()
+            assert line, process.stderr.read() if process.stderr else ""
+            first += line
+        time.sleep(0.3)
+        target.write_bytes(b"".join(lines))
+        rest, err = process.communicate(timeout=60)
+        out = first + rest
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    frames = out.decode().split("ctxhealth watch — ")
+    assert "turns 1 " in frames[1] and "compactions 0" in frames[1]
+    assert "turns 5 " in frames[-1] and "compactions 1" in frames[-1]
+
+
+def test_the_default_is_the_latest_session_of_any_agent(tmp_path: Path) -> None:
+    claude = tmp_path / ".claude" / "projects" / "p"
+    claude.mkdir(parents=True)
+    (claude / "old.jsonl").write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    os.utime(claude / "old.jsonl", (1, 1))
+    codex = tmp_path / ".codex" / "sessions" / "2026" / "12" / "01"
+    codex.mkdir(parents=True)
+    (codex / "rollout-a.jsonl").write_bytes(CODEX.read_bytes())
+    os.utime(codex / "rollout-a.jsonl", (2, 2))
+    gemini = tmp_path / ".gemini" / "tmp" / "proj" / "chats"
+    gemini.mkdir(parents=True)
+    (gemini / "session-2026-12-01T10-00-abcdef12.jsonl").write_bytes(GEMINI.read_bytes())
+    dirs = AgentDirs.under(tmp_path)
+    assert find_latest_session(dirs) == gemini / "session-2026-12-01T10-00-abcdef12.jsonl"
+    os.utime(gemini / "session-2026-12-01T10-00-abcdef12.jsonl", (0, 0))
+    assert find_latest_session(dirs) == codex / "rollout-a.jsonl"
+    done = CliRunner().invoke(
+        cli,
+        [
+            "watch",
+            "--once",
+            "--codex-home",
+            str(tmp_path / ".codex"),
+            "--gemini-dir",
+            str(tmp_path / ".gemini"),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert "rollout-a.jsonl (codex)" in done.output
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    done = CliRunner().invoke(
+        cli, ["watch", "--once", "--codex-home", str(other), "--gemini-dir", str(other)]
+    )
+    assert done.exit_code in (0, 3)  # this machine's own Claude Code sessions may be the latest
+
+
+def _chat_line(role: str, text: str, fill: int | None = None) -> bytes:
+    message: dict[str, object] = {"role": role, "content": text}
+    if fill is not None:
+        message["usage"] = {"prompt_tokens": fill, "completion_tokens": 5}
+    return (json.dumps(message) + "\n").encode()
+
+
+def test_a_jsonl_a_home_made_agent_appends_to_is_read_and_followed(tmp_path: Path) -> None:
+    target = tmp_path / "my-agent.jsonl"
+    target.write_bytes(_chat_line("user", "fix the parser") + _chat_line("assistant", "looking", 1200))
+    watch = open_watch(target)
+    assert watch.poll() == 2 and isinstance(watch, LogWatch) and watch.fill == 1200
+    with target.open("ab") as out:
+        out.write(_chat_line("assistant", "fixed", 2400) + b'{"role": "user", "cont')  # a line being written
+    assert watch.poll() == 1
+    assert (watch.turns, watch.fill, watch.peak) == (2, 2400, 2400)
+    assert "(openai-chat)" in render(watch)
+    done = CliRunner().invoke(cli, ["check", "--json", str(target)])
+    figures = json.loads(done.stdout)
+    assert figures["turns"] == 2 and figures["format"] == "openai-chat"
+    assert [w.split(": ", 1)[0].rsplit(":", 1)[-1] for w in figures["warnings"]] == ["4"]  # its own line
