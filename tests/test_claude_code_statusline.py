@@ -203,3 +203,14 @@ def test_status_payload_2_1_fields(tmp_path: Path) -> None:
     assert "200K+" in render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
     doc["exceeds_200k_tokens"] = False
     assert "200K+" not in render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
+
+
+def test_right_after_compact_a_zero_percent_payload_is_no_fill(tmp_path: Path) -> None:
+    # Right after /compact Claude Code's payload has no current_usage yet and says used_percentage 0:
+    # the line showed a fill of 0; it shows the transcript's fill (what the compaction left) instead.
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    doc = json.loads(_payload("claude-statusline-current.json", transcript))
+    doc["context_window"].pop("current_usage", None)
+    doc["context_window"]["used_percentage"] = 0
+    line = render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
+    assert "40.0K/" in line and " 0/" not in line, line

@@ -103,9 +103,22 @@ def _transcript_size(path: str) -> int | None:
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
-def _has_fill(payload: StatusPayload) -> bool:
+def _payload_fill(payload: StatusPayload) -> int | None:
+    """The fill the payload states: its ``current_usage``, else ``used_percentage`` of the window.
+    Right after a ``/compact`` the payload has no usage yet and says 0%: that is no fill (the
+    transcript's, what the compaction left, is shown instead)."""
     window = payload.context_window
-    return window is not None and (window.used_tokens is not None or window.used_percentage is not None)
+    if window is None:
+        return None
+    if window.used_tokens is not None:
+        return window.used_tokens
+    if window.used_percentage and window.size:
+        return round(window.used_percentage / 100 * window.size)
+    return None
+
+
+def _has_fill(payload: StatusPayload) -> bool:
+    return _payload_fill(payload) is not None
 
 
 def _needs_read(payload: StatusPayload, counters: SessionCounters, cached: bool) -> bool:
@@ -138,14 +151,8 @@ def has_data(payload: StatusPayload, counters: SessionCounters) -> bool:
 
 def _reading(payload: StatusPayload, counters: SessionCounters) -> Reading:
     window = payload.context_window
-    fill: int | None = None
     size = window.size if window is not None else None
-    if window is not None:
-        if window.used_tokens is not None:
-            fill = window.used_tokens
-        elif window.used_percentage is not None and size:
-            fill = round(window.used_percentage / 100 * size)
-    return read_counters(counters, fill=fill, window=size)
+    return read_counters(counters, fill=_payload_fill(payload), window=size)
 
 
 def _no_data(payload: StatusPayload, color: bool) -> str:
