@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from .fake_openai import FakeOpenAI
+from .run_codex import codex_exec, rollout_of, write_config
 from .test_codex import MODEL as CODEX_MODEL
-from .test_codex import _codex, _config, _rollout
 
 pytestmark = pytest.mark.conformance
 
@@ -45,12 +45,12 @@ def _notes(body: object) -> list[str]:
 
 def test_codex_hooks_fire_and_the_spiral_note_reaches_the_model(tmp_path: Path, openai: FakeOpenAI) -> None:
     codex_home = tmp_path / "codex"
-    _config(codex_home, openai, provider="custom", compact_limit=None)
+    write_config(tmp_path, openai, model=CODEX_MODEL, provider="custom")
     _install("codex", codex_home, tmp_path / "ctxhealth")
     script = "Fix it.\n" + "\n".join(["STEP shell false"] * 5) + "\nSTEP say done"
     # Codex runs hooks from hooks.json only once the person trusted them (its /hooks review); this
     # scratch HOME has nobody to review them, so the run bypasses that, as its own docs say to.
-    _codex(tmp_path, "--dangerously-bypass-hook-trust", script)
+    codex_exec(tmp_path, "--dangerously-bypass-hook-trust", script)
     turns = openai.exchanges("turn")
     notes = [_notes(e.body) for e in turns]
     assert any(any("Failure spiral" in n for n in ns) for ns in notes), notes
@@ -59,16 +59,16 @@ def test_codex_hooks_fire_and_the_spiral_note_reaches_the_model(tmp_path: Path, 
     from ctxhealth.integrations.claude_code.tailstate import load_counters
 
     # the hooks ran in Codex's environment: ctxhealth's home is the scratch HOME's
-    counters = load_counters(str(tmp_path / "home" / ".ctxhealth"), str(_rollout(tmp_path)))
+    counters = load_counters(str(tmp_path / "home" / ".ctxhealth"), str(rollout_of(tmp_path)))
     assert counters is not None and counters.tool_errors >= 3
 
 
 def test_codex_checkpoint_is_given_back_after_a_real_compaction(tmp_path: Path, openai: FakeOpenAI) -> None:
     codex_home = tmp_path / "codex"
-    _config(codex_home, openai, provider="custom", compact_limit=14000)
+    write_config(tmp_path, openai, model=CODEX_MODEL, provider="custom", compact_limit=14000)
     _install("codex", codex_home, tmp_path / "ctxhealth")
     script = "Count.\nSTEP shell seq 1 2500\nSTEP shell seq 1 2500\nSTEP shell false\nSTEP shell seq 1 2500"
-    _codex(tmp_path, "--dangerously-bypass-hook-trust", script + "\nSTEP say finished")
+    codex_exec(tmp_path, "--dangerously-bypass-hook-trust", script + "\nSTEP say finished")
     kinds = [e.kind for e in openai.log]
     assert "compact" in kinds or any("compact" in k for k in kinds), kinds
     ledger = tmp_path / "home" / ".ctxhealth" / "ledger.db"
@@ -84,10 +84,13 @@ def test_codex_checkpoint_is_given_back_after_a_real_compaction(tmp_path: Path, 
 
 def test_codex_resume_injects_nothing(tmp_path: Path, openai: FakeOpenAI) -> None:
     codex_home = tmp_path / "codex"
-    _config(codex_home, openai, provider="custom", compact_limit=None)
+    write_config(tmp_path, openai, model=CODEX_MODEL, provider="custom")
     _install("codex", codex_home, tmp_path / "ctxhealth")
-    _codex(tmp_path, "--dangerously-bypass-hook-trust", "Fix it.\nSTEP shell ls\nSTEP say first done")
-    _codex(tmp_path, "resume", "--last", "--dangerously-bypass-hook-trust", "Again.\nSTEP say second done")
+    trust = "--dangerously-bypass-hook-trust"
+    codex_exec(tmp_path, trust, "Fix it.\nSTEP shell ls\nSTEP say first done")
+    codex_exec(
+        tmp_path, "resume", "--last", "--dangerously-bypass-hook-trust", "Again.\nSTEP say second done"
+    )
     assert all(_notes(e.body) == [] for e in openai.exchanges("turn"))
     import sqlite3
 
@@ -98,13 +101,13 @@ def test_codex_resume_injects_nothing(tmp_path: Path, openai: FakeOpenAI) -> Non
 
 def test_gemini_hooks_fire_and_their_notes_reach_the_model(tmp_path: Path) -> None:
     from .fake_gemini import FakeGemini
+    from .run_gemini import gemini_prompt, write_settings
     from .test_gemini import MODEL as GEMINI_MODEL
-    from .test_gemini import _gemini, _settings
 
     with FakeGemini(model=GEMINI_MODEL) as server:
-        _settings(tmp_path)
+        write_settings(tmp_path)
         _install("gemini", tmp_path / "home" / ".gemini", tmp_path / "ctxhealth")
         script = "Fix it.\n" + "\n".join(["STEP shell false"] * 5) + "\nSTEP say done"
-        _gemini(tmp_path, server, script)
+        gemini_prompt(tmp_path, server, GEMINI_MODEL, script)
         notes = [_notes(e.body) for e in server.exchanges("turn")]
     assert any(any("Failure spiral" in n for n in ns) for ns in notes), notes
