@@ -16,7 +16,8 @@ failures, doom loops and drift. Three runs, each in a child process:
   thread of the child, asked over its socket exactly as the commands ask it).
 
 Prints one JSON line: steps, sessions, and per run a digest of everything recorded, with
-``identical`` true when all three agree (and the first differing step when they do not).
+``identical`` true when all three agree (and the first differing step when they do not, and per
+run and recorded field how many steps differ: ``differing_steps_by_field``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "claude-code"
@@ -93,6 +95,31 @@ def replay(sessions: list[Path], work: Path, step: int, helped: bool, src: Path 
     return rows
 
 
+FIELDS = (
+    "stdout",
+    "stderr",
+    "assessment",
+    "fill",
+    "turns",
+    "tool_calls",
+    "tool_errors",
+    "doom_loops",
+    "drift",
+)
+"""What each recorded step holds after its session and step numbers (stdout, stderr, then ``kept``)."""
+
+
+def _fields_differing(a: list[object], b: list[object], normal: Any) -> list[str]:
+    """The names of the recorded fields that differ between two steps (normalised as the digest is)."""
+    flat_a = [a[2], a[3], *a[4]] if isinstance(a[4], list) else a[2:]
+    flat_b = [b[2], b[3], *b[4]] if isinstance(b[4], list) else b[2:]
+    return [
+        FIELDS[i] if i < len(FIELDS) else str(i)
+        for i, (x, y) in enumerate(zip(flat_a, flat_b, strict=False))
+        if normal([0, 0, x]) != normal([0, 0, y])
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -121,10 +148,13 @@ def main() -> None:
         return hashlib.sha256("\n".join(normal(row) for row in rows).encode()).hexdigest()[:16]
 
     first_difference = None
+    differing: dict[str, int] = {}
     for i, row in enumerate(runs["before"]):
         if any(normal(other[i]) != normal(row) for other in (runs["after"], runs["after_helper"])):
-            first_difference = {"session": row[0], "step": row[1]}
-            break
+            first_difference = first_difference or {"session": row[0], "step": row[1]}
+            for label, other in (("after", runs["after"]), ("after_helper", runs["after_helper"])):
+                for field in _fields_differing(row, other[i], normal):
+                    differing[f"{label}:{field}"] = differing.get(f"{label}:{field}", 0) + 1
     report = {
         "sessions": len(sessions),
         "steps": len(runs["before"]),
@@ -135,6 +165,7 @@ def main() -> None:
         "notices": sum(1 for row in runs["before"] if row[2]),
         "identical": first_difference is None and all(len(r) == len(runs["before"]) for r in runs.values()),
         "first_difference": first_difference,
+        "differing_steps_by_field": differing,
     }
     print(json.dumps(report))
 

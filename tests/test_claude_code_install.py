@@ -282,6 +282,7 @@ def test_installed_commands_really_run(tmp_path: Path) -> None:
             "error": "1",
         },
         "Stop": {"stop_hook_active": False},
+        "PostCompact": {"trigger": "manual", "compact_summary": "The user asked to fix the parser."},
     }
     outputs = {}
     for event, groups in settings["hooks"].items():

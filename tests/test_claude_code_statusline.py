@@ -188,4 +188,29 @@ def test_reading_follows_the_hosts_window_and_failure_rate() -> None:
     for i, failed in enumerate([True, False, True, False, True]):
         counters.record_tool(f"t{i}", "Bash", f"Bash:{i}", failed)
     reading = read_counters(counters)
-    assert reading.spiral and "3 of the last 5" in reading.spiral_reason
+    assert reading.spiral and "60% of the last 5" in reading.spiral_reason  # the policy's own words
+
+
+def test_status_payload_2_1_fields(tmp_path: Path) -> None:
+    # Claude Code 2.1 states the session's summed input and whether the prompt is past 200K (priced
+    # at the long-context rate): both are read, and the second is shown.
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    doc = json.loads(_payload("claude-statusline-current.json", transcript))
+    doc["context_window"]["total_input_tokens"] = 912_345
+    doc["exceeds_200k_tokens"] = True
+    parsed = parse_status_payload(json.dumps(doc)).context_window
+    assert parsed is not None and parsed.total_input_tokens == 912_345 and parsed.exceeds_200k
+    assert "200K+" in render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
+    doc["exceeds_200k_tokens"] = False
+    assert "200K+" not in render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
+
+
+def test_right_after_compact_a_zero_percent_payload_is_no_fill(tmp_path: Path) -> None:
+    # Right after /compact Claude Code's payload has no current_usage yet and says used_percentage 0:
+    # the line showed a fill of 0; it shows the transcript's fill (what the compaction left) instead.
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    doc = json.loads(_payload("claude-statusline-current.json", transcript))
+    doc["context_window"].pop("current_usage", None)
+    doc["context_window"]["used_percentage"] = 0
+    line = render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
+    assert "40.0K/" in line and " 0/" not in line, line

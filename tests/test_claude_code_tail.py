@@ -99,11 +99,94 @@ def test_reanchor_given_once_per_episode(tmp_path: Path) -> None:
 def test_session_start_compact_without_precompact_builds_a_checkpoint(tmp_path: Path) -> None:
     home, path = tmp_path / "home", tmp_path / "t.jsonl"
     path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading src/parse.py now.", 5000) + "\n")
-    out = _fire("SessionStart", home, path, source="resume")
+    out = _fire("SessionStart", home, path, source="compact")
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "[CONTEXT CHECKPOINT -- PREVIOUS PROGRESS]" in context and INSTRUCTION in context
     counters = load_counters(str(home), str(path))
     assert counters is not None and counters.checkpoint_json and Path(counters.checkpoint_json).exists()
+
+
+def test_resume_is_not_a_compaction(tmp_path: Path) -> None:
+    # A plain --continue: the conversation is intact, so nothing is given back (it used to get
+    # "Context was compacted ..." and a checkpoint pasted over an intact 199K conversation).
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading src/parse.py now.", 5000) + "\n")
+    assert _fire("SessionStart", home, path, source="resume", seconds_since_last_response=40) == ""
+    counters = load_counters(str(home), str(path))
+    assert counters is not None and counters.turns == 1 and counters.checkpoint_json is None
+    assert counters.episodes == 0  # notices already given stay given: they are in the conversation
+
+
+def test_resume_after_the_cache_expired_says_what_it_costs(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading src/parse.py now.", 5000) + "\n")
+    out = _fire(
+        "SessionStart",
+        home,
+        path,
+        source="resume",
+        seconds_since_last_response=1800,
+        context_tokens=150_000,
+        prompt_cache_likely_expired=True,
+        estimated_cache_write_usd=0.56,
+    )
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "after 30 min" in context and "150,000 tokens" in context and "$0.56" in context
+    assert "compacted" not in context and "CHECKPOINT" not in context
+
+
+def test_subagent_tool_calls_are_not_the_main_sessions(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n")
+    for i in range(6):  # six failures inside a sub-agent: no spiral for the main session
+        _fire(
+            "PostToolUseFailure",
+            home,
+            path,
+            tool_name="Bash",
+            tool_input={"command": f"false {i}"},
+            tool_use_id=f"toolu_sub_{i}",
+            error="exit 1",
+            agent_id="a1b2",
+            agent_type="general-purpose",
+        )
+    _fire("PostToolUse", home, path, tool_name="Read", tool_input={"file_path": "a.py"}, tool_use_id="t1")
+    counters = load_counters(str(home), str(path))
+    assert counters is not None and counters.tool_calls == 1 and counters.tool_errors == 0
+
+
+def test_new_events_are_accepted(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n")
+    assert _fire("PostCompact", home, path, trigger="manual", compact_summary="The user asked ...") == ""
+    sub = tmp_path / "agent-a1.jsonl"
+    stop = {"agent_id": "a1", "agent_type": "x", "agent_transcript_path": str(sub)}
+    assert _fire("SubagentStop", home, path, **stop) == ""
+    assert _fire("SessionEnd", home, path, reason="prompt_input_exit") == ""
+
+
+def test_stop_waits_for_the_last_line(tmp_path: Path) -> None:
+    # Stop can fire before Claude Code wrote the last assistant line: the hook waits for the line
+    # the payload names (``last_assistant_message``) and reads it.
+    import threading
+    import time
+
+    home, path = tmp_path / "home", tmp_path / "t.jsonl"
+    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading src/parse.py now.", 5000) + "\n")
+    _fire("Stop", home, path)
+    last = "All tests pass; the nested-bracket case is fixed."
+
+    def late_write() -> None:
+        time.sleep(0.1)
+        with path.open("a") as handle:
+            handle.write(_assistant(2, last, 6000) + "\n")
+
+    writer = threading.Thread(target=late_write)
+    writer.start()
+    _fire("Stop", home, path, last_assistant_message=last)
+    writer.join()
+    counters = load_counters(str(home), str(path))
+    assert counters is not None and counters.turns == 2 and counters.fill == 6000
 
 
 def test_session_start_startup_says_nothing(tmp_path: Path) -> None:

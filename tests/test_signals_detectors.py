@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import Monitor
 from ctxhealth.policy.profile import Profile
-from ctxhealth.signals.calls import CallKind, error_signature, is_failure, parse_call
+from ctxhealth.signals.calls import CallKind, error_signature, parse_call
 
 P = Profile(risk=None)
 

@@ -13,10 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import PlainDriftWindow
+from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolResult
 from ctxhealth.policy.profile import Profile
 from ctxhealth.signals import calls
-from ctxhealth.signals.calls import error_signature, is_failure
+from ctxhealth.signals.calls import error_signature
 from ctxhealth.signals.drift import DriftDetector
 from ctxhealth.signals.events import EventBuilder
 from ctxhealth.signals.text import content_words

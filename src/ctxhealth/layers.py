@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__",),
     ("atomic",),
     ("model",),
+    ("failures",),  # what a failed tool call is: one definition for every counter
     ("redact",),  # redacts model messages block by block
     ("labels",),  # file-name-safe session labels (redacted)
     # the pipeline

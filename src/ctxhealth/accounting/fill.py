@@ -38,6 +38,7 @@ from ctxhealth.accounting.tokens import (
     message_text_for_count,
 )
 from ctxhealth.accounting.types import CompactionRecord, FillSource, ModelInfo, TurnFill
+from ctxhealth.failures import is_failure
 from ctxhealth.model import Block, CompactionSummary, Format, Message, Role, Session, ToolCall, ToolResult
 
 MIN_CHARS_PER_TOKEN = 1.5
@@ -64,6 +65,8 @@ class SessionAccount:
     cost_usd: float | None
     source: FillSource
     chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
+    subagent_tool_calls: int = 0
+    subagent_tool_errors: int = 0
     after_compaction: TurnFill | None = None
 
     @property
@@ -127,6 +130,8 @@ class _Scan:
     compactions: list[tuple[int, CompactionSummary]] = field(default_factory=list)
     calls: int = 0
     errors: int = 0
+    main_calls: int = 0
+    main_errors: int = 0
     call_ids: set[str] = field(default_factory=set)
     result_ids: set[str] = field(default_factory=set)
 
@@ -145,7 +150,7 @@ class _Scan:
                     if block.tool_call_id in self.result_ids:
                         continue
                     self.result_ids.add(block.tool_call_id)
-                if block.is_error or block.exit_code not in (None, 0):
+                if is_failure(block):
                     self.errors += 1
             elif isinstance(block, CompactionSummary) and summary is None:
                 summary = block
@@ -173,6 +178,7 @@ def _scan(session: Session) -> _Scan:
             continue
         if is_new_response(message.response_id, seen):
             scan.turns.append(i)
+    scan.main_calls, scan.main_errors = scan.calls, scan.errors
     for thread in iter_threads(session):
         if thread is not session:
             for message in thread.messages:
@@ -392,6 +398,8 @@ def account_session(
         cost_usd=session_cost(session, registry, model=model),
         source=source,
         chars_per_token=cpt,
+        subagent_tool_calls=scan.calls - scan.main_calls,
+        subagent_tool_errors=scan.errors - scan.main_errors,
         after_compaction=after,
     )
 

@@ -27,19 +27,35 @@ _MARKS = {
 @click.option(
     "--project", type=click.Path(path_type=Path), default=Path("."), help="Project directory (default .)."
 )
+@click.option(
+    "--codex-dir",
+    type=click.Path(path_type=Path),
+    help="Codex CLI's directory (default $CODEX_HOME or ~/.codex).",
+)
+@click.option(
+    "--gemini-dir", type=click.Path(path_type=Path), help="Gemini CLI's user directory (default ~/.gemini)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @guarded
-def doctor(claude_dir: Path | None, project: Path, as_json: bool) -> None:
-    """Explain what ctxhealth can see: hooks, status line, interpreter, home, ledger, newest session.
+def doctor(
+    claude_dir: Path | None, project: Path, codex_dir: Path | None, gemini_dir: Path | None, as_json: bool
+) -> None:
+    """Explain what ctxhealth can see: hooks (Claude Code, Codex CLI, Gemini CLI), status line,
+    interpreter, home, ledger, newest session.
 
     Exit 0 when nothing failed, 4 when a check failed (an environment problem).
     """
-    claude = claude_dir or Path(os.path.expanduser("~")) / ".claude"
+    from ctxhealth.integrations.claude_code.agents import Agent
+
+    user = Path(os.path.expanduser("~"))
+    claude = claude_dir or user / ".claude"
+    codex = codex_dir or Path(os.environ.get("CODEX_HOME") or user / ".codex")
     checks = diagnose(
         user_settings=claude,
         project_settings=project / ".claude",
         home=Path(home_dir()),
         projects=claude / "projects",
+        agents={Agent.CODEX: codex, Agent.GEMINI: gemini_dir or user / ".gemini"},
     )
     failed = any(c.status is CheckStatus.FAIL for c in checks)
     if as_json:

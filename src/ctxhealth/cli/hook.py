@@ -1,4 +1,4 @@
-"""``ctxhealth hook EVENT``: run one Claude Code hook on the JSON payload from stdin. Always exits 0.
+"""``ctxhealth hook [--agent A] EVENT``: run one agent hook on the JSON payload from stdin. Always exits 0.
 
 Settings run it as ``python -m ctxhealth.cli.hook EVENT`` (no click import, faster start-up); the
 click command ``hook`` (for ``ctxhealth hook``) is built only when the group asks for it. The
@@ -66,12 +66,33 @@ def hook_limits(event: str | None) -> tuple[Any, str]:
         return None, f"ctxhealth: hook {event}: configuration ignored ({type(exc).__name__}: {exc})"
 
 
+def _split_agent(args: list[str]) -> tuple[str | None, list[str]]:
+    """(``--agent NAME`` or ``--agent=NAME``, the other arguments)."""
+    rest, agent, i = [], None, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--agent" and i + 1 < len(args):
+            agent, i = args[i + 1], i + 2
+            continue
+        if arg.startswith("--agent="):
+            agent = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    return agent, rest
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the hook named in ``argv[0]`` (or in the payload); print its output; return 0 (fail open)."""
-    args = sys.argv[1:] if argv is None else argv
+    """Run the hook named in ``argv[0]`` (or in the payload); print its output; return 0 (fail open).
+
+    ``--agent codex|gemini`` names the agent whose hook this is (default: Claude Code); those are
+    run here, not by the per-turn helper (which answers Claude Code's hooks)."""
+    agent_name, args = _split_agent(sys.argv[1:] if argv is None else argv)
     event = args[0] if args else None
     try:
         raw, home = read_stdin(), home_dir()
+        if agent_name is not None and agent_name not in ("claude", "claude-code"):
+            return _other_agent(agent_name, event, raw, home)
         helped = event in HOOK_EVENTS  # the per-turn hooks
         if helped:
             answer = ask_helper(home, "hook", str(event), raw)
@@ -92,18 +113,44 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _other_agent(name: str, event: str | None, raw: bytes, home: str) -> int:
+    from ctxhealth.integrations.claude_code.agents import find_agent
+    from ctxhealth.integrations.claude_code.hooks import run_hook
+
+    agent = find_agent(name)
+    if agent is None:
+        write(
+            "", f"ctxhealth: hook {event or '?'} skipped: unknown agent {name!r} (claude-code, codex, gemini)"
+        )
+        return 0
+    limits, warning = hook_limits(event if event not in ("PreCompress",) else "PreCompact")
+    result = run_hook(event, raw, home=home, limits=limits, agent=agent)
+    write(result.stdout, "\n".join(line for line in (warning, result.stderr) if line))
+    return 0
+
+
 def _command() -> Any:
     import click
 
     @click.command("hook", context_settings={"help_option_names": ["-h", "--help"]})
+    @click.option(
+        "--agent",
+        type=click.Choice(["claude-code", "codex", "gemini"]),
+        default="claude-code",
+        show_default=True,
+        help="Whose hook this is (event names and output as that agent has them).",
+    )
     @click.argument("event", required=False)
-    def hook(event: str | None) -> None:
-        """Run the Claude Code hook EVENT on the JSON payload from stdin (fails open: always exit 0).
+    def hook(agent: str, event: str | None) -> None:
+        """Run the hook EVENT of an agent on the JSON payload from stdin (fails open: always exit 0).
 
-        EVENT is one of: PreCompact, SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure,
-        Stop, SessionEnd (or taken from the payload's hook_event_name when omitted).
+        Claude Code: PreCompact, SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure,
+        Stop, SessionEnd, PostCompact, SubagentStop. Codex CLI (--agent codex): SessionStart,
+        UserPromptSubmit, PostToolUse, PreCompact, PostCompact, SubagentStop, Stop. Gemini CLI
+        (--agent gemini): SessionStart, BeforeAgent, AfterTool, PreCompress, AfterAgent, SessionEnd.
+        EVENT is taken from the payload's hook_event_name when omitted.
         """
-        sys.exit(main([event] if event else []))
+        sys.exit(main(["--agent", agent, *([event] if event else [])]))
 
     return hook
 

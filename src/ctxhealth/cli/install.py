@@ -1,4 +1,8 @@
-"""``ctxhealth install claude-code`` / ``ctxhealth uninstall claude-code``: edit Claude Code's settings.json.
+"""``ctxhealth install claude-code|codex|gemini`` and ``uninstall ...``: edit an agent's hook settings.
+
+Claude Code: ``settings.json`` (hooks and status line); Codex CLI: ``hooks.json`` in ``$CODEX_HOME`` or
+``~/.codex`` (``./.codex`` with ``--scope project``); Gemini CLI: ``settings.json`` in ``~/.gemini``
+(``./.gemini``). ``--dir`` names another directory (or the file itself).
 
 Dry run by default: prints the unified diff of settings.json and what would happen; ``--apply`` writes
 it (backup first, atomic write). Idempotent. The settings directory is ``~/.claude`` (``--scope user``,
@@ -17,6 +21,7 @@ import click
 
 from ctxhealth.cli.common import deprecated_alias, echo_json, guarded
 from ctxhealth.cli.groups import SuggestingGroup
+from ctxhealth.integrations.claude_code.agents import Agent
 from ctxhealth.integrations.claude_code.install import (
     InstallPlan,
     Scope,
@@ -123,6 +128,58 @@ def claude_code(
         default_catalog()  # derive the model table now, so the hooks' first run only reads it
 
 
+_DIR_OPTION = click.option(
+    "--dir",
+    "settings_dir",
+    type=click.Path(path_type=Path),
+    help="The agent's directory whose hook file to edit, or that file.",
+)
+_PYTHON_OPTION = click.option(
+    "--python", "python", default=sys.executable, show_default=False, help="Interpreter the hooks run."
+)
+
+
+def _agent_dir(agent: Agent, scope: str, settings_dir: Path | None) -> Path:
+    from ctxhealth.integrations.claude_code.install import TARGETS
+
+    if settings_dir is not None:
+        return settings_dir.parent if settings_dir.name == TARGETS[agent].file_name else settings_dir
+    return default_settings_dir(
+        Scope(scope),
+        home=Path(os.path.expanduser("~")),
+        cwd=Path.cwd(),
+        agent=agent,
+        codex_home=os.environ.get("CODEX_HOME"),
+    )
+
+
+def _agent_install(agent: Agent, help_text: str) -> Any:
+    @install.command(agent.value, help=help_text)
+    @_SCOPE_OPTION
+    @_DIR_OPTION
+    @_APPLY_OPTION
+    @_PYTHON_OPTION
+    @_JSON_OPTION
+    @guarded
+    def command(scope: str, settings_dir: Path | None, apply: bool, python: str, as_json: bool) -> None:
+        plan = plan_install(_agent_dir(agent, scope, settings_dir), python=python, agent=agent)
+        _report(plan, apply=apply, as_json=as_json, verb="install")
+
+    return command
+
+
+codex = _agent_install(
+    Agent.CODEX,
+    "Add ctxhealth's hooks to Codex CLI's hooks.json: per-turn notices, a checkpoint before "
+    "compaction and its re-injection after.",
+)
+gemini = _agent_install(
+    Agent.GEMINI,
+    "Add ctxhealth's hooks to Gemini CLI's settings.json: per-turn notices, a checkpoint before "
+    "compression and its re-injection with the next prompt.",
+)
+
+
 @click.group("uninstall", cls=SuggestingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def uninstall() -> None:
     """Remove ctxhealth from an agent host (dry run unless --apply)."""
@@ -148,3 +205,25 @@ def claude_code_uninstall(
     """Take ctxhealth out of Claude Code's settings.json (byte-identical restore when untouched since)."""
     plan = plan_uninstall(_settings_dir(scope, claude_dir, settings_alias))
     _report(plan, apply=apply, as_json=as_json, verb="uninstall")
+
+
+def _agent_uninstall(agent: Agent, help_text: str) -> Any:
+    @uninstall.command(agent.value, help=help_text)
+    @_SCOPE_OPTION
+    @_DIR_OPTION
+    @_APPLY_OPTION
+    @_JSON_OPTION
+    @guarded
+    def command(scope: str, settings_dir: Path | None, apply: bool, as_json: bool) -> None:
+        plan = plan_uninstall(_agent_dir(agent, scope, settings_dir), agent)
+        _report(plan, apply=apply, as_json=as_json, verb="uninstall")
+
+    return command
+
+
+codex_uninstall = _agent_uninstall(
+    Agent.CODEX, "Take ctxhealth out of Codex CLI's hooks.json (your own hooks stay)."
+)
+gemini_uninstall = _agent_uninstall(
+    Agent.GEMINI, "Take ctxhealth out of Gemini CLI's settings.json (your own hooks stay)."
+)

@@ -36,6 +36,7 @@ from ctxhealth.accounting.fill import SessionAccount, account_session
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.audit.cache import CacheReport, audit_cache
 from ctxhealth.audit.responses import Response, session_responses
+from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Session, ToolCall, ToolResult
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy.profile import Profile
@@ -248,7 +249,7 @@ def _tool_rows(
                     seen.add(block.id)
                     names[block.id] = block.name
                 result = results.get(block.id) if block.id else None
-                failed = None if result is None else _failed(result)
+                failed = None if result is None else is_failure(result)
                 rows.append(
                     (
                         number,
@@ -265,7 +266,7 @@ def _tool_rows(
     reported: set[str] = set()
     for i, message in enumerate(session.messages):
         for block in message.tool_results:
-            if not _failed(block) or (block.tool_call_id and block.tool_call_id in reported):
+            if not is_failure(block) or (block.tool_call_id and block.tool_call_id in reported):
                 continue
             reported.add(block.tool_call_id)
             tool = names.get(block.tool_call_id, "tool")
@@ -276,10 +277,6 @@ def _tool_rows(
                 )
             )
     return rows, events
-
-
-def _failed(result: ToolResult) -> bool:
-    return result.is_error or result.exit_code not in (None, 0)
 
 
 def _cost_rows(responses: Iterable[Response], project: str, week: date | None) -> list[Row]:

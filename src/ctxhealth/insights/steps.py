@@ -37,6 +37,7 @@ from pathlib import PurePath
 from ctxhealth.accounting.fill import SessionAccount, session_model_id
 from ctxhealth.accounting.tokens import message_overhead
 from ctxhealth.accounting.types import FillSource
+from ctxhealth.failures import is_failure
 from ctxhealth.model import (
     CompactionSummary,
     Format,
@@ -48,7 +49,7 @@ from ctxhealth.model import (
     ToolCall,
     ToolResult,
 )
-from ctxhealth.signals.calls import CallInfo, CallKind, is_failure, parse_call
+from ctxhealth.signals.calls import CallInfo, CallKind, parse_call
 from ctxhealth.signals.requests import clean_user_text, is_user_request
 
 SLIP_KINDS = ("failed_call", "failed_edit", "repeat_failed", "reread", "correction")
@@ -81,8 +82,7 @@ _COMPOSITION_KEYS = (
 
 
 def call_failed(result: ToolResult) -> bool:
-    """Whether a tool call failed: the one predicate insights uses (today :func:`signals.calls.is_failure`;
-    switch here when the project's single definition lands)."""
+    """Whether a tool call failed: the project's one definition (:func:`ctxhealth.failures.is_failure`)."""
     return is_failure(result)
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
+from ctxhealth.failures import spiral_reason, streak_reason
 from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.pressure import Zone
 from ctxhealth.signals.state import register_value
@@ -194,10 +195,10 @@ _HEALTHY = Decision(Action.CONTINUE, ("healthy",), Rule.HEALTHY)
 def _reset_triggers(s: Snapshot, c: Counters, p: Profile) -> Decision | None:
     """Branches 2-5: a failure spiral, the hard limit, the compact zone after repeated truncations and
     critical pressure reset the context (restart, or halt at critical pressure)."""
-    if s.recent_calls >= p.failure_min_calls and s.failure_rate > p.failure_rate:
+    spiral = spiral_reason(s.recent_calls, s.failure_rate, min_calls=p.failure_min_calls, rate=p.failure_rate)
+    if spiral is not None:
         return _restart(
-            f"failure spiral: {s.failure_rate:.0%} of the last {s.recent_calls} tool calls failed "
-            f"(> {p.failure_rate:.0%})",
+            spiral,
             Rule.FAILURE_SPIRAL,
             c,
             p,
@@ -281,8 +282,9 @@ def _warnings(s: Snapshot, p: Profile) -> Decision | None:
         warnings.append(f"pressure {s.pressure:.2f} >= {p.pressure_warning}")
     if s.indicators >= p.indicators_to_raise_zone:
         warnings.append(f"{s.indicators} early-warning indicators")
-    if s.consecutive_failures >= p.consecutive_failures:
-        warnings.append(f"{s.consecutive_failures} consecutive tool failures")
+    streak = streak_reason(s.consecutive_failures, p.consecutive_failures)
+    if streak is not None:
+        warnings.append(streak)
     if s.risk is not None and s.risk >= p.risk_warning:
         warnings.append(f"risk {s.risk:.2f} >= {p.risk_warning}")
     return Decision(Action.WARN, tuple(warnings), Rule.WARNING) if warnings else None

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxhealth import failures
 from ctxhealth.model import Message, Role, Session, ToolCall, ToolResult
 from ctxhealth.signals.calls import parse_call
 from ctxhealth.signals.requests import clean_tool_text, clean_user_text, is_user_request
@@ -195,13 +196,9 @@ def trim_error_output(text: str, max_lines: int = ERROR_TAIL_LINES) -> str:
     return "\n".join([*stack, marker, *tail]) if stack else "\n".join([marker, *tail])
 
 
-_REJECTION = re.compile(r"^\s*(\[request interrupted|the user doesn't want to proceed)", re.I)
-
-
 def is_failure(result: ToolResult) -> bool:
-    """A tool call that failed (error flag or non-zero exit), not one the user declined to run."""
-    failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
-    return failed and _REJECTION.match(result.text) is None
+    """A tool call that failed (:func:`ctxhealth.failures.is_failure`), not one the person declined."""
+    return failures.is_failure(result) and not failures.declined(result)
 
 
 # --- identifiers -----------------------------------------------------------------------

@@ -49,7 +49,8 @@ def build_check_report(
     window, usable_window, fill {current, peak, source, current_pct, peak_pct},
     compactions [{index, message_index, pre_tokens, post_tokens, trigger, summary?}] (``summary``:
     ``"encrypted"`` when the log keeps it only encrypted), tool_calls,
-    tool_errors, cost_usd, sidechains, warnings, healthy``, ``outcome`` and ``task_id`` when the log
+    tool_errors, subagent_tool_calls, subagent_tool_errors (the part of both in sub-agents),
+    cost_usd, sidechains, warnings, healthy``, ``outcome`` and ``task_id`` when the log
     records them (evaluation runs); ``agent_cost_usd`` (the agent's own running total, Claude Code
     2.1 ``cost-state``) and ``cost_not_in_transcript_usd`` (it minus ``cost_usd``: requests no
     transcript keeps, such as compactions) when the log has it; ``injected_context {notes,
@@ -81,6 +82,8 @@ def build_check_report(
         "compactions": [_compaction(c) for c in account.compactions],
         "tool_calls": account.tool_calls,
         "tool_errors": account.tool_errors,
+        "subagent_tool_calls": account.subagent_tool_calls,
+        "subagent_tool_errors": account.subagent_tool_errors,
         "cost_usd": round(account.cost_usd, 6) if account.cost_usd is not None else None,
         "sidechains": len(session.sidechains),
         "warnings": [str(w) for w in session.warnings],
@@ -196,9 +199,15 @@ def render_check_text(report: Mapping[str, Any]) -> str:
         lines.append(f"  compactions  {len(compactions)}: " + "; ".join(parts))
     else:
         lines.append("  compactions  none")
-    lines.append(
+    tools = (
         f"  tools        {_plural(report['tool_calls'], 'call')}, {_plural(report['tool_errors'], 'error')}"
     )
+    sub = report.get("subagent_tool_calls") or 0
+    if sub:  # the status line and watch count the main thread's calls: say what differs
+        tools += (
+            f" ({sub} calls and {_plural(report.get('subagent_tool_errors') or 0, 'error')} in sub-agents)"
+        )
+    lines.append(tools)
     lines.append(f"  cost         {_money(report.get('cost_usd'))}")
     if report.get("agent_cost_usd") is not None:
         lines.append(

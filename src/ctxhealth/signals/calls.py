@@ -321,24 +321,10 @@ def parse_call(call: ToolCall) -> CallInfo:
     )
 
 
-_ERROR_TEXT_SOURCE = (
-    r"Traceback \(most recent call last\)|<tool_use_error>|command not found|No such file or directory|"
-    r"^(?:Error|ERROR|error)[:\s]|^\w*(?:Error|Exception): "
-)
 _SIGNATURE_SOURCE = r"^\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$"
 _SIGNATURE_LINE_SOURCE = r"\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$"
 """:data:`_SIGNATURE` for one line (no newline inside)."""
 _SIGNATURE_HINTS = ("Error", "Exception", "error: ", "command not found", "No such file")
-_ERROR_HINTS = (
-    "rror",
-    "RROR",
-    "Exception",
-    "Traceback (most recent call last)",
-    "command not found",
-    "No such file or directory",
-)
-"""Substrings every match of :data:`_ERROR_TEXT` contains ("rror" covers Error, error and
-``<tool_use_error>``; "RROR" covers ERROR; "Exception" and the three phrases the rest)."""
 _NUMBERS_SOURCE = r"\d+"
 
 # Patterns only some calls or results need, compiled on first use (a hook process sees one turn);
@@ -347,7 +333,6 @@ _LAZY: dict[str, tuple[str, int]] = {
     "_VERIFY": (_VERIFY_SOURCE, 0),
     "_SED_SUB": (_SED_SUB_SOURCE, 0),
     "_PATCH_FILE": (_PATCH_FILE_SOURCE, re.M),
-    "_ERROR_TEXT": (_ERROR_TEXT_SOURCE, re.M),
     "_SIGNATURE": (_SIGNATURE_SOURCE, re.M),
     "_SIGNATURE_LINE": (_SIGNATURE_LINE_SOURCE, 0),
     "_NUMBERS": (_NUMBERS_SOURCE, 0),
@@ -364,20 +349,6 @@ def __getattr__(name: str) -> re.Pattern[str]:
     if name in _LAZY:
         return _re(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def is_failure(result: ToolResult) -> bool:
-    """Failure = error flag, a non-zero exit code, or (no exit code known) a recognised error text."""
-    if result.is_error:
-        return True
-    if result.exit_code is not None:
-        return result.exit_code != 0
-    text = result.text
-    probe = text if len(text) <= 2400 else text[:1200] + "\n" + text[-1200:]
-    # every alternative of the pattern contains one of these substrings: most results have none
-    if not any(hint in probe for hint in _ERROR_HINTS):
-        return False
-    return _re("_ERROR_TEXT").search(probe) is not None
 
 
 def error_signature(result: ToolResult) -> str:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult
 from ctxhealth.signals.base import BoundedDict
-from ctxhealth.signals.calls import CallInfo, error_signature, is_failure, parse_call
+from ctxhealth.signals.calls import CallInfo, error_signature, parse_call
 from ctxhealth.signals.text import fold
 
 PENDING_LIMIT = 256

@@ -3,7 +3,7 @@
 "The same mistake" is the same tool failing with the same error signature (the number-free last error
 line; a failure whose output holds no error line has none) within the last ``indicator_window`` turns.
 
-Failure = error flag, non-zero exit code, or a recognised error text (``calls.is_failure``).
+Failure = :func:`ctxhealth.failures.is_failure` (error flag, non-zero exit code, else error text).
 The rate is taken over the last ``indicator_window`` tool results (bounded), so an old spiral
 does not haunt a long healthy run; totals are kept as plain counters for the risk features.
 """

@@ -2,9 +2,11 @@
 
 :func:`read_counters` needs nothing but the counters (and optionally the fill and window the status
 line payload reports): the model's window and the profile's thresholds were resolved by the slow path
-(:func:`.tail.resolve_thresholds`) and cached in ``counters.thresholds``. The zones come from the
-signal layer's own arithmetic (:mod:`ctxhealth.signals.zones`, which imports nothing), raised one
-step when the session's monitor saw enough early-warning indicators to raise it.
+(:func:`.tail.resolve_thresholds`) and cached in ``counters.thresholds`` (resolved here when they are
+not cached yet: there is no built-in fallback window). The failure spiral is the policy's rule
+(:func:`ctxhealth.failures.spiral_reason`, which :func:`ctxhealth.policy.decide` uses too).
+The zones come from the signal layer's own arithmetic (:mod:`ctxhealth.signals.zones`, which
+imports nothing), raised one step when the session's monitor saw enough early-warning indicators to raise it.
 
 :func:`verdict` is what the hooks act on: the decision of the session's
 :class:`~ctxhealth.monitor.Monitor` for its latest message, kept in the counters by :mod:`.monitoring`.
@@ -12,6 +14,7 @@ step when the session's monitor saw enough early-warning indicators to raise it.
 
 from __future__ import annotations
 
+from ctxhealth.failures import spiral_reason, streak_reason
 from ctxhealth.integrations.claude_code.tailstate import RECENT_OUTCOMES, SessionCounters
 from ctxhealth.policy import defaults
 from ctxhealth.signals.cache_rate import cache_hit_rate
@@ -22,31 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["Reading", "Verdict", "low_cache_hit_rate", "read_counters", "verdict"]
-
-# Used only when the slow path has never run for this transcript (nothing cached yet): the spec's
-# full-tier zones and Claude Code's 200K window less 20K reserved output and its 13K auto-compact buffer.
-_FALLBACK: dict[str, Any] = {
-    "window": 200_000,
-    "usable": 167_000,
-    "tier": "full",
-    "sweet_spot": defaults.FULL_TIER[0],
-    "compact_zone": defaults.FULL_TIER[1],
-    "hard_limit": defaults.FULL_TIER[2],
-    "window_yellow": defaults.WINDOW_YELLOW,
-    "window_orange": defaults.WINDOW_ORANGE,
-    "window_critical": defaults.WINDOW_CRITICAL,
-    "window_autocompact": defaults.WINDOW_AUTOCOMPACT,
-    "pressure_warning": defaults.PRESSURE_WARNING,
-    "pressure_compress": defaults.PRESSURE_COMPRESS,
-    "pressure_critical": defaults.PRESSURE_CRITICAL,
-    "drift_threshold": defaults.DRIFT_THRESHOLD,
-    "failure_rate": defaults.FAILURE_RATE,
-    "failure_min_calls": defaults.FAILURE_MIN_CALLS,
-    "consecutive_failures": defaults.CONSECUTIVE_FAILURES,
-    "cache_hit_min": defaults.CACHE_HIT_MIN,
-    "cache_min_prompt": defaults.CACHE_MIN_PROMPT,
-}
+__all__ = ["Reading", "Verdict", "low_cache_hit_rate", "read_counters", "spiral", "verdict"]
 
 
 class Reading:
@@ -67,7 +46,7 @@ class Reading:
     )
 
     def __init__(self, counters: SessionCounters, fill: int | None, window: int | None) -> None:
-        th = dict(counters.thresholds or _FALLBACK)
+        th = dict(_thresholds(counters))
         if window and window != th["window"]:
             # The host reports another window (e.g. a 1M variant): keep the same reserve below it.
             th["usable"] = max(1, window - (th["window"] - th["usable"]))
@@ -97,19 +76,44 @@ class Reading:
         self.drifting: bool = (
             self.drift is not None and self.fill >= th["sweet_spot"] and self.drift < th["drift_threshold"]
         )
-        self.spiral, self.spiral_reason = _spiral(counters, th)
+        self.spiral, self.spiral_reason = spiral(counters)
         self.doom_loop: bool = counters.doom_loops > 0 and bool(counters.last_doom_signature)
 
 
-def _spiral(counters: SessionCounters, th: dict[str, Any]) -> tuple[bool, str]:
+def _thresholds(counters: SessionCounters) -> dict[str, Any]:
+    """The session's cached window and profile thresholds; resolved by the slow path
+    (:func:`.tail.resolve_thresholds`: the registry and the profile) when none are cached yet."""
+    if counters.thresholds is not None:
+        return counters.thresholds
+    from ctxhealth.integrations.claude_code.tail import resolve_thresholds
+
+    return resolve_thresholds(counters)
+
+
+def spiral(counters: SessionCounters) -> tuple[bool, str]:
+    """(whether the recent calls are a failure spiral or a streak, the policy's reason) — the rule
+    needs only the profile's failure thresholds: the cached ones, else the profile's defaults
+    (:mod:`ctxhealth.policy.defaults`; no model or window is involved, so none is guessed)."""
+    cached = counters.thresholds
+    th: dict[str, Any] = (
+        cached
+        if cached is not None
+        else {
+            "failure_min_calls": defaults.FAILURE_MIN_CALLS,
+            "failure_rate": defaults.FAILURE_RATE,
+            "consecutive_failures": defaults.CONSECUTIVE_FAILURES,
+        }
+    )
     recent = counters.recent_outcomes[-RECENT_OUTCOMES:]
     calls = len(recent)
-    failures = recent.count("x")
-    if counters.consecutive_failures >= th["consecutive_failures"]:
-        return True, f"{counters.consecutive_failures} tool failures in a row"
-    if calls >= th["failure_min_calls"] and failures / calls > th["failure_rate"]:
-        return True, f"{failures} of the last {calls} tool calls failed"
-    return False, ""
+    # the policy's two rules on the counts, in its words: a streak first (it is what the agent sees)
+    reason = streak_reason(counters.consecutive_failures, th["consecutive_failures"]) or spiral_reason(
+        calls,
+        recent.count("x") / calls if calls else 0.0,
+        min_calls=th["failure_min_calls"],
+        rate=th["failure_rate"],
+    )
+    return reason is not None, reason or ""
 
 
 def read_counters(
@@ -149,6 +153,6 @@ def low_cache_hit_rate(counters: SessionCounters, read: int | None, prompt: int 
     profile's ``cache_hit_min`` on a prompt long enough to be cached, else None (nothing to show)."""
     if read is None or prompt is None:
         return None
-    th = counters.thresholds or _FALLBACK
-    rate = cache_hit_rate(read, prompt, th.get("cache_min_prompt", _FALLBACK["cache_min_prompt"]))
-    return rate if rate is not None and rate < th.get("cache_hit_min", _FALLBACK["cache_hit_min"]) else None
+    th = _thresholds(counters)
+    rate = cache_hit_rate(read, prompt, th["cache_min_prompt"])
+    return rate if rate is not None and rate < th["cache_hit_min"] else None

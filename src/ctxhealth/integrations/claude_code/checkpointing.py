@@ -91,13 +91,20 @@ def build_within(seconds: float, build: Callable[[], Any]) -> Any | None:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _read(path: str, tail_bytes: int, head_bytes: int, *, before_last_compaction: bool) -> Session:
+def _read(
+    path: str,
+    tail_bytes: int,
+    head_bytes: int,
+    *,
+    before_last_compaction: bool,
+    source_format: Format | None = Format.CLAUDE_CODE,
+) -> Session:
     from dataclasses import replace
 
     from ctxhealth.sources.reader import read_data
 
     window = read_window(path, tail_bytes=tail_bytes, head_bytes=head_bytes)
-    session = read_data(window.data, path, format=Format.CLAUDE_CODE)
+    session = read_data(window.data, path, format=source_format)
     if before_last_compaction:
         found = [i for i, m in enumerate(session.messages) if m.compaction is not None]
         if found:
@@ -140,11 +147,13 @@ def write_hook_checkpoint(
     snapshot: bool,
     before_last_compaction: bool = False,
     deadline: float | None = None,
+    source_format: Format | None = Format.CLAUDE_CODE,
 ) -> CheckpointOutcome | None:
     """Write the checkpoint of ``counters.path`` under the state root ``root`` (and the
     pre-compaction snapshot when ``snapshot``); None when the transcript is not a regular file or
     no checkpoint could be built in time. ``deadline`` (``time.monotonic()``; default: now +
-    ``limits.checkpoint_seconds``) ends the building. Updates the counters' checkpoint fields."""
+    ``limits.checkpoint_seconds``) ends the building. Updates the counters' checkpoint fields.
+    ``source_format`` None: another agent's transcript, its format detected from the window."""
     from pathlib import Path
 
     from ctxhealth.state.checkpoint import write_checkpoint_document
@@ -163,7 +172,11 @@ def write_hook_checkpoint(
 
         def build(tail_bytes: int = tail_bytes, created_at: str = created_at) -> tuple[Any, ...]:
             session = _read(
-                path, tail_bytes, limits.head_bytes, before_last_compaction=before_last_compaction
+                path,
+                tail_bytes,
+                limits.head_bytes,
+                before_last_compaction=before_last_compaction,
+                source_format=source_format,
             )
             return (session, *_build(session, created_at, snapshot))
 

@@ -16,11 +16,18 @@ from enum import StrEnum
 from pathlib import Path
 
 from ctxhealth.errors import CtxHealthError
-from ctxhealth.integrations.claude_code.install import HOOK_EVENTS, SETTINGS_NAME, find_installation, is_ours
+from ctxhealth.integrations.claude_code.agents import Agent
+from ctxhealth.integrations.claude_code.install import (
+    HOOK_EVENTS,
+    SETTINGS_NAME,
+    TARGETS,
+    find_installation,
+    is_ours,
+)
 from ctxhealth.integrations.claude_code.tailstate import load_counters
 from ctxhealth.integrations.claude_code.watch import find_newest_session
 
-__all__ = ["Check", "CheckStatus", "diagnose"]
+__all__ = ["Check", "CheckStatus", "agent_checks", "diagnose"]
 
 
 class CheckStatus(StrEnum):
@@ -106,11 +113,11 @@ def _settings_checks(label: str, settings_dir: Path) -> list[Check]:
     return checks
 
 
-def _installed_commands(settings_dir: Path) -> list[str]:
+def _installed_commands(settings_dir: Path, file_name: str = SETTINGS_NAME) -> list[str]:
     import json
 
     try:
-        data = json.loads((settings_dir / SETTINGS_NAME).read_bytes())
+        data = json.loads((settings_dir / file_name).read_bytes())
     except (OSError, ValueError):
         return []
     out: list[str] = []
@@ -122,6 +129,81 @@ def _installed_commands(settings_dir: Path) -> list[str]:
                 if isinstance(command, str) and is_ours(command):
                     out.append(command)
     return out
+
+
+def _disabled(agent: Agent, settings_dir: Path) -> str | None:
+    """Why the agent would not run any hook although they are installed (None: nothing says so)."""
+    import json
+
+    if agent is Agent.CODEX:
+        try:
+            text = (settings_dir / "config.toml").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        import tomllib
+
+        try:
+            features = tomllib.loads(text).get("features", {})
+        except tomllib.TOMLDecodeError:
+            return None
+        if isinstance(features, dict) and features.get("codex_hooks") is False:
+            return "config.toml sets [features] codex_hooks = false"
+        return None
+    if agent is Agent.GEMINI:
+        try:
+            data = json.loads((settings_dir / SETTINGS_NAME).read_bytes())
+        except (OSError, ValueError):
+            return None
+        config = data.get("hooksConfig") if isinstance(data, dict) else None
+        if isinstance(config, dict) and config.get("enabled") is False:
+            return "settings.json sets hooksConfig.enabled = false"
+    return None
+
+
+def agent_checks(agent: Agent, settings_dir: Path) -> list[Check]:
+    """Codex CLI's or Gemini CLI's hooks: installed (all events), run by an interpreter that exists,
+    and not switched off in the agent's own settings."""
+    target = TARGETS[agent]
+    label = agent.value
+    path = settings_dir / target.file_name
+    install = f"ctxhealth install {agent.value} --apply"
+    if not settings_dir.exists():
+        return [
+            Check(f"{label} hooks", CheckStatus.INFO, f"{settings_dir} does not exist ({label} not set up)")
+        ]
+    try:
+        events, _ = find_installation(settings_dir, agent)
+    except CtxHealthError as exc:
+        return [Check(f"{label} hooks", CheckStatus.FAIL, exc.message, exc.hint)]
+    wanted = {event for event, _, _ in target.events}
+    have = set(events) & wanted
+    checks: list[Check] = []
+    if not have:
+        checks.append(Check(f"{label} hooks", CheckStatus.INFO, f"no ctxhealth hooks in {path}", install))
+        return checks
+    if have != wanted:
+        missing = ", ".join(sorted(wanted - have))
+        checks.append(
+            Check(f"{label} hooks", CheckStatus.WARN, f"missing hooks: {missing}", "re-run " + install)
+        )
+    else:
+        checks.append(Check(f"{label} hooks", CheckStatus.OK, f"all {len(wanted)} hooks installed in {path}"))
+    off = _disabled(agent, settings_dir)
+    if off is not None:
+        checks.append(Check(f"{label} hooks enabled", CheckStatus.WARN, off, "remove that setting"))
+    for interpreter in sorted(
+        {i for c in _installed_commands(settings_dir, target.file_name) if (i := _interpreter(c))}
+    ):
+        if os.path.isabs(interpreter) and not os.access(interpreter, os.X_OK):
+            checks.append(
+                Check(
+                    f"{label} interpreter",
+                    CheckStatus.FAIL,
+                    f"hooks run {interpreter}, which is not an executable file",
+                    f"re-run {install} from the environment ctxhealth lives in",
+                )
+            )
+    return checks
 
 
 def _home_checks(home: Path) -> list[Check]:
@@ -178,8 +260,20 @@ def _session_checks(projects: Path, home: Path) -> list[Check]:
         return [
             Check("newest session", CheckStatus.INFO, f"{newest} ({size:,} bytes), not read by ctxhealth yet")
         ]
+    caught_up = ""
+    if size > counters.offset:
+        # what the hooks will read next (a compaction written after the last hook, say): read it
+        # into this copy of the counters, never saved (doctor changes nothing)
+        from ctxhealth.integrations.claude_code.tail import read_tail
+
+        unread = size - counters.offset
+        try:
+            read_tail(counters, str(newest))
+            caught_up = f" (the {unread:,} bytes written since the last hook read now, not saved)"
+        except CtxHealthError:
+            caught_up = f" ({unread:,} bytes not read yet)"
     detail = (
-        f"{newest}: read {counters.offset:,} of {size:,} bytes; fill {counters.fill:,} tokens, "
+        f"{newest}: read {counters.offset:,} of {size:,} bytes{caught_up}; fill {counters.fill:,} tokens, "
         f"{counters.tool_calls} tool calls ({counters.tool_errors} failed), "
         f"{counters.compactions} compactions"
     )
@@ -204,12 +298,21 @@ def _model_checks(model: str | None) -> list[Check]:
     return [Check("model", CheckStatus.OK, detail)]
 
 
-def diagnose(*, user_settings: Path, project_settings: Path, home: Path, projects: Path) -> list[Check]:
-    """Every check, in a stable order."""
+def diagnose(
+    *,
+    user_settings: Path,
+    project_settings: Path,
+    home: Path,
+    projects: Path,
+    agents: dict[Agent, Path] | None = None,
+) -> list[Check]:
+    """Every check, in a stable order; ``agents``: other agents' settings directories to check."""
     checks = [Check("python", CheckStatus.OK, f"{sys.executable} ({sys.version.split()[0]})")]
     checks += _settings_checks("user", user_settings)
     if project_settings.resolve() != user_settings.resolve():
         checks += _settings_checks("project", project_settings)
+    for agent, settings_dir in (agents or {}).items():
+        checks += agent_checks(agent, settings_dir)
     checks += _home_checks(home)
     checks += _session_checks(projects, home)
     return checks

@@ -1,14 +1,23 @@
 """The Claude Code hooks: one handler per event, and the fail-open entry point :func:`run_hook`.
 
 * PreCompact: write a checkpoint (JSON + markdown) and the pre-compaction snapshot for the session.
-* SessionStart (source ``compact`` / ``resume``): give the agent the checkpoint and its original request
-  back as ``additionalContext`` (re-anchoring it after compaction).
+* SessionStart (source ``compact``): give the agent the checkpoint and its original request back as
+  ``additionalContext`` (re-anchoring it after compaction). On ``resume`` / ``fork`` the conversation
+  is intact: nothing is given back; only when the payload says the prompt cache has likely expired,
+  what the resume's first request costs (:func:`resume_notice`).
 * UserPromptSubmit: read the new tail (the session's monitor observes it, :mod:`.monitoring`) and
   take the monitor's decision; when it says warn / re-anchor / restart / halt, add that context,
-  once per episode (an episode ends at a compaction or a resume).
+  once per episode (an episode ends at a compaction).
 * PostToolUse / PostToolUseFailure: count the call from the payload alone (no transcript read); on a
-  failure spiral or a doom loop (the same call three times) tell the agent, once per episode.
-* Stop / SessionEnd: read the new tail and record the final assessment and decision in the ledger.
+  failure spiral or a doom loop (the same call three times) tell the agent, once per episode. A call
+  made inside a sub-agent (the payload has ``agent_id``) is not the main session's: not counted.
+* PostCompact / SubagentStop: recorded (PostCompact reads the tail that now holds the compaction).
+* Stop / SessionEnd: read the new tail (waiting briefly for the payload's ``last_assistant_message``
+  when Stop fired before that line was written) and record the final assessment in the ledger.
+
+The same handlers answer Codex CLI's and Gemini CLI's hooks (:mod:`.agents` maps their events in and
+their output out); their transcripts are read by their own readers (:func:`.tail.read_whole`), and
+their tool calls are counted from the transcript, whose reader knows how each one ended.
 
 Each handler reads only the transcript bytes after the cached offset. The counters live in a fast
 cache file (:mod:`.tailstate`); the ledger is opened only when something worth keeping happened, and
@@ -22,6 +31,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 
+from ctxhealth.integrations.claude_code.agents import AGENTS, Agent, adapt_output, engine_event
 from ctxhealth.integrations.claude_code.payloads import (
     HookEvent,
     HookPayload,
@@ -50,7 +60,15 @@ if TYPE_CHECKING:
     from ctxhealth.integrations.claude_code.checkpointing import CheckpointOutcome
     from ctxhealth.state.ledger import Ledger
 
-__all__ = ["HookResult", "Notice", "handle_hook", "reanchor_after_compaction", "run_hook", "session_root"]
+__all__ = [
+    "HookResult",
+    "Notice",
+    "handle_hook",
+    "reanchor_after_compaction",
+    "resume_notice",
+    "run_hook",
+    "session_root",
+]
 
 
 class HookResult:
@@ -182,9 +200,10 @@ def _home_path(home: str) -> Path:
     return Path(home)
 
 
-def _read_tail(counters: SessionCounters) -> str | None:
+def _read_tail(counters: SessionCounters, agent: Agent = Agent.CLAUDE_CODE) -> str | None:
     """Fold the transcript's new tail into the counters; return why it could not be read (it is
-    missing, a FIFO, a device, ...) or None. Never opens anything but a regular file."""
+    missing, a FIFO, a device, in a format no reader knows, ...) or None. Never opens anything but
+    a regular file. Another agent's transcript is read whole by its own reader (:func:`.tail.read_whole`)."""
     from ctxhealth.integrations.claude_code.transcript import transcript_problem
 
     problem = transcript_problem(counters.path)
@@ -192,6 +211,15 @@ def _read_tail(counters: SessionCounters) -> str | None:
         return problem
     if os.stat(counters.path).st_size == counters.offset and counters.thresholds is not None:
         return None  # nothing new: skip importing the reader
+    if agent is not Agent.CLAUDE_CODE:
+        from ctxhealth.errors import CtxHealthError
+        from ctxhealth.integrations.claude_code.tail import read_whole
+
+        try:
+            read_whole(counters, counters.path)
+        except CtxHealthError as exc:  # not readable (yet): the payloads still count the calls
+            return f"not readable ({exc})"
+        return None
     from ctxhealth.integrations.claude_code.tail import read_tail
 
     read_tail(counters, counters.path)
@@ -245,6 +273,8 @@ def _summary(payload: HookPayload) -> str:
         parts.append(f"trigger={payload.trigger.value}")
     if payload.source is not None:
         parts.append(f"source={payload.source.value}")
+    if payload.reason:
+        parts.append(f"reason={payload.reason}")
     return " ".join(parts)
 
 
@@ -258,6 +288,7 @@ def _checkpoint(
     root, bounded in bytes, and in time by the hook's checkpoint budget counted from its start
     (:mod:`.checkpointing`); None when there is none."""
     from ctxhealth.integrations.claude_code.checkpointing import write_hook_checkpoint
+    from ctxhealth.model import Format
 
     return write_hook_checkpoint(
         session_root(call.home, call.counters),
@@ -267,6 +298,7 @@ def _checkpoint(
         snapshot=snapshot,
         before_last_compaction=before_last_compaction,
         deadline=call.started + call.limits.checkpoint_seconds,
+        source_format=Format.CLAUDE_CODE if call.agent is Agent.CLAUDE_CODE else None,
     )
 
 
@@ -301,8 +333,9 @@ def _pre_compact(call: _Call) -> str:
         # The checkpoint first: it is what PreCompact is for. The counters' tail only if time is left.
         outcome = _checkpoint(call, ledger, snapshot=True)
         if call.time_left() > 0:
-            _read_tail(counters)
+            _read_tail(counters, call.agent)
         counters.checkpoint_pending = outcome is not None
+        counters.checkpoint_compactions = counters.compactions  # what a later compaction adds to
         saved = f" checkpoint={counters.checkpoint_json}" if outcome is not None else " no-checkpoint"
         counters.queue_event(HookEvent.PRE_COMPACT.value, _summary(call.payload) + saved)
         _flush(home, counters, ledger)
@@ -327,24 +360,62 @@ def reanchor_after_compaction(counters: SessionCounters) -> str:
 
 
 def _session_start(call: _Call) -> str:
-    home, payload, counters = call.home, call.payload, call.counters
-    if payload.source not in (SessionSource.COMPACT, SessionSource.RESUME):
+    payload, counters = call.payload, call.counters
+    if payload.source in (SessionSource.RESUME, SessionSource.FORK):
+        return _resumed(call)
+    if payload.source is not SessionSource.COMPACT:
         counters.queue_event(HookEvent.SESSION_START.value, _summary(payload))
         return ""
+    return _after_compaction(call, HookEvent.SESSION_START)
+
+
+def _after_compaction(call: _Call, event: HookEvent) -> str:
+    """Give the checkpoint and the original request back after a compaction: at SessionStart
+    ``compact``, or (an agent that starts no session after compacting: Gemini) with the next prompt."""
+    home, payload, counters = call.home, call.payload, call.counters
     counters.episodes += 1
     if not counters.checkpoint_pending:
-        # No PreCompact checkpoint for this compaction (some compaction paths skip PreCompact), or a
-        # resume: checkpoint what the transcript holds, up to the compaction that just happened.
+        # No PreCompact checkpoint for this compaction (some compaction paths skip PreCompact):
+        # checkpoint what the transcript holds, up to the compaction that just happened.
         counters.checkpoint_text = None
-        compact = payload.source is SessionSource.COMPACT
-        _checkpoint(call, None, snapshot=False, before_last_compaction=compact)
+        _checkpoint(call, None, snapshot=False, before_last_compaction=True)
     if call.time_left() > 0:
-        _read_tail(counters)
+        _read_tail(counters, call.agent)
     counters.checkpoint_pending = False
+    counters.checkpoint_compactions = counters.compactions
     context = reanchor_after_compaction(counters)
     done = " reanchored" if context else " nothing-to-give-back"
-    counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + done)
+    counters.queue_event(event.value, _summary(payload) + done)
     _flush(home, counters)
+    return hook_output(event, context=context)
+
+
+def resume_notice(payload: HookPayload) -> str:
+    """What a resumed session is told: nothing, unless the payload says the prompt cache has likely
+    expired, then what the first request re-sends uncached (and its cost when the payload states it).
+    The conversation is intact on a resume: there is nothing to give back."""
+    if not payload.cache_expired:
+        return ""
+    idle = f" after {payload.idle_seconds / 60:.0f} min" if payload.idle_seconds is not None else ""
+    size = f" {payload.resume_tokens:,} tokens of" if payload.resume_tokens else ""
+    cost = f" (about ${payload.resume_cache_usd:.2f})" if payload.resume_cache_usd is not None else ""
+    return (
+        f"[ctxhealth] Session resumed{idle}: the prompt cache has likely expired, so the next request "
+        f"re-sends{size} context uncached{cost}. Keep the next steps short, or start a fresh session "
+        "from a summary if this one is long."
+    )
+
+
+def _resumed(call: _Call) -> str:
+    """SessionStart on ``resume`` / ``fork``: the tail is read (the session goes on), no re-injection."""
+    payload, counters = call.payload, call.counters
+    if call.time_left() > 0:
+        _read_tail(counters, call.agent)
+    context = resume_notice(payload)
+    done = " resume-cost" if context else " resumed"
+    counters.queue_event(HookEvent.SESSION_START.value, _summary(payload) + done)
+    if context:
+        _flush(call.home, counters)
     return hook_output(HookEvent.SESSION_START, context=context)
 
 
@@ -361,16 +432,28 @@ _ACTION_NOTICE = {
 }
 
 
+def _compacted_unannounced(call: _Call) -> bool:
+    """An agent that starts no session after compacting (Gemini): whether the transcript now holds
+    a compaction newer than the checkpoint its PreCompact hook wrote. Gemini fires PreCompress on
+    every compression attempt, most of which compress nothing: only a compaction the transcript
+    shows is one (reads the tail)."""
+    counters = call.counters
+    if AGENTS[call.agent].restarts_after_compaction or not counters.checkpoint_pending:
+        return False
+    _read_tail(counters, call.agent)
+    return counters.compactions > counters.checkpoint_compactions
+
+
 def _user_prompt(call: _Call) -> str:
-    from ctxhealth.integrations.claude_code.assess import read_counters, verdict
+    from ctxhealth.integrations.claude_code.assess import verdict
 
     home, payload, counters = call.home, call.payload, call.counters
-    _read_tail(counters)
-    reading = read_counters(counters)
+    if _compacted_unannounced(call):
+        return _after_compaction(call, HookEvent.USER_PROMPT_SUBMIT)
+    _read_tail(counters, call.agent)
     decision = verdict(counters)
     kind = _ACTION_NOTICE.get(decision.action)
     context = _give(counters, kind.value, kind, "; ".join(decision.reasons)) if kind else ""
-    counters.zone, counters.pressure = reading.zone.value, reading.pressure
     counters.queue_event(HookEvent.USER_PROMPT_SUBMIT.value, _summary(payload) + f" action={decision.action}")
     if context:
         from ctxhealth.state.ledger import Ledger
@@ -387,23 +470,49 @@ def _user_prompt(call: _Call) -> str:
     return hook_output(HookEvent.USER_PROMPT_SUBMIT, context=context)
 
 
+def _call_failed(payload: HookPayload) -> bool:
+    """The one definition of a failed call (:mod:`ctxhealth.failures`), applied to the payload."""
+    from ctxhealth.failures import output_failed
+
+    return output_failed(payload.response_text, is_error=payload.failed)
+
+
 def _post_tool(call: _Call) -> str:
-    from ctxhealth.integrations.claude_code.assess import read_counters
+    from ctxhealth.integrations.claude_code.assess import spiral
 
     home, payload, counters = call.home, call.payload, call.counters
+    event = payload.event or HookEvent.POST_TOOL_USE
+    if payload.agent_id:
+        # A sub-agent's call: its own transcript holds it, not the main session's counters.
+        counters.queue_event(event.value, _summary(payload) + f" subagent={payload.agent_type or '?'}")
+        return ""
+    dooms = counters.doom_loops  # before any read counts new calls
+    if _compacted_unannounced(call):
+        return _after_compaction(call, event)
     name = payload.tool_name or "?"
     signature = call_signature(name, payload.tool_input)
-    counters.note_call(signature, *call_files(name, payload.tool_input))
-    counted = counters.record_tool(payload.tool_use_id, name, signature, payload.failed)
-    event = payload.event or HookEvent.POST_TOOL_USE
+    if call.agent is Agent.CLAUDE_CODE:
+        counters.note_call(signature, *call_files(name, payload.tool_input))
+        counted = counters.record_tool(payload.tool_use_id, name, signature, _call_failed(payload))
+    else:
+        # Codex and Gemini leave the outcome out of the payload (Codex sends "" for a command that
+        # exited 1) and may write it to the transcript only after this hook: the calls are counted
+        # from the transcript (its reader says how each ended) by whichever hook reads it next
+        # (Gemini's PreCompress, before every request, often does). So the notices are weighed
+        # on every call; each is given once per episode.
+        _read_tail(counters, call.agent)
+        counted = True
+        if counters.doom_loops and counters.last_doom_signature:
+            dooms = min(dooms, counters.doom_loops - 1)
     notices: list[str] = []
     if counted:
-        reading = read_counters(counters)
-        if reading.spiral:
-            notices.append(_give(counters, Notice.SPIRAL.value, Notice.SPIRAL, reading.spiral_reason))
-        if counters.signatures.get(signature) == DOOM_LOOP_REPEATS and name != "?":
-            detail = f"{name} called with the same input"
-            notices.append(_give(counters, f"doom:{signature}", Notice.DOOM_LOOP, detail))
+        spiralling, why = spiral(counters)
+        if spiralling:
+            notices.append(_give(counters, Notice.SPIRAL.value, Notice.SPIRAL, why))
+        if counters.doom_loops > dooms and counters.last_doom_signature:
+            doom = counters.last_doom_signature
+            detail = f"{doom.split(':')[0]} called with the same input"
+            notices.append(_give(counters, f"doom:{doom}", Notice.DOOM_LOOP, detail))
     context = "\n\n".join(n for n in notices if n)
     counters.queue_event(event.value, _summary(payload))
     if context:
@@ -411,14 +520,49 @@ def _post_tool(call: _Call) -> str:
     return hook_output(event, context=context)
 
 
+FLUSH_WAIT_SECONDS = 0.5
+"""How long Stop waits for the transcript to gain the last assistant message the payload names."""
+
+
+def _flushed(path: str, message: str) -> bool:
+    """Whether the transcript's last 64 KB hold the start of ``message`` (as JSON escapes it)."""
+    import json
+
+    probe = json.dumps(message.strip()[:48], ensure_ascii=False)[1:-1].encode("utf-8")
+    if not probe:
+        return True
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 65_536))
+            return probe in handle.read()
+    except OSError:
+        return True  # nothing to wait for
+
+
+def _read_final_tail(call: _Call) -> None:
+    """Read the tail; Stop may fire before Claude Code wrote the last line, so when the payload's
+    ``last_assistant_message`` is not in the transcript yet, wait briefly for it and read again."""
+    import time
+
+    counters, payload = call.counters, call.payload
+    _read_tail(counters, call.agent)
+    message = payload.last_assistant_message
+    if not message or _flushed(counters.path, message):
+        return
+    until = time.monotonic() + FLUSH_WAIT_SECONDS
+    while time.monotonic() < until:
+        time.sleep(0.02)
+        if _flushed(counters.path, message):
+            break
+    _read_tail(counters, call.agent)
+
+
 def _stop(call: _Call) -> str:
-    from ctxhealth.integrations.claude_code.assess import read_counters, verdict
+    from ctxhealth.integrations.claude_code.assess import verdict
 
     home, payload, counters = call.home, call.payload, call.counters
-    _read_tail(counters)
-    reading = read_counters(counters)
+    _read_final_tail(call)
     decision = verdict(counters)
-    counters.zone, counters.pressure = reading.zone.value, reading.pressure
     counters.queue_event(payload.event_name or HookEvent.STOP.value, _summary(payload))
     last = counters.assessment or {}
     verdict_key = [
@@ -426,7 +570,7 @@ def _stop(call: _Call) -> str:
         counters.tool_calls,
         counters.tool_errors,
         counters.episodes,
-        reading.fill,
+        counters.fill,
         last.get("index"),
         decision.action,
     ]
@@ -437,19 +581,19 @@ def _stop(call: _Call) -> str:
     from ctxhealth.state.ledger import Ledger
 
     with Ledger.open(_home_path(home)) as ledger:
+        # the monitor's own assessment of the latest message: its fill, pressure and zone
         ledger.record_assessment(
             counters.session_id,
             counters.turns,
-            tokens=reading.fill,
-            pressure=reading.pressure,
-            zone=reading.zone.value,
+            tokens=counters.fill,
+            pressure=float(last.get("pressure") or 0.0),
+            zone=str(last.get("zone") or "green"),
             details={
                 "final": True,
                 "action": decision.action,
                 "rule": decision.rule,
                 "reasons": list(decision.reasons),
                 "risk": last.get("risk"),
-                "monitor_zone": last.get("zone"),
                 "signals_fired": last.get("fired", []),
                 "peak": counters.peak,
                 "tool_calls": counters.tool_calls,
@@ -469,6 +613,22 @@ def _stop(call: _Call) -> str:
     return ""
 
 
+def _post_compact(call: _Call) -> str:
+    """PostCompact: the transcript now holds the compaction; read it (the fill after it is the
+    reader's ``postTokens``). The re-injection comes with SessionStart(compact), which follows."""
+    payload, counters = call.payload, call.counters
+    _read_tail(counters, call.agent)
+    size = f" summary={len(payload.compact_summary)}ch" if payload.compact_summary else ""
+    counters.queue_event(HookEvent.POST_COMPACT.value, _summary(payload) + size)
+    return ""
+
+
+def _subagent_stop(call: _Call) -> str:
+    """SubagentStop: recorded only (the sub-agent's transcript is its own, not the main session's)."""
+    call.counters.queue_event(HookEvent.SUBAGENT_STOP.value, _summary(call.payload))
+    return ""
+
+
 _HANDLERS = {
     HookEvent.PRE_COMPACT: _pre_compact,
     HookEvent.SESSION_START: _session_start,
@@ -477,6 +637,8 @@ _HANDLERS = {
     HookEvent.POST_TOOL_USE_FAILURE: _post_tool,
     HookEvent.STOP: _stop,
     HookEvent.SESSION_END: _stop,
+    HookEvent.POST_COMPACT: _post_compact,
+    HookEvent.SUBAGENT_STOP: _subagent_stop,
 }
 
 
@@ -484,7 +646,7 @@ class _Call:
     """One hook call: where ctxhealth keeps its state, the payload, the session's counters, limits,
     and who receives its output early (:func:`handle_hook`'s ``answer``)."""
 
-    __slots__ = ("answer", "counters", "home", "limits", "payload", "started")
+    __slots__ = ("agent", "answer", "counters", "home", "limits", "payload", "started")
 
     def __init__(
         self,
@@ -494,7 +656,9 @@ class _Call:
         limits: HookLimits,
         started: float,
         answer: Callable[[str], None] | None = None,
+        agent: Agent = Agent.CLAUDE_CODE,
     ) -> None:
+        self.agent = agent
         self.home = home
         self.payload = payload
         self.counters = counters
@@ -522,8 +686,12 @@ def handle_hook(
     home: str,
     limits: HookLimits | None = None,
     answer: Callable[[str], None] | None = None,
+    agent: Agent = Agent.CLAUDE_CODE,
 ) -> str:
     """Run the handler for ``event`` (else the payload's ``hook_event_name``); return stdout text.
+
+    ``agent``: whose hook this is (:mod:`.agents`): its event names are mapped to the engine's on the
+    way in, and the output is written the way that agent reads it on the way out.
 
     ``answer``, when given, receives that text as soon as it is known, before the counters are
     saved (still under the lock, so the next hook of the session sees them saved): the per-turn
@@ -535,13 +703,35 @@ def handle_hook(
     Raises on bad input or an internal problem; :func:`run_hook` is the fail-open wrapper.
     """
     payload = parse_hook_payload(raw, event)
+    asked = payload.event_name or None
+    if event is None and agent is not Agent.CLAUDE_CODE and asked:
+        payload = parse_hook_payload(raw, engine_event(agent, asked))
     if payload.event is None:
         from ctxhealth.errors import UsageError
 
         raise UsageError(
             f"unknown hook event {payload.event_name!r}",
-            hint="use one of " + ", ".join(e.value for e in _HANDLERS),
+            hint="use one of " + ", ".join(AGENTS[agent].events),
         )
+    if agent is not Agent.CLAUDE_CODE:
+        engine, given = payload.event, answer
+
+        def adapted(out: str) -> str:
+            return adapt_output(agent, out, event=engine, asked=asked)
+
+        answer = None if given is None else (lambda out: given(adapted(out)))
+        return adapted(_handle(payload.event, payload, home, limits, answer, agent))
+    return _handle(payload.event, payload, home, limits, answer, agent)
+
+
+def _handle(
+    event: HookEvent,
+    payload: HookPayload,
+    home: str,
+    limits: HookLimits | None,
+    answer: Callable[[str], None] | None,
+    agent: Agent,
+) -> str:
     import time
 
     started = time.monotonic()
@@ -551,8 +741,8 @@ def handle_hook(
         counters = _load(home, payload)
         counters.lock_held = lock.acquired
         counters.events_loaded = len(counters.pending_events)
-        call = _Call(home, payload, counters, limits, started, answer)
-        output = _HANDLERS[payload.event](call)
+        call = _Call(home, payload, counters, limits, started, answer, agent)
+        output = _HANDLERS[event](call)
         call.give(output)
         if lock.acquired:
             save_counters(home, counters)
@@ -568,18 +758,31 @@ def run_hook(
     home: str,
     limits: HookLimits | None = None,
     answer: Callable[[str], None] | None = None,
+    agent: Agent = Agent.CLAUDE_CODE,
 ) -> HookResult:
     """Fail open: any error becomes one stderr line (and a ledger row when possible), never a raise.
 
-    ``answer``: see :func:`handle_hook` (an error after it was called is still logged and returned)."""
+    ``answer``: see :func:`handle_hook` (an error after it was called is still logged and returned).
+    ``event_name`` is the agent's own name for the event (Gemini's ``BeforeAgent``, ...)."""
     try:
-        event = find_event(event_name) if event_name else None
+        if agent is Agent.CLAUDE_CODE:
+            event = find_event(event_name) if event_name else None
+        else:
+            event = engine_event(agent, event_name) if event_name else None
+            raw = _named(raw, event_name)
         if event_name and event is None:
             from ctxhealth.errors import UsageError
 
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
         _LEDGER_PROBLEMS.clear()
-        stdout = handle_hook(event, raw, home=home, limits=limits, answer=answer)
+        stdout = handle_hook(
+            None if agent is not Agent.CLAUDE_CODE else event,
+            raw,
+            home=home,
+            limits=limits,
+            answer=answer,
+            agent=agent,
+        )
         if _LEDGER_PROBLEMS:
             from ctxhealth.redact import scrub
 
@@ -596,6 +799,23 @@ def run_hook(
         where = scrub(f"hook {event_name or '?'}")
         _log_error(home, where, message)
         return HookResult(stderr=f"ctxhealth: {where} skipped: {message}")
+
+
+def _named(raw: bytes, event_name: str | None) -> bytes:
+    """The payload with ``hook_event_name`` set to the command line's event (which wins, as it does
+    for Claude Code's hooks)."""
+    if not event_name:
+        return raw
+    import json
+
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return raw  # the parser says what is wrong
+    if isinstance(data, dict) and data.get("hook_event_name") != event_name:
+        data["hook_event_name"] = event_name
+        return json.dumps(data).encode()
+    return raw
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,4 +1,12 @@
-"""Installing ctxhealth into Claude Code's settings.json, and taking it out again.
+"""Installing ctxhealth into an agent's hook settings (Claude Code, Codex CLI, Gemini CLI), and out again.
+
+The three agents keep hooks in the same JSON shape (``{"hooks": {EVENT: [{"matcher": ..., "hooks":
+[{"type": "command", "command": ..., "timeout": ...}]}]}}``), in their own file: Claude Code's
+``~/.claude/settings.json`` (plus its ``statusLine``), Codex CLI's ``~/.codex/hooks.json``
+(``$CODEX_HOME``; timeouts in seconds), Gemini CLI's ``~/.gemini/settings.json`` (timeouts in
+milliseconds, a ``name`` per hook). :data:`TARGETS` holds, per agent, the file, the events with their
+matchers and timeouts; the plan, diff, backup and restore are one code path for all three. A
+settings file that is a symbolic link is written through to its target (the link stays).
 
 ``plan_install`` / ``plan_uninstall`` compute the new file without touching disk, so the CLI can show a
 unified diff (dry run) before ``apply`` writes it. Installing adds one hook group per event and a
@@ -25,10 +33,13 @@ from typing import Any
 
 from ctxhealth.atomic import write_atomic
 from ctxhealth.errors import ConfigError, EnvironmentProblem
+from ctxhealth.integrations.claude_code.agents import Agent
 from ctxhealth.integrations.claude_code.payloads import HookEvent
 
 __all__ = [
     "HOOK_EVENTS",
+    "TARGETS",
+    "HookTarget",
     "InstallPlan",
     "Scope",
     "StatusLineChange",
@@ -58,14 +69,74 @@ HOOK_EVENTS: dict[HookEvent, str] = {
     HookEvent.POST_TOOL_USE: "",
     HookEvent.POST_TOOL_USE_FAILURE: "",
     HookEvent.STOP: "",
+    HookEvent.POST_COMPACT: "",  # the transcript then holds the compaction: the fill it left
 }
 
-_OURS = re.compile(r"ctxhealth(\.cli\.hook\s+\w+|\.cli\.statusline\b|\s+hook\s+\w+|\s+statusline\b)")
+_OURS = re.compile(r"ctxhealth(\.cli\.hook\s+[-\w]+|\.cli\.statusline\b|\s+hook\s+[-\w]+|\s+statusline\b)")
 
 
-def hook_command(python: str, event: HookEvent) -> str:
-    """The shell command Claude Code runs for ``event``: ``python -m`` skips the click CLI (faster)."""
-    return f"{shlex.quote(python)} -m ctxhealth.cli.hook {event.value}"
+@dataclass(frozen=True, slots=True)
+class HookTarget:
+    """Where and how one agent keeps its hooks: the file, each event (the agent's own name) with its
+    matcher ("" = none) and timeout, the timeout's unit, and whether a status line is installed."""
+
+    agent: Agent
+    file_name: str
+    events: tuple[tuple[str, str, int], ...]
+    timeout_scale: int = 1
+    statusline: bool = False
+    named: bool = False
+
+
+TARGETS: dict[Agent, HookTarget] = {
+    Agent.CLAUDE_CODE: HookTarget(
+        Agent.CLAUDE_CODE,
+        SETTINGS_NAME,
+        tuple((e.value, m, HOOK_TIMEOUTS.get(e, HOOK_TIMEOUT_SECONDS)) for e, m in HOOK_EVENTS.items()),
+        statusline=True,
+    ),
+    Agent.CODEX: HookTarget(
+        Agent.CODEX,
+        "hooks.json",
+        (
+            ("SessionStart", "compact|resume", 30),
+            ("UserPromptSubmit", "", HOOK_TIMEOUT_SECONDS),
+            ("PostToolUse", "", HOOK_TIMEOUT_SECONDS),
+            ("PreCompact", "", 30),
+            ("PostCompact", "", HOOK_TIMEOUT_SECONDS),
+            ("Stop", "", HOOK_TIMEOUT_SECONDS),
+        ),
+    ),
+    Agent.GEMINI: HookTarget(
+        Agent.GEMINI,
+        SETTINGS_NAME,
+        (
+            ("BeforeAgent", "", 30),  # may give a checkpoint back after a compression
+            ("AfterTool", "", HOOK_TIMEOUT_SECONDS),
+            ("PreCompress", "", 30),
+            ("AfterAgent", "", HOOK_TIMEOUT_SECONDS),
+            ("SessionEnd", "", HOOK_TIMEOUT_SECONDS),
+        ),
+        timeout_scale=1000,
+        named=True,
+    ),
+}
+"""Per agent: its hook file and the events ctxhealth answers (see :mod:`.agents` for what each does)."""
+
+
+_TRUST_NOTES: dict[Agent, tuple[str, ...]] = {
+    Agent.CODEX: (
+        "Codex runs hooks from hooks.json only once you trust them: review them with /hooks in Codex "
+        "(until then they are listed as untrusted and do not run)",
+    ),
+}
+
+
+def hook_command(python: str, event: HookEvent | str, agent: Agent = Agent.CLAUDE_CODE) -> str:
+    """The shell command an agent runs for ``event``: ``python -m`` skips the click CLI (faster)."""
+    name = event.value if isinstance(event, HookEvent) else event
+    flag = "" if agent is Agent.CLAUDE_CODE else f"--agent {agent.value} "
+    return f"{shlex.quote(python)} -m ctxhealth.cli.hook {flag}{name}"
 
 
 def statusline_command(python: str) -> str:
@@ -137,9 +208,17 @@ class InstallPlan:
         )
 
 
-def default_settings_dir(scope: Scope, *, home: Path, cwd: Path) -> Path:
-    """``~/.claude`` for the user scope, ``./.claude`` for the project scope."""
-    return home / ".claude" if scope is Scope.USER else cwd / ".claude"
+_DIRS = {Agent.CLAUDE_CODE: ".claude", Agent.CODEX: ".codex", Agent.GEMINI: ".gemini"}
+
+
+def default_settings_dir(
+    scope: Scope, *, home: Path, cwd: Path, agent: Agent = Agent.CLAUDE_CODE, codex_home: str | None = None
+) -> Path:
+    """``~/.claude`` (``~/.codex``: ``$CODEX_HOME`` when set; ``~/.gemini``) for the user scope,
+    ``./.claude`` (``./.codex``, ``./.gemini``) for the project scope."""
+    if scope is Scope.USER and agent is Agent.CODEX and codex_home:
+        return Path(codex_home)
+    return (home if scope is Scope.USER else cwd) / _DIRS[agent]
 
 
 def is_ours(command: object) -> bool:
@@ -182,18 +261,15 @@ def _digest(raw: bytes | None) -> str | None:
     return None if raw is None else hashlib.sha256(raw).hexdigest()
 
 
-def _hook_entry(python: str, event: HookEvent) -> dict[str, Any]:
+def _hook_entry(python: str, target: HookTarget, event: str, matcher: str, timeout: int) -> dict[str, Any]:
     group: dict[str, Any] = {}
-    matcher = HOOK_EVENTS[event]
     if matcher:
         group["matcher"] = matcher
-    group["hooks"] = [
-        {
-            "type": "command",
-            "command": hook_command(python, event),
-            "timeout": HOOK_TIMEOUTS.get(event, HOOK_TIMEOUT_SECONDS),
-        }
-    ]
+    hook: dict[str, Any] = {"type": "command", "command": hook_command(python, event, target.agent)}
+    if target.named:
+        hook["name"] = f"ctxhealth-{event}"
+    hook["timeout"] = timeout * target.timeout_scale
+    group["hooks"] = [hook]
     return group
 
 
@@ -237,9 +313,9 @@ def _statusline_command(value: object) -> str | None:
     return None
 
 
-def find_installation(settings_dir: Path) -> tuple[list[str], str | None]:
+def find_installation(settings_dir: Path, agent: Agent = Agent.CLAUDE_CODE) -> tuple[list[str], str | None]:
     """(events that have a ctxhealth hook, the status-line command) as the settings file stands."""
-    path = settings_dir / SETTINGS_NAME
+    path = settings_dir / TARGETS[agent].file_name
     data = _parse(_read(path), path)
     events: list[str] = []
     hooks = data.get("hooks")
@@ -255,9 +331,13 @@ def find_installation(settings_dir: Path) -> tuple[list[str], str | None]:
     return events, _statusline_command(data.get("statusLine"))
 
 
-def plan_install(settings_dir: Path, *, python: str, force: bool = False) -> InstallPlan:
-    """The settings.json that runs ctxhealth's hooks and status line with the interpreter ``python``."""
-    path = settings_dir / SETTINGS_NAME
+def plan_install(
+    settings_dir: Path, *, python: str, force: bool = False, agent: Agent = Agent.CLAUDE_CODE
+) -> InstallPlan:
+    """The settings file that runs ctxhealth's hooks (and, for Claude Code, its status line) with the
+    interpreter ``python``."""
+    target = TARGETS[agent]
+    path = settings_dir / target.file_name
     before = _read(path)
     data = _parse(before, path)
     original = copy.deepcopy(data)
@@ -265,11 +345,15 @@ def plan_install(settings_dir: Path, *, python: str, force: bool = False) -> Ins
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError('"hooks" in settings is not an object', hint="fix it first", path=str(path))
-    for event in HOOK_EVENTS:
-        groups = hooks.setdefault(event.value, [])
+    for event, matcher, timeout in target.events:
+        groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
-            raise ConfigError(f'"hooks.{event.value}" is not a list', hint="fix it first", path=str(path))
-        groups.append(_hook_entry(python, event))
+            raise ConfigError(f'"hooks.{event}" is not a list', hint="fix it first", path=str(path))
+        groups.append(_hook_entry(python, target, event, matcher, timeout))
+    if not target.statusline:
+        after = before if data == original and before is not None else _dump(data)
+        trust = _TRUST_NOTES.get(agent, ())
+        return InstallPlan(path, before, after, StatusLineChange.UNCHANGED, trust, installing=True)
 
     notes: list[str] = []
     ours = {"type": "command", "command": statusline_command(python), "padding": 0}
@@ -311,9 +395,9 @@ def _load_manifest(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def plan_uninstall(settings_dir: Path) -> InstallPlan:
-    """The settings.json without ctxhealth: the backup's exact bytes when nothing else changed since."""
-    path = settings_dir / SETTINGS_NAME
+def plan_uninstall(settings_dir: Path, agent: Agent = Agent.CLAUDE_CODE) -> InstallPlan:
+    """The settings file without ctxhealth: the backup's exact bytes when nothing else changed since."""
+    path = settings_dir / TARGETS[agent].file_name
     probe = InstallPlan(path, None, None, StatusLineChange.UNCHANGED)
     before = _read(path)
     manifest = _load_manifest(probe.manifest_path)
@@ -354,8 +438,15 @@ def plan_uninstall(settings_dir: Path) -> InstallPlan:
     return InstallPlan(path, before, _dump(data), change, tuple(notes), installing=False)
 
 
+def _through(path: Path) -> Path:
+    """Where to write ``path``: a symbolic link's target (the link, maybe into a dotfiles repository,
+    stays a link), else the path itself."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 def apply_plan(plan: InstallPlan) -> Path | None:
-    """Write the plan atomically (backup + manifest on install); return the backup path if one was kept."""
+    """Write the plan atomically (backup + manifest on install); return the backup path if one was kept.
+    A settings file that is a symbolic link is written through to its target."""
     if not plan.changed:
         return plan.backup_path if plan.backup_path.exists() else None
     if plan.installing:
@@ -369,13 +460,13 @@ def apply_plan(plan: InstallPlan) -> Path | None:
             manifest["previous_statusline"] = plan.previous_statusline
         after = plan.after or b"{}\n"  # installing always produces a file
         manifest["installed_sha256"] = _digest(after)
-        write_atomic(plan.settings_path, after, mode=_mode(plan.settings_path))
+        write_atomic(_through(plan.settings_path), after, mode=_mode(plan.settings_path))
         write_atomic(plan.manifest_path, _dump(manifest))
         return plan.backup_path if plan.backup_path.exists() else None
     if plan.after is None:
         plan.settings_path.unlink(missing_ok=True)
     else:
-        write_atomic(plan.settings_path, plan.after, mode=_mode(plan.settings_path))
+        write_atomic(_through(plan.settings_path), plan.after, mode=_mode(plan.settings_path))
     for leftover in (plan.manifest_path, plan.backup_path):
         leftover.unlink(missing_ok=True)
     return None

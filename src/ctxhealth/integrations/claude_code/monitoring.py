@@ -51,13 +51,18 @@ def claude_code_profile(profile: Profile | None = None) -> Profile:
     return replace(profile if profile is not None else default_profile(), max_turns=NO_TURN_LIMIT)
 
 
-def _monitor(counters: SessionCounters, profile: Profile, registry: ModelRegistry | None) -> Monitor:
+def _monitor(
+    counters: SessionCounters,
+    profile: Profile,
+    registry: ModelRegistry | None,
+    source_format: Format = Format.CLAUDE_CODE,
+) -> Monitor:
     if counters.monitor is not None:
         try:
             return Monitor.restore(counters.monitor, profile=profile, registry=registry)
         except StateError:
             pass  # from another version, or damaged: start afresh from here
-    return Monitor(counters.model, profile, registry=registry, source_format=Format.CLAUDE_CODE)
+    return Monitor(counters.model, profile, registry=registry, source_format=source_format)
 
 
 def session_info(model: str | None, window: int | None, registry: ModelRegistry) -> ModelInfo:
@@ -75,12 +80,14 @@ def observe_messages(
     *,
     registry: ModelRegistry | None = None,
     profile: Profile | None = None,
+    source_format: Format = Format.CLAUDE_CODE,
 ) -> Assessment | None:
     """Feed the new ``messages`` to the session's monitor; keep its snapshot and the last assessment
-    in ``counters``. Returns that assessment (None when there was nothing new)."""
+    in ``counters``. Returns that assessment (None when there was nothing new). ``source_format``:
+    the transcript's format (another agent's log, read by :func:`.tail.read_whole`)."""
     if not messages:
         return None
-    monitor = _monitor(counters, claude_code_profile(profile), registry)
+    monitor = _monitor(counters, claude_code_profile(profile), registry, source_format)
     stated = (counters.thresholds or {}).get("stated_window")
     if isinstance(stated, int) and stated > 0 and stated != monitor.info.window:
         # one ModelInfo per session: the window the host stated (status line) for pressure and zones

@@ -52,6 +52,8 @@ class HookEvent(StrEnum):
     POST_TOOL_USE_FAILURE = "PostToolUseFailure"
     STOP = "Stop"
     SESSION_END = "SessionEnd"
+    POST_COMPACT = "PostCompact"
+    SUBAGENT_STOP = "SubagentStop"
 
 
 def find_event(name: str) -> HookEvent | None:
@@ -70,6 +72,7 @@ class SessionSource(StrEnum):
     RESUME = "resume"
     CLEAR = "clear"
     COMPACT = "compact"
+    FORK = "fork"
     UNKNOWN = "unknown"
 
 
@@ -187,11 +190,14 @@ class ContextWindow(_Value):
 
     ``used_tokens`` is input + cache creation + cache read of ``current_usage`` (the prompt size of the
     latest response), None when the payload has no ``current_usage`` (no response yet);
-    ``cache_read_tokens`` is the part of it read from the prompt cache.
+    ``cache_read_tokens`` is the part of it read from the prompt cache; ``total_input_tokens`` the
+    session's summed input (2.1.x); ``exceeds_200k`` the payload's top-level ``exceeds_200k_tokens``
+    (the latest prompt is past 200K: long-context pricing).
     """
 
     __slots__ = (
         "cache_read_tokens",
+        "exceeds_200k",
         "size",
         "total_input_tokens",
         "total_output_tokens",
@@ -205,6 +211,7 @@ class ContextWindow(_Value):
     total_input_tokens: int | None
     total_output_tokens: int | None
     cache_read_tokens: int | None
+    exceeds_200k: bool
 
     def __init__(
         self,
@@ -214,6 +221,7 @@ class ContextWindow(_Value):
         total_input_tokens: int | None = None,
         total_output_tokens: int | None = None,
         cache_read_tokens: int | None = None,
+        exceeds_200k: bool = False,
     ) -> None:
         self._set("size", size)
         self._set("used_percentage", used_percentage)
@@ -221,9 +229,10 @@ class ContextWindow(_Value):
         self._set("total_input_tokens", total_input_tokens)
         self._set("total_output_tokens", total_output_tokens)
         self._set("cache_read_tokens", cache_read_tokens)
+        self._set("exceeds_200k", exceeds_200k)
 
     @classmethod
-    def _read(cls, r: _Reader) -> ContextWindow:
+    def _read(cls, r: _Reader, exceeds_200k: bool = False) -> ContextWindow:
         used: int | None = None
         cache_read: int | None = None
         usage = r.obj("current_usage")
@@ -242,6 +251,7 @@ class ContextWindow(_Value):
             total_input_tokens=r.integer("total_input_tokens"),
             total_output_tokens=r.integer("total_output_tokens"),
             cache_read_tokens=cache_read,
+            exceeds_200k=exceeds_200k,
         )
 
 
@@ -316,7 +326,9 @@ def parse_status_payload(raw: bytes | str) -> StatusPayload:
         model_id=model_id,
         model_name=model_name,
         cost_usd=cost.number("total_cost_usd") if cost is not None else None,
-        context_window=ContextWindow._read(window) if window is not None else None,
+        context_window=(
+            ContextWindow._read(window, r.flag("exceeds_200k_tokens")) if window is not None else None
+        ),
         version=r.text("version"),
         warnings=tuple(r.warnings),
     )
@@ -327,20 +339,42 @@ class HookPayload(_Value):
 
     ``failed`` is True for PostToolUseFailure and for a PostToolUse whose ``tool_response`` says it
     failed (``is_error`` / ``success: false`` / a non-zero exit code), as older versions send those.
+
+    ``response_text`` is the tool response's text (head and tail), so a call is judged failed by the
+    one definition (:func:`ctxhealth.failures.is_failure`) whether a hook or the transcript saw it.
+
+    Claude Code 2.1 adds: ``agent_id`` / ``agent_type`` (the hook fired inside a sub-agent: its tool
+    calls are not the main session's), ``prompt_id`` (every payload), ``reason`` (SessionEnd),
+    ``last_assistant_message`` (Stop, SubagentStop), ``compact_summary`` (PostCompact), and on a
+    resumed SessionStart ``seconds_since_last_response`` (``idle_seconds``), ``context_tokens``
+    (``resume_tokens``), ``prompt_cache_likely_expired`` (``cache_expired``) and
+    ``estimated_cache_write_usd`` (``resume_cache_usd``): what the resume's first request costs.
     """
 
     __slots__ = (
+        "agent_id",
+        "agent_type",
+        "cache_expired",
+        "compact_summary",
         "cwd",
         "error",
         "event",
         "event_name",
         "failed",
+        "idle_seconds",
+        "last_assistant_message",
         "prompt",
+        "prompt_id",
+        "reason",
+        "response_text",
+        "resume_cache_usd",
+        "resume_tokens",
         "session_id",
         "source",
         "stop_hook_active",
         "tool_input",
         "tool_name",
+        "tool_response",
         "tool_use_id",
         "transcript_path",
         "trigger",
@@ -357,10 +391,22 @@ class HookPayload(_Value):
     prompt: str | None
     tool_name: str | None
     tool_input: Any
+    tool_response: Any
     tool_use_id: str | None
     failed: bool
     error: str | None
     stop_hook_active: bool
+    agent_id: str | None
+    agent_type: str | None
+    prompt_id: str | None
+    reason: str | None
+    response_text: str
+    last_assistant_message: str | None
+    compact_summary: str | None
+    idle_seconds: float | None
+    resume_tokens: int | None
+    cache_expired: bool
+    resume_cache_usd: float | None
     warnings: tuple[str, ...]
 
     def __init__(
@@ -376,10 +422,22 @@ class HookPayload(_Value):
         prompt: str | None = None,
         tool_name: str | None = None,
         tool_input: Any = None,
+        tool_response: Any = None,
         tool_use_id: str | None = None,
         failed: bool = False,
         error: str | None = None,
         stop_hook_active: bool = False,
+        agent_id: str | None = None,
+        agent_type: str | None = None,
+        prompt_id: str | None = None,
+        reason: str | None = None,
+        response_text: str = "",
+        last_assistant_message: str | None = None,
+        compact_summary: str | None = None,
+        idle_seconds: float | None = None,
+        resume_tokens: int | None = None,
+        cache_expired: bool = False,
+        resume_cache_usd: float | None = None,
         warnings: tuple[str, ...] = (),
     ) -> None:
         self._set("event", event)
@@ -392,10 +450,22 @@ class HookPayload(_Value):
         self._set("prompt", prompt)
         self._set("tool_name", tool_name)
         self._set("tool_input", tool_input)
+        self._set("tool_response", tool_response)
         self._set("tool_use_id", tool_use_id)
         self._set("failed", failed)
         self._set("error", error)
         self._set("stop_hook_active", stop_hook_active)
+        self._set("agent_id", agent_id)
+        self._set("agent_type", agent_type)
+        self._set("prompt_id", prompt_id)
+        self._set("reason", reason)
+        self._set("response_text", response_text)
+        self._set("last_assistant_message", last_assistant_message)
+        self._set("compact_summary", compact_summary)
+        self._set("idle_seconds", idle_seconds)
+        self._set("resume_tokens", resume_tokens)
+        self._set("cache_expired", cache_expired)
+        self._set("resume_cache_usd", resume_cache_usd)
         self._set("warnings", warnings)
 
 
@@ -407,11 +477,39 @@ def _response_failed(response: object) -> bool:
         return True
     if response.get("success") is False:
         return True
+    error = response.get("error")  # Gemini CLI: {"message": ..., "type": ...} when the call failed
+    if isinstance(error, dict) and error:
+        return True
     for key in ("exit_code", "exitCode", "returnCode"):
         code = response.get(key)
         if isinstance(code, int) and not isinstance(code, bool) and code != 0:
             return True
     return False
+
+
+RESPONSE_CHARS = 2400
+"""How much of a tool response is kept (head and tail) to tell whether it reads like an error."""
+
+
+def _response_text(response: object, error: str | None) -> str:
+    """The tool response's text (error, stdout, stderr, output, content), head and tail kept."""
+    parts = [error] if error else []
+    if isinstance(response, str):
+        parts.append(response)
+    elif isinstance(response, dict):
+        for key in ("stdout", "stderr", "output", "content", "llmContent", "error"):
+            value = response.get(key)
+            if isinstance(value, dict):  # Gemini's error: {"message": ...}
+                value = value.get("message")
+            elif isinstance(value, list):  # Gemini's llmContent: parts [{"text": ...}]
+                value = "\n".join(
+                    p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
+            if isinstance(value, str) and value and value != error:
+                parts.append(value)
+    text = "\n".join(parts)
+    half = RESPONSE_CHARS // 2
+    return text if len(text) <= RESPONSE_CHARS else text[:half] + "\n" + text[-half:]
 
 
 def _trigger(text: str | None) -> CompactTrigger | None:
@@ -443,6 +541,8 @@ def parse_hook_payload(raw: bytes | str, event: HookEvent | None = None) -> Hook
     failed = event is HookEvent.POST_TOOL_USE_FAILURE or _response_failed(response)
     if error is None and failed and isinstance(response, dict):
         text = response.get("error") or response.get("stderr")
+        if isinstance(text, dict):
+            text = text.get("message")
         error = text if isinstance(text, str) else None
     return HookPayload(
         event=event,
@@ -455,10 +555,22 @@ def parse_hook_payload(raw: bytes | str, event: HookEvent | None = None) -> Hook
         prompt=r.text("prompt"),
         tool_name=r.text("tool_name"),
         tool_input=r.data.get("tool_input"),
+        tool_response=response,
         tool_use_id=r.text("tool_use_id"),
         failed=failed,
         error=error,
         stop_hook_active=r.flag("stop_hook_active"),
+        agent_id=r.text("agent_id"),
+        agent_type=r.text("agent_type"),
+        prompt_id=r.text("prompt_id"),
+        reason=r.text("reason"),
+        response_text=_response_text(response, error),
+        last_assistant_message=r.text("last_assistant_message"),
+        compact_summary=r.text("compact_summary"),
+        idle_seconds=r.number("seconds_since_last_response"),
+        resume_tokens=r.integer("context_tokens"),
+        cache_expired=r.flag("prompt_cache_likely_expired"),
+        resume_cache_usd=r.number("estimated_cache_write_usd"),
         warnings=tuple(r.warnings),
     )
 

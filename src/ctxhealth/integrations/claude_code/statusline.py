@@ -103,9 +103,22 @@ def _transcript_size(path: str) -> int | None:
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
-def _has_fill(payload: StatusPayload) -> bool:
+def _payload_fill(payload: StatusPayload) -> int | None:
+    """The fill the payload states: its ``current_usage``, else ``used_percentage`` of the window.
+    Right after a ``/compact`` the payload has no usage yet and says 0%: that is no fill (the
+    transcript's, what the compaction left, is shown instead)."""
     window = payload.context_window
-    return window is not None and (window.used_tokens is not None or window.used_percentage is not None)
+    if window is None:
+        return None
+    if window.used_tokens is not None:
+        return window.used_tokens
+    if window.used_percentage and window.size:
+        return round(window.used_percentage / 100 * window.size)
+    return None
+
+
+def _has_fill(payload: StatusPayload) -> bool:
+    return _payload_fill(payload) is not None
 
 
 def _needs_read(payload: StatusPayload, counters: SessionCounters, cached: bool) -> bool:
@@ -115,7 +128,9 @@ def _needs_read(payload: StatusPayload, counters: SessionCounters, cached: bool)
 
 
 def _needs_update(payload: StatusPayload, counters: SessionCounters, cached: bool) -> bool:
-    return _needs_read(payload, counters, cached) or counters.thresholds is None
+    # thresholds resolved before the model was known (a first PostToolUse): the payload names it
+    unnamed = bool(payload.model_id) and not counters.model
+    return _needs_read(payload, counters, cached) or counters.thresholds is None or unnamed
 
 
 def _refresh(payload: StatusPayload, counters: SessionCounters, cached: bool) -> None:
@@ -136,14 +151,8 @@ def has_data(payload: StatusPayload, counters: SessionCounters) -> bool:
 
 def _reading(payload: StatusPayload, counters: SessionCounters) -> Reading:
     window = payload.context_window
-    fill: int | None = None
     size = window.size if window is not None else None
-    if window is not None:
-        if window.used_tokens is not None:
-            fill = window.used_tokens
-        elif window.used_percentage is not None and size:
-            fill = round(window.used_percentage / 100 * size)
-    return read_counters(counters, fill=fill, window=size)
+    return read_counters(counters, fill=_payload_fill(payload), window=size)
 
 
 def _no_data(payload: StatusPayload, color: bool) -> str:
@@ -180,6 +189,8 @@ def format_status(payload: StatusPayload, counters: SessionCounters, *, color: b
         low = low_cache_hit_rate(counters, window.cache_read_tokens, window.used_tokens)
         if low is not None:
             parts.append(_paint(f"cache {low:.0%}", _RED, color))
+        if window.exceeds_200k:  # past 200K the request is priced at the long-context rate
+            parts.append(_paint("200K+", _RED, color))
     cost = payload.cost_usd if payload.cost_usd is not None else counters.cost_usd
     if cost is not None:
         parts.append(f"${cost:.2f}")

@@ -21,6 +21,7 @@ from typing import Any
 
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.failures import is_failure
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
 from ctxhealth.integrations.claude_code.tailstate import (
     INSTRUCTION_CHARS,
@@ -34,7 +35,14 @@ from ctxhealth.redact import scrub
 from ctxhealth.signals.requests import clean_user_text, is_user_request
 from ctxhealth.sources.claude_code import ClaudeCodeTail
 
-__all__ = ["DEFAULT_MAX_BYTES", "HEAD_BYTES", "fold_messages", "read_tail", "resolve_thresholds"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "HEAD_BYTES",
+    "fold_messages",
+    "read_tail",
+    "read_whole",
+    "resolve_thresholds",
+]
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 HEAD_BYTES = 256 * 1024
@@ -81,6 +89,36 @@ def read_tail(
     return messages
 
 
+def read_whole(
+    counters: SessionCounters,
+    transcript: str,
+    *,
+    registry: ModelRegistry | None = None,
+    profile: Profile | None = None,
+) -> list[Message]:
+    """Another agent's transcript (a Codex rollout, a Gemini chat): read whole by its reader, the
+    messages after the ``counters.line`` already observed folded in and returned.
+
+    These formats have no tail reader yet, so a hook costs O(transcript) here; a transcript that
+    shrank starts over. Raises the reader's error when the format is not readable."""
+    from ctxhealth.sources import read_session
+
+    size = os.stat(transcript).st_size
+    if size < counters.offset:
+        counters.reset()
+    if size == counters.offset and counters.thresholds is not None:
+        return []
+    session = read_session(transcript)
+    if session.session_id and not counters.session_id:
+        counters.session_id = session.session_id
+    messages = list(session.messages[counters.line :])
+    counters.line, counters.offset, counters.size = len(session.messages), size, size
+    fold_messages(counters, messages, registry=registry)
+    observe_messages(counters, messages, registry=registry, profile=profile, source_format=session.format)
+    resolve_thresholds(counters, registry=registry, profile=profile)
+    return messages
+
+
 def _feed(counters: SessionCounters, data: bytes, transcript: str) -> list[Message]:
     tail = ClaudeCodeTail(transcript)
     messages = tail.feed(data, counters.line + 1 if counters.line else 1)
@@ -104,13 +142,12 @@ def fold_messages(
             counters.compactions += 1
             counters.episodes += 1
             continue
-        if message.role is Role.USER:
+        if message.role in (Role.USER, Role.TOOL):  # tool results: user blocks, or tool messages
             for result in message.tool_results:
                 pending = counters.pending_calls.pop(result.tool_call_id, None)
                 name, signature = pending if pending else ("?", f"?:{result.tool_call_id}")
-                failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
-                counters.record_tool(result.tool_call_id, name, signature, failed)
-            if not counters.instruction and is_user_request(message):
+                counters.record_tool(result.tool_call_id, name, signature, is_failure(result))
+            if message.role is Role.USER and not counters.instruction and is_user_request(message):
                 counters.instruction = scrub(clean_user_text(message.text)[:INSTRUCTION_CHARS])
             continue
         if message.role is not Role.ASSISTANT:

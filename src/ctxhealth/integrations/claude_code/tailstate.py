@@ -56,58 +56,14 @@ INSTRUCTION_CHARS = 4_000
 TAIL_CACHE_LIMIT = 16 << 20
 """The largest tail cache a hook reads (its bounded counters take a few KB; more is damage)."""
 
-# name -> default. Lists and dicts are copied per instance.
-_FIELDS: dict[str, Any] = {
-    "path": "",
-    "offset": 0,
-    "line": 0,
-    "size": 0,
-    "session_id": None,
-    "model": None,
-    "instruction": "",
-    "fill": 0,
-    "fill_source": "",
-    "peak": 0,
-    "turns": 0,
-    "last_response_id": None,
-    "output_tokens": 0,
-    "tool_calls": 0,
-    "tool_errors": 0,
-    "consecutive_failures": 0,
-    "max_consecutive_failures": 0,
-    "failures_by_tool": {},
-    "signatures": {},
-    "dependents": {},
-    "pending_calls": {},
-    "seen_ids": [],
-    "recent_outcomes": "",
-    "episodes": 0,
-    "doom_loops": 0,
-    "last_doom_signature": "",
-    "drift": None,
-    "compactions": 0,
-    "notices": {},
-    "pending_events": [],
-    "checkpoint_json": None,
-    "checkpoint_text": None,
-    "checkpoint_pending": False,
-    "hooks_seen": False,
-    "cost_usd": None,
-    "zone": None,
-    "pressure": None,
-    "thresholds": None,
-    "last_final": None,
-    "monitor": None,
-    "assessment": None,
-}
-
 
 class SessionCounters:
     """Mutable per-session counters (one process loads, updates and saves them).
 
-    Attributes are exactly the keys of ``_FIELDS``; ``to_dict`` / ``from_dict`` round-trip through
-    JSON. Unknown keys in stored data are ignored and missing ones take their defaults, so an older
-    or newer state never breaks a hook.
+    The annotations below are the stored fields, declared once: each one's default follows from its
+    type (``_FIELDS``: 0, "", False, an empty dict or list, None for an optional), and ``to_dict`` /
+    ``from_dict`` round-trip them through JSON. Unknown keys in stored data are ignored and missing
+    ones take their defaults, so an older or newer state never breaks a hook.
     """
 
     path: str
@@ -143,10 +99,9 @@ class SessionCounters:
     checkpoint_json: str | None
     checkpoint_text: str | None
     checkpoint_pending: bool
+    checkpoint_compactions: int
     hooks_seen: bool
     cost_usd: float | None
-    zone: str | None
-    pressure: float | None
     thresholds: dict[str, Any] | None
     last_final: list[Any] | None
     monitor: dict[str, Any] | None
@@ -158,6 +113,7 @@ class SessionCounters:
     events_loaded: int
 
     def __init__(self, path: str = "") -> None:
+        # (``_FIELDS`` is built from the annotations just after the class)
         for name, default in _FIELDS.items():
             setattr(self, name, default.copy() if isinstance(default, dict | list) else default)
         self.path = path
@@ -254,6 +210,27 @@ class SessionCounters:
         """Remember a hook event for the ledger (flushed with the next ledger write)."""
         self.pending_events.append([event, self.session_id, summary[:200]])
         del self.pending_events[:-MAX_PENDING_EVENTS]
+
+
+_TRANSIENT = frozenset({"lock_held", "events_loaded"})
+
+
+def _default(annotation: str) -> Any:
+    if "None" in annotation:
+        return None
+    return (
+        {"int": 0, "str": "", "bool": False}.get(annotation)
+        if "[" not in annotation
+        else ({} if annotation.startswith("dict") else [])
+    )
+
+
+_FIELDS: dict[str, Any] = {
+    name: _default(str(annotation))
+    for name, annotation in SessionCounters.__annotations__.items()
+    if name not in _TRANSIENT
+}
+"""Stored field -> default (dicts and lists are copied per instance)."""
 
 
 def _digest64(data: bytes) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
+from ctxhealth.failures import is_failure
 from ctxhealth.integrations.claude_code.assess import read_counters
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
 from ctxhealth.model import Message, Role
@@ -86,7 +87,7 @@ class SessionWatch:
                 pre = f" from {m.compaction.pre_tokens:,} tokens" if m.compaction.pre_tokens else ""
                 self.events.append(f"compaction{pre}")
             for r in m.tool_results:
-                if r.is_error:
+                if is_failure(r):
                     self.events.append(f"tool failed: {' '.join(r.text.split())[:70]}")
         if c.doom_loops > dooms:
             self.events.append(f"doom loop: {c.last_doom_signature.split(':')[0]} repeated 3 times")

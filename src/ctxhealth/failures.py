@@ -1,0 +1,126 @@
+"""What a failed tool call is: the one definition every counter uses.
+
+A reader sets what the log itself says about a tool result: ``ToolResult.is_error`` (the format's
+error flag: Claude Code's ``is_error``, an OpenHands error observation, ...) and ``exit_code`` (when
+the result states one). From those:
+
+* :func:`flagged` — the log says it failed (error flag, or a non-zero exit code);
+* :func:`looks_failed` — the one heuristic, for results the log says nothing about (no error flag,
+  no exit code): the output reads like an error (a traceback, ``command not found``, ``Error:`` at a
+  line start, ...). On the real Claude Code sessions it finds commands that failed inside a pipeline
+  that exited 0 (``gcc-12: command not found``), which the flag misses;
+* :func:`is_failure` — the definition: flagged, else (no exit code stated) looks failed. The
+  Monitor's failure detector, ``check``'s tool counts, fleet, ``watch``, the hooks and the status
+  line all count with it, so they agree;
+* :func:`declined` — the person declined to run the call, or interrupted it (Claude Code's fixed
+  texts). Claude Code flags those as errors and they are counted as failures (the agent did not get
+  what it asked for); recovery, which keeps "the latest error" for a checkpoint, skips them.
+
+:func:`spiral_reason` and :func:`streak_reason` are the rules on those counts (the policy's decision
+tree and the hooks' notices both ask them). :data:`RULE` says the definition in words, for a
+counter's label. Patterns compile on first use:
+the hooks import this module and most results need only a substring test.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxhealth.model import ToolResult
+
+__all__ = [
+    "ERROR_TEXT",
+    "RULE",
+    "declined",
+    "flagged",
+    "is_failure",
+    "looks_failed",
+    "output_failed",
+    "spiral_reason",
+    "streak_reason",
+    "text_looks_failed",
+]
+
+RULE = "error flag or non-zero exit code; without either, error text (looks_failed)"
+"""The definition in words (shown beside failure counts)."""
+
+ERROR_TEXT = (
+    r"Traceback \(most recent call last\)|<tool_use_error>|command not found|No such file or directory|"
+    r"^(?:Error|ERROR|error)[:\s]|^\w*(?:Error|Exception): "
+)
+"""What an error reads like (a multi-line pattern)."""
+
+_ERROR_HINTS = (
+    "rror",
+    "RROR",
+    "Exception",
+    "Traceback (most recent call last)",
+    "command not found",
+    "No such file or directory",
+)
+"""Substrings every match of :data:`ERROR_TEXT` contains ("rror" covers Error, error and
+``<tool_use_error>``; "RROR" covers ERROR; "Exception" and the three phrases the rest)."""
+
+_DECLINED = r"^\s*(\[request interrupted|the user doesn't want to proceed)"
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(source: str, flags: int = 0) -> re.Pattern[str]:
+    found = _compiled.get(source)
+    if found is None:
+        found = _compiled[source] = re.compile(source, flags)
+    return found
+
+
+def flagged(result: ToolResult) -> bool:
+    """The log says the call failed: its error flag, or a non-zero exit code."""
+    return result.is_error or (result.exit_code is not None and result.exit_code != 0)
+
+
+def looks_failed(result: ToolResult) -> bool:
+    """The heuristic: the output reads like an error (head and tail of a long output are read)."""
+    return text_looks_failed(result.text)
+
+
+def text_looks_failed(text: str) -> bool:
+    """:func:`looks_failed` on bare text (for a hook payload, which has no ToolResult)."""
+    probe = text if len(text) <= 2400 else text[:1200] + "\n" + text[-1200:]
+    # every alternative of the pattern contains one of these substrings: most results have none
+    if not any(hint in probe for hint in _ERROR_HINTS):
+        return False
+    return _pattern(ERROR_TEXT, re.M).search(probe) is not None
+
+
+def is_failure(result: ToolResult) -> bool:
+    """The definition (:data:`RULE`): flagged; else, when no exit code is stated, looks failed."""
+    return output_failed(result.text, is_error=result.is_error, exit_code=result.exit_code)
+
+
+def output_failed(text: str, *, is_error: bool = False, exit_code: int | None = None) -> bool:
+    """:func:`is_failure` on a result's parts (a hook payload has no ToolResult, and importing the
+    transcript model costs a hook more than its own work)."""
+    if is_error:
+        return True
+    if exit_code is not None:
+        return exit_code != 0
+    return text_looks_failed(text)
+
+
+def declined(result: ToolResult) -> bool:
+    """The person declined or interrupted the call (Claude Code's own texts for these)."""
+    return result.is_error and _pattern(_DECLINED, re.I).match(result.text) is not None
+
+
+def spiral_reason(calls: int, failure_rate: float, *, min_calls: int, rate: float) -> str | None:
+    """The failure-spiral rule (the policy's reset trigger, and the hooks' notice): more than ``rate``
+    of the last ``calls`` tool calls failed, with at least ``min_calls`` of them; None otherwise."""
+    if calls >= min_calls and failure_rate > rate:
+        return f"failure spiral: {failure_rate:.0%} of the last {calls} tool calls failed (> {rate:.0%})"
+    return None
+
+
+def streak_reason(streak: int, consecutive: int) -> str | None:
+    """The consecutive-failures rule (a warning in the policy): ``consecutive`` or more in a row."""
+    return f"{streak} consecutive tool failures" if streak >= consecutive else None

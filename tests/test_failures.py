@@ -1,0 +1,104 @@
+"""One definition of a failed tool call: every counter (check, the Monitor, fleet, watch, the hooks)
+counts with :func:`ctxhealth.failures.is_failure`, so no two screens contradict each other."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ctxhealth.cli.main import cli
+from ctxhealth.failures import declined, flagged, is_failure, looks_failed
+from ctxhealth.model import ToolResult
+
+TRACEBACK = "Traceback (most recent call last):\n  File \"run.py\", line 3, in <module>\nKeyError: 'x'"
+
+
+def _spiral_chat(path: Path, n: int = 6) -> Path:
+    """An OpenAI chat log whose tool results are tracebacks without any error flag or exit code."""
+    messages: list[dict[str, object]] = [
+        {"role": "system", "content": "You are a coding assistant."},
+        {"role": "user", "content": "Make run.py work."},
+    ]
+    for i in range(n):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "shell", "arguments": '{"cmd": "x"}'}}
+        usage = {"prompt_tokens": 400 + 50 * i, "completion_tokens": 10, "total_tokens": 410 + 50 * i}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call], "usage": usage})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": TRACEBACK})
+    path.write_text(json.dumps({"model": "gpt-4o-2024-08-06", "messages": messages}))
+    return path
+
+
+def test_the_definition() -> None:
+    assert is_failure(ToolResult("t", "ok", is_error=True)) and flagged(ToolResult("t", "ok", is_error=True))
+    assert not is_failure(ToolResult("t", TRACEBACK, exit_code=0))  # the stated exit code wins
+    assert is_failure(ToolResult("t", "done", exit_code=2))
+    assert is_failure(ToolResult("t", TRACEBACK)) and looks_failed(ToolResult("t", TRACEBACK))
+    assert not flagged(ToolResult("t", TRACEBACK))
+    assert not is_failure(ToolResult("t", "all 12 tests passed"))
+    no = ToolResult("t", "The user doesn't want to proceed with this tool use.", is_error=True)
+    assert declined(no) and is_failure(no)  # counted (the agent got nothing), but declined
+
+
+def test_check_counts_the_failures_its_spiral_names(tmp_path: Path) -> None:
+    # check used to print "tools 6 calls, 0 errors" on the same screen as "failure spiral: 100% of
+    # the last 6 tool calls failed": the tool count knew only the error flag.
+    log = _spiral_chat(tmp_path / "spiral.json")
+    result = CliRunner().invoke(cli, ["check", "--json", str(log)], catch_exceptions=False)
+    report = json.loads(result.output)
+    assert report["tool_calls"] == 6 and report["tool_errors"] == 6, report
+    text = CliRunner().invoke(cli, ["check", str(log)], catch_exceptions=False).output
+    assert "6 calls, 6 errors" in text
+
+
+def test_a_hook_counts_a_call_as_the_transcript_does(tmp_path: Path) -> None:
+    # PostToolUse counts a call before the transcript has it; the tail skips the id afterwards. Both
+    # must judge it by the one definition: a pipeline that exited 0 with "command not found".
+    from ctxhealth.integrations.claude_code.hooks import run_hook
+    from ctxhealth.integrations.claude_code.tailstate import load_counters
+
+    home, transcript = tmp_path / "home", tmp_path / "t.jsonl"
+    transcript.write_text("")
+    payload = {
+        "hook_event_name": "PostToolUse",
+        "session_id": "s1",
+        "transcript_path": str(transcript),
+        "tool_name": "Bash",
+        "tool_input": {"command": "gcc-12 x.c | tee log"},
+        "tool_response": {"stdout": "", "stderr": "/bin/bash: line 1: gcc-12: command not found"},
+        "tool_use_id": "toolu_1",
+    }
+    assert run_hook("PostToolUse", json.dumps(payload).encode(), home=str(home)).stderr == ""
+    counters = load_counters(str(home), str(transcript))
+    assert counters is not None and counters.tool_calls == 1 and counters.tool_errors == 1
+
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "claude-code"
+
+
+def test_the_hooks_and_check_count_the_same_calls_on_real_sessions(tmp_path: Path) -> None:
+    # The status line / watch count the main thread's calls (from the hooks' tail); check counts
+    # every thread and says which part is the sub-agents'. With those labels they agree.
+    import pytest
+
+    from ctxhealth.integrations.claude_code.tail import read_tail
+    from ctxhealth.integrations.claude_code.tailstate import SessionCounters
+
+    sessions = sorted(DATA.rglob("*.jsonl")) if DATA.is_dir() else []
+    if not sessions:
+        pytest.skip("../shared/data/claude-code is absent")
+    labelled = 0
+    for path in sessions:
+        counters = SessionCounters(str(path))
+        read_tail(counters, str(path))
+        result = CliRunner().invoke(cli, ["check", "--json", str(path)], catch_exceptions=False)
+        report = json.loads(result.output)
+        main_calls = report["tool_calls"] - report["subagent_tool_calls"]
+        main_errors = report["tool_errors"] - report["subagent_tool_errors"]
+        # the hooks count finished calls (a result arrived); check counts calls made, so a call the
+        # session ended on, without a result, is one more in check (session f6108699)
+        assert counters.tool_errors == main_errors, path.name
+        assert 0 <= main_calls - counters.tool_calls <= 1, path.name
+        labelled += report["subagent_tool_calls"] > 0
+    assert labelled >= 1  # at least one real session has sub-agent calls, and check says so
