@@ -147,3 +147,16 @@ def test_a_jsonl_a_home_made_agent_appends_to_is_read_and_followed(tmp_path: Pat
     figures = json.loads(done.stdout)
     assert figures["turns"] == 2 and figures["format"] == "openai-chat"
     assert [w.split(": ", 1)[0].rsplit(":", 1)[-1] for w in figures["warnings"]] == ["4"]  # its own line
+
+
+def test_watch_looks_where_the_no_argument_commands_look(tmp_path: Path) -> None:
+    """The agents' folders come from the one table (``sources.homes``): ``CLAUDE_CONFIG_DIR`` and
+    ``CODEX_HOME`` are honoured by ``watch`` as by ``check`` with no path."""
+    config, codex = tmp_path / "claude-config", tmp_path / "codex-home"
+    dirs = AgentDirs.under(tmp_path, {"CLAUDE_CONFIG_DIR": str(config), "CODEX_HOME": str(codex)})
+    assert dirs.claude_projects == config / "projects"
+    assert dirs.codex_sessions == codex / "sessions"
+    assert dirs.gemini_tmp == tmp_path / ".gemini" / "tmp"
+    xdg = tmp_path / ".config" / "claude" / "projects"
+    xdg.mkdir(parents=True)
+    assert AgentDirs.under(tmp_path).claude_projects == xdg  # the place that exists

@@ -124,6 +124,8 @@ def test_claude_code_calls_context_health_and_reads_the_assessment(
     if text.lstrip().startswith("{"):  # the CLI hands the model the structured result as JSON
         sent = json.loads(text)
         assert sent["session_id"] == report["session_id"] and sent["path"] == report["path"]
-        assert set(sent) == set(report)
+        # Claude Code writes its own running cost (``cost-state``) at the end of the run: after the call
+        later = {"agent_cost_usd", "cost_not_in_transcript_usd"}
+        assert set(sent) - later == set(report) - later
         assert sent["turns"] < report["turns"] == len(main)  # assessed at the call, before the answer
     assert "ctxhealth said:" in run.stdout

@@ -76,11 +76,10 @@ def watch(
     OpenHands folder, or a session id; default: the latest session of any agent on this machine.
     """
     home = Path(os.path.expanduser("~"))
-    codex = codex_home or (Path(os.environ["CODEX_HOME"]) if os.environ.get("CODEX_HOME") else None)
-    found = AgentDirs.under(home, codex)
+    found = AgentDirs.under(home, os.environ)
     dirs = AgentDirs(
         claude_projects=(claude_dir / "projects") if claude_dir else found.claude_projects,
-        codex_sessions=found.codex_sessions,
+        codex_sessions=(codex_home / "sessions") if codex_home else found.codex_sessions,
         gemini_tmp=(gemini_dir / "tmp") if gemini_dir else found.gemini_tmp,
     )
     if claude_dir and not (codex_home or gemini_dir):

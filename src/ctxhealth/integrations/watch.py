@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,11 +52,20 @@ class AgentDirs:
     gemini_tmp: Path
 
     @classmethod
-    def under(cls, home: Path, codex_home: Path | None = None) -> AgentDirs:
+    def under(cls, home: Path, env: Mapping[str, str] | None = None) -> AgentDirs:
+        """Each agent's folder under ``home`` as :func:`ctxhealth.sources.homes.agent_homes` names them
+        (``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` in ``env`` honoured); of several places an agent may
+        use, the first that exists."""
+        from ctxhealth.sources.homes import agent_homes
+
+        places: dict[str, Path] = {}
+        for entry in agent_homes(env or {}, home):
+            if entry.agent not in places or (not places[entry.agent].is_dir() and entry.path.is_dir()):
+                places[entry.agent] = entry.path
         return cls(
-            claude_projects=home / ".claude" / "projects",
-            codex_sessions=(codex_home or home / ".codex") / "sessions",
-            gemini_tmp=home / ".gemini" / "tmp",
+            claude_projects=places["claude-code"],
+            codex_sessions=places["codex"],
+            gemini_tmp=places["gemini"],
         )
 
     def candidates(self) -> Iterable[Path]:
