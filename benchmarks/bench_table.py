@@ -255,20 +255,14 @@ def row_fleet(data: Path, size_gb: float, workers: int) -> dict[str, Any]:
                 f"{mb / m.cpu_s:.1f} MB/CPU-s; load {load()}"
             )
 
-        options = JobOptions(ModelRegistry.default(), default_profile())
-        health_flag = _fleet_has_levels()
-        if health_flag:
+        registry, profile = ModelRegistry.default(), default_profile()
+        for level, health in (("fleet_accounting", False), ("fleet_health", True)):
+            options = JobOptions(registry, profile, health=health)
             timed(
-                "fleet_accounting",
-                lambda: run_fleet([work / "corpus"], work / "a.duckdb", options, jobs=workers, health=False),  # type: ignore[call-arg]
-            )
-            timed(
-                "fleet_health",
-                lambda: run_fleet([work / "corpus"], work / "h.duckdb", options, jobs=workers, health=True),  # type: ignore[call-arg]
-            )
-        else:
-            timed(
-                "fleet_health", lambda: run_fleet([work / "corpus"], work / "h.duckdb", options, jobs=workers)
+                level,
+                lambda o=options, n=level: run_fleet(
+                    [work / "corpus"], work / f"{n}.duckdb", o, jobs=workers
+                ),
             )
         timed("duckdb_usage_fields", lambda: _duckdb_usage(files))
         try:
@@ -281,14 +275,6 @@ def row_fleet(data: Path, size_gb: float, workers: int) -> dict[str, Any]:
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _fleet_has_levels() -> bool:
-    import inspect
-
-    from ctxhealth.fleet import run_fleet
-
-    return "health" in inspect.signature(run_fleet).parameters
 
 
 def generated_tree(root: Path, files: int = 6_900) -> Path:

@@ -171,6 +171,8 @@ def run_fleet(
     store = open_store(out)
     result = FleetResult(str(out), engine, files=len(entries))
     try:
+        if options.health and not full and any(action is None for action, _, _ in store.verdicts()):
+            full = True  # rows of an accounting-level run are there: every file is assessed again
         known = {} if full else store.known()
         todo = [e for e in entries if known.get(e.path) != e.fingerprint]
         result.unchanged = len(entries) - len(todo)
@@ -199,7 +201,7 @@ def run_fleet(
                 progress(result.analysed, len(todo), result.bytes_read, total_bytes)
         result.counts = store.counts()
         for action, healthy, cost in store.verdicts():
-            if not healthy:
+            if healthy is False:
                 result.unhealthy[action] = result.unhealthy.get(action, 0) + 1
             if cost is None:
                 result.unpriced += 1
