@@ -225,7 +225,7 @@ def _duckdb_usage(files: list[Path]) -> int:
     return len(rows)
 
 
-def row_fleet(data: Path, size_gb: float, workers: int) -> dict[str, Any]:
+def row_fleet(data: Path, size_gb: float, workers: int, levels: list[str], anchors: bool) -> dict[str, Any]:
     from bench_fleet import _contextrot_parse, build_corpus
     from cpu_tree import CpuMeter
 
@@ -257,6 +257,8 @@ def row_fleet(data: Path, size_gb: float, workers: int) -> dict[str, Any]:
 
         registry, profile = ModelRegistry.default(), default_profile()
         for level, health in (("fleet_accounting", False), ("fleet_health", True)):
+            if level.removeprefix("fleet_") not in levels:
+                continue
             options = JobOptions(registry, profile, health=health)
             timed(
                 level,
@@ -264,6 +266,8 @@ def row_fleet(data: Path, size_gb: float, workers: int) -> dict[str, Any]:
                     [work / "corpus"], work / f"{n}.duckdb", o, jobs=workers
                 ),
             )
+        if not anchors:
+            return out
         timed("duckdb_usage_fields", lambda: _duckdb_usage(files))
         try:
             import contextrot  # noqa: F401
@@ -378,6 +382,10 @@ def main() -> None:
     parser.add_argument("--rows", nargs="*", choices=ROWS, default=[r for r in ROWS if r != "proxy"])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--fleet-gb", type=float, default=1.0)
+    parser.add_argument(
+        "--fleet-levels", nargs="*", choices=["accounting", "health"], default=["accounting", "health"]
+    )
+    parser.add_argument("--no-anchors", action="store_true", help="fleet: only ctxhealth's levels")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
         "--pack-tree", type=Path, help="a large source tree (default: a generated one of 6,900 files)"
@@ -393,7 +401,9 @@ def main() -> None:
         elif row == "observe":
             results[row] = row_observe(args.data)
         elif row == "fleet":
-            results[row] = row_fleet(args.data, args.fleet_gb, args.workers)
+            results[row] = row_fleet(
+                args.data, args.fleet_gb, args.workers, args.fleet_levels, not args.no_anchors
+            )
         elif row == "pack":
             results[row] = row_pack(args.pack_tree, args.repeat)
         elif row == "hook_turn":
