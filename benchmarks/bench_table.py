@@ -211,7 +211,7 @@ def row_observe(data: Path) -> dict[str, Any]:
             "--baseline",
             "",
             "--repeats",
-            "1",
+            "3",
         ]
     )
     real = doc.get("after", doc).get("real") or doc.get("real") or {}
@@ -367,7 +367,7 @@ def row_hook_turn(data: Path) -> dict[str, Any]:
             "--data",
             str(data),
             "--only",
-            "stop",
+            "Stop",
             "--baseline",
             "",
             "--runs",
@@ -408,23 +408,23 @@ def main() -> None:
     parser.add_argument("--ccusage", help="the ccusage executable (default: on PATH)")
     args = parser.parse_args()
     results: dict[str, Any] = {"cpus": os.cpu_count(), "load_average_1min_at_start": load()}
+    runners: dict[str, Callable[[], dict[str, Any]]] = {
+        "check_mini_swe_agent": lambda: row_check_mini(args.data, args.repeat),
+        "check_claude_code": lambda: row_check_claude(args.data, args.repeat, args.ccusage),
+        "observe": lambda: row_observe(args.data),
+        "fleet": lambda: row_fleet(
+            args.data, args.fleet_gb, args.workers, args.fleet_levels, not args.no_anchors
+        ),
+        "pack": lambda: row_pack(args.pack_tree, args.repeat),
+        "hook_turn": lambda: row_hook_turn(args.data),
+        "proxy": row_proxy,
+    }
     for row in args.rows:
-        if row == "check_mini_swe_agent":
-            results[row] = row_check_mini(args.data, args.repeat)
-        elif row == "check_claude_code":
-            results[row] = row_check_claude(args.data, args.repeat, args.ccusage)
-        elif row == "observe":
-            results[row] = row_observe(args.data)
-        elif row == "fleet":
-            results[row] = row_fleet(
-                args.data, args.fleet_gb, args.workers, args.fleet_levels, not args.no_anchors
-            )
-        elif row == "pack":
-            results[row] = row_pack(args.pack_tree, args.repeat)
-        elif row == "hook_turn":
-            results[row] = row_hook_turn(args.data)
-        elif row == "proxy":
-            results[row] = row_proxy()
+        try:
+            results[row] = runners[row]()
+        except (RuntimeError, OSError, ValueError) as exc:  # one row failing keeps the others
+            log(f"{row}: failed: {exc}")
+            results[row] = {"error": str(exc)[-600:]}
     results["load_average_1min_at_end"] = load()
     shutil.rmtree(PYCACHE, ignore_errors=True)
     print(json.dumps(results))
