@@ -370,6 +370,13 @@ def configure_cache_dir(home: str | Path | None) -> None:
         _default = None
 
 
+def set_default_catalog(catalog: Catalog) -> None:
+    """Make ``catalog`` this process's (a fleet worker gets its parent's, instead of deriving the
+    table again from the package: seconds of CPU per process)."""
+    global _default
+    _default = catalog
+
+
 def default_catalog() -> Catalog:
     """The process's catalog, loaded on first use."""
     global _default

@@ -97,7 +97,9 @@ def check(
     errors: list[tuple[str, str]] = []
     unhealthy = False
     first = True
-    bar = ProgressBar("checking", count_inputs(paths) if len(paths) > 1 or Path(paths[0]).is_dir() else None)
+    bar = ProgressBar(
+        "checking", (lambda: count_inputs(paths)) if len(paths) > 1 or Path(paths[0]).is_dir() else None
+    )
 
     def on_skip(skipped: SkippedFile) -> None:
         # the text summary lists every skipped file with its reason; JSON output names them on stderr too

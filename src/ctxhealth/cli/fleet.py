@@ -27,6 +27,12 @@ from ctxhealth.policy.profile import resolve_profile
 )
 @click.option("--model", help="Account every session as this model id.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary as one JSON object.")
+@click.option(
+    "--accounting",
+    is_flag=True,
+    help="The accounting level: usage, cost, cache, tools and compactions only (no per-turn "
+    "assessment: turns and decisions stay empty, the sessions' health columns NULL).",
+)
 @guarded
 def fleet(
     paths: tuple[str, ...],
@@ -38,6 +44,7 @@ def fleet(
     fmt: str | None,
     model: str | None,
     as_json: bool,
+    accounting: bool,
 ) -> None:
     """Analyse every new or changed transcript under PATHs into DuckDB / Parquet tables
     (sessions, turns, decisions, tool_calls, cache_breaks, responses, costs, files); see docs/fleet.md.
@@ -50,6 +57,7 @@ def fleet(
         profile=resolve_profile(settings.profile, settings.profile_overrides),
         model=settings.model,
         format=Format(fmt) if fmt else None,
+        health=not accounting,
     )
     with ProgressBar("fleet", None) as bar:
         result = run_fleet(

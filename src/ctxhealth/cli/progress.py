@@ -1,10 +1,12 @@
 """A progress bar on stderr for long commands: shown only on a terminal and only once the work has
-taken a while (short runs and pipes see nothing); rich is imported only then."""
+taken a while (short runs and pipes see nothing); rich is imported only then, and a total given as
+a function (counting the inputs has a cost of its own) is computed only then."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TextIO
 
@@ -17,10 +19,16 @@ class ProgressBar:
     terminal and the work is still running after :data:`SHOW_AFTER_SECONDS`."""
 
     def __init__(
-        self, description: str, total: float | None, *, stream: TextIO | None = None, force: bool = False
+        self,
+        description: str,
+        total: float | Callable[[], float | None] | None,
+        *,
+        stream: TextIO | None = None,
+        force: bool = False,
     ) -> None:
         self.description = description
-        self.total = total
+        self._count = total if callable(total) else None
+        self.total: float | None = None if callable(total) else total
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = force or self.stream.isatty()
         self.started = time.monotonic()
@@ -62,7 +70,8 @@ class ProgressBar:
         except ImportError:  # rich is optional (the report / fleet extras): no bar then
             self.enabled = False
             return
-
+        if self._count is not None and self.total is None:
+            self.total = self._count()
         self._bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -84,7 +84,8 @@ class SessionAnalysis:
 
     session: Session
     account: SessionAccount
-    final: Assessment
+    assessed: Assessment | None
+    """The monitor's last assessment; None at the accounting level (``health=False``)."""
     project: str
     started_at: datetime | None
     ended_at: datetime | None
@@ -93,6 +94,13 @@ class SessionAnalysis:
     """The audit's priced responses (what the cost ledger of a report counts)."""
     cache: CacheReport | None = None
     """The audit's cache report: hit rates, breaks and what they cost."""
+
+    @property
+    def final(self) -> Assessment:
+        """The monitor's last assessment (an analysis made with ``health=True``)."""
+        if self.assessed is None:
+            raise ValueError("an accounting-level analysis (health=False) has no assessment")
+        return self.assessed
 
     @property
     def week(self) -> date | None:
@@ -115,7 +123,24 @@ class SessionAnalysis:
         ]
 
     def session_row(self, path: str, file_bytes: int) -> Row:
-        a, f, s, r = self.account, self.final, self.session, self.rows
+        a, f, s, r = self.account, self.assessed, self.session, self.rows
+        health: Row = (
+            (None,) * 11
+            if f is None
+            else (
+                f.zone.value,
+                round(f.pressure, 4),
+                round(r.max_pressure, 4),
+                None if f.risk is None else round(f.risk, 4),
+                f.action.value,
+                f.rule.value,
+                "\n".join(f.reasons),
+                f.healthy,
+                r.first_unhealthy_turn,
+                r.first_unhealthy_at,
+                r.waste_tokens,
+            )
+        )
         return (
             path,
             s.session_id,
@@ -138,17 +163,7 @@ class SessionAnalysis:
             a.tool_errors,
             None if a.cost_usd is None else round(a.cost_usd, 6),
             r.cache_hit_rate,
-            f.zone.value,
-            round(f.pressure, 4),
-            round(r.max_pressure, 4),
-            None if f.risk is None else round(f.risk, 4),
-            f.action.value,
-            f.rule.value,
-            "\n".join(f.reasons),
-            f.healthy,
-            r.first_unhealthy_turn,
-            r.first_unhealthy_at,
-            r.waste_tokens,
+            *health,
             r.prompt_tokens,
             len(s.sidechains),
             len(s.warnings),
@@ -367,15 +382,18 @@ def analyse_session(
     model: str | None = None,
     account: SessionAccount | None = None,
     events: bool = True,
+    health: bool = True,
 ) -> SessionAnalysis:
     """Account and assess ``session`` once; rows of every table and the timeline events.
 
     ``model`` accounts every response as that model (as ``check --model``). ``events=False`` skips
     what only the HTML report reads (tool-failure snippets, drift and indicator markers).
+    ``health=False`` is the accounting level: no monitor runs, so there are no ``turns`` or
+    ``decisions`` rows, the session's health columns are NULL and ``final`` is None; every other
+    row is the same as with ``health=True``.
     """
     registry = registry or ModelRegistry.default()
     account = account or account_session(session, registry=registry, model=model)
-    monitor = Monitor(model or session.model, profile, registry=registry)
     turn_at = {t.message_index: t for t in account.turns}
     turn_indices = sorted(turn_at)
     started, ended = _span(session.messages)
@@ -462,13 +480,18 @@ def analyse_session(
                 )
             state["raised"] = now_raised
 
-    seen = False
-    for assessment in monitor.iter_session(session):
-        seen = True
-        observe_turn(assessment)
-        del assessment
-    # a session without messages yields no assessment: observe_session gives "nothing seen yet"
-    final = monitor.last if seen and monitor.last is not None else monitor.observe_session(session)
+    final: Assessment | None = None
+    if health:
+        monitor = Monitor(model or session.model, profile, registry=registry)
+        seen = False
+        for assessment in monitor.iter_session(session):
+            seen = True
+            observe_turn(assessment)
+            del assessment
+        # a session without messages yields no assessment: observe_session gives "nothing seen yet"
+        final = monitor.last if seen and monitor.last is not None else monitor.observe_session(session)
+    else:
+        result.prompt_tokens = sum(t.tokens for t in account.turns)
     responses = session_responses(session, registry, model=model)
     cache = audit_cache(session, responses)
     result.cache_hit_rate = None if cache.hit_rate is None else round(cache.hit_rate, 4)

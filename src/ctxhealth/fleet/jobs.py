@@ -30,6 +30,8 @@ class JobOptions:
     model: str | None = None
     format: Format | None = None
     strict: bool = False
+    health: bool = True
+    """False: the accounting level (no per-turn assessment; see :func:`analyse_session`)."""
 
 
 @dataclass(slots=True)
@@ -57,7 +59,12 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
         except OSError as exc:
             return FileOutcome(entry, "skipped", f"cannot read file ({exc.strerror or exc})")
         analysis = analyse_session(
-            session, registry=options.registry, profile=options.profile, model=options.model, events=False
+            session,
+            registry=options.registry,
+            profile=options.profile,
+            model=options.model,
+            events=False,
+            health=options.health,
         )
         return FileOutcome(entry, "ok", "", analysis.table_rows(entry.path, entry.size), 1)
     try:
@@ -75,7 +82,12 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
     rows: dict[str, list[Row]] = {}
     for number, session in enumerate(sessions):
         analysis = analyse_session(
-            session, registry=options.registry, profile=options.profile, model=options.model, events=False
+            session,
+            registry=options.registry,
+            profile=options.profile,
+            model=options.model,
+            events=False,
+            health=options.health,
         )
         key = entry.path if len(sessions) == 1 else session_key(entry.path, session.session_id or str(number))
         for name, table_rows in analysis.table_rows(key, len(raw)).items():

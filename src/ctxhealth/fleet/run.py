@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxhealth.accounting.catalog import set_default_catalog
 from ctxhealth.errors import UsageError
 from ctxhealth.fleet.files import FileEntry, discover
 from ctxhealth.fleet.jobs import FileOutcome, JobOptions, analyse_batch
@@ -103,7 +104,13 @@ def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iter
         return
     # forkserver, not fork: a parent that has threads (DuckDB, Dask, a notebook) cannot be forked safely
     context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+    # each worker starts with the parent's model catalog, loaded once here, not derived per worker
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(tasks)),
+        mp_context=context,
+        initializer=set_default_catalog,
+        initargs=(options.registry.catalog,),
+    ) as pool:
         pending: set[Future[list[FileOutcome]]] = set()
         queue = iter(tasks)
         # keep two tasks per worker in flight: results stream back in bounded memory
@@ -133,6 +140,7 @@ def _dask(
         )
         client = distributed.Client(cluster)
     try:
+        client.run(set_default_catalog, options.registry.catalog)  # as the local engine's workers
         scattered = client.scatter(options, broadcast=True)
         futures = [client.submit(analyse_batch, task, scattered, pure=False) for task in tasks]
         for future in distributed.as_completed(futures):
@@ -171,6 +179,8 @@ def run_fleet(
     store = open_store(out)
     result = FleetResult(str(out), engine, files=len(entries))
     try:
+        if options.health and not full and any(action is None for action, _, _ in store.verdicts()):
+            full = True  # rows of an accounting-level run are there: every file is assessed again
         known = {} if full else store.known()
         todo = [e for e in entries if known.get(e.path) != e.fingerprint]
         result.unchanged = len(entries) - len(todo)
@@ -200,7 +210,7 @@ def run_fleet(
         store.commit()
         result.counts = store.counts()
         for action, healthy, cost in store.verdicts():
-            if not healthy:
+            if healthy is False:
                 result.unhealthy[action] = result.unhealthy.get(action, 0) + 1
             if cost is None:
                 result.unpriced += 1

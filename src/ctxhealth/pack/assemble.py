@@ -12,15 +12,15 @@ levels left (:mod:`.select`); order the files by tier, then path; count the whol
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.accounting.tokens import count_batch, exact_available
-from ctxhealth.errors import TokenizerUnavailable, UsageError
+from ctxhealth.errors import UsageError
 from ctxhealth.pack.budget import MIN_BUDGET, TaskType, allocate, payload_for_model
+from ctxhealth.pack.cache import cache_path
+from ctxhealth.pack.counts import CountMemo, memo_path
 from ctxhealth.pack.history import History, decay_factors, read_history
 from ctxhealth.pack.imports import import_distances, import_graph
 from ctxhealth.pack.index import RepoIndex, build_index
@@ -65,27 +65,6 @@ class Pack:
     @property
     def tokens(self) -> int:
         return int(self.manifest["tokens"])
-
-
-def _counter() -> Any:
-    """An exact o200k counter whose vocabulary starts loading now, in a thread.
-
-    Loading the vocabulary is most of a warm run's fixed cost and releases the GIL, so it overlaps
-    with indexing and scoring; the first count waits for it."""
-    if not exact_available(ENCODING):
-        raise TokenizerUnavailable(
-            "exact o200k_base token counts are needed for a hard budget and toktok cannot be imported",
-            hint="install the tokenizer: pip install toktok-rs",
-        )
-    loading = threading.Thread(target=count_batch, args=(["warm-up"], ENCODING), daemon=True)
-    loading.start()
-
-    def count(text: str) -> int:
-        if loading.is_alive():
-            loading.join()
-        return int(count_batch([text], ENCODING)[0][0])
-
-    return count
 
 
 def resolve_payload(budget: int | None, model: str | None, registry: Any = None) -> tuple[int, int | None]:
@@ -239,7 +218,8 @@ class RepoPacker:
         kind = TaskType(task_type)
         fmt = OutputFormat(output_format)
         payload, window = resolve_payload(budget, model, registry)
-        count = _counter()
+        cache = cache_path(self.cache_home, root) if self.cache_home is not None else None
+        count = CountMemo(ENCODING, memo_path(cache) if cache is not None else None)
         rule_files = read_level_files(root, rules, "rules")
         rule_files += discover_rules(root, rule_files)
         spec_files = read_level_files(root, specs, "specs")
@@ -325,6 +305,7 @@ class RepoPacker:
             notes=notes,
             count=count,
         )
+        count.save()
         return Pack(text, manifest)
 
 

@@ -1,0 +1,434 @@
+"""The performance table: each path of ctxhealth beside its anchor, measured in the same run.
+
+Rows (``--rows``, default all but ``proxy``):
+
+* ``check_mini_swe_agent`` — ``ctxhealth check --json`` as a fresh process on the 249 mini-swe-agent
+  trajectories, MB per CPU-second; anchor: orjson decoding the same bytes (in this process);
+* ``check_claude_code`` — ``ctxhealth check --json`` on the Claude Code sessions; anchors: the
+  ``contextrot`` CLI (``--json``, every day) and ``ccusage session --json --offline`` (a
+  ``CLAUDE_CONFIG_DIR`` whose ``projects`` is the sessions' folder), each as a fresh process, and
+  bare ``python -c pass``;
+* ``observe`` — ``benchmarks/bench_observe.py`` (p99 and max µs per ``Monitor.observe`` on the
+  largest real session); anchor: the spec's "sub-millisecond", the aim p99 < 50 µs;
+* ``fleet`` — the sessions replicated to ``--fleet-gb``; ``run_fleet`` (local engine, every
+  process's CPU counted, see ``cpu_tree.py``) at the accounting level and with ``--health``;
+  anchors: DuckDB pulling the usage fields of every line (``read_ndjson``, sum per file) and
+  contextrot's Claude Code adapter on the same files;
+* ``pack`` — ``ctxhealth pack`` warm (index cached) as a fresh process on ``--pack-tree`` (or a
+  generated tree of 6,900 files); anchor: a fresh Python process listing the same tree;
+* ``hook_turn`` — ``benchmarks/bench_hooks.py --only stop`` (a realistic turn); anchor: bare
+  ``python -c pass`` measured by that script in the same run;
+* ``proxy`` — ``benchmarks/bench_proxy.py`` at 1, 10 and 100 streams (slow: opt-in).
+
+CPU figures are medians of ``--repeat`` runs (user + system of the process and its children),
+after one unmeasured run, with bytecode cached for every contender (``child_env``).
+The load average is printed with every row: on a shared machine wall times mean little without
+it. Human lines go to stderr; the last line on stdout is one JSON object.
+
+    python benchmarks/bench_table.py [--data ../shared/data] [--rows check_claude_code fleet ...]
+        [--repeat 5] [--fleet-gb 1.0] [--pack-tree DIR] [--ccusage PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parents[1] / "shared" / "data"
+ROWS = ("check_mini_swe_agent", "check_claude_code", "observe", "fleet", "pack", "hook_turn", "proxy")
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+PYCACHE = Path(tempfile.mkdtemp(prefix="ctxhealth-bench-pycache-"))
+
+
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a measured process: bytecode cached (in a temporary prefix), as an
+    installed package has it. With ``PYTHONDONTWRITEBYTECODE`` set and nothing cached, every start
+    compiles each module from source (for ``check``: 129 modules, about 0.45 s of CPU)."""
+    out = dict(os.environ if env is None else env)
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
+    out["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return out
+
+
+def run_cpu(
+    cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)
+) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one run of ``cmd`` as a child process."""
+    cpu, start = children_cpu(), time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, env=child_env(env), timeout=1800, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode not in ok:
+        raise RuntimeError(f"{' '.join(cmd[:3])} exited {done.returncode}: {done.stderr.decode()[-300:]}")
+    return children_cpu() - cpu, wall
+
+
+def median_cpu(
+    cmd: list[str], repeat: int, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)
+) -> dict[str, float]:
+    run_cpu(cmd, env, ok)  # unmeasured: fills the bytecode cache and the page cache
+    runs = [run_cpu(cmd, env, ok) for _ in range(repeat)]
+    return {
+        "cpu_s": round(statistics.median(c for c, _ in runs), 3),
+        "wall_s": round(statistics.median(w for _, w in runs), 3),
+        "load": load(),
+    }
+
+
+def ctxhealth_bin() -> str:
+    return shutil.which("ctxhealth") or str(Path(sys.executable).with_name("ctxhealth"))
+
+
+def files_bytes(root: Path, pattern: str) -> tuple[list[Path], int]:
+    files = sorted(p for p in root.glob(pattern) if p.is_file())
+    return files, sum(p.stat().st_size for p in files)
+
+
+def row_check_mini(data: Path, repeat: int) -> dict[str, Any]:
+    root = data / "mini-swe-agent"
+    files, total = files_bytes(root / "trajs", "**/*.json")
+    ours = median_cpu([ctxhealth_bin(), "check", str(root / "trajs"), "--json"], repeat, ok=(0, 1, 2))
+    import orjson
+
+    blobs = [f.read_bytes() for f in files]
+    times = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        for b in blobs:
+            orjson.loads(b)
+        times.append(time.process_time() - t0)
+    floor = statistics.median(times)
+    mb = total / 1e6
+    out = {
+        "files": len(files),
+        "mb": round(mb, 1),
+        "ctxhealth": {**ours, "mb_per_cpu_s": round(mb / ours["cpu_s"], 1)},
+        "orjson_decode": {"cpu_s": round(floor, 3), "mb_per_cpu_s": round(mb / floor, 1), "load": load()},
+    }
+    out["gap"] = round(out["orjson_decode"]["mb_per_cpu_s"] / out["ctxhealth"]["mb_per_cpu_s"], 1)
+    log(
+        f"check mini-swe-agent ({len(files)} files, {mb:.1f} MB): "
+        f"{out['ctxhealth']['mb_per_cpu_s']} MB/CPU-s; "
+        f"orjson decode {out['orjson_decode']['mb_per_cpu_s']} MB/CPU-s; gap {out['gap']}x; load {load()}"
+    )
+    return out
+
+
+def row_check_claude(data: Path, repeat: int, ccusage: str | None) -> dict[str, Any]:
+    root = data / "claude-code"
+    out: dict[str, Any] = {"sessions": len(list(root.glob("*/*.jsonl")))}
+    out["ctxhealth"] = median_cpu([ctxhealth_bin(), "check", str(root), "--json"], repeat, ok=(0, 1, 2))
+    out["python_pass"] = median_cpu([sys.executable, "-c", "pass"], repeat)
+    if importlib.util.find_spec("contextrot") is not None:
+        out["contextrot"] = median_cpu(
+            [
+                sys.executable,
+                "-m",
+                "contextrot",
+                "--data-dir",
+                str(root),
+                "--days",
+                "100000",
+                "--json",
+                "--no-animate",
+            ],
+            repeat,
+        )
+        out["x_contextrot"] = round(out["contextrot"]["cpu_s"] / out["ctxhealth"]["cpu_s"], 2)
+    else:
+        out["contextrot"] = None
+        log("contextrot: not installed (pip install contextrot): skipped")
+    ccusage = ccusage or shutil.which("ccusage")
+    if ccusage:
+        with tempfile.TemporaryDirectory() as home:
+            (Path(home) / "projects").symlink_to(root.resolve())
+            env = {**os.environ, "CLAUDE_CONFIG_DIR": home}
+            try:
+                out["ccusage"] = median_cpu([ccusage, "session", "--json", "--offline"], repeat, env)
+                out["x_ccusage"] = round(out["ccusage"]["cpu_s"] / out["ctxhealth"]["cpu_s"], 2)
+            except RuntimeError as exc:
+                out["ccusage"] = None
+                log(f"ccusage: failed ({exc}): skipped")
+    else:
+        out["ccusage"] = None
+        log(
+            "ccusage: not found (npm install --prefix DIR ccusage@15, "
+            "then --ccusage DIR/node_modules/.bin/ccusage): skipped"
+        )
+    log(
+        f"check Claude Code ({out['sessions']} sessions): ctxhealth {out['ctxhealth']['cpu_s']} s CPU; "
+        f"contextrot {(out['contextrot'] or {}).get('cpu_s')}; "
+        f"ccusage {(out['ccusage'] or {}).get('cpu_s')}; "
+        f"python -c pass {out['python_pass']['cpu_s']}; load {load()}"
+    )
+    return out
+
+
+def last_json(cmd: list[str]) -> dict[str, Any]:
+    done = subprocess.run(cmd, capture_output=True, env=child_env(), timeout=3600, check=False, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} exited {done.returncode}: {done.stderr[-400:]}")
+    text = done.stdout.strip()
+    try:
+        return dict(json.loads(text))
+    except ValueError:
+        return dict(json.loads(text.splitlines()[-1]))
+
+
+def row_observe(data: Path) -> dict[str, Any]:
+    doc = last_json(
+        [
+            sys.executable,
+            str(HERE / "bench_observe.py"),
+            "--data",
+            str(data),
+            "--baseline",
+            "",
+            "--repeats",
+            "3",
+        ]
+    )
+    real = doc.get("after", doc).get("real") or doc.get("real") or {}
+    out = {"bench_observe": real, "aim_p99_us": 50, "load": load()}
+    log(f"observe (largest real session): {json.dumps(real)[:400]}; load {load()}")
+    return out
+
+
+def _duckdb_usage(files: list[Path]) -> int:
+    import duckdb
+
+    columns = (
+        "{'type': 'VARCHAR', 'message': 'STRUCT(id VARCHAR, model VARCHAR, usage STRUCT(input_tokens BIGINT, "
+        "cache_creation_input_tokens BIGINT, cache_read_input_tokens BIGINT, output_tokens BIGINT))'}"
+    )
+    con = duckdb.connect()
+    con.execute("SET threads = 1")
+    listing = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+    rows = con.execute(
+        f"SELECT filename, sum(message.usage.input_tokens), sum(message.usage.output_tokens), "
+        f"sum(message.usage.cache_read_input_tokens), sum(message.usage.cache_creation_input_tokens) "
+        f"FROM read_ndjson({listing}, columns={columns}, filename=true, ignore_errors=true, "
+        f"maximum_object_size=134217728) WHERE type = 'assistant' GROUP BY filename"
+    ).fetchall()
+    con.close()
+    return len(rows)
+
+
+def row_fleet(data: Path, size_gb: float, workers: int, levels: list[str], anchors: bool) -> dict[str, Any]:
+    from bench_fleet import _contextrot_parse, build_corpus
+    from cpu_tree import CpuMeter
+
+    from ctxhealth.accounting.registry import ModelRegistry
+    from ctxhealth.fleet import JobOptions, run_fleet
+    from ctxhealth.policy.profile import default_profile
+
+    work = Path(tempfile.mkdtemp(prefix="ctxhealth-bench-table-"))
+    try:
+        files, total = build_corpus(data, work / "corpus", int(size_gb * 1e9))
+        for f in files:
+            f.read_bytes()
+        mb = total / 1e6
+        out: dict[str, Any] = {"files": len(files), "mb": round(mb, 1), "workers": workers}
+
+        def timed(name: str, fn: Callable[[], object]) -> None:
+            with CpuMeter() as m:
+                fn()
+            out[name] = {
+                "cpu_s": round(m.cpu_s, 2),
+                "wall_s": round(m.wall_s, 2),
+                "mb_per_cpu_s": round(mb / m.cpu_s, 1),
+                "load": load(),
+            }
+            log(
+                f"fleet {name}: {m.cpu_s:.2f} s CPU, {m.wall_s:.2f} s wall, "
+                f"{mb / m.cpu_s:.1f} MB/CPU-s; load {load()}"
+            )
+
+        registry, profile = ModelRegistry.default(), default_profile()
+        for level, health in (("fleet_accounting", False), ("fleet_health", True)):
+            if level.removeprefix("fleet_") not in levels:
+                continue
+            options = JobOptions(registry, profile, health=health)
+            timed(
+                level,
+                lambda o=options, n=level: run_fleet(
+                    [work / "corpus"], work / f"{n}.duckdb", o, jobs=workers
+                ),
+            )
+        if not anchors:
+            return out
+        timed("duckdb_usage_fields", lambda: _duckdb_usage(files))
+        try:
+            import contextrot  # noqa: F401
+
+            names = [str(f) for f in files]
+            timed("contextrot_parse", lambda: _contextrot_parse(names))
+        except ImportError:
+            log("contextrot: not installed: skipped")
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def generated_tree(root: Path, files: int = 6_900) -> Path:
+    """A source tree of ``files`` Python modules in nested packages (about django's shape)."""
+    for i in range(files):
+        folder = root / f"pkg{i % 40}" / f"sub{(i // 40) % 12}"
+        folder.mkdir(parents=True, exist_ok=True)
+        body = "\n".join(
+            f"def function_{i}_{j}(value_{j}, other):\n    '''Handle case {j} of module {i}.'''\n"
+            f"    return value_{j} * {j} + len(str(other))\n"
+            for j in range(12)
+        )
+        (folder / f"module_{i}.py").write_text(f'"""Module {i}."""\n\nimport os\n\n{body}\n')
+    return root
+
+
+LIST_TREE = (
+    "import os, sys\n"
+    "n = 0\n"
+    "for d, dirs, files in os.walk(sys.argv[1]):\n"
+    "    dirs[:] = [x for x in dirs if not x.startswith('.')]\n"
+    "    for f in files:\n"
+    "        os.stat(os.path.join(d, f)); n += 1\n"
+    "print(n)\n"
+)
+
+
+def row_pack(tree: Path | None, repeat: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        if tree is None:
+            tree = generated_tree(Path(tmp) / "tree")
+        home = Path(tmp) / "home"
+        home.mkdir()
+        env = {**os.environ, "CTXHEALTH_HOME": str(home)}
+        cmd = [
+            ctxhealth_bin(),
+            "pack",
+            str(tree),
+            "--task",
+            "fix the form validation of dates",
+            "--budget",
+            "32000",
+            "-o",
+            os.devnull,
+        ]
+        cold = run_cpu(cmd, env)
+        warm = median_cpu(cmd, repeat, env)
+        listing = median_cpu([sys.executable, "-c", LIST_TREE, str(tree)], repeat)
+        files = sum(1 for p in tree.rglob("*") if p.is_file())
+    out = {
+        "tree": str(tree),
+        "files": files,
+        "ctxhealth_cold": {"cpu_s": round(cold[0], 3), "wall_s": round(cold[1], 3)},
+        "ctxhealth_warm": warm,
+        "python_list_tree": listing,
+        "aim_warm_s": 0.5,
+    }
+    log(
+        f"pack ({files} files): warm {warm['wall_s']} s wall / {warm['cpu_s']} s CPU "
+        f"(cold {cold[0]:.2f} s CPU); "
+        f"start-up + listing {listing['wall_s']} s wall / {listing['cpu_s']} s CPU; load {load()}"
+    )
+    return out
+
+
+def row_hook_turn(data: Path) -> dict[str, Any]:
+    doc = last_json(
+        [
+            sys.executable,
+            str(HERE / "bench_hooks.py"),
+            "--data",
+            str(data),
+            "--only",
+            "Stop",
+            "--baseline",
+            "",
+            "--runs",
+            "7",
+            "--json-only",
+        ]
+    )
+    log(f"hook turn: {json.dumps(doc)[:600]}; load {load()}")
+    return {"bench_hooks": doc, "aim": "turn <= 2x python -c pass", "load": load()}
+
+
+def row_proxy() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for streams in (1, 10, 100):
+        doc = last_json(
+            [sys.executable, str(HERE / "bench_proxy.py"), "--requests", str(streams), "--rounds", "2"]
+        )
+        out[str(streams)] = doc
+        log(f"proxy {streams} streams: {json.dumps(doc)[:400]}; load {load()}")
+    out["aim"] = "added first-byte p99 < 5 ms at 10 streams"
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--rows", nargs="*", choices=ROWS, default=[r for r in ROWS if r != "proxy"])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--fleet-gb", type=float, default=1.0)
+    parser.add_argument(
+        "--fleet-levels", nargs="*", choices=["accounting", "health"], default=["accounting", "health"]
+    )
+    parser.add_argument("--no-anchors", action="store_true", help="fleet: only ctxhealth's levels")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--pack-tree", type=Path, help="a large source tree (default: a generated one of 6,900 files)"
+    )
+    parser.add_argument("--ccusage", help="the ccusage executable (default: on PATH)")
+    args = parser.parse_args()
+    results: dict[str, Any] = {"cpus": os.cpu_count(), "load_average_1min_at_start": load()}
+    runners: dict[str, Callable[[], dict[str, Any]]] = {
+        "check_mini_swe_agent": lambda: row_check_mini(args.data, args.repeat),
+        "check_claude_code": lambda: row_check_claude(args.data, args.repeat, args.ccusage),
+        "observe": lambda: row_observe(args.data),
+        "fleet": lambda: row_fleet(
+            args.data, args.fleet_gb, args.workers, args.fleet_levels, not args.no_anchors
+        ),
+        "pack": lambda: row_pack(args.pack_tree, args.repeat),
+        "hook_turn": lambda: row_hook_turn(args.data),
+        "proxy": row_proxy,
+    }
+    for row in args.rows:
+        try:
+            results[row] = runners[row]()
+        except (RuntimeError, OSError, ValueError) as exc:  # one row failing keeps the others
+            log(f"{row}: failed: {exc}")
+            results[row] = {"error": str(exc)[-600:]}
+    results["load_average_1min_at_end"] = load()
+    shutil.rmtree(PYCACHE, ignore_errors=True)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

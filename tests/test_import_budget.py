@@ -1,0 +1,137 @@
+"""Import budget per command: what ``check``, the status line and the hook client load while they
+run, as a fresh process (not just on import). None of them needs the fleet engine, numpy, rich (no
+bar is drawn when stderr is not a terminal), DuckDB, the packer or the tokenizer's vocabulary."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+PROBE = """
+import atexit, json, os, runpy, sys
+def dump():
+    with open(os.environ["PROBE_OUT"], "w") as f:
+        json.dump(sorted(sys.modules), f)
+atexit.register(dump)
+module, sys.argv = sys.argv[1], sys.argv[1:]
+if module == "ctxhealth.cli.main":
+    from ctxhealth.cli.main import main
+    main()
+else:
+    runpy.run_module(module, run_name="__main__")
+"""
+
+FORBIDDEN = ("ctxhealth.fleet", "ctxhealth.pack", "numpy", "rich", "duckdb", "toktok", "tiktoken", "dask")
+
+
+def _transcript(path: Path, turns: int = 6) -> Path:
+    lines = [
+        {
+            "type": "user",
+            "uuid": "u0",
+            "parentUuid": None,
+            "sessionId": "s1",
+            "message": {"role": "user", "content": "Fix the parser bug in src/parse.py"},
+        }
+    ]
+    for i in range(1, turns + 1):
+        lines.append(
+            {
+                "type": "assistant",
+                "uuid": f"u{i}",
+                "parentUuid": f"u{i - 1}",
+                "sessionId": "s1",
+                "message": {
+                    "id": f"msg_{i}",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5-20250929",
+                    "content": [{"type": "text", "text": f"Looking at src/parse.py, step {i}."}],
+                    "usage": {
+                        "input_tokens": 10,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 20_000 * i,
+                        "output_tokens": 5,
+                    },
+                },
+            }
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+def loaded_by(tmp_path: Path, args: list[str], stdin: str = "") -> set[str]:
+    out = tmp_path / "modules.json"
+    env = {**os.environ, "PROBE_OUT": str(out)}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        input=stdin.encode(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,  # not a terminal: no progress bar
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert out.exists(), done.stderr.decode()[-2000:]
+    return set(json.loads(out.read_text()))
+
+
+def heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)}
+
+
+@pytest.mark.parametrize("as_dir", [True, False], ids=["directory", "file"])
+def test_check_loads_no_fleet_numpy_rich_or_vocabulary(tmp_path: Path, as_dir: bool) -> None:
+    transcript = _transcript(tmp_path / "sessions" / "proj" / "s1.jsonl")
+    _transcript(tmp_path / "sessions" / "proj" / "s2.jsonl")
+    target = transcript.parent.parent if as_dir else transcript
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.main", "check", str(target), "--json"])
+    assert "ctxhealth.monitor" in modules  # the probe saw the command do its work
+    assert heavy(modules) == set()
+
+
+def test_statusline_loads_none_of_them(tmp_path: Path) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl")
+    payload = (FIXTURES / "claude-statusline-current.json").read_text().replace("TRANSCRIPT", str(transcript))
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.statusline"], payload)
+    assert "ctxhealth.integrations.claude_code.statusline" in modules
+    assert heavy(modules) == set()
+
+
+@pytest.mark.parametrize("event", ["Stop", "UserPromptSubmit", "PostToolUse"])
+def test_hook_client_loads_none_of_them(tmp_path: Path, event: str) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl")
+    name = {"Stop": "stop", "UserPromptSubmit": "user-prompt-submit", "PostToolUse": "post-tool-use"}[event]
+    payload = (FIXTURES / f"claude-hook-{name}.json").read_text().replace("TRANSCRIPT", str(transcript))
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.hook", event], payload)
+    assert "ctxhealth.integrations.claude_code.hooks" in modules
+    assert heavy(modules) == set()
+
+
+def test_a_lazy_total_is_counted_only_when_the_bar_is_drawn() -> None:
+    pytest.importorskip("rich")
+    from ctxhealth.cli.progress import ProgressBar
+
+    counted: list[int] = []
+
+    def count() -> float:
+        counted.append(1)
+        return 5.0
+
+    with ProgressBar("checking", count, stream=io.StringIO()) as quiet:  # not a terminal: no bar
+        quiet.started -= 10
+        quiet.advance()
+    assert counted == [] and quiet.total is None
+    with ProgressBar("checking", count, stream=io.StringIO(), force=True) as drawn:
+        drawn.started -= 10  # past the delay: the bar starts on this advance
+        drawn.advance()
+        drawn.advance()
+    assert counted == [1] and drawn.total == 5.0
