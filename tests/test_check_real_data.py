@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxhealth.cli.main import cli
+from ctxhealth.failures import text_looks_failed
 
 # USD per million tokens: (input, output, cache write, cache read).
 PRICES = {
@@ -34,6 +35,17 @@ def run_check_json(*paths: Path) -> tuple[int, list[dict[str, Any]]]:
     assert reports, result.output
     assert result.exit_code == (0 if all(r["healthy"] for r in reports) else 1), result.output
     return result.exit_code, reports
+
+
+def _result_text(content: Any) -> str:
+    """A raw ``tool_result`` content as text: a string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
 
 
 def claude_code_expected(path: Path) -> dict[str, Any]:
@@ -57,7 +69,11 @@ def claude_code_expected(path: Path) -> dict[str, Any]:
             for block in content:
                 if block.get("type") == "tool_use":
                     tool_ids.add(block["id"])
-                if block.get("type") == "tool_result" and block.get("is_error"):
+                if block.get("type") == "tool_result" and (
+                    block.get("is_error") or text_looks_failed(_result_text(block.get("content")))
+                ):
+                    # the log's flag, else the one named heuristic (ctxhealth.failures): an output that
+                    # reads like an error (`gcc-12: command not found` in a pipeline that exited 0)
                     error_ids.add(block["tool_use_id"])
         if row.get("type") != "assistant" or message.get("model") == "<synthetic>":
             continue
