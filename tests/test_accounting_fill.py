@@ -211,7 +211,7 @@ def test_claude_code_stand_in_responses_are_not_turns() -> None:
         messages=(
             user("a"),
             assistant("b", context=100, rid="r1", model="claude-opus-4"),
-            Message(Role.ASSISTANT, (TextBlock("API Error"),)),
+            Message(Role.ASSISTANT, (TextBlock("API Error"),), synthetic=True),  # as the reader marks it
         ),
     )
     acc = account_session(s)

@@ -39,7 +39,7 @@ from ctxhealth.accounting.tokens import (
 )
 from ctxhealth.accounting.types import CompactionRecord, FillSource, ModelInfo, TurnFill
 from ctxhealth.failures import is_failure
-from ctxhealth.model import Block, CompactionSummary, Format, Message, Role, Session, ToolCall, ToolResult
+from ctxhealth.model import Block, CompactionSummary, Message, Role, Session, ToolCall, ToolResult
 
 MIN_CHARS_PER_TOKEN = 1.5
 MAX_CHARS_PER_TOKEN = 8.0
@@ -160,21 +160,17 @@ class _Scan:
 def _scan(session: Session) -> _Scan:
     """One pass: distinct model responses and compactions of the main thread, tools of all threads.
 
-    A response id seen twice counts once. Claude Code reports usage on every real response;
-    an assistant message there without usage or model is a stand-in the client wrote itself
-    (an API error, an interruption), not a model response.
+    A response id seen twice counts once; a stand-in the client wrote itself
+    (``Message.synthetic``, set by the reader) is not a model response.
     """
     scan = _Scan()
-    always_reports = session.format is Format.CLAUDE_CODE
     seen: set[str] = set()
     assistant = Role.ASSISTANT
     for i, message in enumerate(session.messages):
         summary = scan.blocks(message.blocks)
         if summary is not None:
             scan.compactions.append((i, summary))
-        if message.role is not assistant or message.model == SYNTHETIC_MODEL:
-            continue
-        if always_reports and message.usage is None and message.model is None:
+        if message.role is not assistant or message.synthetic:
             continue
         if is_new_response(message.response_id, seen):
             scan.turns.append(i)
@@ -412,7 +408,7 @@ def _after_compaction(
     if not compactions or not turns or compactions[-1].message_index < turns[-1].message_index:
         return None
     fills = {t.message_index: t.tokens for t in turns}
-    running = RunningFill(session.format)
+    running = RunningFill()
     for i, message in enumerate(session.messages):
         running.observe(message, fills.get(i))
     return TurnFill(len(turns), compactions[-1].message_index, running.fill, running.source)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ctxhealth.accounting.tokens import DEFAULT_CHARS_PER_TOKEN, message_chars, message_overhead
 from ctxhealth.accounting.types import FillSource
-from ctxhealth.model import Format, Message, Role
+from ctxhealth.model import Message, Role
 
 __all__ = ["SYNTHETIC_MODEL", "RunningFill"]
 
@@ -47,15 +47,13 @@ class RunningFill:
         "_hidden",
         "_last_response",
         "_system_chars",
-        "always_reports",
         "fill",
         "peak",
         "source",
         "turns",
     )
 
-    def __init__(self, format: Format | None = None) -> None:
-        self.always_reports = format is Format.CLAUDE_CODE
+    def __init__(self) -> None:
         self.fill = 0
         self.peak = 0
         self.turns = 0
@@ -134,9 +132,7 @@ class RunningFill:
             self.peak = fill
 
     def _is_turn(self, message: Message) -> bool:
-        if message.role is not Role.ASSISTANT or message.model == SYNTHETIC_MODEL:
-            return False
-        if self.always_reports and message.usage is None and message.model is None:
+        if message.role is not Role.ASSISTANT or message.synthetic:
             return False
         rid = message.response_id
         if rid is not None:
@@ -149,6 +145,8 @@ class RunningFill:
         return {name: getattr(self, name) for name in self.__slots__} | {"source": self.source.value}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Resume from :meth:`dump_state`; keys it no longer writes (``always_reports`` of states
+        saved before the readers marked stand-ins) are ignored."""
         for name in self.__slots__:
             value = data[name]
             if name == "source":
@@ -158,8 +156,6 @@ class RunningFill:
                     raise TypeError(f"{name} is {type(value).__name__}")
             elif name == "_hidden":
                 value = float(value)
-            elif name == "always_reports":
-                value = bool(value)
             elif not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} is {type(value).__name__}, expected an integer")
             setattr(self, name, value)
