@@ -199,8 +199,9 @@ class Monitor:
     to :func:`~ctxhealth.policy.profile.default_profile` (spec thresholds + the shipped risk weights).
     ``track_hedges`` counts hedge words in every response (default: only when the profile's risk
     model uses the ``hedges`` feature, since it scans each response's text). ``source_format`` is
-    accepted and ignored: the readers mark the stand-ins a client writes in the model's place
-    (``Message.synthetic``), so the fill account needs no format to tell model responses apart.
+    the log's format when known: it picks the profile's risk model for that agent. The fill account
+    needs no format: the readers mark the stand-ins a client writes in the model's place
+    (``Message.synthetic``).
     """
 
     def __init__(
