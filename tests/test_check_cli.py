@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.cli.main import cli
 from ctxhealth.report.check_report import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,10 +48,6 @@ def chat(path: Path, prompt_tokens: list[int], model: str = "gpt-4o") -> Path:
         )
     path.write_text(json.dumps({"model": model, "messages": messages}))
     return path
-
-
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
 
 
 def test_readme_first_command_runs_on_the_shipped_example() -> None:

@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from conftest import FIXTURES, SHARED_DATA
+from conftest import FIXTURES, SHARED_DATA, invoke
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.accounting.types import FillSource
-from ctxhealth.cli.main import cli
 from ctxhealth.model import Role
 from ctxhealth.monitor import Monitor
 from ctxhealth.sources import read_session, read_sessions
@@ -29,7 +27,7 @@ _PRESSURE = re.compile(r"capacity [0-9.]+ = (\d+)/(\d+)\)")
 
 
 def _reports(*paths: Path) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    result = invoke(["check", "--json", *map(str, paths)])
     assert result.exit_code in (0, 1), result.output
     lines = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     return [r for r in lines if "skipped" not in r]

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from audit_fixtures import ClaudeLog
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.fleet import analyse_session
 from ctxhealth.policy.profile import default_profile
 from ctxhealth.report.html.build import zone_bands
@@ -53,13 +52,13 @@ def chat(path: Path, fills: list[int], user_text: str = "Fix the failing parser 
 
 def report(tmp_path: Path, *paths: Path) -> str:
     out = tmp_path / "report.html"
-    result = CliRunner().invoke(cli, ["report", *map(str, paths), "-o", str(out)])
+    result = invoke(["report", *map(str, paths), "-o", str(out)])
     assert result.exit_code == 0, result.output
     return out.read_text(encoding="utf-8")
 
 
 def check_turns(*paths: Path) -> dict[str, int]:
-    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    result = invoke(["check", "--json", *map(str, paths)])
     return {json.loads(line)["path"]: json.loads(line)["turns"] for line in result.stdout.splitlines()}
 
 
@@ -119,7 +118,7 @@ def test_zone_bands_start_where_the_tier_or_the_window_zone_does(tmp_path: Path)
 
 
 def test_report_needs_paths_or_tables(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["report", "-o", str(tmp_path / "r.html")])
+    result = invoke(["report", "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2
 
 
@@ -195,7 +194,7 @@ def test_overview_figures_agree_with_check(tmp_path: Path) -> None:
         chat(tmp_path / "full.json", [100_000, 150_000, 181_000]),
     ]
     html = report(tmp_path, *paths)
-    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    result = invoke(["check", "--json", *map(str, paths)])
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     unhealthy = [r for r in reports if not r["healthy"]]
     figure = re.search(r"unhealthy at the end</span><b>(\d+)", html)
