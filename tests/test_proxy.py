@@ -8,15 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import httpx
-import openai
 import pytest
 
 from conftest import invoke
+from lazy_import import lazy
 from proxy_process import ProxyProcess
 from wire_conversations import INSTRUCTION, SYSTEM, anthropic_history, chat_history
 from wire_upstream import WIRE, Upstream, fixture_bytes, free_port
+
+anthropic = lazy("anthropic")  # the SDKs load when a test uses them, not at collection
+openai = lazy("openai")
 
 
 @pytest.fixture(scope="module")
