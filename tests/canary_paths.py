@@ -13,10 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
 from canaries import canaries
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.statusline import render_status
 
@@ -121,7 +119,6 @@ def drive_every_writer(tmp: Path, home: Path) -> tuple[Path, dict[str, str]]:
     printed["status line"].append(render_status(json.dumps(status), home=str(home), color=False))
     # The CLI: transcript checkpoint, recover, and the state commands (task state, gate, summary,
     # control, memory, snapshot), with the ledger under the home.
-    runner = CliRunner()
     env = {"CTXHEALTH_HOME": str(home)}
     update = tmp / "update.json"
     update.write_text(json.dumps(_state_update(everything)))
@@ -149,7 +146,7 @@ def drive_every_writer(tmp: Path, home: Path) -> tuple[Path, dict[str, str]]:
         ("report", ["report", str(transcript), "-o", str(report)]),
     ]
     for channel, args in commands:
-        done = runner.invoke(cli, args, env=env, catch_exceptions=False)
+        done = invoke(args, env=env)
         printed[channel].append(done.output)
     printed["report"].append(report.read_text())
     _drive_the_proxy(home, everything)

@@ -1,11 +1,17 @@
-"""Shared fixtures: isolation of the user directory and the location of the real-transcript corpus."""
+"""Shared fixtures: isolation of the user directory, the location of the real-transcript corpus, and
+:func:`invoke`, the one way the tests run the CLI."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from click.testing import Result
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -14,6 +20,20 @@ CLAUDE_CODE_DATA = SHARED_DATA / "claude-code"
 MINI_SWE_DATA = SHARED_DATA / "mini-swe-agent"
 OPENHANDS_DATA = SHARED_DATA / "openhands" / "claude-3-5-sonnet-20241022_verified"
 TAU_BENCH_DATA = SHARED_DATA / "tau-bench"
+
+
+def invoke(*args: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], **kwargs: Any) -> Result:
+    """Run ``ctxhealth ARGS...`` in the process, as ``CliRunner().invoke`` does, but with
+    ``catch_exceptions=False``: an exception the CLI does not turn into its exit code is raised in
+    the test, so ``exit_code == 1`` ("unhealthy") can never pass on a traceback. ``args`` are the
+    words, or one list of them; ``kwargs`` go to ``CliRunner.invoke`` (``input``, ``env``, ...)."""
+    from click.testing import CliRunner
+
+    from ctxhealth.cli.main import cli
+
+    words = args[0] if len(args) == 1 and isinstance(args[0], list | tuple) else args
+    argv = [os.fspath(w) for w in words]  # type: ignore[arg-type]
+    return CliRunner().invoke(cli, argv, catch_exceptions=False, **kwargs)
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ctxhealth.accounting.fill import account_session
@@ -211,7 +211,7 @@ def test_claude_code_stand_in_responses_are_not_turns() -> None:
         messages=(
             user("a"),
             assistant("b", context=100, rid="r1", model="claude-opus-4"),
-            Message(Role.ASSISTANT, (TextBlock("API Error"),)),
+            Message(Role.ASSISTANT, (TextBlock("API Error"),), synthetic=True),  # as the reader marks it
         ),
     )
     acc = account_session(s)
@@ -281,3 +281,115 @@ def test_exact_running_sums_equal_a_full_recount(rows: list[tuple[str, str]]) ->
     expected = [_recount(msgs, i) for i, m in enumerate(msgs) if m.role is Role.ASSISTANT]
     assert [t.tokens for t in acc.turns] == expected
     assert all(t.source is FillSource.EXACT for t in acc.turns)
+
+
+_KINDS = st.lists(
+    st.tuples(
+        st.sampled_from(["system", "user", "assistant", "stand-in", "tool", "compaction"]),
+        st.text(max_size=40),
+        st.one_of(st.none(), st.sampled_from(["r1", "r2"])),  # response ids repeat, not only in a row
+        st.one_of(st.none(), st.integers(1, 200_000)),  # a reported fill, for the mixed property
+    ),
+    max_size=25,
+)
+
+
+def _messages(rows: list[tuple[str, str, str | None, int | None]], *, reported: bool) -> list[Message]:
+    out: list[Message] = []
+    for n, (kind, text, rid, fill) in enumerate(rows):
+        if kind == "system":
+            out.append(Message(Role.SYSTEM, (TextBlock(text),)))
+        elif kind == "user":
+            out.append(user(text))
+        elif kind == "assistant":
+            out.append(assistant(text, rid=rid, context=fill if reported else None, model="acme"))
+        elif kind == "stand-in":
+            out.append(Message(Role.ASSISTANT, (TextBlock(text),), synthetic=True))
+        elif kind == "tool":
+            out.append(Message(Role.USER, (ToolResult(f"c{n}", text),)))
+        else:
+            out.append(Message(Role.USER, (CompactionSummary(text),)))
+    return out
+
+
+_APART = [("assistant", "a", "r1", None), ("user", "u", None, None), ("assistant", "b", "r2", None)]
+_APART += [("user", "v", None, None), ("assistant", "c", "r1", None)]  # r1 again, two responses later
+
+
+@settings(max_examples=150, deadline=None)
+@given(_KINDS)
+@example(_APART)
+def test_a_host_fed_message_by_message_estimates_what_check_estimates(
+    rows: list[tuple[str, str, str | None, int | None]],
+) -> None:
+    """On estimated sessions (no usage, a model without an encoding) the Monitor fed one message at a
+    time, as hooks and SDK hosts feed it, counts the same turns as ``account_session`` (one per
+    response id however far apart, never a stand-in) and estimates the same fill at each."""
+    from ctxhealth.monitor import Monitor
+
+    messages = _messages(rows, reported=False)
+    account = account_session(session(*messages, model="acme"))
+    monitor = Monitor("acme")
+    fills = []
+    for message in messages:
+        before = monitor.account.turns
+        monitor.observe(message)
+        if monitor.account.turns != before:
+            fills.append(monitor.account.fill)
+    assert fills == [t.tokens for t in account.turns]
+    assert all(t.source is FillSource.ESTIMATED for t in account.turns)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_KINDS)
+@example(_APART)
+def test_mixed_sessions_share_the_turn_predicate_and_the_reports(
+    rows: list[tuple[str, str, str | None, int | None]],
+) -> None:
+    """With some turns reported, host and check still agree on which messages are turns and on every
+    reported fill; an estimate between reports is the last report plus what the context grew by."""
+    from ctxhealth.accounting.running import RunningFill
+
+    messages = _messages(rows, reported=True)
+    account = account_session(session(*messages, model="acme"))
+    running = RunningFill()
+    turns = [i for i, m in enumerate(messages) if running.observe(m)]
+    assert turns == [t.message_index for t in account.turns]
+    for t in account.turns:
+        usage = messages[t.message_index].usage
+        if usage is not None and usage.context_tokens > 0:
+            assert t.source is FillSource.REPORTED and t.tokens == usage.context_tokens
+        else:
+            assert t.source is FillSource.ESTIMATED and t.tokens >= 0
+
+
+def test_a_running_fill_saved_before_the_one_predicate_still_loads() -> None:
+    """States saved by the older RunningFill (``always_reports``, only the last response id) load:
+    the last id seeds the ids seen, the ratio is the default one."""
+    from ctxhealth.accounting.running import RunningFill
+
+    old = {
+        "_anchor_chars": 40,
+        "_anchor_fill": 1_000,
+        "_chars": 80,
+        "_hidden": 990.0,
+        "_last_response": "r1",
+        "_system_chars": 0,
+        "always_reports": True,
+        "fill": 1_000,
+        "peak": 1_000,
+        "source": "reported",
+        "turns": 1,
+    }
+    running = RunningFill()
+    running.load_state(old)
+    assert running.chars_per_token == 4.0 and running.fill == 1_000
+    from ctxhealth.accounting.running import message_size
+
+    same = assistant("again", rid="r1")
+    assert not running.observe(same)  # the same response, not a new turn
+    grown = 80 + message_size(same) - 40
+    assert running.observe(assistant("next", rid="r2")) and running.fill == 1_000 + round(grown / 4)
+    again = RunningFill()
+    again.load_state(running.dump_state())
+    assert again.dump_state() == running.dump_state()

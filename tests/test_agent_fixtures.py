@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.truth import FIXTURES, Truth, assert_matches, check_json
+from conftest import invoke
 from ctxhealth.model import Role
 from ctxhealth.sources import read_session
 
@@ -134,11 +135,8 @@ def test_gemini_project_path_from_projects_json() -> None:
 
 
 def test_audit_names_a_codex_session_by_the_directory_it_ran_in() -> None:
-    from click.testing import CliRunner
 
-    from ctxhealth.cli.main import cli
-
-    done = CliRunner().invoke(cli, ["audit", "--json", str(CODEX / "tools-resume" / "rollout.jsonl")])
+    done = invoke(["audit", "--json", str(CODEX / "tools-resume" / "rollout.jsonl")])
     totals = json.loads(done.stdout.splitlines()[-1])
     projects = next(v for k, v in _walk(totals) if k == "by_project")
     assert list(projects) == ["project"]  # session_meta.cwd, not the rollout's date folder
@@ -161,14 +159,9 @@ def test_check_says_a_compaction_summary_is_encrypted_not_empty() -> None:
 
 
 def test_a_recovered_codex_request_keeps_the_system_prompt() -> None:
-    from click.testing import CliRunner
-
-    from ctxhealth.cli.main import cli
 
     rollout = CODEX / "tools-resume" / "rollout.jsonl"
-    done = CliRunner().invoke(
-        cli, ["recover", "--strategy", "restart", "--format", "openai", "--json", str(rollout)]
-    )
+    done = invoke(["recover", "--strategy", "restart", "--format", "openai", "--json", str(rollout)])
     assert done.exit_code == 0, done.output
     first = json.loads(done.stdout)["messages"][0]
     meta = json.loads(rollout.open().readline())["payload"]["base_instructions"]["text"]

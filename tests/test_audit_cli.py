@@ -8,16 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from audit_fixtures import ClaudeLog, manifest, write_json
-from ctxhealth.cli.main import cli
+from conftest import invoke
 
 SESSION_KEYS = {"schema_version", "path", "session_id", "cache", "cost", "waste", "findings"}
 
 
 def run(*args: str) -> tuple[int, list[dict[str, Any]]]:
-    result = CliRunner().invoke(cli, ["audit", "--json", *args])
+    result = invoke(["audit", "--json", *args])
     docs = [json.loads(line) for line in result.output.splitlines() if line.strip()]
     return result.exit_code, docs
 
@@ -71,7 +70,7 @@ def test_check_cache_fails_when_the_last_50_requests_miss_the_cache(tmp_path: Pa
 
 
 def test_text_output_gives_one_line_per_finding_and_the_verdicts(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["audit", "--check", "cache", str(cold_session(tmp_path))])
+    result = invoke(["audit", "--check", "cache", str(cold_session(tmp_path))])
     assert result.exit_code == 1
     assert "cold.jsonl:" in result.output and "[cache] fail: cache hit rate over the last 30 requests 0%" in (
         result.output
@@ -211,7 +210,7 @@ def test_a_broken_manifest_is_a_clear_input_error(tmp_path: Path) -> None:
     bad = manifest()
     del bad["files"][0]["score"]
     path = write_json(tmp_path / "bad.json", bad)
-    result = CliRunner().invoke(cli, ["audit", str(path)])
+    result = invoke(["audit", str(path)])
     assert result.exit_code == 3
     assert f"{path}: not a valid pack manifest: files[0] (src/a.py) has no numeric 'score'" in result.output
 
@@ -233,7 +232,7 @@ def test_instruction_files_over_their_line_limits(tmp_path: Path) -> None:
     _, alone = run("--check", "instructions", str(repo))  # no transcript read: no per-session figure
     assert [i["tokens_per_session"] for i in alone[-1]["instructions"]] == [None, None, None]
     assert alone[-1]["transcripts_read"] is False and totals["transcripts_read"] is True
-    text = CliRunner().invoke(cli, ["audit", "--check", "instructions", str(repo)]).output
+    text = invoke(["audit", "--check", "instructions", str(repo)]).output
     assert "total: no transcript read" in text and "0 sessions" not in text
     failed = sorted(Path(f["evidence"]["path"]).name for f in totals["findings"])
     assert failed == ["CLAUDE.md", "style.md"]
@@ -249,7 +248,7 @@ def test_usage_check_fails_a_session_that_filled_80_percent_of_the_window(tmp_pa
 
 
 def test_a_bad_since_is_a_usage_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["audit", "--since", "last tuesday", str(warm_session(tmp_path))])
+    result = invoke(["audit", "--since", "last tuesday", str(warm_session(tmp_path))])
     assert result.exit_code == 2
     assert "--since 'last tuesday' is not a date" in result.output
 
@@ -264,7 +263,7 @@ def test_a_damaged_line_is_reported_and_the_rest_of_the_session_still_audited(tm
     [warning] = docs[0]["warnings"]
     assert warning.startswith(f"{path}:4: invalid JSON")
     assert docs[0]["cost"]["requests"] == 30
-    text = CliRunner().invoke(cli, ["audit", "--check", "cache", str(path)]).output
+    text = invoke(["audit", "--check", "cache", str(path)]).output
     assert "reader stepped over 1 problems:" in text and f"{path}:4: invalid JSON" in text
 
 
@@ -275,12 +274,12 @@ def test_checks_of_files_alone_read_no_transcript(tmp_path: Path) -> None:
     code, docs = run("--check", "instructions", "--check", "ground-rules", str(repo))
     assert code == 0 and len(docs) == 1 and docs[0]["sessions"] == 0
     assert docs[0]["verdicts"]["instructions"]["reason"] == "0 instruction files within their line limits"
-    result = CliRunner().invoke(cli, ["audit", "--check", "cost", str(repo)])
+    result = invoke(["audit", "--check", "cost", str(repo)])
     assert result.exit_code == 3  # the broken transcript is the only thing there: bad input
     assert "no transcripts found" in result.output
 
 
 def test_a_missing_path_is_an_input_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["audit", "--check", "scores", str(tmp_path / "packs")])
+    result = invoke(["audit", "--check", "scores", str(tmp_path / "packs")])
     assert result.exit_code == 3
     assert f"{tmp_path / 'packs'}: no such file or folder" in result.output

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from conftest import FIXTURES, REPO_ROOT, SHARED_DATA
-from ctxhealth.cli.main import cli
+from conftest import FIXTURES, REPO_ROOT, SHARED_DATA, invoke
 from ctxhealth.errors import EnvironmentProblem, TranscriptError
 from ctxhealth.model import Format, Role
 from ctxhealth.sources import read_session
@@ -32,7 +30,7 @@ EXAMPLE = REPO_ROOT / "examples" / "claude-code-session.jsonl"
 
 
 def _run(*args: str, input: bytes | None = None) -> Any:
-    return CliRunner().invoke(cli, list(args), input=input)
+    return invoke(list(args), input=input)
 
 
 # --------------------------------------------------------------------------- nothing readable

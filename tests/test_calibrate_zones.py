@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from click.testing import CliRunner
-
+from conftest import invoke
 from ctxhealth.accounting.types import FillSource, Tier
-from ctxhealth.cli.main import cli
 from ctxhealth.insights.build import slip_rises
 from ctxhealth.insights.steps import Composition, SessionSteps, Step
 from ctxhealth.monitor import Monitor
 from ctxhealth.policy.profile import Profile, SlipRise, load_profile
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False, env=env)
 
 
 def _measured(family: str, rise_at: int | None, sessions: int = 20) -> list[SessionSteps]:

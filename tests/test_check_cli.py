@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.cli.main import cli
 from ctxhealth.report.check_report import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,10 +48,6 @@ def chat(path: Path, prompt_tokens: list[int], model: str = "gpt-4o") -> Path:
         )
     path.write_text(json.dumps({"model": model, "messages": messages}))
     return path
-
-
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
 
 
 def test_readme_first_command_runs_on_the_shipped_example() -> None:
@@ -266,3 +261,35 @@ def test_inline_profile_table_in_project_config_changes_the_decision(
     bad = invoke("check", str(path))
     assert bad.exit_code == 3
     assert "no_such_threshold" in bad.output
+
+
+def test_the_drift_reading_is_shown_as_on_task(tmp_path: Path) -> None:
+    """The drift detector's value is the share of the request's words in the recent output (1.0 on
+    task; it fires *below* the threshold): check names it ``on_task`` in ``--json`` (``drift`` kept
+    beside it, deprecated) and ``on-task`` in the reason it gives."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Refactor the invoice parser so totals include shipping"},
+    ]
+    for n, fill in enumerate([20_000, 50_000, 55_000, 60_000]):
+        messages.append(
+            {
+                "role": "assistant",
+                "id": f"resp-{n}",
+                "content": "Weather in Lisbon today is sunny with a light breeze from the ocean.",
+                "usage": {"prompt_tokens": fill, "completion_tokens": 10},
+            }
+        )
+        messages.append({"role": "user", "content": "go on"})
+    path = tmp_path / "off_task.json"
+    path.write_text(json.dumps({"model": "gpt-4o", "messages": messages}))
+    result = invoke("check", "--json", str(path))
+    report = json.loads(result.stdout)
+    signals = report["signals"]
+    assert signals["on_task"] == signals["drift"] and signals["on_task"]["fired"]
+    assert list(signals).index("on_task") == list(signals).index("drift") - 1
+    assert report["action"] == "reanchor"
+    (reason,) = report["reasons"]
+    value = signals["on_task"]["value"]
+    assert reason.startswith(f"task drift: on-task {value:.2f} < ") and "similarity" not in reason
+    text = invoke("check", str(path)).stdout
+    assert f"on-task {value:.2f}" in text

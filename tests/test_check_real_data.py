@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.failures import text_looks_failed
 
 # USD per million tokens: (input, output, cache write, cache read).
@@ -29,7 +28,7 @@ PRICES = {
 
 def run_check_json(*paths: Path) -> tuple[int, list[dict[str, Any]]]:
     """Reports of ``check --json``; the exit code must agree with the reports' verdicts."""
-    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    result = invoke(["check", "--json", *map(str, paths)])
     lines = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     reports = [r for r in lines if "skipped" not in r]  # skipped files (LICENSE, labels) are listed
     assert reports, result.output
@@ -217,7 +216,7 @@ def test_every_mini_swe_agent_trajectory_matches_raw_figures(mini_swe_data: Path
 def test_human_output_holds_the_key_figures(claude_code_data: Path) -> None:
     (path,) = claude_code_data.glob("*/f67ab274-*.jsonl")
     expected = claude_code_expected(path)
-    result = CliRunner().invoke(cli, ["check", str(path)])
+    result = invoke(["check", str(path)])
     assert result.exit_code in (0, 1)
     out = result.output
     assert "claude-code" in out

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import invoke
 from ctxhealth.accounting.fill import account_session
-from ctxhealth.cli.main import cli
 from ctxhealth.model import CompactionSummary, Format, Message, ReadWarning, Role, Session, TextBlock, Usage
 from ctxhealth.report.check_report import (
     WARNINGS_SHOWN,
@@ -99,7 +98,7 @@ def test_text_lists_first_warnings_and_counts_the_rest() -> None:
 def test_check_never_crashes_on_junk(tmp_path: Path, data: bytes, suffix: str) -> None:
     path = tmp_path / f"junk{suffix}"
     path.write_bytes(data)
-    result = CliRunner().invoke(cli, ["check", "--json", str(path)])
+    result = invoke(["check", "--json", str(path)])
     assert result.exit_code in (0, 1, 3), result.output
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
     if result.exit_code in (0, 1):

@@ -9,11 +9,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
+from conftest import invoke
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.cli import progress
-from ctxhealth.cli.main import cli
 from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.policy.profile import default_profile
 from ctxhealth.signals.zones import tier_zone_of, window_zone_of, worse
@@ -44,10 +42,10 @@ def folder(root: Path) -> Path:
 
 def test_summary_counts_sessions_unhealthy_by_action_cost_and_skipped_files(tmp_path: Path) -> None:
     root = folder(tmp_path / "runs")
-    result = CliRunner().invoke(cli, ["check", str(root)])
+    result = invoke(["check", str(root)])
     assert result.exit_code == 1, result.output
     summary = result.stdout[result.stdout.index("\nsummary\n") :]
-    lines = CliRunner().invoke(cli, ["check", "--json", str(root)]).stdout.splitlines()
+    lines = invoke(["check", "--json", str(root)]).stdout.splitlines()
     reports = [doc for doc in map(json.loads, lines) if "skipped" not in doc]
     assert [json.loads(x)["skipped"]["path"] for x in lines if "skipped" in json.loads(x)] == [
         str(root / "README.txt")
@@ -64,7 +62,7 @@ def test_summary_counts_sessions_unhealthy_by_action_cost_and_skipped_files(tmp_
 
 def test_json_output_stays_json_lines_one_object_per_session_or_skipped_file(tmp_path: Path) -> None:
     root = folder(tmp_path / "runs")
-    result = CliRunner().invoke(cli, ["check", "--json", str(root)])
+    result = invoke(["check", "--json", str(root)])
     docs = [json.loads(line) for line in result.stdout.splitlines()]
     assert all(doc["schema_version"] == 1 for doc in docs)
     assert len([d for d in docs if "skipped" in d]) == 1 and len([d for d in docs if "turns" in d]) == 3
@@ -74,11 +72,11 @@ def test_json_output_stays_json_lines_one_object_per_session_or_skipped_file(tmp
 def test_a_file_that_fails_to_read_is_skipped_the_rest_are_checked_and_the_exit_is_3(tmp_path: Path) -> None:
     root = folder(tmp_path / "runs")
     (root / "broken.jsonl.gz").write_bytes(b"\x1f\x8b" + b"not gzip at all" * 4)
-    result = CliRunner().invoke(cli, ["check", str(root)])
+    result = invoke(["check", str(root)])
     assert result.exit_code == 3
     assert result.stdout.count("  verdict ") == 3
     assert f"{root / 'broken.jsonl.gz'}: corrupt gzip data" in result.stdout
-    as_json = CliRunner().invoke(cli, ["check", "--json", str(root)])
+    as_json = invoke(["check", "--json", str(root)])
     assert as_json.exit_code == 3
     docs = [json.loads(x) for x in as_json.stdout.splitlines()]
     assert len([d for d in docs if "skipped" not in d]) == 3
@@ -87,7 +85,7 @@ def test_a_file_that_fails_to_read_is_skipped_the_rest_are_checked_and_the_exit_
 
 def test_series_has_one_entry_per_turn(tmp_path: Path) -> None:
     path = chat(tmp_path / "full.json", [100_000, 150_000, 181_000])
-    result = CliRunner().invoke(cli, ["check", "--json", "--series", str(path), str(EXAMPLE)])
+    result = invoke(["check", "--json", "--series", str(path), str(EXAMPLE)])
     for line in result.stdout.splitlines():
         report = json.loads(line)
         series = report["series"]
@@ -114,7 +112,7 @@ def test_series_has_one_entry_per_turn(tmp_path: Path) -> None:
 
 
 def test_series_without_json_is_a_usage_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["check", "--series", str(EXAMPLE)])
+    result = invoke(["check", "--series", str(EXAMPLE)])
     assert result.exit_code == 2
 
 

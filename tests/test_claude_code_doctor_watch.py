@@ -6,9 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.integrations.claude_code.doctor import CheckStatus, diagnose
 from ctxhealth.integrations.claude_code.install import apply_plan, plan_install
 from ctxhealth.integrations.claude_code.watch import SessionWatch, find_newest_session, render_frame
@@ -89,9 +87,7 @@ def test_doctor_cli_json_and_exit_code(tmp_path: Path) -> None:
     claude = tmp_path / ".claude"
     (claude / "projects" / "p").mkdir(parents=True)
     _transcript(claude / "projects" / "p" / "s1.jsonl", 3)
-    result = CliRunner().invoke(
-        cli, ["doctor", "--claude-dir", str(claude), "--project", str(tmp_path), "--json"]
-    )
+    result = invoke(["doctor", "--claude-dir", str(claude), "--project", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["ok"] and any(c["name"] == "newest session" for c in doc["checks"])
@@ -137,8 +133,8 @@ def test_find_newest_and_watch_cli_once(tmp_path: Path) -> None:
 
     os.utime(projects / "old.jsonl", (1, 1))
     assert find_newest_session(tmp_path / ".claude" / "projects") == newest
-    result = CliRunner().invoke(cli, ["watch", "--claude-dir", str(tmp_path / ".claude"), "--once"])
+    result = invoke(["watch", "--claude-dir", str(tmp_path / ".claude"), "--once"])
     assert result.exit_code == 0, result.output
     assert "new.jsonl" in result.output and "turns 2" in result.output
-    missing = CliRunner().invoke(cli, ["watch", "nope", "--claude-dir", str(tmp_path / ".claude"), "--once"])
+    missing = invoke(["watch", "nope", "--claude-dir", str(tmp_path / ".claude"), "--once"])
     assert missing.exit_code == 3

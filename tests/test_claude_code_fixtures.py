@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.cli.main import cli
 from ctxhealth.model import Usage
 from ctxhealth.sources.claude_code.session import parse
 
@@ -34,7 +33,7 @@ def fill(request: dict[str, Any]) -> int:
 
 
 def check_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    done = CliRunner().invoke(cli, ["check", "--json", str(path)])
+    done = invoke(["check", "--json", str(path)])
     assert done.exit_code in (0, 1), done.output
     doc: dict[str, Any] = json.loads(done.stdout)
     return doc
@@ -127,7 +126,7 @@ def test_the_cost_gap_is_the_compactions_request(capsys: pytest.CaptureFixture[s
     assert report["cost_usd"] == pytest.approx(cost("main"), abs=1e-6)
     assert report["cost_not_in_transcript_usd"] == pytest.approx(cost("compact"), rel=1e-2)
     assert report["agent_cost_usd"] == round(cost_state("cost")["totalCostUSD"], 6)
-    text = CliRunner().invoke(cli, ["check", str(FIXTURES / "cost.jsonl")]).stdout
+    text = invoke(["check", str(FIXTURES / "cost.jsonl")]).stdout
     assert "not in the transcript (compaction, ...)" in text
 
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import invoke
 from ctxhealth.errors import InputError
 from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.payloads import (
@@ -211,11 +212,8 @@ def test_unwritable_home_in_process_fails_open(tmp_path: Path) -> None:
 
 
 def test_click_command_is_registered() -> None:
-    from click.testing import CliRunner
 
-    from ctxhealth.cli.main import cli
-
-    result = CliRunner().invoke(cli, ["hook", "--help"])
+    result = invoke(["hook", "--help"])
     assert result.exit_code == 0 and "PreCompact" in result.output
 
 
@@ -251,23 +249,18 @@ def test_parallel_tool_hooks_lose_no_count(tmp_path: Path) -> None:
 
 
 def test_click_hook_and_statusline_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from click.testing import CliRunner
-
-    from ctxhealth.cli.main import cli
 
     monkeypatch.setenv("CTXHEALTH_HOME", str(tmp_path / "home"))
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("")
-    runner = CliRunner()
-    done = runner.invoke(
-        cli,
+    done = invoke(
         ["hook", "PostToolUseFailure"],
         input=_fixture("claude-hook-post-tool-use-failure.json", transcript),
     )
     assert done.exit_code == 0
     counters = load_counters(str(tmp_path / "home"), str(transcript))
     assert counters is not None and counters.tool_errors == 1
-    status = runner.invoke(
-        cli, ["statusline", "--no-color"], input=_fixture("claude-statusline-current.json", transcript)
+    status = invoke(
+        ["statusline", "--no-color"], input=_fixture("claude-statusline-current.json", transcript)
     )
     assert status.exit_code == 0 and status.output.startswith("● orange")

@@ -7,11 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.errors import ConfigError
 from ctxhealth.integrations.claude_code.install import (
     HOOK_EVENTS,
@@ -179,29 +178,26 @@ def test_is_ours_recognises_only_ctxhealth_commands() -> None:
 def test_cli_dry_run_then_apply_then_uninstall(tmp_path: Path) -> None:
     d = _settings_dir(tmp_path, "claude-settings-with-hooks.json")
     original = (d / "settings.json").read_bytes()
-    runner = CliRunner()
-    dry = runner.invoke(cli, ["install", "claude-code", "--claude-dir", str(d), "--python", PY])
+    dry = invoke(["install", "claude-code", "--claude-dir", str(d), "--python", PY])
     assert dry.exit_code == 0, dry.output
     assert "+++ " in dry.output and "ctxhealth.cli.hook PreCompact" in dry.output
     assert (d / "settings.json").read_bytes() == original
-    applied = runner.invoke(
-        cli, ["install", "claude-code", "--claude-dir", str(d), "--python", PY, "--apply", "--json"]
-    )
+    applied = invoke(["install", "claude-code", "--claude-dir", str(d), "--python", PY, "--apply", "--json"])
     assert applied.exit_code == 0, applied.output
     doc = json.loads(applied.output)
     assert doc["applied"] and doc["backup"].endswith(".ctxhealth-backup")
     # --settings, the option's old name, still works: hidden from --help, with a note on stderr
-    gone = runner.invoke(cli, ["uninstall", "claude-code", "--settings", str(d / "settings.json"), "--apply"])
+    gone = invoke(["uninstall", "claude-code", "--settings", str(d / "settings.json"), "--apply"])
     assert gone.exit_code == 0, gone.output
     assert "--settings is deprecated; use --claude-dir" in gone.stderr
     assert (d / "settings.json").read_bytes() == original
-    help_text = runner.invoke(cli, ["uninstall", "claude-code", "--help"]).output
+    help_text = invoke(["uninstall", "claude-code", "--help"]).output
     assert "--claude-dir" in help_text and "--settings" not in help_text
 
 
 def test_cli_invalid_settings_exit_code(tmp_path: Path) -> None:
     d = _settings_dir(tmp_path, "claude-settings-invalid.json")
-    result = CliRunner().invoke(cli, ["install", "claude-code", "--claude-dir", str(d)])
+    result = invoke(["install", "claude-code", "--claude-dir", str(d)])
     assert result.exit_code == 3
 
 

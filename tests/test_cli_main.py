@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.cli import main as cli_main
 from ctxhealth.cli.common import guarded
 from ctxhealth.errors import CtxHealthError, ExitCode
@@ -73,39 +73,36 @@ def test_a_base_error_exits_5_and_specific_ones_keep_their_codes(
     ],
 )
 def test_an_unknown_command_suggests_the_closest(args: list[str], expected: str) -> None:
-    result = CliRunner().invoke(cli_main.cli, args)
+    result = invoke(args)
     assert result.exit_code == ExitCode.USAGE
     assert f"No such command '{args[-1]}'. {expected}" in result.output
 
 
 def test_an_unknown_command_with_nothing_close_lists_the_commands() -> None:
-    result = CliRunner().invoke(cli_main.cli, ["zzz"])
+    result = invoke(["zzz"])
     assert result.exit_code == ExitCode.USAGE
     assert "Commands: " + ", ".join(sorted(cli_main.COMMANDS)) in result.output
 
 
 def test_shell_completion_completes_commands_and_options() -> None:
-    runner = CliRunner()
-    script = runner.invoke(
-        cli_main.cli, [], prog_name="ctxhealth", env={"_CTXHEALTH_COMPLETE": "bash_source"}
-    )
+    script = invoke([], prog_name="ctxhealth", env={"_CTXHEALTH_COMPLETE": "bash_source"})
     assert "_ctxhealth_completion()" in script.output
     env = {"_CTXHEALTH_COMPLETE": "bash_complete", "COMP_WORDS": "ctxhealth che", "COMP_CWORD": "1"}
-    words = runner.invoke(cli_main.cli, [], prog_name="ctxhealth", env=env)
+    words = invoke([], prog_name="ctxhealth", env=env)
     assert words.output.split() == ["plain,check", "plain,checkpoint"]
     env |= {"COMP_WORDS": "ctxhealth install claude-code --cl", "COMP_CWORD": "3"}
-    options = runner.invoke(cli_main.cli, [], prog_name="ctxhealth", env=env)
+    options = invoke([], prog_name="ctxhealth", env=env)
     assert options.output.split() == ["plain,--claude-dir"]  # the hidden, deprecated alias is not offered
 
 
 @pytest.mark.parametrize("command", ["calibrate", "validate"])
 def test_commands_needing_labels_say_where_to_get_them(command: str, tmp_path: Path) -> None:
     (tmp_path / "run.jsonl").write_bytes((REPO / "examples" / "claude-code-session.jsonl").read_bytes())
-    result = CliRunner().invoke(cli_main.cli, [command, str(tmp_path)])
+    result = invoke([command, str(tmp_path)])
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "no --labels or --report was given" in result.output
     assert "do not ship with ctxhealth" in result.output and "file,resolved" in result.output
-    assert "none ship with ctxhealth" in CliRunner().invoke(cli_main.cli, [command, "--help"]).output
+    assert "none ship with ctxhealth" in invoke([command, "--help"]).output
 
 
 def test_every_command_naming_the_claude_code_directory_calls_it_claude_dir() -> None:
@@ -141,6 +138,6 @@ def test_every_command_naming_the_claude_code_directory_calls_it_claude_dir() ->
     ],
 )
 def test_a_missing_transcript_argument_says_where_transcripts_live(args: list[str]) -> None:
-    result = CliRunner().invoke(cli_main.cli, args)
+    result = invoke(args)
     assert result.exit_code == ExitCode.USAGE
     assert "Missing argument" in result.output and "~/.claude/projects/" in result.output

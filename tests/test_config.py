@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.cli.main import cli
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ConfigError
 
@@ -124,14 +123,14 @@ def test_config_show_prints_values_and_origins(
     monkeypatch.setenv("CTXHEALTH_HOME", str(home))
     monkeypatch.setenv("CTXHEALTH_MODEL", "env-model")
     monkeypatch.chdir(project)
-    text = CliRunner().invoke(cli, ["config", "show"])
+    text = invoke(["config", "show"])
     # the user config names a profile file that does not exist: everything is shown, then the error
     assert text.exit_code == 3, text.output
     assert text.output.rstrip().endswith("check the path or run `ctxhealth calibrate`")
     assert 'model = "env-model"  (env CTXHEALTH_MODEL)' in text.output
     assert f'models."gpt-4.1".window = 600000  ({project / ".ctxhealth.toml"})' in text.output
     assert f"({home / 'config.toml'})" in text.output
-    result = CliRunner().invoke(cli, ["config", "show", "--json"])
+    result = invoke(["config", "show", "--json"])
     assert result.exit_code == 3
     doc = json.loads(result.stdout)
     assert "profile not found" in doc["profile_error"]
@@ -148,7 +147,7 @@ def test_config_show_prints_values_and_origins(
 def test_config_show_bad_file_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path / ".ctxhealth.toml", "[[[\n")
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["config", "show"])
+    result = invoke(["config", "show"])
     assert result.exit_code == 3
     assert ".ctxhealth.toml:1" in result.output
 
@@ -162,7 +161,7 @@ def test_config_show_prints_every_profile_threshold_with_its_origin(
     write(project / ".ctxhealth.toml", "[profile]\ncooldown = 5\n[profile.tiers.full]\nhard_limit = 150000\n")
     monkeypatch.chdir(project)
     monkeypatch.setenv("CTXHEALTH_PROFILE__PRESSURE_WARNING", "0.5")
-    result = CliRunner().invoke(cli, ["config", "show"])
+    result = invoke(["config", "show"])
     assert result.exit_code == 0, result.output
     config_file = project / ".ctxhealth.toml"
     lines = result.output.splitlines()
@@ -173,7 +172,7 @@ def test_config_show_prints_every_profile_threshold_with_its_origin(
     assert "  profile.tiers.compact.sweet_spot = 20000  (default)" in lines
     assert any(line.startswith("  profile.risk = {") and "shipped" in line for line in lines)
     # every field of the Profile is shown (tiers per limit), in JSON too
-    doc = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"]).stdout)
+    doc = json.loads(invoke(["config", "show", "--json"]).stdout)
     keys = {e["key"] for e in doc["profile"]}
     fields = set(Profile().to_dict()) - {"schema_version", "tiers"}
     assert {f"profile.{f}" for f in fields} <= keys
@@ -188,12 +187,12 @@ def test_config_show_prints_every_profile_threshold_with_its_origin(
 def test_config_show_summarises_long_tables_in_text() -> None:
     """The shipped profile's per-format risk models (hundreds of numbers and training-run hashes) are one
     short line in the text; ``--json`` keeps them whole."""
-    result = CliRunner().invoke(cli, ["config", "show"], catch_exceptions=False)
+    result = invoke(["config", "show"])
     assert result.exit_code == 0, result.output
     line = next(x for x in result.output.splitlines() if x.startswith("  profile.risk_by_format = "))
     assert len(line) < 200, line
     assert "(whole: --json)" in line and "tau-bench" in line
-    doc = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"], catch_exceptions=False).stdout)
+    doc = json.loads(invoke(["config", "show", "--json"]).stdout)
     whole = next(e["value"] for e in doc["profile"] if e["key"] == "profile.risk_by_format")
     assert "weights" in whole["tau-bench"]
 
@@ -208,7 +207,7 @@ def test_config_show_names_the_profile_file_values_come_from(
     config = f"[profile]\nfile = {json.dumps(str(profile_file))}\nmax_restarts = 1\n"
     write(tmp_path / ".ctxhealth.toml", config)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["config", "show"])
+    result = invoke(["config", "show"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert f"profile = {profile_file}  ({tmp_path / '.ctxhealth.toml'})" in lines

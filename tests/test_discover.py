@@ -10,19 +10,14 @@ from typing import Any
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.cli.check import count_inputs
-from ctxhealth.cli.main import cli
 from ctxhealth.sources import discover, read_sessions
 from ctxhealth.sources.homes import agent_homes, installed_homes
 from ctxhealth.sources.walk import Source, WalkHooks, walk
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude-code-session.jsonl"
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False, env=env)
 
 
 def _folder(root: Path) -> Path:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.failures import declined, flagged, is_failure, looks_failed
 from ctxhealth.model import ToolResult
 
@@ -45,10 +43,10 @@ def test_check_counts_the_failures_its_spiral_names(tmp_path: Path) -> None:
     # check used to print "tools 6 calls, 0 errors" on the same screen as "failure spiral: 100% of
     # the last 6 tool calls failed": the tool count knew only the error flag.
     log = _spiral_chat(tmp_path / "spiral.json")
-    result = CliRunner().invoke(cli, ["check", "--json", str(log)], catch_exceptions=False)
+    result = invoke(["check", "--json", str(log)])
     report = json.loads(result.output)
     assert report["tool_calls"] == 6 and report["tool_errors"] == 6, report
-    text = CliRunner().invoke(cli, ["check", str(log)], catch_exceptions=False).output
+    text = invoke(["check", str(log)]).output
     assert "6 calls, 6 errors" in text
 
 
@@ -92,7 +90,7 @@ def test_the_hooks_and_check_count_the_same_calls_on_real_sessions(tmp_path: Pat
     for path in sessions:
         counters = SessionCounters(str(path))
         read_tail(counters, str(path))
-        result = CliRunner().invoke(cli, ["check", "--json", str(path)], catch_exceptions=False)
+        result = invoke(["check", "--json", str(path)])
         report = json.loads(result.output)
         main_calls = report["tool_calls"] - report["subagent_tool_calls"]
         main_errors = report["tool_errors"] - report["subagent_tool_errors"]

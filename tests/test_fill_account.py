@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from conftest import FIXTURES, SHARED_DATA
+from conftest import FIXTURES, SHARED_DATA, invoke
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.accounting.types import FillSource
-from ctxhealth.cli.main import cli
 from ctxhealth.model import Role
 from ctxhealth.monitor import Monitor
 from ctxhealth.sources import read_session, read_sessions
@@ -29,7 +27,7 @@ _PRESSURE = re.compile(r"capacity [0-9.]+ = (\d+)/(\d+)\)")
 
 
 def _reports(*paths: Path) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    result = invoke(["check", "--json", *map(str, paths)])
     assert result.exit_code in (0, 1), result.output
     lines = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     return [r for r in lines if "skipped" not in r]
@@ -74,8 +72,7 @@ def test_a_monitor_fed_message_by_message_keeps_the_same_account(claude_code_dat
         account = account_session(session)
         if account.source is not FillSource.REPORTED:
             continue
-        monitor = Monitor(session.model)
-        monitor.account.always_reports = True
+        monitor = Monitor(session.model)  # no format given: the reader marked the stand-ins
         turn_fills = []
         for message in session.messages:
             before = monitor.account.turns
@@ -95,3 +92,37 @@ def test_assess_uses_the_window_the_log_states() -> None:
     assert assessment.fill == 7_420 and assessment.fill_source is FillSource.REPORTED
     capacity = assessment.signals["window_zone"].detail
     assert "of usable 258400" in capacity
+
+
+def test_a_stand_in_is_no_turn_whatever_the_format() -> None:
+    """Accounting reads the reader's mark (``Message.synthetic``), not the log format: a stand-in
+    in an OpenAI-chat session is no more a turn than one in a Claude Code log, for the whole-session
+    account and for the account fed message by message."""
+    from dataclasses import replace
+
+    from ctxhealth.accounting.running import RunningFill
+    from ctxhealth.model import Format, Message, Session, TextBlock, Usage
+
+    def reply(rid: str, fill: int) -> Message:
+        return Message(
+            Role.ASSISTANT, (TextBlock("ok"),), response_id=rid, model="gpt-4o", usage=Usage(fill, 5)
+        )
+
+    stand_in = Message(Role.ASSISTANT, (TextBlock("API Error: overloaded"),), synthetic=True)
+    messages = (
+        Message(Role.USER, (TextBlock("go"),)),
+        reply("r1", 1_000),
+        stand_in,
+        Message(Role.USER, (TextBlock("again"),)),
+        reply("r2", 1_200),
+    )
+    for fmt in (Format.OPENAI_CHAT, Format.CLAUDE_CODE):
+        session = Session(path="s", format=fmt, messages=messages, model="gpt-4o")
+        account = account_session(session)
+        assert [t.message_index for t in account.turns] == [1, 4], fmt
+        running = RunningFill()
+        assert [running.observe(m) for m in messages] == [False, True, False, False, True]
+    # the same message unmarked is a turn in any format (an estimated one)
+    plain = replace(stand_in, synthetic=False)
+    session = Session(path="s", format=Format.CLAUDE_CODE, messages=(*messages[:2], plain), model="gpt-4o")
+    assert len(account_session(session).turns) == 2

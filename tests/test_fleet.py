@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.cli.main import cli
 from ctxhealth.fleet import SCHEMA_VERSION, JobOptions, run_fleet
 from ctxhealth.fleet.schema import TABLES, reference_markdown
 from ctxhealth.policy.profile import default_profile
@@ -76,7 +75,7 @@ def table(db: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 def check_json(*paths: Path) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(cli, ["check", "--json", "--series", *map(str, paths)])
+    result = invoke(["check", "--json", "--series", *map(str, paths)])
     assert result.exit_code in (0, 1), result.output
     docs = [json.loads(line) for line in result.stdout.splitlines()]
     return [doc for doc in docs if "skipped" not in doc]
@@ -126,7 +125,7 @@ def assert_tables_match_check(db: Path, reports: list[dict[str, Any]]) -> None:
 def test_row_counts_equal_check_json_on_the_same_inputs(tmp_path: Path) -> None:
     root = corpus(tmp_path / "sessions")
     db = tmp_path / "fleet.duckdb"
-    result = CliRunner().invoke(cli, ["fleet", str(root), "--out", str(db), "--jobs", "1", "--json"])
+    result = invoke(["fleet", str(root), "--out", str(db), "--jobs", "1", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["sessions"] == 3
@@ -210,8 +209,7 @@ def test_dask_engine_writes_the_same_rows_as_the_local_engine(tmp_path: Path) ->
     with distributed.LocalCluster(
         n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
     ) as cluster:
-        result = CliRunner().invoke(
-            cli,
+        result = invoke(
             [
                 *("fleet", str(root), "--out", str(tmp_path / "sched.parquet"), "--engine", "dask"),
                 *("--scheduler", cluster.scheduler_address, "--json"),
@@ -225,9 +223,7 @@ def test_dask_engine_writes_the_same_rows_as_the_local_engine(tmp_path: Path) ->
 
 def test_scheduler_without_the_dask_engine_is_a_usage_error(tmp_path: Path) -> None:
     root = corpus(tmp_path / "sessions")
-    result = CliRunner().invoke(
-        cli, ["fleet", str(root), "--out", str(tmp_path / "x.duckdb"), "--scheduler", "tcp://x:1"]
-    )
+    result = invoke(["fleet", str(root), "--out", str(tmp_path / "x.duckdb"), "--scheduler", "tcp://x:1"])
     assert result.exit_code == 2
     assert "--engine dask" in result.output
 
@@ -239,15 +235,15 @@ def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     con = duckdb.connect(str(db))
     con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
     con.close()
-    result = CliRunner().invoke(cli, ["fleet", str(root), "--out", str(db)])
+    result = invoke(["fleet", str(root), "--out", str(db)])
     assert result.exit_code == 3
     assert "schema version 0" in result.output and "old.duckdb" in result.output
-    result = CliRunner().invoke(cli, ["report", "--from", str(db), "-o", str(tmp_path / "r.html")])
+    result = invoke(["report", "--from", str(db), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 3
 
 
 def test_an_unknown_output_kind_is_a_usage_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["fleet", str(EXAMPLE), "--out", str(tmp_path / "out.csv")])
+    result = invoke(["fleet", str(EXAMPLE), "--out", str(tmp_path / "out.csv")])
     assert result.exit_code == 2
     assert "FILE.duckdb" in result.output
 
@@ -258,7 +254,7 @@ def test_report_from_tables_renders_the_overview(tmp_path: Path, out_name: str) 
     out = tmp_path / out_name
     run_fleet([root], out, options(), jobs=1)
     html_path = tmp_path / "overview.html"
-    result = CliRunner().invoke(cli, ["report", "--from", str(out), "-o", str(html_path)])
+    result = invoke(["report", "--from", str(out), "-o", str(html_path)])
     assert result.exit_code == 0, result.output
     html = html_path.read_text()
     assert "3 session(s) from fleet tables" in html
@@ -270,7 +266,7 @@ def test_report_from_tables_renders_the_overview(tmp_path: Path, out_name: str) 
         found = re.search(r'<div class="muted">(.*?) · ', section)
         assert found is not None
         assert section.count('class="pt"') == reports[found.group(1)]["turns"]
-    one = CliRunner().invoke(cli, ["report", "--from", str(out), "-o", str(html_path), "--timelines", "1"])
+    one = invoke(["report", "--from", str(out), "-o", str(html_path), "--timelines", "1"])
     assert one.exit_code == 0, one.output
     assert html_path.read_text().count('<section class="session"') == 1
     assert html.count('<tr><td title="') == 3  # one ranked row per session
@@ -367,6 +363,6 @@ def test_the_store_cost_is_unknown_when_no_session_has_a_price(tmp_path: Path) -
     runs = tmp_path / "runs"
     runs.mkdir()
     shutil.copy(AGENT_FIXTURES / "tau-bench-results.json", runs / "tau.json")  # no usage in the log
-    result = CliRunner().invoke(cli, ["fleet", str(runs), "--out", str(tmp_path / "f.duckdb"), "-j", "1"])
+    result = invoke(["fleet", str(runs), "--out", str(tmp_path / "f.duckdb"), "-j", "1"])
     assert result.exit_code == 0, result.output
     assert "cost unknown (2 without prices or usage)" in result.stdout

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from audit_fixtures import ClaudeLog
-from ctxhealth.cli.main import cli
+from conftest import invoke
 
 duckdb = pytest.importorskip("duckdb", reason="the fleet extra (duckdb) is not installed")
 pytest.importorskip("pyarrow", reason="the fleet extra (pyarrow) is not installed")
@@ -43,7 +42,7 @@ def corpus(root: Path) -> Path:
 
 
 def audit_docs(*paths: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    result = CliRunner().invoke(cli, ["audit", "--json", *map(str, paths)])
+    result = invoke(["audit", "--json", *map(str, paths)])
     assert result.exit_code in (0, 1), result.output
     docs = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     sessions = {str(Path(d["path"]).resolve()): d for d in docs if d["kind"] == "session"}
@@ -51,7 +50,7 @@ def audit_docs(*paths: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]
 
 
 def fleet(root: Path, out: Path) -> None:
-    result = CliRunner().invoke(cli, ["fleet", str(root), "--out", str(out), "--jobs", "1"])
+    result = invoke(["fleet", str(root), "--out", str(out), "--jobs", "1"])
     assert result.exit_code == 0, result.output
 
 
@@ -121,7 +120,7 @@ def assert_overview_is_the_audit_totals(page: str, totals: dict[str, Any]) -> No
 
 def report(tmp_path: Path, *args: str) -> str:
     out = tmp_path / "report.html"
-    result = CliRunner().invoke(cli, ["report", *args, "-o", str(out)])
+    result = invoke(["report", *args, "-o", str(out)])
     assert result.exit_code == 0, result.output
     return out.read_text(encoding="utf-8")
 
@@ -213,6 +212,6 @@ def test_a_store_of_schema_version_1_is_refused(tmp_path: Path, out_name: str) -
         ["fleet", str(root), "--out", str(out)],
         ["report", "--from", str(out), "-o", str(tmp_path / "r.html")],
     ):
-        result = CliRunner().invoke(cli, args)
+        result = invoke(args)
         assert result.exit_code == 3, result.output
         assert "schema version 1" in result.output

@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.cli.main import cli
 from ctxhealth.fleet import JobOptions, run_fleet
 from ctxhealth.fleet.schema import BY_NAME
 from ctxhealth.policy.profile import default_profile
@@ -72,9 +71,7 @@ def test_accounting_level_rows_equal_the_full_levels(claude_code_data: Path, tmp
 
 def test_the_cli_accounting_flag(claude_code_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "f.duckdb"
-    done = CliRunner().invoke(
-        cli, ["fleet", str(claude_code_data), "--out", str(out), "--accounting", "-j", "1"]
-    )
+    done = invoke(["fleet", str(claude_code_data), "--out", str(out), "--accounting", "-j", "1"])
     assert done.exit_code == 0, done.output
     with duckdb.connect(str(out), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM turns").fetchone() == (0,)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from conftest import invoke
 from ctxhealth.integrations.claude_code import checkpointing
 from ctxhealth.integrations.claude_code.checkpointing import build_within
 from ctxhealth.integrations.claude_code.hooks import handle_hook, session_root
@@ -461,13 +462,10 @@ def test_the_next_writer_removes_temp_files_a_killed_writer_left(tmp_path: Path)
     ],
 )
 def test_watch_says_what_a_file_is_and_what_it_supports(tmp_path: Path, content: bytes, what: str) -> None:
-    from click.testing import CliRunner
-
-    from ctxhealth.cli.main import cli
 
     path = tmp_path / "session.jsonl"
     path.write_bytes(content)
-    done = CliRunner().invoke(cli, ["watch", "--once", str(path)])
+    done = invoke(["watch", "--once", str(path)])
     assert done.exit_code == 3
     assert what in done.output and "follows any transcript ctxhealth reads" in done.output
 
@@ -480,27 +478,21 @@ def test_watch_says_what_a_file_is_and_what_it_supports(tmp_path: Path, content:
     ],
 )
 def test_watch_follows_other_agents_formats(tmp_path: Path, content: bytes, shown: str) -> None:
-    from click.testing import CliRunner
-
-    from ctxhealth.cli.main import cli
 
     path = tmp_path / "session.jsonl"
     path.write_bytes(content)
-    done = CliRunner().invoke(cli, ["watch", "--once", str(path)])
+    done = invoke(["watch", "--once", str(path)])
     assert done.exit_code == 0, done.output
     assert shown in done.output
 
 
 def test_watch_refuses_a_fifo_at_once_and_follows_an_empty_new_session(tmp_path: Path) -> None:
-    from click.testing import CliRunner
 
-    from ctxhealth.cli.main import cli
-
-    done = CliRunner().invoke(cli, ["watch", "--once", str(_hostile(tmp_path, "fifo"))])
+    done = invoke(["watch", "--once", str(_hostile(tmp_path, "fifo"))])
     assert done.exit_code == 3 and "FIFO" in done.output
     empty = tmp_path / "new.jsonl"
     empty.write_text("")
-    done = CliRunner().invoke(cli, ["watch", "--once", str(empty)])
+    done = invoke(["watch", "--once", str(empty)])
     assert done.exit_code == 0 and "ctxhealth watch" in done.output
 
 

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from canaries import bare_tokens, canaries
 from canary_paths import needles
+from conftest import invoke
 from ctxhealth.atomic import write_atomic
-from ctxhealth.cli.main import cli
 from ctxhealth.redact import redact
 from ctxhealth.sources import read_session, read_sessions
 from hostile_cases import TURNS, claude_transcript, write_jsonl
@@ -63,8 +62,8 @@ def test_pack_never_reads_through_a_link_leaving_the_repository(
     if kind == "committed":
         _git(repo, "add", "-A")
         _git(repo, "commit", "-qm", "links")
-    result = CliRunner().invoke(
-        cli, ["pack", str(repo), "--task", f"fix login key {SECRET_WORD}", "--budget", "20000", "--json"]
+    result = invoke(
+        ["pack", str(repo), "--task", f"fix login key {SECRET_WORD}", "--budget", "20000", "--json"]
     )
     assert result.exit_code == 0, result.output
     manifest = json.loads(result.stdout)
@@ -74,9 +73,7 @@ def test_pack_never_reads_through_a_link_leaving_the_repository(
     assert "leaving the repository" in skipped["linked"]
     # a link that stays inside the repository is read like any file
     assert "leaving" not in skipped.get("inside_link.py", "")
-    payload = CliRunner().invoke(
-        cli, ["pack", str(repo), "--task", "fix login key leak", "--budget", "20000"]
-    )
+    payload = invoke(["pack", str(repo), "--task", "fix login key leak", "--budget", "20000"])
     assert payload.exit_code == 0, payload.output
     assert SECRET_WORD not in payload.stdout
     for file in (_isolated_home / "pack-index").rglob("*"):
@@ -88,7 +85,7 @@ def test_pack_skips_fifos_and_devices_in_a_folder(tmp_path: Path) -> None:
     repo = write_repo(tmp_path / "repo")
     os.mkfifo(repo / "pipe.py")
     (repo / "zero.py").symlink_to("/dev/zero")
-    result = CliRunner().invoke(cli, ["pack", str(repo), "--task", "pipe zero", "--budget", "5000", "--json"])
+    result = invoke(["pack", str(repo), "--task", "pipe zero", "--budget", "5000", "--json"])
     assert result.exit_code == 0, result.output
     skipped = {row["path"]: row["reason"] for row in json.loads(result.stdout)["excluded"]}
     assert "not a regular file" in skipped["pipe.py"]
@@ -131,18 +128,17 @@ def _leaks(blob: str | bytes) -> list[str]:
 
 def test_report_check_json_and_watch_redact_by_default(tmp_path: Path) -> None:
     transcript = _transcript_with_every_secret(tmp_path / "s.jsonl")
-    runner = CliRunner()
     report = tmp_path / "r.html"
-    done = runner.invoke(cli, ["report", str(transcript), "-o", str(report)], catch_exceptions=False)
+    done = invoke(["report", str(transcript), "-o", str(report)])
     assert done.exit_code == 0, done.output
     assert _leaks(report.read_bytes()) == []
-    checked = runner.invoke(cli, ["check", str(transcript), "--json"], catch_exceptions=False)
+    checked = invoke(["check", str(transcript), "--json"])
     assert checked.exit_code in (0, 1) and _leaks(checked.stdout) == []
-    watched = runner.invoke(cli, ["watch", str(transcript), "--once"], catch_exceptions=False)
+    watched = invoke(["watch", str(transcript), "--once"])
     assert watched.exit_code == 0 and _leaks(watched.stdout) == []
     # --no-redact shows the text as it is (the report holds the transcript's words)
     raw = tmp_path / "raw.html"
-    runner.invoke(cli, ["report", str(transcript), "-o", str(raw), "--no-redact"], catch_exceptions=False)
+    invoke(["report", str(transcript), "-o", str(raw), "--no-redact"])
     assert _leaks(raw.read_bytes())
 
 
@@ -196,7 +192,7 @@ def test_a_bad_value_costs_its_field_never_the_session(tmp_path: Path, damage: t
     path.write_text(text.replace(damage[0], damage[1], 1))
     session = read_session(path)
     assert sum(1 for m in session.messages if m.role.value == "assistant") == TURNS
-    result = CliRunner().invoke(cli, ["check", str(path), "--json"], catch_exceptions=False)
+    result = invoke(["check", str(path), "--json"])
     assert result.exit_code in (0, 1), result.output
     assert json.loads(result.stdout)["turns"] == TURNS
 
@@ -242,16 +238,15 @@ def test_write_atomic_writes_into_a_fifo_and_through_a_link(tmp_path: Path) -> N
 
 def test_report_output_rules(tmp_path: Path) -> None:
     transcript = write_jsonl(tmp_path / "s.jsonl", claude_transcript(3))
-    runner = CliRunner()
     missing = tmp_path / "no-such-folder" / "r.html"
-    done = runner.invoke(cli, ["report", str(transcript), "-o", str(missing)], catch_exceptions=False)
+    done = invoke(["report", str(transcript), "-o", str(missing)])
     assert done.exit_code == 4 and not missing.parent.exists()
     assert "no-such-folder" in done.stderr and "Traceback" not in done.output
     folder = tmp_path / "a-folder"
     folder.mkdir()
-    done = runner.invoke(cli, ["report", str(transcript), "-o", str(folder)], catch_exceptions=False)
+    done = invoke(["report", str(transcript), "-o", str(folder)])
     assert done.exit_code == 4 and folder.is_dir()
-    done = runner.invoke(cli, ["report", str(transcript), "-o", "-"], catch_exceptions=False)
+    done = invoke(["report", str(transcript), "-o", "-"])
     assert done.exit_code == 0 and "<html" in done.stdout.lower()
 
 
@@ -382,13 +377,12 @@ def test_fifos_are_refused_at_once_on_every_input_path(tmp_path: Path) -> None:
     fifo = tmp_path / "task.fifo"
     os.mkfifo(fifo)
     repo = write_repo(tmp_path / "repo")
-    runner = CliRunner()
     for args in (
         ["pack", str(repo), "--task-file", str(fifo), "--budget", "2000"],
         ["pack", str(repo), "--task", "x", "--errors", str(fifo), "--budget", "2000"],
         ["state", "checkpoint", "--root", str(tmp_path / "root"), "--update", str(fifo)],
     ):
-        done = runner.invoke(cli, args, catch_exceptions=False)
+        done = invoke(args)
         assert done.exit_code in (2, 3) and "FIFO" in done.output, (args, done.output)
 
 
@@ -464,7 +458,7 @@ def test_write_failures_and_ctrl_c_have_clean_exit_codes(
             str(under_a_file),
         ],
     ):
-        done = CliRunner().invoke(cli, args, catch_exceptions=False)
+        done = invoke(args)
         assert done.exit_code == 4 and "error" in done.stderr, (args, done.output)
 
     def interrupted(*args: object, **kwargs: object) -> str:
@@ -472,18 +466,18 @@ def test_write_failures_and_ctrl_c_have_clean_exit_codes(
 
     monkeypatch.setattr(report_cmd, "_render", interrupted)
     out = tmp_path / "r.html"
-    done = CliRunner().invoke(cli, ["report", str(transcript), "-o", str(out)], catch_exceptions=False)
+    done = invoke(["report", str(transcript), "-o", str(out)])
     assert done.exit_code == 130 and not out.exists()
 
 
 def test_doctor_fails_a_home_that_is_a_file_and_audit_suggests_no_missing_option(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.write_text("x")
-    done = CliRunner().invoke(cli, ["doctor"], env={"CTXHEALTH_HOME": str(home)}, catch_exceptions=False)
+    done = invoke(["doctor"], env={"CTXHEALTH_HOME": str(home)})
     assert "not a folder" in done.output and "[ok  ] home" not in done.output
     junk = tmp_path / "junk.bin"
     junk.write_bytes(bytes(range(256)) * 8)
-    done = CliRunner().invoke(cli, ["audit", str(junk)], catch_exceptions=False)
+    done = invoke(["audit", str(junk)])
     assert "pass --format" not in done.output
 
 
@@ -514,11 +508,10 @@ def test_proxy_answers_408_to_a_client_that_stalls_mid_body(tmp_path: Path) -> N
 
 def test_a_bad_field_in_a_state_update_is_blamed_on_the_update(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    runner = CliRunner()
-    assert runner.invoke(cli, ["state", "ensure", "--root", str(root), "--goal", "ship it"]).exit_code == 0
+    assert invoke(["state", "ensure", "--root", str(root), "--goal", "ship it"]).exit_code == 0
     update = tmp_path / "u.json"
     update.write_text('{"completed_steps": "not a list"}')
-    done = runner.invoke(cli, ["state", "checkpoint", "--root", str(root), "--update", str(update)])
+    done = invoke(["state", "checkpoint", "--root", str(root), "--update", str(update)])
     assert done.exit_code == 3
     assert "the update's field `completed_steps`" in done.stderr
     assert "task-state.json" not in done.stderr and "state archive" not in done.stderr
@@ -532,8 +525,7 @@ def test_install_apply_writes_through_a_symlinked_settings_file(tmp_path: Path) 
     claude = tmp_path / ".claude"
     claude.mkdir()
     (claude / "settings.json").symlink_to(real)
-    runner = CliRunner()
-    done = runner.invoke(cli, ["install", "claude-code", "--claude-dir", str(claude), "--apply"])
+    done = invoke(["install", "claude-code", "--claude-dir", str(claude), "--apply"])
     assert done.exit_code == 0, done.output
     assert (claude / "settings.json").is_symlink()
     written = json.loads(real.read_text())

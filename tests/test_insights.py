@@ -10,10 +10,9 @@ from typing import Any
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from ctxhealth.accounting.fill import account_session
-from ctxhealth.cli.main import cli
 from ctxhealth.insights import (
     InsightsBuilder,
     InsightsFilter,
@@ -48,10 +47,6 @@ REQUIRED = (
     "composition",
     "suggestions",
 )
-
-
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def _doc(*paths: Path) -> dict[str, Any]:

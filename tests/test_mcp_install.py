@@ -8,13 +8,11 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.integrations.mcp_install import Agent, McpTarget, plan_mcp_install
 from ctxhealth.integrations.skill import SKILL_NAME, front_matter, skill_files, validate_skill
 from ctxhealth.mcpserver.sessions import Host, find_transcript, host_from_environment
@@ -28,12 +26,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.chdir(tmp_path)
     return home
-
-
-def invoke(*args: str) -> Any:
-    done = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert done.exit_code == 0, done.output
-    return done
 
 
 CODEX_CONFIG = 'model = "gpt-5"\n\n[mcp_servers.other]\ncommand = "other-server"\nargs = ["--x"]\n'
@@ -79,7 +71,7 @@ def test_codex_refuses_a_server_of_the_same_name_that_is_not_ours(home: Path) ->
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text('[mcp_servers.ctxhealth]\ncommand = "mine"\n')
-    done = CliRunner().invoke(cli, ["install", "mcp", "--agent", "codex", "--apply"], catch_exceptions=False)
+    done = invoke(["install", "mcp", "--agent", "codex", "--apply"])
     assert done.exit_code == 3 and "already defined, not by ctxhealth" in done.stderr
     assert config.read_text() == '[mcp_servers.ctxhealth]\ncommand = "mine"\n'
 
@@ -194,7 +186,7 @@ def test_install_skill_will_not_overwrite_another_skill(home: Path) -> None:
     folder = home / ".claude" / "skills" / SKILL_NAME
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text("---\nname: something-else\ndescription: mine\n---\n")
-    done = CliRunner().invoke(cli, ["install", "skill", "--agent", "claude-code", "--apply"])
+    done = invoke(["install", "skill", "--agent", "claude-code", "--apply"])
     assert done.exit_code == 3 and "is another skill" in done.stderr
     assert "something-else" in (folder / "SKILL.md").read_text()
 

@@ -18,14 +18,14 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
-from click.testing import CliRunner
+
+from conftest import invoke
 
 pytest.importorskip("mcp")
 
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from ctxhealth.cli.main import cli
 from ctxhealth.config import load_settings
 from ctxhealth.mcpserver import server as mcp_server
 from ctxhealth.mcpserver import tools
@@ -41,7 +41,7 @@ def run(body: Callable[[], Awaitable[None]]) -> None:
 
 
 def cli_json(*args: str) -> dict[str, Any]:
-    done = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    done = invoke(list(args))
     assert done.exit_code in (0, 1), done.output
     doc: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return doc
@@ -152,10 +152,8 @@ def test_stdio_recovery_plan_matches_recover(claude_code_data: Path, tmp_path: P
             assert doc["decision"]["action"] == check["action"]
             assert doc["recommended"] == "truncate"  # compress_history on this session
             for plan in doc["plans"]:
-                done = CliRunner().invoke(
-                    cli,
+                done = invoke(
                     ["recover", str(session), "--strategy", plan["strategy"], "--budget", "4000", "--json"],
-                    catch_exceptions=False,
                 )
                 body_out = json.loads(done.stdout)
                 assert len(body_out["messages"]) + (1 if body_out.get("system") else 0) >= 1

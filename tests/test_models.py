@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import invoke
 from ctxhealth.accounting.catalog import Catalog, derive_catalog, load_catalog
 from ctxhealth.accounting.registry import FAMILIES, ModelRegistry, normalise_model_id
 from ctxhealth.accounting.types import ModelInfo, Tier
-from ctxhealth.cli.main import cli
 from ctxhealth.model import Message, Role, TextBlock, Usage
 from ctxhealth.monitor import Monitor
 from ctxhealth.policy.decision import Action
@@ -38,10 +37,6 @@ def package_model(model_id: str) -> dict[str, Any]:
             if model["id"] == model_id:
                 return dict(model)
     raise KeyError(model_id)
-
-
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 # ------------------------------------------------------------------------ the default model is known
@@ -184,7 +179,7 @@ def _codex_rollout(tmp_path: Path, window: int) -> Path:
 @pytest.mark.parametrize("strategy", ["truncate", "restart", "reanchor", "clear"])
 def test_recover_works_on_a_codex_rollout_with_a_small_window(tmp_path: Path, strategy: str) -> None:
     path = _codex_rollout(tmp_path, 121_600)
-    result = CliRunner().invoke(cli, ["recover", str(path), "--strategy", strategy, "--json"])
+    result = invoke(["recover", str(path), "--strategy", strategy, "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["messages"]
     check = json.loads(invoke("check", "--json", str(path)).output)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from ctxhealth.cli.main import cli
+from conftest import invoke
 
 
 def _trajectory(path: Path, turns: int) -> None:
@@ -36,7 +34,7 @@ def _trajectory(path: Path, turns: int) -> None:
 def test_check_json_has_the_assessment_keys(tmp_path: Path) -> None:
     path = tmp_path / "run.traj.json"
     _trajectory(path, 8)
-    r = CliRunner().invoke(cli, ["check", str(path), "--json"])
+    r = invoke(["check", str(path), "--json"])
     doc = json.loads(r.output)
     assert {"zone", "pressure", "risk", "action", "reasons", "signals"} <= set(doc)
     # every call failed: the failure spiral decides
@@ -49,10 +47,10 @@ def test_check_json_has_the_assessment_keys(tmp_path: Path) -> None:
 def test_check_upto_assesses_a_prefix(tmp_path: Path) -> None:
     path = tmp_path / "run.traj.json"
     _trajectory(path, 8)
-    r = CliRunner().invoke(cli, ["check", str(path), "--json", "--upto", "0.25"])
+    r = invoke(["check", str(path), "--json", "--upto", "0.25"])
     doc = json.loads(r.output)
     assert doc["turns"] == 2
     assert doc["fill"]["peak"] == 7000
     assert doc["action"] == "continue"  # two failed calls are not a spiral yet (>= 4 calls)
-    bad = CliRunner().invoke(cli, ["check", str(path), "--upto", "1.5"])
+    bad = invoke(["check", str(path), "--upto", "1.5"])
     assert bad.exit_code == 2

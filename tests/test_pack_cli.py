@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from pack_repo import write_repo
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["pack", *args])
+    result = invoke(["pack", *args])
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -8,14 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import httpx
-import openai
 import pytest
 
+from conftest import invoke
+from lazy_import import lazy
 from proxy_process import ProxyProcess
 from wire_conversations import INSTRUCTION, SYSTEM, anthropic_history, chat_history
 from wire_upstream import WIRE, Upstream, fixture_bytes, free_port
+
+anthropic = lazy("anthropic")  # the SDKs load when a test uses them, not at collection
+openai = lazy("openai")
 
 
 @pytest.fixture(scope="module")
@@ -290,10 +293,7 @@ def test_unreachable_upstream_is_an_api_error_and_logs_carry_no_secrets(tmp_path
 
 
 def test_cli_refuses_an_upstream_that_is_not_http() -> None:
-    from click.testing import CliRunner
 
-    from ctxhealth.cli.main import cli
-
-    result = CliRunner().invoke(cli, ["proxy", "--upstream", "ftp://example.com"])
+    result = invoke(["proxy", "--upstream", "ftp://example.com"])
     assert result.exit_code == 2
     assert "not an http(s) URL" in result.output

@@ -8,9 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import anthropic
 import httpx
-import openai
 import pytest
 
 from ctxhealth.model import Session
@@ -19,6 +17,7 @@ from ctxhealth.recovery.restart import restart
 from ctxhealth.recovery.truncate import truncate
 from ctxhealth.sources import anthropic_messages, openai_chat
 from ctxhealth.sources.writers import to_anthropic_request, to_openai_messages
+from lazy_import import lazy
 from proxy_process import ProxyProcess
 from wire_conversations import (
     ANTHROPIC_REQUEST,
@@ -30,6 +29,9 @@ from wire_conversations import (
     with_reply,
 )
 from wire_upstream import Upstream
+
+anthropic = lazy("anthropic")  # the SDKs load when a test uses them, not at collection
+openai = lazy("openai")
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from anthropic.types import Message as AnthropicMessage
-from anthropic.types import TextBlock as AnthropicText
-from anthropic.types import ToolUseBlock
-from anthropic.types import Usage as AnthropicUsage
-from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageToolCall
 
 from ctxhealth import Format, Monitor, Role, StrictModeError, ToolCall, ToolResult, UsageError, read_messages
 from ctxhealth.sources import read_session
+from lazy_import import lazy
+
+anthropic = lazy("anthropic")  # the SDKs load when a test uses them, not at collection
+openai = lazy("openai")
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -35,17 +34,19 @@ def test_same_session_as_reading_the_file(fixture: str, format: str) -> None:
 
 
 def test_anthropic_sdk_objects_inside_the_list() -> None:
-    response = AnthropicMessage(
+    response = anthropic.types.Message(
         id="msg_1",
         type="message",
         role="assistant",
         model="claude-sonnet-4-5",
         content=[
-            AnthropicText(type="text", text="Running the tests."),
-            ToolUseBlock(type="tool_use", id="toolu_1", name="bash", input={"command": "pytest -q"}),
+            anthropic.types.TextBlock(type="text", text="Running the tests."),
+            anthropic.types.ToolUseBlock(
+                type="tool_use", id="toolu_1", name="bash", input={"command": "pytest -q"}
+            ),
         ],
         stop_reason="tool_use",
-        usage=AnthropicUsage(input_tokens=12, output_tokens=30, cache_read_input_tokens=4_000),
+        usage=anthropic.types.Usage(input_tokens=12, output_tokens=30, cache_read_input_tokens=4_000),
     )
     messages = [
         {"role": "user", "content": "make the tests pass"},
@@ -78,11 +79,11 @@ def test_anthropic_sdk_objects_inside_the_list() -> None:
 
 
 def test_openai_sdk_message_and_system_prompt_keep_list_positions() -> None:
-    reply = ChatCompletionMessage(
+    reply = openai.types.chat.ChatCompletionMessage(
         role="assistant",
         content=None,
         tool_calls=[
-            ChatCompletionMessageToolCall(
+            openai.types.chat.ChatCompletionMessageToolCall(
                 id="call_1", type="function", function={"name": "run", "arguments": '{"cmd": "make"}'}
             )
         ],

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.recovery.checkpoint import CHECKPOINT_HEADER
 from test_writers import anthropic_errors, openai_errors
 
@@ -40,7 +38,7 @@ def transcript(tmp_path: Path) -> Path:
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["recover", *args])
+    result = invoke(["recover", *args])
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -106,15 +104,15 @@ def test_a_file_holding_several_sessions_names_them_and_one_is_picked_with_path_
     runs = tmp_path / "runs.json"
     runs.write_bytes(TAU_RESULTS.read_bytes())
     for command in (["recover", "--strategy", "truncate"], ["retention"]):
-        result = CliRunner().invoke(cli, [*command, str(runs)])
+        result = invoke([*command, str(runs)])
         assert result.exit_code == 3, result.output
         assert "task-7-trial-0, task-7-trial-1" in result.stderr
         assert f"{runs}#task-7-trial-0" in result.stderr  # how to name one
         assert "read_sessions" not in result.stderr  # a library name means nothing on the command line
-    picked = CliRunner().invoke(cli, ["recover", "--strategy", "restart", f"{runs}#task-7-trial-1"])
+    picked = invoke(["recover", "--strategy", "restart", f"{runs}#task-7-trial-1"])
     assert picked.exit_code == 0, picked.output
     assert json.loads(picked.stdout)["messages"]
-    missing = CliRunner().invoke(cli, ["recover", "--strategy", "restart", f"{runs}#task-9-trial-0"])
+    missing = invoke(["recover", "--strategy", "restart", f"{runs}#task-9-trial-0"])
     assert (
         missing.exit_code == 3 and "task-9-trial-0" in missing.stderr and "task-7-trial-0" in missing.stderr
     )

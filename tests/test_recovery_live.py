@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.errors import UsageError
 from ctxhealth.model import CompactionSummary, Format, Message, Role, Session, TextBlock, ToolCall, ToolResult
 from ctxhealth.recovery.budget import total_tokens
@@ -102,9 +101,7 @@ F67 = "-home-kenth56-vsla/f67ab274-e83b-41ac-ac85-77488d6b5c28.jsonl"
 
 
 def test_recover_on_a_compacted_real_session_starts_from_the_current_fill(claude_code_data: Path) -> None:
-    result = CliRunner().invoke(
-        cli, ["recover", str(claude_code_data / F67), "--strategy", "reanchor", "--json"]
-    )
+    result = invoke(["recover", str(claude_code_data / F67), "--strategy", "reanchor", "--json"])
     assert result.exit_code == 0, result.output
     line = result.stderr.strip().splitlines()[-1]
     before = int(line.split(": ")[2].split(" -> ")[0].replace(",", ""))

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from audit_fixtures import ClaudeLog
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.fleet import analyse_session
 from ctxhealth.policy.profile import default_profile
 from ctxhealth.report.html.build import zone_bands
@@ -53,13 +52,13 @@ def chat(path: Path, fills: list[int], user_text: str = "Fix the failing parser 
 
 def report(tmp_path: Path, *paths: Path) -> str:
     out = tmp_path / "report.html"
-    result = CliRunner().invoke(cli, ["report", *map(str, paths), "-o", str(out)])
+    result = invoke(["report", *map(str, paths), "-o", str(out)])
     assert result.exit_code == 0, result.output
     return out.read_text(encoding="utf-8")
 
 
 def check_turns(*paths: Path) -> dict[str, int]:
-    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    result = invoke(["check", "--json", *map(str, paths)])
     return {json.loads(line)["path"]: json.loads(line)["turns"] for line in result.stdout.splitlines()}
 
 
@@ -87,7 +86,7 @@ def test_a_single_session_has_no_overview_and_lists_its_signals_with_evidence(tm
     analysis = analyse_session(read_session(EXAMPLE))
     for name, signal in analysis.final.signals.items():
         evidence = ", ".join(str(i) for i in signal.evidence)
-        assert f"<tr><td>{name}</td>" in html
+        assert f'<tr data-signal="{name}"><td>' in html
         assert f"<td>{evidence}</td>" in html
     # the example's compaction and its failed tool calls are marked on the timeline
     assert html.count('class="ev ev-compaction"') == len(analysis.account.compactions) == 1
@@ -119,7 +118,7 @@ def test_zone_bands_start_where_the_tier_or_the_window_zone_does(tmp_path: Path)
 
 
 def test_report_needs_paths_or_tables(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["report", "-o", str(tmp_path / "r.html")])
+    result = invoke(["report", "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2
 
 
@@ -195,7 +194,7 @@ def test_overview_figures_agree_with_check(tmp_path: Path) -> None:
         chat(tmp_path / "full.json", [100_000, 150_000, 181_000]),
     ]
     html = report(tmp_path, *paths)
-    result = CliRunner().invoke(cli, ["check", "--json", *map(str, paths)])
+    result = invoke(["check", "--json", *map(str, paths)])
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     unhealthy = [r for r in reports if not r["healthy"]]
     figure = re.search(r"unhealthy at the end</span><b>(\d+)", html)
@@ -217,3 +216,56 @@ def test_total_cost_is_unknown_when_no_session_has_a_price(tmp_path: Path) -> No
     html = report(tmp_path, runs)
     figure = re.search(r"total cost</span><b>([^<]*)", html)
     assert figure is not None and figure.group(1).startswith("unknown"), figure
+
+
+def test_signal_table_words_and_numbers_say_what_they_measure(tmp_path: Path) -> None:
+    """The drift detector's value is an on-task overlap (higher is better): the table calls it
+    on-task; token counts are integers with separators, never ``1.553e+05``."""
+    html = report(tmp_path, chat(tmp_path / "big.json", [10_000, 90_000, 155_300]))
+    drift = re.search(r'<tr data-signal="drift"><td>([^<]*)</td><td class="num">([^<]*)<', html)
+    assert drift is not None and drift.group(1) == "on-task"
+    peak = re.search(r'<tr data-signal="peak_fill"><td>[^<]*</td><td class="num">([^<]*)<', html)
+    assert peak is not None and peak.group(1) == "155,300"
+    assert not re.search(r'<td class="num">[-\d.]+e[+-]\d+<', html)
+
+
+def test_overview_says_sent_after_unhealthy_not_waste(tmp_path: Path) -> None:
+    """The audit's waste is re-sent unused tool output; the report's figure is the prompt sent after
+    the first unhealthy turn and is named so."""
+    html = report(tmp_path, EXAMPLE, chat(tmp_path / "full.json", [100_000, 150_000, 181_000]))
+    assert 'data-figure="after-unhealthy"' in html and "sent after unhealthy" in html
+    assert 'data-figure="waste"' not in html and ">waste<" not in html and "waste, %" not in html
+
+
+def test_timeline_marker_rows_are_labelled_and_the_x_axis_has_ticks(browser: Any, tmp_path: Path) -> None:
+    """Each row of the marker strip has a label, the x axis more than two turn labels; in Chromium
+    the labels are inside the chart and do not overlap one another."""
+    from ctxhealth.report.html.svg import EVENT_LABELS, MARKER_ROWS, turn_ticks
+
+    fills = [1_000 * (n + 1) for n in range(120)]
+    html_path = tmp_path / "report.html"
+    html_path.write_text(report(tmp_path, chat(tmp_path / "long.json", fills)), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(html_path.as_uri())
+    svg = page.locator("svg.timeline").first
+    rows = svg.locator("text.rowlabel")
+    assert rows.count() == MARKER_ROWS
+    assert {t.text_content() for t in rows.all()} == set(EVENT_LABELS.values())
+    ticks = svg.locator("text.xlabel")
+    labels = [str(t.text_content()) for t in ticks.all()]
+    assert len(labels) > 2 and labels[0] == "turn 0" and labels[-1] == str(len(fills) - 1)
+    assert [int(t.split()[-1]) for t in labels] == turn_ticks(len(fills) - 1)
+    box = svg.bounding_box()
+    assert box is not None
+    boxes = [b for b in (t.bounding_box() for t in [*ticks.all(), *rows.all()]) if b is not None]
+    assert len(boxes) == len(labels) + MARKER_ROWS
+    for b in boxes:
+        assert box["x"] <= b["x"] and b["x"] + b["width"] <= box["x"] + box["width"] + 0.5
+    for a, b in itertools.combinations(boxes, 2):
+        apart = (
+            a["x"] + a["width"] <= b["x"]
+            or b["x"] + b["width"] <= a["x"]
+            or a["y"] + a["height"] <= b["y"]
+            or b["y"] + b["height"] <= a["y"]
+        )
+        assert apart, (a, b)

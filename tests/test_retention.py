@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 import toktok
-from click.testing import CliRunner
 
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.model import CompactionSummary, Format, Message, Role, Session, TextBlock, ToolCall, ToolResult
 from ctxhealth.recovery.retention import (
     Fact,
@@ -148,7 +147,7 @@ def test_retention_on_real_compactions_matches_an_independent_count(
     claude_code_data: Path, name: str, k: int
 ) -> None:
     path = claude_code_data / name
-    result = CliRunner().invoke(cli, ["retention", str(path), "--before-compaction", str(k), "--json"])
+    result = invoke(["retention", str(path), "--before-compaction", str(k), "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["schema_version"] == 1
@@ -177,7 +176,7 @@ def test_retention_on_real_compactions_matches_an_independent_count(
 
 
 def test_retention_text_table(claude_code_data: Path) -> None:
-    result = CliRunner().invoke(cli, ["retention", str(claude_code_data / A0A)])
+    result = invoke(["retention", str(claude_code_data / A0A)])
     assert result.exit_code == 0, result.output
     assert "before compaction 1" in result.output
     header = next(line for line in result.output.splitlines() if line.startswith("fact type"))

@@ -10,12 +10,11 @@ import random
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import invoke
 from ctxhealth.accounting.types import Tier
-from ctxhealth.cli.main import cli
 from ctxhealth.errors import ConfigError
 from ctxhealth.evaluation import (
     BASELINES,
@@ -569,16 +568,13 @@ def labelled(tmp_path: Path) -> tuple[Path, Path]:
 def test_calibrate_then_validate_end_to_end(labelled: tuple[Path, Path], tmp_path: Path) -> None:
     runs, labels = labelled
     out = tmp_path / "profile.json"
-    runner = CliRunner()
-    r = runner.invoke(
-        cli, ["calibrate", str(runs), "--labels", str(labels), "--out", str(out), "--folds", "3"]
-    )
+    r = invoke(["calibrate", str(runs), "--labels", str(labels), "--out", str(out), "--folds", "3"])
     assert r.exit_code == 0, r.output
     assert "cross-validated" in r.output
     profile = load_profile(out)
     assert profile.risk is not None and profile.risk.meta["runs"] == 24
-    r = runner.invoke(
-        cli, ["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3", "--json"]
+    r = invoke(
+        ["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3", "--json"]
     )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
@@ -594,9 +590,7 @@ def test_calibrate_then_validate_end_to_end(labelled: tuple[Path, Path], tmp_pat
         expected = doc["cross_validated_risk"][point]["auc"] - best
         assert abs(comp["difference"] - expected) < 1e-3
         assert comp["beats"] == (comp["ci95"][0] > 0)
-    r = runner.invoke(
-        cli, ["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3"]
-    )
+    r = invoke(["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3"])
     assert "honest figure" in r.output and "baseline: peak fill" in r.output
     assert "risk - best baseline" in r.output and "risk beats the best baseline" in r.output
 
@@ -604,21 +598,20 @@ def test_calibrate_then_validate_end_to_end(labelled: tuple[Path, Path], tmp_pat
 def test_calibrate_with_the_anchored_procedure(labelled: tuple[Path, Path], tmp_path: Path) -> None:
     runs, labels = labelled
     out = tmp_path / "anchored.json"
-    runner = CliRunner()
     args = ["calibrate", str(runs), "--labels", str(labels), "--out", str(out), "--folds", "3"]
-    r = runner.invoke(cli, [*args, "--procedure", "anchored", "--json"])
+    r = invoke([*args, "--procedure", "anchored", "--json"])
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output)
     assert summary["procedure"] == "anchored" and summary["features"][0] == "peak_fill"
     profile = load_profile(out)
     assert profile.risk is not None and profile.risk.meta["procedure"] == "anchored"
-    r = runner.invoke(
-        cli, ["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3", "--json"]
+    r = invoke(
+        ["validate", str(runs), "--labels", str(labels), "--profile", str(out), "--folds", "3", "--json"]
     )
     assert r.exit_code == 0, r.output
     # validation cross-validates the procedure the profile was fitted with: the anchor in every fold
     assert all(f[0] == "peak_fill" for f in json.loads(r.output)["cv_fold_features"])
-    assert runner.invoke(cli, [*args, "--procedure", "logistic"]).exit_code == 2
+    assert invoke([*args, "--procedure", "logistic"]).exit_code == 2
 
 
 def test_validate_without_matching_labels_is_an_input_error(
@@ -627,7 +620,7 @@ def test_validate_without_matching_labels_is_an_input_error(
     runs, _ = labelled
     labels = tmp_path / "other.csv"
     labels.write_text("file,resolved\nnope.json,1\n")
-    r = CliRunner().invoke(cli, ["validate", str(runs), "--labels", str(labels)])
+    r = invoke(["validate", str(runs), "--labels", str(labels)])
     assert r.exit_code == 3
 
 

@@ -10,10 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from conftest import FIXTURES
-from ctxhealth.cli.main import cli
+from conftest import FIXTURES, invoke
 from ctxhealth.errors import ConfigError
 from ctxhealth.evaluation import (
     CANDIDATE_FEATURES,
@@ -176,9 +174,7 @@ def test_collect_runs_reads_outcomes_from_the_log_and_groups_trials(tmp_path: Pa
 
 def test_validate_and_calibrate_by_agent_from_the_command_line(tau_bench_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "profile.json"
-    runner = CliRunner()
-    r = runner.invoke(
-        cli,
+    r = invoke(
         ["calibrate", str(tau_bench_data), "--by", "agent", "--folds", "3", "--out", str(out), "--json"],
     )
     assert r.exit_code == 0, r.output
@@ -186,7 +182,7 @@ def test_validate_and_calibrate_by_agent_from_the_command_line(tau_bench_data: P
     assert list(summary["fits"]) == ["tau-bench"] and summary["fits"]["tau-bench"]["runs"] == 200
     profile = load_profile(out)
     assert set(profile.risk_by_format) == {"tau-bench"}
-    r = runner.invoke(cli, ["validate", str(tau_bench_data), "--by", "agent", "--folds", "3", "--json"])
+    r = invoke(["validate", str(tau_bench_data), "--by", "agent", "--folds", "3", "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     (agent,) = doc["agents"]
@@ -199,7 +195,7 @@ def test_validate_says_how_many_sessions_it_left_out_for_want_of_a_label(tmp_pat
     runs.mkdir()
     shutil.copy(FIXTURES / "agents" / "tau-bench-results.json", runs / "tau.json")  # labelled by reward
     shutil.copy(FIXTURES / "openai-chat.json", runs / "chat.json")  # no outcome recorded
-    result = CliRunner().invoke(cli, ["validate", "--no-cv", str(runs)])
+    result = invoke(["validate", "--no-cv", str(runs)])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("2 runs")
     assert "1 session without a label left out" in result.stderr

@@ -7,9 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from ctxhealth.evaluation.metrics import roc_auc
 from ctxhealth.model import Format
 from ctxhealth.monitor import Monitor
@@ -65,7 +63,7 @@ def test_the_shipped_profile_names_what_its_model_was_fitted_on() -> None:
 
 
 def _check(path: Path) -> dict[str, Any]:
-    result = CliRunner().invoke(cli, ["check", "--json", str(path)], catch_exceptions=False)
+    result = invoke(["check", "--json", str(path)])
     assert result.exit_code in (0, 1), result.output
     return json.loads(result.stdout.splitlines()[0])
 

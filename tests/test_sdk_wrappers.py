@@ -7,14 +7,13 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
-import anthropic
-import openai
 import pytest
 
 from ctxhealth.integrations import anthropic as ch_anthropic
 from ctxhealth.integrations import openai as ch_openai
 from ctxhealth.integrations.guard import Guard, LedgerStore, Mode
 from ctxhealth.state.ledger import Ledger
+from lazy_import import lazy
 from wire_conversations import (
     ANTHROPIC_REQUEST,
     INSTRUCTION,
@@ -24,6 +23,9 @@ from wire_conversations import (
     with_reply,
 )
 from wire_upstream import Upstream
+
+anthropic = lazy("anthropic")  # the SDKs load when a test uses them, not at collection
+openai = lazy("openai")
 
 SESSION = {"x-ctxhealth-session": "sdk"}
 

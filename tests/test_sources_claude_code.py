@@ -307,6 +307,14 @@ def test_synthetic_response_has_no_usage_or_model() -> None:
     session = _read([_user("u1", None, "hi"), line])
     assert session.messages[1].usage is None and session.messages[1].model is None
     assert session.model is None
+    # the reader, which knows Claude Code reports usage on every real response, marks the stand-in
+    assert session.messages[1].synthetic and not session.messages[0].synthetic
+
+
+def test_only_stand_ins_are_marked_synthetic() -> None:
+    real = _assistant("a1", "u1", "m1", [{"type": "text", "text": "done"}])
+    session = _read([_user("u1", None, "hi"), real])
+    assert [m.synthetic for m in session.messages] == [False, False]
 
 
 def test_subagent_files_become_sidechains(tmp_path: Path) -> None:

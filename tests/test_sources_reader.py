@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import invoke
 from ctxhealth.errors import CtxHealthError, StrictModeError, TranscriptError, UnknownFormatError
 from ctxhealth.model import Format
 from ctxhealth.sources import detect_format, read_session, read_sessions
@@ -142,23 +143,17 @@ def test_every_error_is_a_ctxhealth_error(tmp_path: Path) -> None:
 
 
 def test_cli_format_override_stdin_and_bad_input() -> None:
-    from click.testing import CliRunner
 
-    from ctxhealth.cli.main import cli
-
-    runner = CliRunner()
     codex_bytes = (FIXTURES / "codex-rollout.jsonl").read_bytes()
-    piped = runner.invoke(cli, ["check", "--json", "--format", "codex", "-"], input=codex_bytes)
+    piped = invoke(["check", "--json", "--format", "codex", "-"], input=codex_bytes)
     assert piped.exit_code in (0, 1), piped.output
     assert '"format":"codex"' in piped.output.replace(" ", "")
-    wrong = runner.invoke(cli, ["check", "--format", "openai-chat", str(FIXTURES / "codex-rollout.jsonl")])
+    wrong = invoke(["check", "--format", "openai-chat", str(FIXTURES / "codex-rollout.jsonl")])
     # nothing of a Codex rollout reads as a chat list: bad input with the reader's reason, not "healthy"
     assert wrong.exit_code == 3 and "no readable message as openai-chat" in wrong.output
-    strict = runner.invoke(
-        cli, ["check", "--strict", "--format", "openai-chat", str(FIXTURES / "codex-rollout.jsonl")]
-    )
+    strict = invoke(["check", "--strict", "--format", "openai-chat", str(FIXTURES / "codex-rollout.jsonl")])
     assert strict.exit_code == 3 and "Traceback" not in strict.output
-    junk = runner.invoke(cli, ["check", "-"], input=b"\x00\xff garbage \x1f\x8b")
+    junk = invoke(["check", "-"], input=b"\x00\xff garbage \x1f\x8b")
     assert junk.exit_code == 3 and "Traceback" not in junk.output
 
 

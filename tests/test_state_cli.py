@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from ctxhealth.cli.main import cli
+from conftest import invoke
 from test_redact import CANARIES
 
 
 def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env, input=input)
+    return invoke(list(args), env=env, input=input)
 
 
 def js(result: Result) -> dict[str, Any]:

@@ -9,10 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from conftest import FIXTURES
-from ctxhealth.cli.main import cli
+from conftest import FIXTURES, invoke
 from ctxhealth.integrations.watch import AgentDirs, LogWatch, find_latest_session, open_watch, render
 
 CODEX = FIXTURES / "agents" / "codex-0.171.0" / "compaction-default-provider" / "rollout.jsonl"
@@ -105,8 +102,7 @@ def test_the_default_is_the_latest_session_of_any_agent(tmp_path: Path) -> None:
     assert find_latest_session(dirs) == gemini / "session-2026-12-01T10-00-abcdef12.jsonl"
     os.utime(gemini / "session-2026-12-01T10-00-abcdef12.jsonl", (0, 0))
     assert find_latest_session(dirs) == codex / "rollout-a.jsonl"
-    done = CliRunner().invoke(
-        cli,
+    done = invoke(
         [
             "watch",
             "--once",
@@ -120,9 +116,7 @@ def test_the_default_is_the_latest_session_of_any_agent(tmp_path: Path) -> None:
     assert "rollout-a.jsonl (codex)" in done.output
     other = tmp_path / "elsewhere"
     other.mkdir()
-    done = CliRunner().invoke(
-        cli, ["watch", "--once", "--codex-home", str(other), "--gemini-dir", str(other)]
-    )
+    done = invoke(["watch", "--once", "--codex-home", str(other), "--gemini-dir", str(other)])
     assert done.exit_code in (0, 3)  # this machine's own Claude Code sessions may be the latest
 
 
@@ -143,7 +137,7 @@ def test_a_jsonl_a_home_made_agent_appends_to_is_read_and_followed(tmp_path: Pat
     assert watch.poll() == 1
     assert (watch.turns, watch.fill, watch.peak) == (2, 2400, 2400)
     assert "(openai-chat)" in render(watch)
-    done = CliRunner().invoke(cli, ["check", "--json", str(target)])
+    done = invoke(["check", "--json", str(target)])
     figures = json.loads(done.stdout)
     assert figures["turns"] == 2 and figures["format"] == "openai-chat"
     assert [w.split(": ", 1)[0].rsplit(":", 1)[-1] for w in figures["warnings"]] == ["4"]  # its own line

@@ -12,9 +12,7 @@ import typing
 from typing import Any
 
 import orjson
-from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from hypothesis import HealthCheck, given, settings
-from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from typing_extensions import is_typeddict
 
 from ctxhealth.model import CompactionSummary, Message, Role, Session, TextBlock, ToolCall, ToolResult
@@ -22,7 +20,11 @@ from ctxhealth.recovery.pairing import repair_pairs
 from ctxhealth.recovery.truncate import truncate
 from ctxhealth.sources import anthropic_messages, openai_chat
 from ctxhealth.sources.writers import to_anthropic_request, to_openai_messages, to_openai_request
+from lazy_import import lazy
 from test_recovery_invariants import sessions
+
+anthropic = lazy("anthropic")  # the SDKs load when a test uses them, not at collection
+openai = lazy("openai")
 
 # --- a runtime structural check against the SDKs' TypedDict request types ---------------------
 
@@ -89,7 +91,10 @@ def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
 
 def anthropic_errors(body: dict[str, Any]) -> list[str]:
     """Type errors plus the Messages API's protocol rules."""
-    errors = conforms({**body, "model": "m", "max_tokens": 1}, MessageCreateParamsNonStreaming)
+    errors = conforms(
+        {**body, "model": "m", "max_tokens": 1},
+        anthropic.types.message_create_params.MessageCreateParamsNonStreaming,
+    )
     msgs = body["messages"]
     if msgs and msgs[0]["role"] != "user":
         errors.append("first message must be user")
@@ -122,7 +127,10 @@ def anthropic_errors(body: dict[str, Any]) -> list[str]:
 
 
 def openai_errors(messages: list[dict[str, Any]]) -> list[str]:
-    errors = conforms({"messages": messages, "model": "m"}, CompletionCreateParamsNonStreaming)
+    errors = conforms(
+        {"messages": messages, "model": "m"},
+        openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming,
+    )
     i = 0
     while i < len(messages):
         m = messages[i]

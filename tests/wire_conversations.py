@@ -5,21 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import anthropic
-import openai
-import pydantic
+from lazy_import import LazyAdapter
 
 INSTRUCTION = "Fix the failing parser test in src/parser.py and run the parser test suite."
 SYSTEM = "You are a careful coding agent. Use the tools to read and edit files."
 
-ANTHROPIC_REQUEST = pydantic.TypeAdapter(
-    anthropic.types.message_create_params.MessageCreateParamsNonStreaming
-)
-CHAT_REQUEST = pydantic.TypeAdapter(
-    openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming
-)
-RESPONSES_REQUEST = pydantic.TypeAdapter(
-    openai.types.responses.response_create_params.ResponseCreateParamsNonStreaming
+# built on first use: the SDKs are imported by the tests that validate, not while collecting
+ANTHROPIC_REQUEST = LazyAdapter("anthropic.types.message_create_params:MessageCreateParamsNonStreaming")
+CHAT_REQUEST = LazyAdapter("openai.types.chat.completion_create_params:CompletionCreateParamsNonStreaming")
+RESPONSES_REQUEST = LazyAdapter(
+    "openai.types.responses.response_create_params:ResponseCreateParamsNonStreaming"
 )
 
 

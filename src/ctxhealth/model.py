@@ -134,7 +134,10 @@ class Message:
 
     ``response_id`` is the provider's response id (Claude Code ``message.id``), used to
     deduplicate usage; ``id`` is the log's own id for the line (``uuid``); ``line`` is the
-    1-based line (or list index) in the source where the message starts.
+    1-based line (or list index) in the source where the message starts. ``synthetic`` marks an
+    assistant message the client wrote itself in the model's place (Claude Code's stand-ins for
+    an API error or an interruption): the reader knows its format, so it sets the flag, and
+    accounting never counts such a message as a model response.
     """
 
     role: Role
@@ -146,6 +149,7 @@ class Message:
     timestamp: str | None = None
     sidechain: bool = False
     line: int | None = None
+    synthetic: bool = False
 
     @property
     def text(self) -> str:

@@ -199,8 +199,9 @@ class Monitor:
     to :func:`~ctxhealth.policy.profile.default_profile` (spec thresholds + the shipped risk weights).
     ``track_hedges`` counts hedge words in every response (default: only when the profile's risk
     model uses the ``hedges`` feature, since it scans each response's text). ``source_format`` is
-    the log's format when known: it tells the fill account which messages are model responses
-    (Claude Code writes stand-ins without usage that are not).
+    the log's format when known: it picks the profile's risk model for that agent. The fill account
+    needs no format: the readers mark the stand-ins a client writes in the model's place
+    (``Message.synthetic``).
     """
 
     def __init__(
@@ -220,7 +221,7 @@ class Monitor:
         self.counters = Counters()
         self.index = -1
         self.turn = 0
-        self.account = RunningFill(source_format)
+        self.account = RunningFill()
         self.output_tokens = 0
         self.reasoning_tokens = 0
         # whether any response reported usage: without it output tokens are unknown, not zero
@@ -571,7 +572,7 @@ class Monitor:
             self.set_info(account.model)
             self._model_fixed = True
         if self.index < 0:
-            self.account = RunningFill(session.format)
+            self.account = RunningFill()
         self._use_format(session.format.value)
         stop = cut_index(session, upto)
         fills = {t.message_index: t.tokens for t in account.turns}

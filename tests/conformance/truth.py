@@ -21,11 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
+from conftest import invoke
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.cli.main import cli
 from ctxhealth.model import Usage
 
 from .fake_http import Exchange
@@ -121,7 +119,7 @@ def truth_of(
 
 def check_json(path: Path, *extra: str) -> dict[str, Any]:
     """``ctxhealth check --json PATH``'s document (exit 0 or 1; anything else fails the test)."""
-    done = CliRunner().invoke(cli, ["check", "--json", *extra, str(path)], catch_exceptions=False)
+    done = invoke(["check", "--json", *extra, str(path)])
     assert done.exit_code in (0, 1), done.output
     value: dict[str, Any] = json.loads(done.stdout)
     return value

@@ -11,11 +11,16 @@ Fill at a turn is the size of the prompt the model saw for that response. Source
    chars-per-token ratio calibrated on the session's own reported turns when it has some
    (mixed logs), else the spec's 4.0.
 
-Calibration fits ``reported ≈ hidden[segment] + chars / chars_per_token`` over the reported
-turns, one ``hidden`` per stretch between compactions, so what the log never shows (system
-prompt, tool definitions, files re-attached after a compaction) does not skew the ratio. On
-the real Claude Code sessions, hiding every other response's usage and estimating it back
-from the rest is off by 0.5-3% on average. Everything is a few passes over the messages with
+A turn is :func:`~ctxhealth.accounting.running.is_turn` and the estimate is
+:class:`~ctxhealth.accounting.running.RunningFill`'s, the one estimator the hosts use: a turn
+without a report is the latest reported fill plus what the context grew by since, in tokens
+(exact) or characters over the ratio (estimated); before any report, or after a compaction, what
+the last report held beyond the counted context (system prompt, tool definitions) plus the
+counted context. Calibration only picks the ratio: it fits ``reported ≈ hidden[segment] + chars /
+chars_per_token`` over the reported turns, one ``hidden`` per stretch between compactions, so what
+the log never shows does not skew it. On the real Claude Code sessions, hiding every other
+response's usage and estimating it back from the rest is off by well under 5% on average
+(``tests/test_accounting_real_data.py``). Everything is a few passes over the messages with
 running sums: linear time.
 
 Window: the log's own (``Session.context_window``) when stated, else the registry's
@@ -27,9 +32,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ctxhealth.accounting.cost import is_new_response, iter_threads, session_cost
+from ctxhealth.accounting.cost import iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill
+from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill, is_turn
 from ctxhealth.accounting.tokens import (
     DEFAULT_CHARS_PER_TOKEN,
     count_batch,
@@ -39,7 +44,7 @@ from ctxhealth.accounting.tokens import (
 )
 from ctxhealth.accounting.types import CompactionRecord, FillSource, ModelInfo, TurnFill
 from ctxhealth.failures import is_failure
-from ctxhealth.model import Block, CompactionSummary, Format, Message, Role, Session, ToolCall, ToolResult
+from ctxhealth.model import Block, CompactionSummary, Message, Role, Session, ToolCall, ToolResult
 
 MIN_CHARS_PER_TOKEN = 1.5
 MAX_CHARS_PER_TOKEN = 8.0
@@ -160,23 +165,16 @@ class _Scan:
 def _scan(session: Session) -> _Scan:
     """One pass: distinct model responses and compactions of the main thread, tools of all threads.
 
-    A response id seen twice counts once. Claude Code reports usage on every real response;
-    an assistant message there without usage or model is a stand-in the client wrote itself
-    (an API error, an interruption), not a model response.
+    A response id seen twice counts once; a stand-in the client wrote itself
+    (``Message.synthetic``, set by the reader) is not a model response.
     """
     scan = _Scan()
-    always_reports = session.format is Format.CLAUDE_CODE
     seen: set[str] = set()
-    assistant = Role.ASSISTANT
     for i, message in enumerate(session.messages):
         summary = scan.blocks(message.blocks)
         if summary is not None:
             scan.compactions.append((i, summary))
-        if message.role is not assistant or message.model == SYNTHETIC_MODEL:
-            continue
-        if always_reports and message.usage is None and message.model is None:
-            continue
-        if is_new_response(message.response_id, seen):
+        if is_turn(message, seen):
             scan.turns.append(i)
     scan.main_calls, scan.main_errors = scan.calls, scan.errors
     for thread in iter_threads(session):
@@ -303,7 +301,7 @@ def _fills(
         ]
         return turns, FillSource.REPORTED, DEFAULT_CHARS_PER_TOKEN
 
-    before, _, counted = _running_context(session, model.encoding)
+    before, own, counted = _running_context(session, model.encoding)
     segments = _segments(turn_indices, markers)
     points = [
         (seg, before[i], reported[i]) for i, seg in zip(turn_indices, segments, strict=True) if i in reported
@@ -311,16 +309,32 @@ def _fills(
     hidden, cpt = _calibrate(points, fit_ratio=counted is FillSource.ESTIMATED)
     base = min(hidden.values(), default=0.0)
 
+    # the one estimator, fed every message with its counted size (exact tokens at ratio 1, or
+    # characters at the calibrated ratio), the reported fill of each reported turn, and the part
+    # of each segment the log never shows as calibrated on the segment's reported turns
+    running = RunningFill(cpt)
+    running.set_hidden(hidden.get(0, base))
+    fill_at = {i: reported.get(i) for i in turn_indices}
+    starts = set(markers)
+    segment = 0
     turns = []
     worst = FillSource.REPORTED
-    for n, (i, seg, out) in enumerate(zip(turn_indices, segments, outputs, strict=True)):
+    n = 0
+    for i, message in enumerate(messages):
+        turn = running.observe(message, fill_at.get(i), size=own[i])
+        if i in starts:
+            segment += 1
+            running.set_hidden(hidden.get(segment, base))
+        if not turn:
+            continue
+        out = outputs[n]
         if i in reported:
             turns.append(TurnFill(n, i, reported[i], FillSource.REPORTED, out))
-            continue
-        tokens = round(hidden.get(seg, base) + before[i] / cpt)
-        turns.append(TurnFill(n, i, tokens, counted, out))
-        if _TRUST[counted] < _TRUST[worst]:
-            worst = counted
+        else:
+            turns.append(TurnFill(n, i, running.fill, counted, out))
+            if _TRUST[counted] < _TRUST[worst]:
+                worst = counted
+        n += 1
     chars_per_token = cpt if counted is FillSource.ESTIMATED else DEFAULT_CHARS_PER_TOKEN
     return turns, worst, chars_per_token
 
@@ -412,7 +426,7 @@ def _after_compaction(
     if not compactions or not turns or compactions[-1].message_index < turns[-1].message_index:
         return None
     fills = {t.message_index: t.tokens for t in turns}
-    running = RunningFill(session.format)
+    running = RunningFill()
     for i, message in enumerate(session.messages):
         running.observe(message, fills.get(i))
     return TurnFill(len(turns), compactions[-1].message_index, running.fill, running.source)

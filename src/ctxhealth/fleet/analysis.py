@@ -457,7 +457,7 @@ def analyse_session(
                         "drift",
                         index,
                         t.turn,
-                        f"drift {drift:.2f}",
+                        f"off task: on-task {drift:.2f}",
                         "output drifted from the instruction",
                         (index,),
                     )

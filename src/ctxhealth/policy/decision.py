@@ -242,7 +242,7 @@ def _interventions(s: Snapshot, c: Counters, p: Profile) -> Decision | None:
     if s.above_sweet_spot and s.drift < p.drift_threshold:
         return Decision(
             Action.REANCHOR,
-            (f"task drift: similarity {s.drift:.2f} < {p.drift_threshold} above the sweet spot",),
+            (f"task drift: on-task {s.drift:.2f} < {p.drift_threshold} above the sweet spot",),
             Rule.DRIFT,
         )
     if s.same_mistake >= p.same_mistake:

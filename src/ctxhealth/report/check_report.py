@@ -25,6 +25,12 @@ from ctxhealth.sources.reader import MANY_PER_FILE
 SCHEMA_VERSION = 1
 """Version of the ``check`` JSON object; bumped when a key changes meaning or disappears."""
 
+ON_TASK = "on_task"
+"""The name ``check`` shows the drift detector's reading under: the overlap of the current request's
+words with the recent output (1.0 on task, higher is better; it fires *below* the threshold).
+``signals.drift`` carries the same reading for one more release and is deprecated."""
+DEPRECATED_DRIFT = "drift"
+
 UNHEALTHY_FILL_FRACTION = 0.90
 """Without a policy assessment, a session is unhealthy when its current fill reaches this
 fraction of the usable window (window - reserved output - auto-compact buffer): the spec's
@@ -105,6 +111,9 @@ def build_check_report(
         report["task_id"] = session.task_id
     if assessment:
         report.update(assessment)
+        signals = report.get("signals")
+        if isinstance(signals, Mapping) and DEPRECATED_DRIFT in signals and ON_TASK not in signals:
+            report["signals"] = with_on_task(signals)
     return report
 
 
@@ -124,6 +133,16 @@ def _compaction(c: CompactionRecord) -> dict[str, Any]:
         out["dropped_tokens"] = c.dropped_tokens
     if c.encrypted:
         out["summary"] = "encrypted"
+    return out
+
+
+def with_on_task(signals: Mapping[str, Any]) -> dict[str, Any]:
+    """``signals`` with ``on_task`` just before the deprecated ``drift`` (the same reading)."""
+    out: dict[str, Any] = {}
+    for name, value in signals.items():
+        if name == DEPRECATED_DRIFT:
+            out[ON_TASK] = value
+        out[name] = value
     return out
 
 

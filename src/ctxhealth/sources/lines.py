@@ -409,7 +409,8 @@ _USAGE = _slot_setters(
     ),
 )
 _MESSAGE = _slot_setters(
-    Message, ("role", "blocks", "id", "response_id", "model", "usage", "timestamp", "sidechain", "line")
+    Message,
+    ("role", "blocks", "id", "response_id", "model", "usage", "timestamp", "sidechain", "line", "synthetic"),
 )
 
 
@@ -474,12 +475,13 @@ def make_message(
     timestamp: str | None,
     sidechain: bool,
     line: int | None,
+    synthetic: bool = False,
 ) -> Message:
     """``Message(...)`` with every field given, in field order."""
     if _MESSAGE is None:
-        return Message(role, blocks, id, response_id, model, usage, timestamp, sidechain, line)
+        return Message(role, blocks, id, response_id, model, usage, timestamp, sidechain, line, synthetic)
     message = _new(Message)
-    s_role, s_blocks, s_id, s_response, s_model, s_usage, s_time, s_side, s_line = _MESSAGE
+    s_role, s_blocks, s_id, s_response, s_model, s_usage, s_time, s_side, s_line, s_synthetic = _MESSAGE
     s_role(message, role)
     s_blocks(message, blocks)
     s_id(message, id)
@@ -489,4 +491,5 @@ def make_message(
     s_time(message, timestamp)
     s_side(message, sidechain)
     s_line(message, line)
+    s_synthetic(message, synthetic)
     return message

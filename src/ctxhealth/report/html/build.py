@@ -32,9 +32,11 @@ from ctxhealth.fleet.analysis import SessionAnalysis
 from ctxhealth.fleet.schema import COSTS, SESSIONS
 from ctxhealth.model import Message
 from ctxhealth.policy.profile import Profile, default_profile
+from ctxhealth.report.check_report import DEPRECATED_DRIFT
 from ctxhealth.report.html.page import document
 from ctxhealth.report.html.shown import clean, shown
 from ctxhealth.report.html.svg import (
+    EVENT_LABELS,
     EVENT_STYLES,
     ZONE_COLOURS,
     Band,
@@ -129,7 +131,9 @@ def overview(sessions: Rows, costs: Rows, totals: AuditTotals, linked: frozenset
     unhealthy = [s for s in sessions if not s.get("healthy", True)]
     ever = [s for s in sessions if s.get("first_unhealthy_turn") is not None]
     known_cost = [s["cost_usd"] for s in sessions if s.get("cost_usd") is not None]
-    waste = sum(int(s.get("waste_tokens") or 0) for s in sessions)
+    # ``waste_tokens``: prompt tokens sent from a session's first unhealthy turn on (not the audit's
+    # waste, which is re-sent tool output the agent never used)
+    after = sum(int(s.get("waste_tokens") or 0) for s in sessions)
     sent = sum(int(s.get("prompt_tokens") or 0) for s in sessions)
     by_action: dict[str, int] = defaultdict(int)
     for s in unhealthy:
@@ -163,7 +167,12 @@ def overview(sessions: Rows, costs: Rows, totals: AuditTotals, linked: frozenset
             totals.breaks,
         ),
         _figure("usd-breaks", "what the breaks cost", _money(totals.usd_breaks), totals.usd_breaks),
-        _figure("waste", "waste", f"{100.0 * waste / sent:.1f}% of prompt tokens" if sent else "–", None),
+        _figure(
+            "after-unhealthy",
+            "sent after unhealthy",
+            f"{100.0 * after / sent:.1f}% of prompt tokens" if sent else "–",
+            None,
+        ),
     ]
     out = ['<section id="overview"><h2>Overview</h2><div class="figures">']
     out += [
@@ -174,7 +183,7 @@ def overview(sessions: Rows, costs: Rows, totals: AuditTotals, linked: frozenset
     out.append("</div>")
     risks = [float(s["risk"]) for s in sessions if s.get("risk") is not None]
     costs_known = [float(c) for c in known_cost]
-    waste_pct = [
+    after_pct = [
         100.0 * int(s["waste_tokens"] or 0) / int(s["prompt_tokens"])
         for s in sessions
         if s.get("prompt_tokens")
@@ -195,7 +204,11 @@ def overview(sessions: Rows, costs: Rows, totals: AuditTotals, linked: frozenset
     out.append(
         histogram(costs_known, bins=10, low=0, high=_nice(top_cost), label="cost per session", unit=" USD")
     )
-    out.append(histogram(waste_pct, bins=10, low=0, high=100, label="waste, % of prompt tokens", unit="%"))
+    out.append(
+        histogram(
+            after_pct, bins=10, low=0, high=100, label="sent after unhealthy, % of prompt tokens", unit="%"
+        )
+    )
     out.append("</div>")
     out.append(_ranked(sessions, linked))
     out.append(_breaks_by_cause(totals))
@@ -369,7 +382,7 @@ def turn_points(
 
 def _legend() -> str:
     legend = [
-        f'<span><span style="color:{c}">{g}</span> {k.replace("_", " ")}</span>'
+        f'<span><span style="color:{c}">{g}</span> {EVENT_LABELS.get(k, k.replace("_", " "))}</span>'
         for k, (c, _, g) in EVENT_STYLES.items()
     ]
     legend += [
@@ -435,12 +448,26 @@ def session_section(analysis: SessionAnalysis, profile: Profile) -> str:
         cls = ' class="bad"' if sig.fired else ""
         evidence = ", ".join(str(i) for i in sig.evidence)
         out.append(
-            f'<tr><td>{_e(name)}</td><td class="num">{sig.value:.4g}</td>'
+            f'<tr data-signal="{_e(name)}"><td>{_e(SIGNAL_LABELS.get(name, name))}</td>'
+            f'<td class="num">{signal_value(sig.value)}</td>'
             f"<td{cls}>{'yes' if sig.fired else 'no'}</td>"
             f"<td>{_e(evidence)}</td><td>{_e(sig.detail)}</td></tr>"
         )
     out.append("</table></section>")
     return "".join(out)
+
+
+SIGNAL_LABELS = {DEPRECATED_DRIFT: "on-task", "peak_fill": "peak fill"}
+"""Signals shown under another name than the Monitor's: the drift detector's value is the share of
+the request's words in the recent output (higher is better), so it is shown as on-task."""
+
+
+def signal_value(value: float) -> str:
+    """A signal's value for the table: whole numbers of 1,000 or more (token counts) with thousands
+    separators, anything else to four significant digits."""
+    if abs(value) >= 1_000 and float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:.4g}"
 
 
 # ------------------------------------------------------------------------------------------- page

@@ -32,15 +32,46 @@ EVENT_STYLES = {
     "compaction": ("#1565c0", 0, "▼"),
     "decision": ("#6a1b9a", 1, "◆"),
     "drift": ("#00838f", 2, "●"),
-    "indicators": ("#ad1457", 2, "▲"),
-    "tool_failure": ("#c62828", 3, "✕"),
-    "cache_break": ("#ef6c00", 4, "⚡"),
+    "indicators": ("#ad1457", 3, "▲"),
+    "tool_failure": ("#c62828", 4, "✕"),
+    "cache_break": ("#ef6c00", 5, "⚡"),
 }
 MARKER_ROWS = 1 + max(row for _, row, _ in EVENT_STYLES.values())
+EVENT_LABELS = {
+    "compaction": "compaction",
+    "decision": "decision",
+    "drift": "off task",
+    "indicators": "indicators",
+    "tool_failure": "tool failure",
+    "cache_break": "cache break",
+}
+"""What each kind of marker is called on the page (the legend and the marker strip's rows)."""
+ROW_LABELS = tuple(
+    " / ".join(EVENT_LABELS[k] for k, (_, r, _) in EVENT_STYLES.items() if r == row)
+    for row in range(MARKER_ROWS)
+)
+"""The label at the left of each row of the marker strip."""
+X_TICKS = 6
+"""At most this many labelled turns on the timeline's x axis (first and last included)."""
 
 
 def _a(value: object) -> str:
     return shown(value)
+
+
+def turn_ticks(last: int, most: int = X_TICKS) -> list[int]:
+    """Turns to label on an axis from 0 to ``last``: 0, ``last`` and round steps between (1, 2, 5 x
+    10^k), at most ``most`` in all; none closer to ``last`` than half a step."""
+    if last <= 0:
+        return [0]
+    raw = last / max(1, most - 1)
+    exp = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
+    step = next((m * exp for m in (1, 2, 5, 10) if m * exp >= raw), 10 * exp)
+    step = max(1, int(step))
+    ticks = list(range(0, last, step))
+    if ticks and last - ticks[-1] < step / 2 and len(ticks) > 1:
+        ticks.pop()
+    return [*ticks, last]
 
 
 def _fmt_tokens(n: float) -> str:
@@ -83,10 +114,10 @@ def timeline(
     window: int,
     usable: int,
     width: int = 960,
-    height: int = 314,
+    height: int = 328,
 ) -> str:
     """Fill against the window, one circle per turn, zones shaded, event markers in a strip below."""
-    left, right, top = 56, 12, 10
+    left, right, top = 84, 12, 10
     strip = MARKER_ROWS * 14 + 8
     plot_h = height - top - 24 - strip
     n = max(1, len(points) - 1)
@@ -131,14 +162,24 @@ def timeline(
                 f'fill="{POINT_COLOURS.get(p.zone, "#333")}" data-turn="{p.turn}" data-tip="{_a(p.tip)}"/>'
             )
     base = top + plot_h + 20
-    out.append(
-        f'<text x="{left}" y="{base - 6}" class="axis">turn 0</text>'
-        f'<text x="{width - right}" y="{base - 6}" class="axis" text-anchor="end">'
-        f"turn {max(0, len(points) - 1)}</text>"
-    )
+    last = max(0, len(points) - 1)
+    for i in turn_ticks(last):
+        turn = points[i].turn if points else 0
+        anchor = "start" if i == 0 and last else "end" if i == last and last else "middle"
+        out.append(
+            f'<line class="xtick" x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{top + plot_h:.1f}" '
+            f'y2="{top + plot_h + 4:.1f}" stroke="#888"/>'
+            f'<text class="axis xlabel" x="{x(i):.1f}" y="{base - 6}" text-anchor="{anchor}">'
+            f"{'turn ' if i == 0 else ''}{turn}</text>"
+        )
+    for row, label in enumerate(ROW_LABELS):
+        out.append(
+            f'<text class="axis rowlabel" x="{left - 6}" y="{base + 8 + row * 14:.1f}" '
+            f'text-anchor="end">{_a(label)}</text>'
+        )
     position = {p.turn: i for i, p in enumerate(points)}
     for m in markers:
-        colour, row, glyph = EVENT_STYLES.get(m.kind, ("#333", 3, "•"))
+        colour, row, glyph = EVENT_STYLES.get(m.kind, ("#333", 4, "•"))
         i = position.get(m.turn, 0)
         cy = base + 8 + row * 14
         out.append(

@@ -8,7 +8,10 @@
   ``preTokens``, ``postTokens`` and ``cumulativeDroppedTokens`` come from the
   ``compact_boundary`` record before it when present.
 * ``<synthetic>`` responses (Claude Code's own error stand-ins) keep their text but no model
-  and no usage, so they never reset the reported fill to zero.
+  and no usage, so they never reset the reported fill to zero. Claude Code reports usage on
+  every real response, so an assistant message left with neither model nor usage is a stand-in
+  the client wrote itself (an API error, an interruption): it is marked ``Message.synthetic``
+  and accounting does not count it as a model response.
 * Lines that are not user/assistant messages (``summary``, ``progress``, other system lines)
   are skipped silently.
 """
@@ -56,6 +59,7 @@ class _Draft:
             self.timestamp,
             self.sidechain,
             self.line,
+            self.role is Role.ASSISTANT and self.model is None and self.usage is None,
         )
 
 
