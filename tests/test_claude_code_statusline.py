@@ -214,3 +214,15 @@ def test_right_after_compact_a_zero_percent_payload_is_no_fill(tmp_path: Path) -
     doc["context_window"]["used_percentage"] = 0
     line = render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
     assert "40.0K/" in line and " 0/" not in line, line
+
+
+def test_right_after_compact_a_usage_of_zeros_is_no_fill(tmp_path: Path) -> None:
+    # What 2.1.332 really pipes right after /compact (seen in the conformance suite): a current_usage of
+    # zeros, 0%. No prompt is empty: the line shows the transcript's fill, not "0/".
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    doc = json.loads(_payload("claude-statusline-current.json", transcript))
+    for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"):
+        doc["context_window"]["current_usage"][key] = 0
+    doc["context_window"]["used_percentage"] = 0
+    line = render_status(json.dumps(doc), home=str(tmp_path / "h"), color=False)
+    assert "40.0K/" in line and " 0/" not in line, line

@@ -401,11 +401,6 @@ def test_cost_ours_is_the_transcripts_and_claude_codes_adds_the_compaction(
     record(box, "cost")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hooks: right after /compact the status line shows a fill of 0 (the payload has no usage yet),"
-    " not the fill the compaction left",
-)
 def test_interactive_status_line_right_after_compact(box: ClaudeBox, fake: FakeAnthropic) -> None:
     box.install_ctxhealth()
     with TmuxClaude(box, "--dangerously-skip-permissions") as cli:

@@ -105,12 +105,13 @@ def _transcript_size(path: str) -> int | None:
 
 def _payload_fill(payload: StatusPayload) -> int | None:
     """The fill the payload states: its ``current_usage``, else ``used_percentage`` of the window.
-    Right after a ``/compact`` the payload has no usage yet and says 0%: that is no fill (the
-    transcript's, what the compaction left, is shown instead)."""
+    Right after a ``/compact`` the payload has no usage yet, or a usage of zeros, and says 0%: that is
+    no fill — no prompt is empty, the system prompt alone is thousands of tokens — so the transcript's
+    (what the compaction left) is shown instead."""
     window = payload.context_window
     if window is None:
         return None
-    if window.used_tokens is not None:
+    if window.used_tokens:
         return window.used_tokens
     if window.used_percentage and window.size:
         return round(window.used_percentage / 100 * window.size)
