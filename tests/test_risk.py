@@ -652,3 +652,15 @@ def test_new_features_on_real_runs_match_a_plain_json_count(mini_swe_data: Path)
         f = monitor.features()
         assert f["reasoning_tokens"] == reasoning and f["output_tokens"] == output
         assert f["hedges"] == pytest.approx(hedges / len(replies))
+
+
+def test_calibrate_out_into_a_missing_folder_is_an_error_not_a_new_folder(
+    labelled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``--out`` is a path the user typed: a missing folder is a clean environment error (exit 4), never
+    created silently (as ``report -o`` and ``pack -o``)."""
+    runs, labels = labelled
+    out = tmp_path / "no-such-folder" / "profile.json"
+    r = invoke(["calibrate", str(runs), "--labels", str(labels), "--out", str(out), "--folds", "3"])
+    assert r.exit_code == 4, r.output
+    assert not out.parent.exists()

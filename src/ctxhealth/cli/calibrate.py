@@ -20,9 +20,8 @@ from typing import Any
 
 import click
 
-from ctxhealth.atomic import write_atomic
 from ctxhealth.cli.check import count_inputs
-from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
+from ctxhealth.cli.common import echo_json, guarded, transcripts_argument, write_output
 from ctxhealth.cli.labels import label_options, labelled_runs
 from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
@@ -136,7 +135,7 @@ def calibrate(
             risk_formats=tuple(sorted({r.agent for r in runs})),
         )
         fits = [("all runs", fit, list(runs))]
-    write_atomic(out, json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n")
+    write_output(str(out), json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n", "profile")
     summaries = {title: _fit_summary(fit[0], fit[1], mine) for title, fit, mine in fits}
     if as_json:
         if by is None:
@@ -183,7 +182,7 @@ def _calibrate_zones(paths: tuple[str, ...], base: Any, out: str, registry: Any,
     rises, rows = slip_rises(builder.measured)
     profile = load_profile(out) if Path(out).is_file() else base
     profile = replace(profile, slip_rise={**profile.slip_rise, **rises})
-    write_atomic(out, json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n")
+    write_output(str(out), json.dumps(profile.to_dict(), indent=2, sort_keys=True) + "\n", "profile")
     if as_json:
         echo_json({"profile": out, "families": rows})
         return
