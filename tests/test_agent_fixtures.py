@@ -24,7 +24,7 @@ def _log(folder: Path) -> Path:
 
 @pytest.mark.parametrize("folder", RUNS, ids=[f"{p.parent.name}/{p.name}" for p in RUNS])
 def test_recorded_run_reads_as_the_server_saw_it(folder: Path) -> None:
-    truth = Truth(**json.loads((folder / "truth.json").read_text("utf-8")))
+    truth = Truth(**json.loads((folder / "truth.json").read_text("utf-8"))).priced()
     figures = check_json(_log(folder), "--strict")
     assert_matches(figures, truth)
     assert figures["warnings"] == []

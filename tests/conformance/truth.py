@@ -17,7 +17,7 @@ import functools
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +57,20 @@ class Truth:
     """What the server billed for requests the agent's log does not account for (Gemini CLI's router)."""
     fills: list[int] = field(default_factory=list)
     model: str = ""
+    billed: list[dict[str, Any]] = field(default_factory=list)
+    """Every billed request: ``{model, usage, logged}`` (``logged``: the agent's log accounts for it), so a
+    recorded truth is priced when it is read (:meth:`priced`), at the prices the registry has then."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def priced(self) -> Truth:
+        """This truth with its costs at today's prices (a recording keeps usage, not prices that change)."""
+        if not self.billed:
+            return self
+        cost = sum(request_cost(b["model"], b["usage"]) for b in self.billed if b["logged"])
+        other = sum(request_cost(b["model"], b["usage"]) for b in self.billed if not b["logged"])
+        return replace(self, cost_usd=round(cost, 6), unlogged_cost_usd=round(other, 6))
 
 
 def request_cost(model: str, usage: dict[str, int]) -> float:
@@ -114,6 +125,7 @@ def truth_of(
         ),
         fills=[e.usage["input"] for e in turns],
         model=model,
+        billed=[{"model": e.model or model, "usage": e.usage, "logged": e.kind in logged} for e in billed],
     )
 
 
