@@ -300,3 +300,25 @@ def test_streamable_http_on_loopback_and_a_remote_address_refused(tmp_path: Path
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_the_hosts_own_session_is_waited_for_before_a_newer_transcript_is_taken(tmp_path: Path) -> None:
+    """Claude Code names its session (``CLAUDE_CODE_SESSION_ID``) before it has written the transcript:
+    the server waits briefly for that file instead of taking the directory's newest transcript (a decoy)."""
+    import threading
+
+    from ctxhealth.mcpserver.sessions import find_transcript, project_dir_name
+
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    host = context(tmp_path, cwd=cwd, session_id="own-session").host
+    folder = host.claude_dir / "projects" / project_dir_name(cwd)
+    folder.mkdir(parents=True)
+    (folder / "decoy.jsonl").write_text('{"type":"summary","summary":"x"}\n')
+    own = folder / "own-session.jsonl"
+    writer = threading.Timer(0.3, lambda: own.write_text('{"type":"summary","summary":"y"}\n'))
+    writer.start()
+    try:
+        assert find_transcript(host) == own
+    finally:
+        writer.join()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +92,7 @@ def find_transcript(host: Host, *, path: str | None = None, session_id: str | No
             )
         return found
     if host.session_id:
-        found = _by_session_id(host, host.session_id)
+        found = _own_session(host, host.session_id)
         if found is not None:
             return found
     candidates = [p for p in _for_directory(host) if p.is_file()]
@@ -102,6 +103,21 @@ def find_transcript(host: Host, *, path: str | None = None, session_id: str | No
             hint="pass `path` (a transcript file) or `session_id`",
         )
     return max(candidates, key=_mtime)
+
+
+OWN_SESSION_WAIT_SECONDS = 2.0
+"""How long a call waits for the host's own session file to appear: the host names its session before it
+has written the transcript (a first turn), and the newest transcript of the directory may be another."""
+
+
+def _own_session(host: Host, session_id: str) -> Path | None:
+    """The transcript of the session the host names, waiting briefly for it to be written."""
+    deadline = time.monotonic() + OWN_SESSION_WAIT_SECONDS
+    while True:
+        found = _by_session_id(host, session_id)
+        if found is not None or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
 
 
 def _mtime(path: Path) -> float:
