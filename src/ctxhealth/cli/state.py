@@ -159,11 +159,9 @@ def _read_update(update: str | None, sets: tuple[str, ...]) -> dict[str, Any] | 
 def _gate_thresholds(warning: float | None, compress: float | None, critical: float | None) -> Thresholds:
     """The pressure gates of the configured profile, with any given flag in place of its gate."""
     from ctxhealth.config import load_settings
-    from ctxhealth.policy.profile import resolve_profile
     from ctxhealth.state.gate import Thresholds
 
-    settings = load_settings({}, os.environ, Path.cwd())
-    base = Thresholds.from_profile(resolve_profile(settings.profile, settings.profile_overrides))
+    base = Thresholds.configured(load_settings({}, os.environ, Path.cwd()))
     return Thresholds(
         warning=base.warning if warning is None else warning,
         compress=base.compress if compress is None else compress,

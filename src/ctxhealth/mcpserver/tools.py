@@ -202,10 +202,7 @@ def task_state(
                 pressure = float(_assess(ctx, session)["pressure"])
                 source, gate_session = "session", session.session_id or gate_session
                 extra["transcript"] = str(transcript)
-        from ctxhealth.policy.profile import resolve_profile
-
-        settings = ctx.settings
-        thresholds = Thresholds.from_profile(resolve_profile(settings.profile, settings.profile_overrides))
+        thresholds = Thresholds.configured(ctx.settings)
         request = GateRequest(
             pressure=pressure,
             turn=turn,

@@ -20,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from ctxhealth.config import Settings
 from ctxhealth.errors import ConfigError, LedgerError
 from ctxhealth.policy import Profile, defaults
 from ctxhealth.state.ledger import Ledger
@@ -62,6 +63,13 @@ class Thresholds:
     def from_profile(cls, profile: Profile) -> Thresholds:
         """The gates of a policy profile (``pressure_warning`` / ``_compress`` / ``_critical``)."""
         return cls(profile.pressure_warning, profile.pressure_compress, profile.pressure_critical)
+
+    @classmethod
+    def configured(cls, settings: Settings) -> Thresholds:
+        """The gates of the profile ``settings`` configure (file and ``[profile]`` overrides)."""
+        from ctxhealth.policy.profile import resolve_profile
+
+        return cls.from_profile(resolve_profile(settings.profile, settings.profile_overrides))
 
 
 def zone_for(pressure: float | None, thresholds: Thresholds) -> GateZone:
