@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ctxhealth.accounting.types import Tier
 from ctxhealth.integrations.claude_code.assess import read_counters
 from ctxhealth.integrations.claude_code.payloads import parse_status_payload
-from ctxhealth.integrations.claude_code.statusline import render_status
+from ctxhealth.integrations.claude_code.statusline import format_status, render_status
 from ctxhealth.integrations.claude_code.tail import resolve_thresholds
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
 from ctxhealth.policy.profile import default_profile
@@ -176,19 +176,67 @@ def test_status_zone_is_the_signal_layers_zone(fill: int, tier: Tier) -> None:
     assert read_counters(counters, fill=fill).zone is expected.raised()
 
 
-def test_reading_follows_the_hosts_window_and_failure_rate() -> None:
-    counters = SessionCounters("/t.jsonl")
-    counters.model = "claude-sonnet-4-5-20250929"
+def _monitor_zone(model: str, window: int, fill: int) -> Zone:
+    """The zone the session's own monitor gives a response of ``fill`` tokens under a host that states
+    ``window`` (public API only: a Monitor with the session's ModelInfo, observing one response)."""
+    from ctxhealth.accounting.registry import ModelRegistry
+    from ctxhealth.integrations.claude_code.monitoring import claude_code_profile, session_info
+    from ctxhealth.model import Message, Role
+    from ctxhealth.monitor import Monitor
+
+    info = session_info(model, window, ModelRegistry.default())
+    monitor = Monitor(model, claude_code_profile(), info=info)
+    return monitor.observe(Message(role=Role.ASSISTANT, blocks=(), model=model), fill=fill).base_zone
+
+
+def test_the_zone_for_the_hosts_window_is_the_monitors(tmp_path: Path) -> None:
+    # The hooks cached the thresholds of the registry's 200K window; the host then states a 1M
+    # window (a 1M variant): the line's zone for its fill is the monitor's for that window (the
+    # profile's zones for 1M), not the 200K zones stretched over it (which said red at 300K).
+    model = "claude-sonnet-4-5-20250929"
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000])
+    home = tmp_path / "h"
+    from ctxhealth.integrations.claude_code.tailstate import save_counters
+
+    counters = SessionCounters(str(transcript))
+    counters.model, counters.hooks_seen = model, True
     resolve_thresholds(counters)
-    assert counters.thresholds is not None
-    reserve = counters.thresholds["window"] - counters.thresholds["usable"]
-    big = read_counters(counters, fill=300_000, window=1_000_000)
-    assert big.window == 1_000_000 and big.usable == 1_000_000 - reserve
-    assert big.zone is Zone.RED  # 300K is past the full tier's 180K hard limit, whatever the window
-    for i, failed in enumerate([True, False, True, False, True]):
-        counters.record_tool(f"t{i}", "Bash", f"Bash:{i}", failed)
-    reading = read_counters(counters)
-    assert reading.spiral and "60% of the last 5" in reading.spiral_reason  # the policy's own words
+    counters.offset = transcript.stat().st_size  # nothing new to read: the cached counters draw it
+    save_counters(str(home), counters)
+    doc = json.loads(_payload("claude-statusline-current.json", transcript))
+    doc["context_window"]["context_window_size"] = 1_000_000
+    for fill in (150_000, 300_000, 600_000):
+        doc["context_window"]["current_usage"].update(
+            input_tokens=fill - 120_000 - 4988,
+            cache_creation_input_tokens=4988,
+            cache_read_input_tokens=120_000,
+        )
+        line = render_status(json.dumps(doc), home=str(home), color=False)
+        assert line.startswith(f"● {_monitor_zone(model, 1_000_000, fill).value} "), (fill, line)
+    assert _monitor_zone(model, 1_000_000, 300_000) is Zone.ORANGE  # (the stretched 200K zones: red)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    fill=st.integers(min_value=1, max_value=1_500_000),
+    window=st.sampled_from([200_000, 400_000, 1_000_000]),
+)
+def test_status_zone_is_the_monitors_for_any_fill_and_window(fill: int, window: int) -> None:
+    model = "claude-sonnet-4-5-20250929"
+    counters = SessionCounters("/t.jsonl")
+    counters.model = model
+    resolve_thresholds(counters)  # the registry's window, as the hooks cache it
+    assert read_counters(counters, fill=fill, window=window).zone is _monitor_zone(model, window, fill)
+
+
+def test_the_line_says_on_task_higher_is_better(tmp_path: Path) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl", [20_000, 40_000])
+    counters = SessionCounters(str(transcript))
+    counters.drift = 0.36
+    line = format_status(
+        parse_status_payload(_payload("claude-statusline-current.json", transcript)), counters, color=False
+    )
+    assert "on-task 0.36" in line and "drift" not in line
 
 
 def test_status_payload_2_1_fields(tmp_path: Path) -> None:

@@ -92,7 +92,7 @@ def _command() -> Any:
         "--color/--no-color", default=None, help="Force colour on or off (default: on unless NO_COLOR)."
     )
     def statusline(then: str | None, color: bool | None) -> None:
-        """Print one status line from Claude Code's JSON: zone, fill, drift, failure spiral, low
+        """Print one status line from Claude Code's JSON: zone, fill, on-task, failure spiral, low
         prompt-cache hits, cost."""
         sys.exit(run(then=then, color=color))
 

@@ -46,18 +46,15 @@ class Reading:
     )
 
     def __init__(self, counters: SessionCounters, fill: int | None, window: int | None) -> None:
-        th = dict(_thresholds(counters))
-        if window and window != th["window"]:
-            # The host reports another window (e.g. a 1M variant): keep the same reserve below it.
-            th["usable"] = max(1, window - (th["window"] - th["usable"]))
-            th["window"] = window
+        th = _thresholds(counters, window)
         self.fill: int = counters.fill if fill is None else fill
         self.window: int = th["window"]
         self.usable: int = max(1, th["usable"])
         self.percent: float = 100.0 * self.fill / self.usable
+        # the Monitor's pressure scale (``PressureTracker.reading``) on the zones of Profile.zones(info)
         quality = self.fill / th["hard_limit"]
         capacity = self.fill / self.usable
-        self.pressure: float = max(quality, capacity)
+        self.pressure: float = quality if quality >= capacity else capacity
         zone = worse(
             tier_zone_of(self.fill, th["sweet_spot"], th["compact_zone"], th["hard_limit"]),
             window_zone_of(
@@ -80,14 +77,17 @@ class Reading:
         self.doom_loop: bool = counters.doom_loops > 0 and bool(counters.last_doom_signature)
 
 
-def _thresholds(counters: SessionCounters) -> dict[str, Any]:
-    """The session's cached window and profile thresholds; resolved by the slow path
-    (:func:`.tail.resolve_thresholds`: the registry and the profile) when none are cached yet."""
-    if counters.thresholds is not None:
-        return counters.thresholds
+def _thresholds(counters: SessionCounters, window: int | None = None) -> dict[str, Any]:
+    """The session's cached window and profile thresholds (``Profile.zones(info)``, resolved by the
+    slow path :func:`.tail.resolve_thresholds`: the registry and the profile) when none are cached
+    yet, or when the host states another ``window`` than the cached one (a 1M variant): the zones
+    of that window are the profile's for it, never the cached ones stretched."""
+    cached = counters.thresholds
+    if cached is not None and (not window or window == cached.get("window")):
+        return cached
     from ctxhealth.integrations.claude_code.tail import resolve_thresholds
 
-    return resolve_thresholds(counters)
+    return resolve_thresholds(counters, window=window or None)
 
 
 def spiral(counters: SessionCounters) -> tuple[bool, str]:

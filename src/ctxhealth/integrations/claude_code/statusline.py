@@ -1,8 +1,12 @@
-"""The one-line status Claude Code shows under the prompt: zone, fill / usable window, drift, spiral,
-a low prompt-cache hit rate, cost.
+"""The one-line status Claude Code shows under the prompt: zone, fill / usable window, on-task
+(the drift detector's overlap with the current request, higher is better), spiral, a low
+prompt-cache hit rate, cost.
 
 Input is the status-line JSON Claude Code pipes in. The fill comes from its ``context_window`` block
-when present (newer versions), else from the transcript's latest reported usage. Drift and the
+when present (newer versions), else from the transcript's latest reported usage; its zone and
+pressure are the session monitor's for that fill: the zones of ``Profile.zones(info)`` for the
+window the payload states (resolved again when it states another one), on the monitor's pressure
+scale, raised as the monitor's was. On-task and the
 failure counters come from the session's cached counters (kept fresh by the hooks); the transcript's
 new tail is read here only when no hook has run for the session, when nothing is cached yet, or when
 the payload has no fill, so a refresh normally costs a payload parse and one small file read.
@@ -131,7 +135,20 @@ def _needs_read(payload: StatusPayload, counters: SessionCounters, cached: bool)
 def _needs_update(payload: StatusPayload, counters: SessionCounters, cached: bool) -> bool:
     # thresholds resolved before the model was known (a first PostToolUse): the payload names it
     unnamed = bool(payload.model_id) and not counters.model
-    return _needs_read(payload, counters, cached) or counters.thresholds is None or unnamed
+    return (
+        _needs_read(payload, counters, cached)
+        or counters.thresholds is None
+        or unnamed
+        or _other_window(payload, counters)
+    )
+
+
+def _other_window(payload: StatusPayload, counters: SessionCounters) -> bool:
+    """Whether the payload states a window the cached thresholds are not for (a 1M variant): its
+    zones are then resolved for that window (``Profile.zones``), as the session's monitor uses."""
+    window = payload.context_window
+    size = window.size if window is not None else None
+    return bool(size) and counters.thresholds is not None and counters.thresholds.get("window") != size
 
 
 def _refresh(payload: StatusPayload, counters: SessionCounters, cached: bool) -> None:
@@ -177,9 +194,9 @@ def format_status(payload: StatusPayload, counters: SessionCounters, *, color: b
         _paint(f"● {r.zone.value}", _COLOURS[r.zone], color),
         f"{_tokens(r.fill)}/{_tokens(r.usable)} {r.percent:.0f}%",
     ]
-    if r.drift is not None:
-        drift = f"drift {r.drift:.2f}"
-        parts.append(_paint(drift + " ↯", _RED, color) if r.drifting else drift)
+    if r.drift is not None:  # the drift detector's on-task overlap: higher is better
+        on_task = f"on-task {r.drift:.2f}"
+        parts.append(_paint(on_task + " ↯", _RED, color) if r.drifting else on_task)
     if counters.tool_calls:
         fails = f"fail {counters.tool_errors}/{counters.tool_calls}"
         parts.append(_paint(f"spiral: {r.spiral_reason}", _RED, color) if r.spiral else fails)
