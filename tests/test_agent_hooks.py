@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from ctxhealth.integrations.claude_code.agents import Agent, adapt_output, engine_event
+from ctxhealth.integrations.claude_code.assess import tool_counts
 from ctxhealth.integrations.claude_code.doctor import CheckStatus, agent_checks
 from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.install import (
@@ -209,7 +210,7 @@ def test_codex_post_tool_use_counts_failures_from_the_rollout(tmp_path: Path) ->
         is_failure(r) for m in read_session(FIXTURES / "codex-rollout.jsonl").messages for r in m.tool_results
     )
     counters = load_counters(str(home), str(rollout))
-    assert counters is not None and counters.tool_errors == before + 6
+    assert counters is not None and tool_counts(counters).failed == before + 6
 
 
 def test_gemini_gives_the_checkpoint_back_only_after_a_real_compression(tmp_path: Path) -> None:
@@ -251,8 +252,8 @@ def test_gemini_hooks_count_what_the_chat_file_says(tmp_path: Path) -> None:
 
     session = read_session(chat)
     results = [r for m in session.messages for r in m.tool_results]
-    assert counters is not None and counters.tool_calls == len(results) > 0
-    assert counters.tool_errors == sum(is_failure(r) for r in results) > 0
+    assert counters is not None and tool_counts(counters).calls == len(results) > 0
+    assert tool_counts(counters).failed == sum(is_failure(r) for r in results) > 0
 
 
 def test_hooks_fail_open_on_a_transcript_no_reader_knows(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from conftest import invoke
+from ctxhealth.integrations.claude_code.assess import tool_counts
 from ctxhealth.integrations.claude_code.doctor import CheckStatus, diagnose
 from ctxhealth.integrations.claude_code.install import apply_plan, plan_install
 from ctxhealth.integrations.claude_code.watch import SessionWatch, find_newest_session, render_frame
@@ -97,7 +98,11 @@ def test_watch_follows_a_growing_transcript(tmp_path: Path) -> None:
     path = _transcript(tmp_path / "s1.jsonl", 4, fail_every=2)
     watch = SessionWatch(path)
     assert watch.poll() > 0
-    assert watch.counters.turns == 4 and watch.counters.tool_errors == 2 and list(watch.fills)[-1] == 4005
+    assert (
+        watch.counters.turns == 4
+        and tool_counts(watch.counters).failed == 2
+        and list(watch.fills)[-1] == 4005
+    )
     assert watch.poll() == 0  # nothing new
     with path.open("a") as handle:
         usage = {"input_tokens": 5, "cache_read_input_tokens": 9000, "output_tokens": 3}

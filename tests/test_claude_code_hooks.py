@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from claude_session import Session
 from conftest import invoke
 from ctxhealth.errors import InputError
+from ctxhealth.integrations.claude_code.assess import tool_counts
 from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.payloads import (
     CompactTrigger,
@@ -23,7 +25,7 @@ from ctxhealth.integrations.claude_code.payloads import (
     hook_output,
     parse_hook_payload,
 )
-from ctxhealth.integrations.claude_code.tailstate import SessionCounters, call_signature, load_counters
+from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_counters
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -89,60 +91,38 @@ def test_hook_output_shapes() -> None:
     assert hook_output(HookEvent.USER_PROMPT_SUBMIT) == ""
 
 
-def test_call_signature_is_canonical() -> None:
-    assert call_signature("Read", {"a": 1, "b": 2}) == call_signature("Read", {"b": 2, "a": 1})
-    assert call_signature("Read", {"a": 1}) != call_signature("Bash", {"a": 1})
-
-
 def test_counters_round_trip_and_tolerate_bad_data() -> None:
     c = SessionCounters("/t.jsonl")
-    c.record_tool("a", "Bash", "Bash:1", failed=True)
-    c.record_tool("a", "Bash", "Bash:1", failed=True)  # same id: counted once
-    assert c.tool_calls == 1 and c.tool_errors == 1
+    c.observed.append("r:a")
+    c.mark_noticed("spiral")
+    assert c.noticed("spiral") and c.given_at("spiral") == (0, 0)
     again = SessionCounters.from_dict(json.loads(json.dumps(c.to_dict())), "/t.jsonl")
-    assert again.to_dict() == c.to_dict()
-    odd = SessionCounters.from_dict({"tool_calls": "many", "offset": 5, "bogus": 1}, "/t.jsonl")
-    assert odd.tool_calls == 0 and odd.offset == 5
-    assert SessionCounters.from_dict([1, 2]).tool_calls == 0
+    assert again.to_dict() == c.to_dict() and again.noticed("spiral")
+    odd = SessionCounters.from_dict({"observed": "many", "offset": 5, "bogus": 1}, "/t.jsonl")
+    assert odd.observed == [] and odd.offset == 5
+    assert SessionCounters.from_dict([1, 2]).observed == []
+    weird = SessionCounters.from_dict({"notices": {"spiral": 3, "warn": "x"}}, "/t.jsonl")
+    assert not weird.noticed("spiral") and weird.given_at("warn") is None  # an older shape: not given
 
 
-def test_doom_loop_after_three_identical_calls(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    transcript = tmp_path / "t.jsonl"
-    transcript.write_text("")
-    outputs = []
-    for i in range(4):
-        payload = {
-            "hook_event_name": "PostToolUse",
-            "transcript_path": str(transcript),
-            "session_id": "s",
-            "tool_name": "Read",
-            "tool_input": {"file_path": "/a.py"},
-            "tool_use_id": f"t{i}",
-        }
-        result = run_hook("PostToolUse", json.dumps(payload).encode(), home=str(home))
-        assert result.stderr == ""
-        outputs.append(result.stdout)
+def _said(out: str) -> str:
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+
+
+def test_doom_loop_when_the_monitor_sees_the_same_call_repeated(tmp_path: Path) -> None:
+    s = Session(tmp_path)
+    outputs = [_said(s.call("Read", {"file_path": "/a.py"}, "x = 1")) for _ in range(4)]
+    # the third identical call is the monitor's second repeat (repeated_calls fires at 2): once
     assert outputs[0] == outputs[1] == "" and "Doom loop" in outputs[2] and outputs[3] == ""
-    counters = load_counters(str(home), str(transcript))
-    assert counters is not None and counters.doom_loops == 1 and counters.tool_calls == 4
+    s.hook("Stop")
+    counters = load_counters(s.home, str(s.transcript))
+    assert counters is not None and tool_counts(counters).calls == 4 and tool_counts(counters).repeats == 3
 
 
 def test_failure_spiral_told_once_per_episode(tmp_path: Path) -> None:
-    home, transcript = tmp_path / "home", tmp_path / "t.jsonl"
-    transcript.write_text("")
-    said = []
-    for i in range(6):
-        payload = {
-            "hook_event_name": "PostToolUseFailure",
-            "transcript_path": str(transcript),
-            "tool_name": "Bash",
-            "tool_input": {"command": f"make {i}"},
-            "tool_use_id": f"t{i}",
-            "error": "exit 1",
-        }
-        said.append(run_hook(None, json.dumps(payload).encode(), home=str(home)).stdout)
-    spiral = [s for s in said if "Failure spiral" in s]
+    s = Session(tmp_path)
+    said = [_said(s.call("Bash", {"command": f"make {i}"}, "exit 1", failed=True)) for i in range(6)]
+    spiral = [text for text in said if "Failure spiral" in text]
     assert len(spiral) == 1 and "Failure spiral" in said[2]
 
 
@@ -217,18 +197,22 @@ def test_click_command_is_registered() -> None:
     assert result.exit_code == 0 and "PreCompact" in result.output
 
 
-def test_parallel_tool_hooks_lose_no_count(tmp_path: Path) -> None:
-    home, transcript = tmp_path / "home", tmp_path / "t.jsonl"
-    transcript.write_text("")
+def test_parallel_tool_hooks_count_each_call_once(tmp_path: Path) -> None:
+    # Six parallel calls whose results are already in the transcript: each hook reads them (or finds
+    # them read) and none is counted again from its payload.
+    s = Session(tmp_path)
+    for i in range(6):
+        s.call("Read", {"file_path": f"/f{i}.py"}, f"file {i}")  # (one at a time, to write the lines)
+    home = tmp_path / "parallel-home"
     env = {**os.environ, "CTXHEALTH_HOME": str(home)}
     procs = []
     for i in range(6):
         payload = {
             "hook_event_name": "PostToolUse",
-            "transcript_path": str(transcript),
+            "transcript_path": str(s.transcript),
             "tool_name": "Read",
             "tool_input": {"file_path": f"/f{i}.py"},
-            "tool_use_id": f"t{i}",
+            "tool_use_id": f"toolu_{1 + 2 * i}",  # (the ids Session gave them)
         }
         proc = subprocess.Popen(
             [sys.executable, "-m", "ctxhealth.cli.hook", "PostToolUse"],
@@ -244,8 +228,8 @@ def test_parallel_tool_hooks_lose_no_count(tmp_path: Path) -> None:
     for proc in procs:
         assert proc.wait(timeout=60) == 0
         assert proc.stderr is not None and proc.stderr.read() == b""
-    counters = load_counters(str(home), str(transcript))
-    assert counters is not None and counters.tool_calls == 6
+    counters = load_counters(str(home), str(s.transcript))
+    assert counters is not None and tool_counts(counters).calls == 6
 
 
 def test_click_hook_and_statusline_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -259,7 +243,7 @@ def test_click_hook_and_statusline_commands_run(tmp_path: Path, monkeypatch: pyt
     )
     assert done.exit_code == 0
     counters = load_counters(str(tmp_path / "home"), str(transcript))
-    assert counters is not None and counters.tool_errors == 1
+    assert counters is not None and any("PostToolUseFailure" in e[0] for e in counters.pending_events)
     status = invoke(
         ["statusline", "--no-color"], input=_fixture("claude-statusline-current.json", transcript)
     )

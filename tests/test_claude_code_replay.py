@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ctxhealth.integrations.claude_code.assess import tool_counts
 from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.monitoring import claude_code_profile, summarise
 from ctxhealth.integrations.claude_code.statusline import render_status
@@ -69,11 +70,19 @@ class _Replay:
 
 
 @pytest.mark.parametrize(
-    ("session", "compactions", "results", "failures"),
-    [(SESSION, 2, 260, 48), (SIDECHAIN_SESSION, 1, 194, 17)],
+    ("session", "compactions", "results", "flagged", "failures"),
+    # failures: `check`'s count of the main thread (the one definition: the flag, else error text);
+    # flagged: the results with the error flag (the payloads of this replay state only the flag)
+    [(SESSION, 2, 260, 48, 54), (SIDECHAIN_SESSION, 1, 194, 17, 17)],
 )
 def test_replay_real_session_with_hooks(
-    claude_code_data: Path, tmp_path: Path, session: str, compactions: int, results: int, failures: int
+    claude_code_data: Path,
+    tmp_path: Path,
+    session: str,
+    compactions: int,
+    results: int,
+    flagged: int,
+    failures: int,
 ) -> None:
     source = _session_file(claude_code_data, session)
     home = tmp_path / "home"
@@ -164,8 +173,10 @@ def test_replay_real_session_with_hooks(
     assert counters is not None
     assert counters.offset == transcript.stat().st_size  # the whole file was read, a tail at a time
     assert counters.compactions == compactions
-    assert counters.tool_calls == len(result_ids) == results
-    assert counters.tool_errors == errors == failures
+    assert tool_counts(counters).calls == len(result_ids) == results  # the monitor's counts
+    assert errors == flagged
+    # the monitor's count, from the transcript's results (a payload's judgement is never kept)
+    assert tool_counts(counters).failed == failures
     assert counters.turns == len(response_ids)
     assert counters.fill == last_fill and counters.peak == peak
     assert first_prompt is not None and counters.instruction == first_prompt[:4000]
@@ -211,4 +222,4 @@ def test_replay_real_session_with_hooks(
         "model": {"id": "claude-opus-4-20250514"},
     }
     line = render_status(json.dumps(status), home=str(home), color=False)
-    assert f"fail {errors}/{len(result_ids)}" in line or "spiral" in line
+    assert f"fail {failures}/{len(result_ids)}" in line or "spiral" in line

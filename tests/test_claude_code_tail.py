@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.integrations.claude_code.assess import tool_counts
 from ctxhealth.integrations.claude_code.hooks import reanchor_after_compaction, run_hook
 from ctxhealth.integrations.claude_code.tail import read_tail
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_counters
@@ -79,7 +80,7 @@ def _fire(event: str, home: Path, transcript: Path, **fields: object) -> str:
     return result.stdout
 
 
-def test_reanchor_given_once_per_episode(tmp_path: Path) -> None:
+def test_reanchor_given_once_while_in_context_then_after_a_compaction(tmp_path: Path) -> None:
     home, path = tmp_path / "home", tmp_path / "t.jsonl"
     drifted = "The weather in Lisbon was lovely; tram 28 climbs through Alfama past many cafés."
     path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, drifted, 100_000) + "\n")
@@ -88,7 +89,7 @@ def test_reanchor_given_once_per_episode(tmp_path: Path) -> None:
     assert context.startswith("[RE-ANCHOR -- Context drift detected]") and INSTRUCTION in context
     with path.open("a") as handle:
         handle.write(_assistant(2, drifted, 101_000) + "\n")
-    assert _fire("UserPromptSubmit", home, path, prompt="and?") == ""  # same episode: said already
+    assert _fire("UserPromptSubmit", home, path, prompt="and?") == ""  # still in context: said already
     _fire("SessionStart", home, path, source="compact")  # a new episode
     with path.open("a") as handle:
         handle.write(_assistant(3, drifted, 102_000) + "\n")
@@ -150,9 +151,12 @@ def test_subagent_tool_calls_are_not_the_main_sessions(tmp_path: Path) -> None:
             agent_id="a1b2",
             agent_type="general-purpose",
         )
-    _fire("PostToolUse", home, path, tool_name="Read", tool_input={"file_path": "a.py"}, tool_use_id="t1")
+    with path.open("a") as handle:  # the main thread's own call, as Claude Code writes it
+        handle.write(_assistant_call(1, "Listing.", 5000, "ls") + "\n" + _result(1, "a.py") + "\n")
+    _fire("PostToolUse", home, path, tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="t1")
     counters = load_counters(str(home), str(path))
-    assert counters is not None and counters.tool_calls == 1 and counters.tool_errors == 0
+    assert counters is not None
+    assert (tool_counts(counters).calls, tool_counts(counters).failed) == (1, 0)
 
 
 def test_new_events_are_accepted(tmp_path: Path) -> None:

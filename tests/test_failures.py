@@ -50,26 +50,26 @@ def test_check_counts_the_failures_its_spiral_names(tmp_path: Path) -> None:
     assert "6 calls, 6 errors" in text
 
 
-def test_a_hook_counts_a_call_as_the_transcript_does(tmp_path: Path) -> None:
-    # PostToolUse counts a call before the transcript has it; the tail skips the id afterwards. Both
-    # must judge it by the one definition: a pipeline that exited 0 with "command not found".
-    from ctxhealth.integrations.claude_code.hooks import run_hook
+def test_a_hook_judges_a_call_as_the_transcript_does(tmp_path: Path) -> None:
+    # PostToolUse judges a call before the transcript has its result, the monitor the transcript's
+    # result afterwards: both by the one definition (a pipeline that exited 0 with "command not
+    # found", no error flag), so the streak notice and the saved counts agree.
+    from claude_session import Session
+    from ctxhealth.integrations.claude_code.assess import tool_counts
     from ctxhealth.integrations.claude_code.tailstate import load_counters
 
-    home, transcript = tmp_path / "home", tmp_path / "t.jsonl"
-    transcript.write_text("")
-    payload = {
-        "hook_event_name": "PostToolUse",
-        "session_id": "s1",
-        "transcript_path": str(transcript),
-        "tool_name": "Bash",
-        "tool_input": {"command": "gcc-12 x.c | tee log"},
-        "tool_response": {"stdout": "", "stderr": "/bin/bash: line 1: gcc-12: command not found"},
-        "tool_use_id": "toolu_1",
-    }
-    assert run_hook("PostToolUse", json.dumps(payload).encode(), home=str(home)).stderr == ""
-    counters = load_counters(str(home), str(transcript))
-    assert counters is not None and counters.tool_calls == 1 and counters.tool_errors == 1
+    s = Session(tmp_path)
+    said = [
+        s.call(
+            "Bash", {"command": f"gcc-12 x{i}.c | tee log"}, "/bin/bash: line 1: gcc-12: command not found"
+        )
+        for i in range(3)
+    ]
+    assert ["consecutive tool failures" in out for out in said] == [False, False, True]
+    s.hook("Stop")
+    counters = load_counters(s.home, str(s.transcript))
+    assert counters is not None
+    assert (tool_counts(counters).calls, tool_counts(counters).failed) == (3, 3)
 
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "claude-code"
@@ -80,6 +80,7 @@ def test_the_hooks_and_check_count_the_same_calls_on_real_sessions(tmp_path: Pat
     # every thread and says which part is the sub-agents'. With those labels they agree.
     import pytest
 
+    from ctxhealth.integrations.claude_code.assess import tool_counts
     from ctxhealth.integrations.claude_code.tail import read_tail
     from ctxhealth.integrations.claude_code.tailstate import SessionCounters
 
@@ -96,7 +97,8 @@ def test_the_hooks_and_check_count_the_same_calls_on_real_sessions(tmp_path: Pat
         main_errors = report["tool_errors"] - report["subagent_tool_errors"]
         # the hooks count finished calls (a result arrived); check counts calls made, so a call the
         # session ended on, without a result, is one more in check (session f6108699)
-        assert counters.tool_errors == main_errors, path.name
-        assert 0 <= main_calls - counters.tool_calls <= 1, path.name
+        tools = tool_counts(counters)  # the session monitor's
+        assert tools.failed == main_errors, path.name
+        assert 0 <= main_calls - tools.calls <= 1, path.name
         labelled += report["subagent_tool_calls"] > 0
     assert labelled >= 1  # at least one real session has sub-agent calls, and check says so

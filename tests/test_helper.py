@@ -96,7 +96,7 @@ def test_the_helper_answers_as_the_commands_would(helper_home: str, tmp_path: Pa
         helped = load_counters(helper_home, str(there / "t.jsonl"))
     assert local is not None and helped is not None
     assert helped.assessment == local.assessment and helped.assessment is not None
-    for field in ("fill", "turns", "tool_calls", "tool_errors", "drift", "instruction", "offset"):
+    for field in ("fill", "turns", "observed", "notices", "drift", "instruction", "offset"):
         assert getattr(helped, field) == getattr(local, field), field
 
 

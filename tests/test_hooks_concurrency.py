@@ -1,7 +1,8 @@
 """No lost events: N hook and status-line processes at once on one session, some killed at random.
 
-Every PostToolUse and UserPromptSubmit of a process that exited normally must be in the ledger and in
-the session's counters; the ledger passes ``PRAGMA integrity_check``; no process exits non-zero
+Every PostToolUse and UserPromptSubmit of a process that exited normally must be in the ledger, and
+the session's monitor must end with every call the transcript holds, as one read of it would; the
+ledger passes ``PRAGMA integrity_check``; no process exits non-zero
 (except by the SIGKILL it was sent) or outlives its bound; a killed writer's temporary files are
 cleaned up by the next writer. The status-line payloads carry no ``context_window`` (older Claude
 Code), so the status line reads the transcript tail and saves the counters too: the case that lost
@@ -23,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxhealth.integrations.claude_code.tailstate import load_counters, tail_cache_path
+from ctxhealth.integrations.claude_code.assess import tool_counts
+from ctxhealth.integrations.claude_code.tail import read_tail
+from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_counters, tail_cache_path
 from ctxhealth.state.ledger import Ledger
 
 BOUND_SECONDS = 60  # a process still running then has hung (Claude Code's own hook timeout)
@@ -41,6 +44,23 @@ def _assistant(n: int) -> str:
     return json.dumps(
         {"type": "assistant", "uuid": f"a{n}", "parentUuid": None, "sessionId": "s1", "message": message}
     )
+
+
+def _tool_turn(n: int) -> str:
+    """An assistant line with tool call ``t{n}`` and the user line with its (failed) result."""
+    call = {"type": "tool_use", "id": f"t{n}", "name": f"Tool{n}", "input": {"i": n}}
+    message = {"id": f"m{n}", "role": "assistant", "model": "claude-sonnet-4-5-20250929", "content": [call]}
+    result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": "Error: no", "is_error": True}
+    lines = [
+        {"type": "assistant", "uuid": f"a{n}", "sessionId": "s1", "message": message},
+        {
+            "type": "user",
+            "uuid": f"r{n}",
+            "sessionId": "s1",
+            "message": {"role": "user", "content": [result]},
+        },
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines)
 
 
 def _start(args: list[str], payload: dict[str, object], env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -106,6 +126,8 @@ def _run_round(
         if kind == "statusline":
             proc = _start(["ctxhealth.cli.statusline"], {**common, "model": {"id": "claude-sonnet-4-5"}}, env)
         elif kind == "PostToolUse":
+            with transcript.open("a") as handle:  # the call, then its hook (the result comes later)
+                handle.write(_tool_turn(i).split("\n", 1)[0] + "\n")
             payload = {**common, "hook_event_name": kind, "tool_name": f"Tool{i}", "tool_use_id": f"t{i}"}
             proc = _start(["ctxhealth.cli.hook", kind], {**payload, "tool_input": {"i": i}}, env)
         else:
@@ -113,6 +135,9 @@ def _run_round(
                 ["ctxhealth.cli.hook", kind], {**common, "hook_event_name": kind, "prompt": "go"}, env
             )
         procs.append((kind, f"Tool{i}", proc))
+        if kind == "PostToolUse":
+            with transcript.open("a") as handle:
+                handle.write(_tool_turn(i).split("\n", 1)[1])
         if i % 4 == 3:
             with transcript.open("a") as handle:  # the session goes on meanwhile
                 handle.write(_assistant(i) + "\n")
@@ -140,14 +165,15 @@ def _run_round(
         assert ledger.integrity_ok()
         events = [(row.event, row.payload_summary) for row in ledger.hook_events(limit=10_000)]
     posted = {summary.split("tool=")[1].split()[0] for event, summary in events if event == "PostToolUse"}
-    counted = {key.split(":")[0] for key in counters.signatures}
     for kind, tool in finished:
         if kind == "PostToolUse":
             assert tool in posted, f"{tool}: event missing from the ledger"
-            assert tool in counted, f"{tool}: call missing from the counters"
+    # the monitor counted every call of the transcript once, whoever read which part of it
     ran = sum(kind == "PostToolUse" for kind, _, _ in procs)
-    ok = sum(kind == "PostToolUse" for kind, _ in finished)
-    assert ok <= counters.tool_calls <= ran
+    whole = SessionCounters(str(transcript))
+    read_tail(whole, str(transcript))
+    assert (tool_counts(counters).calls, tool_counts(counters).failed) == (ran, ran)
+    assert counters.assessment == whole.assessment
     prompts = sum(event == "UserPromptSubmit" for event, _ in events)
     assert prompts >= sum(kind == "UserPromptSubmit" for kind, _ in finished)
     cache = Path(tail_cache_path(str(home), str(transcript)))
@@ -180,6 +206,8 @@ def test_a_writer_that_cannot_get_the_lock_saves_nothing_but_its_events(tmp_path
     payload = {"hook_event_name": "PostToolUse", "session_id": "s1", "transcript_path": str(transcript)}
     first = json.dumps({**payload, "tool_name": "Read", "tool_use_id": "t1"}).encode()
     handle_hook(None, first, home=str(home))
+    cache = Path(tail_cache_path(str(home), str(transcript)))
+    saved = cache.read_bytes()
     held = threading.Event()
     release = threading.Event()
 
@@ -198,8 +226,9 @@ def test_a_writer_that_cannot_get_the_lock_saves_nothing_but_its_events(tmp_path
     finally:
         release.set()
         holder.join()
+    assert cache.read_bytes() == saved  # the cache was not written unlocked
     counters = load_counters(str(home), str(transcript))
-    assert counters is not None and counters.tool_calls == 1  # the cache was not written unlocked
+    assert counters is not None
     with Ledger.open(home) as ledger:
         summaries = [row.payload_summary for row in ledger.hook_events()]
     assert any("tool=Grep" in s for s in summaries)

@@ -448,7 +448,7 @@ def test_the_next_writer_removes_temp_files_a_killed_writer_left(tmp_path: Path)
     _fire("PostToolUse", home, transcript, tool_name="Read", tool_use_id="t2")
     assert not stale.exists() and other.exists()
     counters = load_counters(str(home), str(transcript))
-    assert counters is not None and counters.tool_calls == 2
+    assert counters is not None and counters.pending_events  # the second writer saved the state
 
 
 # -- watch on what it cannot follow -----------------------------------------------------------------

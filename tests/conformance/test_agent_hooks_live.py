@@ -56,11 +56,12 @@ def test_codex_hooks_fire_and_the_spiral_note_reaches_the_model(tmp_path: Path, 
     assert any(any("Failure spiral" in n for n in ns) for ns in notes), notes
     first = next(i for i, ns in enumerate(notes) if any("Failure spiral" in n for n in ns))
     assert first >= 3  # not before three calls had failed
+    from ctxhealth.integrations.claude_code.assess import tool_counts
     from ctxhealth.integrations.claude_code.tailstate import load_counters
 
     # the hooks ran in Codex's environment: ctxhealth's home is the scratch HOME's
     counters = load_counters(str(tmp_path / "home" / ".ctxhealth"), str(rollout_of(tmp_path)))
-    assert counters is not None and counters.tool_errors >= 3
+    assert counters is not None and tool_counts(counters).failed >= 3
 
 
 def test_codex_checkpoint_is_given_back_after_a_real_compaction(tmp_path: Path, openai: FakeOpenAI) -> None:

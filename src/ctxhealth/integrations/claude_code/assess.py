@@ -1,21 +1,23 @@
 """A health reading from a session's cached counters, cheap enough for every status-line refresh.
 
 :func:`read_counters` needs nothing but the counters (and optionally the fill and window the status
-line payload reports): the model's window and the profile's thresholds were resolved by the slow path
-(:func:`.tail.resolve_thresholds`) and cached in ``counters.thresholds`` (resolved here when they are
-not cached yet: there is no built-in fallback window). The failure spiral is the policy's rule
-(:func:`ctxhealth.failures.spiral_reason`, which :func:`ctxhealth.policy.decide` uses too).
-The zones come from the signal layer's own arithmetic (:mod:`ctxhealth.signals.zones`, which
-imports nothing), raised one step when the session's monitor saw enough early-warning indicators to raise it.
+line payload reports): the model's window and the profile's thresholds (``Profile.zones(info)``)
+were resolved by the slow path (:func:`.tail.resolve_thresholds`) and cached in
+``counters.thresholds`` (resolved here when they are not cached yet, or not for the window the host
+states: there is no built-in fallback window). The zone of a fill is the monitor's pressure scale
+on those zones (:mod:`ctxhealth.signals.zones`, which imports nothing), raised one step when the
+session's monitor saw enough early-warning indicators to raise its own.
 
-:func:`verdict` is what the hooks act on: the decision of the session's
-:class:`~ctxhealth.monitor.Monitor` for its latest message, kept in the counters by :mod:`.monitoring`.
+Everything else is the session monitor's, as its last assessment stored it (:mod:`.monitoring`):
+its tool counts (:func:`tool_counts`), whether its decision says the calls are failing
+(:func:`failure_reason`: the policy's failure-spiral rule, or its streak), repeated calls (the
+``repeated_calls`` signal), and :func:`verdict`, the decision the hooks act on.
 """
 
 from __future__ import annotations
 
-from ctxhealth.failures import spiral_reason, streak_reason
-from ctxhealth.integrations.claude_code.tailstate import RECENT_OUTCOMES, SessionCounters
+from ctxhealth.failures import streak_reason
+from ctxhealth.integrations.claude_code.tailstate import SessionCounters
 from ctxhealth.policy import defaults
 from ctxhealth.signals.cache_rate import cache_hit_rate
 from ctxhealth.signals.zones import Zone, tier_zone_of, window_zone_of, worse
@@ -25,7 +27,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["Reading", "Verdict", "low_cache_hit_rate", "read_counters", "spiral", "verdict"]
+__all__ = [
+    "Reading",
+    "ToolCounts",
+    "Verdict",
+    "failure_reason",
+    "low_cache_hit_rate",
+    "read_counters",
+    "tool_counts",
+    "verdict",
+]
 
 
 class Reading:
@@ -73,8 +84,49 @@ class Reading:
         self.drifting: bool = (
             self.drift is not None and self.fill >= th["sweet_spot"] and self.drift < th["drift_threshold"]
         )
-        self.spiral, self.spiral_reason = spiral(counters)
-        self.doom_loop: bool = counters.doom_loops > 0 and bool(counters.last_doom_signature)
+        self.spiral_reason: str = failure_reason(counters.assessment, _thresholds(counters)) or ""
+        self.spiral: bool = bool(self.spiral_reason)
+        self.doom_loop: bool = isinstance(last, dict) and "repeated_calls" in (last.get("fired") or ())
+
+
+class ToolCounts:
+    """The session monitor's tool counts, as its last assessment stored them (:mod:`.monitoring`):
+    results, failed (:func:`ctxhealth.failures.is_failure`), failures in a row now and at most,
+    identical calls repeated within the monitor's window."""
+
+    __slots__ = ("calls", "failed", "max_streak", "repeats", "streak")
+
+    def __init__(self, last: object) -> None:
+        data = last if isinstance(last, dict) else {}
+
+        def count(key: str) -> int:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        self.calls = count("tool_calls")
+        self.failed = count("tool_errors")
+        self.streak = count("streak")
+        self.max_streak = count("max_streak")
+        self.repeats = count("repeats")
+
+
+def tool_counts(counters: SessionCounters) -> ToolCounts:
+    """The monitor's tool counts for the session (all zero before it assessed anything)."""
+    return ToolCounts(counters.assessment)
+
+
+def failure_reason(last: object, th: dict[str, Any]) -> str | None:
+    """Why the monitor's last decision says the tool calls are failing, in the policy's words, or
+    None: its decision was the failure-spiral reset (``decide``'s rule), or the failures in a row
+    reached the policy's streak (``ctxhealth.failures.streak_reason``, which ``decide`` warns with),
+    whatever else the decision put first (the compact zone, say)."""
+    if not isinstance(last, dict):
+        return None
+    reasons = last.get("reasons")
+    if last.get("rule") == "failure_spiral" and isinstance(reasons, list) and reasons:
+        return str(reasons[0])
+    streak = ToolCounts(last).streak
+    return streak_reason(streak, int(th.get("consecutive_failures", defaults.CONSECUTIVE_FAILURES)))
 
 
 def _thresholds(counters: SessionCounters, window: int | None = None) -> dict[str, Any]:
@@ -88,32 +140,6 @@ def _thresholds(counters: SessionCounters, window: int | None = None) -> dict[st
     from ctxhealth.integrations.claude_code.tail import resolve_thresholds
 
     return resolve_thresholds(counters, window=window or None)
-
-
-def spiral(counters: SessionCounters) -> tuple[bool, str]:
-    """(whether the recent calls are a failure spiral or a streak, the policy's reason) — the rule
-    needs only the profile's failure thresholds: the cached ones, else the profile's defaults
-    (:mod:`ctxhealth.policy.defaults`; no model or window is involved, so none is guessed)."""
-    cached = counters.thresholds
-    th: dict[str, Any] = (
-        cached
-        if cached is not None
-        else {
-            "failure_min_calls": defaults.FAILURE_MIN_CALLS,
-            "failure_rate": defaults.FAILURE_RATE,
-            "consecutive_failures": defaults.CONSECUTIVE_FAILURES,
-        }
-    )
-    recent = counters.recent_outcomes[-RECENT_OUTCOMES:]
-    calls = len(recent)
-    # the policy's two rules on the counts, in its words: a streak first (it is what the agent sees)
-    reason = streak_reason(counters.consecutive_failures, th["consecutive_failures"]) or spiral_reason(
-        calls,
-        recent.count("x") / calls if calls else 0.0,
-        min_calls=th["failure_min_calls"],
-        rate=th["failure_rate"],
-    )
-    return reason is not None, reason or ""
 
 
 def read_counters(

@@ -272,9 +272,12 @@ def _session_checks(projects: Path, home: Path) -> list[Check]:
             caught_up = f" (the {unread:,} bytes written since the last hook read now, not saved)"
         except CtxHealthError:
             caught_up = f" ({unread:,} bytes not read yet)"
+    from ctxhealth.integrations.claude_code.assess import tool_counts
+
+    tools = tool_counts(counters)
     detail = (
         f"{newest}: read {counters.offset:,} of {size:,} bytes{caught_up}; fill {counters.fill:,} tokens, "
-        f"{counters.tool_calls} tool calls ({counters.tool_errors} failed), "
+        f"{tools.calls} tool calls ({tools.failed} failed), "
         f"{counters.compactions} compactions"
     )
     return [Check("newest session", CheckStatus.OK, detail), *_model_checks(counters.model)]

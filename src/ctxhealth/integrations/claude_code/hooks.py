@@ -41,12 +41,9 @@ from ctxhealth.integrations.claude_code.payloads import (
     parse_hook_payload,
 )
 from ctxhealth.integrations.claude_code.tailstate import (
-    DOOM_LOOP_REPEATS,
     STATE_VERSION,
     SessionCounters,
     SessionLock,
-    call_files,
-    call_signature,
     load_counters,
     save_counters,
 )
@@ -56,6 +53,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
+    from typing import Any
 
     from ctxhealth.integrations.claude_code.checkpointing import CheckpointOutcome
     from ctxhealth.state.ledger import Ledger
@@ -114,8 +112,7 @@ _HEADLINES = {
     Notice.RESTART: "[ctxhealth] Context is degraded: a fresh start from a checkpoint is advised.",
     Notice.HALT: "[ctxhealth] Context is at a critical limit: stop and save your state.",
     Notice.SPIRAL: "[ctxhealth] Failure spiral: tool calls keep failing.",
-    Notice.DOOM_LOOP: "[ctxhealth] Doom loop: the same tool call was made "
-    f"{DOOM_LOOP_REPEATS} times with the same input.",
+    Notice.DOOM_LOOP: "[ctxhealth] Doom loop: the same tool calls are being made again with the same input.",
 }
 _ADVICE = {
     Notice.WARN: "Finish the current step, keep answers short, and avoid re-reading files you already have.",
@@ -453,7 +450,10 @@ def _user_prompt(call: _Call) -> str:
     _read_tail(counters, call.agent)
     decision = verdict(counters)
     kind = _ACTION_NOTICE.get(decision.action)
-    context = _give(counters, kind.value, kind, "; ".join(decision.reasons)) if kind else ""
+    if kind is Notice.REANCHOR:
+        context = _reanchor(counters)
+    else:
+        context = _give(counters, kind.value, kind, "; ".join(decision.reasons)) if kind else ""
     counters.queue_event(HookEvent.USER_PROMPT_SUBMIT.value, _summary(payload) + f" action={decision.action}")
     if context:
         from ctxhealth.state.ledger import Ledger
@@ -470,50 +470,98 @@ def _user_prompt(call: _Call) -> str:
     return hook_output(HookEvent.USER_PROMPT_SUBMIT, context=context)
 
 
-def _call_failed(payload: HookPayload) -> bool:
-    """The one definition of a failed call (:mod:`ctxhealth.failures`), applied to the payload."""
-    from ctxhealth.failures import output_failed
+REANCHOR_AGAIN_TURNS = 10
+"""A re-anchor still in context is given again after this many model responses..."""
+REANCHOR_AGAIN_SHARE = 0.10
+"""...or once the context grew by this share of the usable window since (it is buried deeper)."""
 
-    return output_failed(payload.response_text, is_error=payload.failed)
+
+def _reanchor(counters: SessionCounters) -> str:
+    """The re-anchor the monitor's decision calls for, unless the same one (naming the same request)
+    is still in context: given in this episode (no compaction since, which may have dropped it),
+    fewer than :data:`REANCHOR_AGAIN_TURNS` responses ago, and the context grown by less than
+    :data:`REANCHOR_AGAIN_SHARE` of the usable window since. The tail state records each injection
+    (``SessionCounters.notices``: episode, turn, fill, the request it named)."""
+    key = Notice.REANCHOR.value
+    request = (counters.assessment or {}).get("request") or counters.instruction
+    digest = _digest(str(request))
+    at = counters.given_at(key)
+    if at is not None and counters.notices[key][3:4] == [digest]:
+        turn, fill = at
+        usable = int((counters.thresholds or {}).get("usable") or 0)
+        grown = usable > 0 and counters.fill - fill >= REANCHOR_AGAIN_SHARE * usable
+        if counters.turns - turn < REANCHOR_AGAIN_TURNS and not grown:
+            return ""  # the same re-anchor is still in the context, not far back
+    counters.mark_noticed(key)
+    counters.notices[key].append(digest)
+    return _notice_text(Notice.REANCHOR, counters, "")
+
+
+def _digest(text: str) -> str:
+    import zlib
+
+    return f"{zlib.crc32(text.encode('utf-8', errors='replace')):08x}"
+
+
+def _assess_call(call: _Call) -> dict[str, Any] | None:
+    """The monitor's assessment with this PostToolUse's call and result added as the payload states
+    them (Claude Code writes the result to the transcript only after the hook), never saved: the
+    transcript's lines are what the monitor keeps (:func:`.monitoring.assess_call`)."""
+    from ctxhealth.integrations.claude_code.monitoring import assess_call
+    from ctxhealth.model import ToolCall, ToolResult
+
+    payload = call.payload
+    tool_id = payload.tool_use_id or ""
+    if not tool_id:
+        return None
+    return assess_call(
+        call.counters,
+        ToolCall(tool_id, payload.tool_name or "?", payload.tool_input),
+        ToolResult(tool_id, payload.response_text, is_error=payload.failed),
+    )
+
+
+def _tool_notices(call: _Call, last: object) -> str:
+    """The notices the monitor's assessment ``last`` calls for after a tool call, each once per
+    episode: the calls are failing (its decision's failure spiral, or the policy's streak) and
+    repeated identical calls (its ``repeated_calls`` signal)."""
+    from ctxhealth.integrations.claude_code.assess import _thresholds, failure_reason
+
+    counters = call.counters
+    notices: list[str] = []
+    why = failure_reason(last, _thresholds(counters))
+    if why:
+        notices.append(_give(counters, Notice.SPIRAL.value, Notice.SPIRAL, why))
+    if isinstance(last, dict) and "repeated_calls" in (last.get("fired") or ()):
+        repeats = last.get("repeats", 0)
+        detail = f"{repeats} identical calls repeated within the last turns"
+        notices.append(_give(counters, Notice.DOOM_LOOP.value, Notice.DOOM_LOOP, detail))
+    return "\n\n".join(n for n in notices if n)
 
 
 def _post_tool(call: _Call) -> str:
-    from ctxhealth.integrations.claude_code.assess import spiral
-
     home, payload, counters = call.home, call.payload, call.counters
     event = payload.event or HookEvent.POST_TOOL_USE
     if payload.agent_id:
-        # A sub-agent's call: its own transcript holds it, not the main session's counters.
+        # A sub-agent's call: its own transcript holds it, not the main session's monitor.
         counters.queue_event(event.value, _summary(payload) + f" subagent={payload.agent_type or '?'}")
         return ""
-    dooms = counters.doom_loops  # before any read counts new calls
     if _compacted_unannounced(call):
         return _after_compaction(call, event)
-    name = payload.tool_name or "?"
-    signature = call_signature(name, payload.tool_input)
+    # The monitor reads what the transcript gained (the call, usually). Claude Code's payload says
+    # how the call ended before the transcript does: the monitor assesses it as stated, not kept.
+    # Codex and Gemini leave the outcome out of the payload (Codex sends "" for a command that
+    # exited 1) and may write it to the transcript only after this hook: their calls are the
+    # transcript's (its reader says how each ended), read by whichever hook reads it next (Gemini's
+    # PreCompress, before every request, often does); each notice is given once per episode.
+    _read_tail(counters, call.agent)
     if call.agent is Agent.CLAUDE_CODE:
-        counters.note_call(signature, *call_files(name, payload.tool_input))
-        counted = counters.record_tool(payload.tool_use_id, name, signature, _call_failed(payload))
-    else:
-        # Codex and Gemini leave the outcome out of the payload (Codex sends "" for a command that
-        # exited 1) and may write it to the transcript only after this hook: the calls are counted
-        # from the transcript (its reader says how each ended) by whichever hook reads it next
-        # (Gemini's PreCompress, before every request, often does). So the notices are weighed
-        # on every call; each is given once per episode.
-        _read_tail(counters, call.agent)
-        counted = True
-        if counters.doom_loops and counters.last_doom_signature:
-            dooms = min(dooms, counters.doom_loops - 1)
-    notices: list[str] = []
-    if counted:
-        spiralling, why = spiral(counters)
-        if spiralling:
-            notices.append(_give(counters, Notice.SPIRAL.value, Notice.SPIRAL, why))
-        if counters.doom_loops > dooms and counters.last_doom_signature:
-            doom = counters.last_doom_signature
-            detail = f"{doom.split(':')[0]} called with the same input"
-            notices.append(_give(counters, f"doom:{doom}", Notice.DOOM_LOOP, detail))
-    context = "\n\n".join(n for n in notices if n)
+        stated = _assess_call(call)
+        if stated is not None:
+            # shown until the transcript's own line replaces it (the status line reads no tail
+            # while the hooks keep the counters fresh); the monitor's snapshot stays the transcript's
+            counters.assessment = stated
+    context = _tool_notices(call, counters.assessment)
     counters.queue_event(event.value, _summary(payload))
     if context:
         _flush(home, counters)
@@ -558,17 +606,18 @@ def _read_final_tail(call: _Call) -> None:
 
 
 def _stop(call: _Call) -> str:
-    from ctxhealth.integrations.claude_code.assess import verdict
+    from ctxhealth.integrations.claude_code.assess import tool_counts, verdict
 
     home, payload, counters = call.home, call.payload, call.counters
     _read_final_tail(call)
     decision = verdict(counters)
     counters.queue_event(payload.event_name or HookEvent.STOP.value, _summary(payload))
     last = counters.assessment or {}
+    tools = tool_counts(counters)
     verdict_key = [
         counters.offset,
-        counters.tool_calls,
-        counters.tool_errors,
+        tools.calls,
+        tools.failed,
         counters.episodes,
         counters.fill,
         last.get("index"),
@@ -596,10 +645,10 @@ def _stop(call: _Call) -> str:
                 "risk": last.get("risk"),
                 "signals_fired": last.get("fired", []),
                 "peak": counters.peak,
-                "tool_calls": counters.tool_calls,
-                "tool_errors": counters.tool_errors,
-                "max_consecutive_failures": counters.max_consecutive_failures,
-                "doom_loops": counters.doom_loops,
+                "tool_calls": tools.calls,
+                "tool_errors": tools.failed,
+                "max_consecutive_failures": tools.max_streak,
+                "repeated_calls": tools.repeats,
                 "drift": counters.drift,
                 "compactions": counters.compactions,
                 "cost_usd": counters.cost_usd,

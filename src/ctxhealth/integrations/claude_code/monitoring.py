@@ -20,6 +20,7 @@ masked its digits would miss the key.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +28,7 @@ from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.types import ModelInfo
 from ctxhealth.errors import StateError
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
-from ctxhealth.model import Format, Message
+from ctxhealth.model import Format, Message, Role, ToolCall, ToolResult
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy import Action
 from ctxhealth.policy.profile import Profile, default_profile
@@ -35,11 +36,13 @@ from ctxhealth.redact import redact_message
 
 __all__ = [
     "NO_TURN_LIMIT",
+    "assess_call",
     "claude_code_profile",
     "observe_messages",
     "redacted",
     "session_info",
     "summarise",
+    "tool_counts",
 ]
 
 NO_TURN_LIMIT = 2**31 - 1
@@ -97,7 +100,9 @@ def observe_messages(
         if message.compaction is not None:
             monitor.record_recovery(Action.TRUNCATE)
         last = monitor.observe(redacted(message))
+        _note_observed(counters, message)
     counters.monitor = monitor.snapshot()
+    _KEPT.last = (counters.monitor, monitor)  # what :func:`assess_call` may go on from
     # the counters show the monitor's fill: one account for the hooks, the status line and check
     counters.fill = monitor.fill
     counters.fill_source = monitor.fill_source.value if monitor.account.turns else ""
@@ -106,6 +111,55 @@ def observe_messages(
         counters.assessment = summarise(last, monitor)
         counters.drift = counters.assessment["drift"]
     return last
+
+
+MAX_OBSERVED = 128
+"""How many tool call / result ids the tail state remembers as observed (parallel calls: a few)."""
+
+_KEPT = threading.local()
+"""``last``: (snapshot, monitor) of the latest :func:`observe_messages` in this thread (the per-turn
+helper runs each request in a thread of its own): the monitor that snapshot was taken of, so
+:func:`assess_call` need not restore it again."""
+
+
+def _note_observed(counters: SessionCounters, message: Message) -> None:
+    """Remember which tool calls and results the monitor has seen (``c:ID`` / ``r:ID``), so a hook
+    payload that states one again is not counted twice (:func:`assess_call`)."""
+    ids = [f"c:{b.id}" for b in message.tool_calls if b.id]
+    ids += [f"r:{r.tool_call_id}" for r in message.tool_results if r.tool_call_id]
+    if ids:
+        counters.observed.extend(ids)
+        del counters.observed[:-MAX_OBSERVED]
+
+
+def assess_call(
+    counters: SessionCounters,
+    call: ToolCall,
+    result: ToolResult,
+    *,
+    registry: ModelRegistry | None = None,
+    profile: Profile | None = None,
+) -> dict[str, Any] | None:
+    """The monitor's assessment with one finished tool call added as a hook payload states it (a
+    PostToolUse hook fires before Claude Code writes the result to the transcript, sometimes before
+    the call itself): the call (unless the monitor observed it already) and its result, in one
+    message that is no model turn. The monitor's snapshot is not changed: it stays the transcript's,
+    which the monitor reads when the lines are written, so the call is counted once (the caller may
+    show the assessment until then). None when the monitor observed this result already (the
+    transcript had it)."""
+    if f"r:{result.tool_call_id}" in counters.observed:
+        return None
+    kept: tuple[Any, Monitor] | None = getattr(_KEPT, "last", None)
+    _KEPT.last = None  # observing changes it: it is the snapshot's no more
+    if kept is not None and kept[0] is counters.monitor:
+        monitor = kept[1]
+    else:
+        monitor = _monitor(counters, claude_code_profile(profile), registry)
+    blocks: tuple[ToolCall | ToolResult, ...] = (result,)
+    if f"c:{call.id}" not in counters.observed:
+        blocks = (call, result)
+    assessment = monitor.observe(redacted(Message(Role.USER, blocks)))
+    return summarise(assessment, monitor)
 
 
 def redacted(message: Message) -> Message:
@@ -133,4 +187,20 @@ def summarise(assessment: Assessment, monitor: Monitor) -> dict[str, Any]:
         "drift": drift.similarity if measured else None,
         "request": drift.request if drift.request != drift.instruction else "",
         "fired": sorted(name for name, s in assessment.signals.items() if s.fired),
+        **tool_counts(monitor, assessment),
+    }
+
+
+def tool_counts(monitor: Monitor, assessment: Assessment) -> dict[str, int]:
+    """The monitor's tool counts (its failure detector counts every result with the one definition,
+    :func:`ctxhealth.failures.is_failure`): results, failed, failures in a row now and at most, and
+    identical calls repeated within its window (the ``repeated_calls`` signal's value)."""
+    failures = monitor.failures
+    repeated = assessment.signals.get("repeated_calls")
+    return {
+        "tool_calls": failures.total_calls,
+        "tool_errors": failures.total_failures,
+        "streak": failures.streak_len,
+        "max_streak": failures.max_streak,
+        "repeats": 0 if repeated is None else int(repeated.value),
     }

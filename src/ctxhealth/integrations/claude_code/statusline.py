@@ -20,7 +20,7 @@ import os
 import stat
 from collections.abc import Callable
 
-from ctxhealth.integrations.claude_code.assess import Reading, low_cache_hit_rate, read_counters
+from ctxhealth.integrations.claude_code.assess import Reading, low_cache_hit_rate, read_counters, tool_counts
 from ctxhealth.integrations.claude_code.payloads import StatusPayload, parse_status_payload
 from ctxhealth.integrations.claude_code.tailstate import (
     SessionCounters,
@@ -164,7 +164,7 @@ def _refresh(payload: StatusPayload, counters: SessionCounters, cached: bool) ->
 
 def has_data(payload: StatusPayload, counters: SessionCounters) -> bool:
     """Whether there is anything to show: a fill in the payload, or counters that read something."""
-    return _has_fill(payload) or counters.turns > 0 or counters.fill > 0 or counters.tool_calls > 0
+    return _has_fill(payload) or counters.turns > 0 or counters.fill > 0 or tool_counts(counters).calls > 0
 
 
 def _reading(payload: StatusPayload, counters: SessionCounters) -> Reading:
@@ -197,11 +197,12 @@ def format_status(payload: StatusPayload, counters: SessionCounters, *, color: b
     if r.drift is not None:  # the drift detector's on-task overlap: higher is better
         on_task = f"on-task {r.drift:.2f}"
         parts.append(_paint(on_task + " ↯", _RED, color) if r.drifting else on_task)
-    if counters.tool_calls:
-        fails = f"fail {counters.tool_errors}/{counters.tool_calls}"
+    tools = tool_counts(counters)  # the session monitor's
+    if tools.calls:
+        fails = f"fail {tools.failed}/{tools.calls}"
         parts.append(_paint(f"spiral: {r.spiral_reason}", _RED, color) if r.spiral else fails)
     if r.doom_loop:
-        parts.append(_paint(f"loop ×{counters.doom_loops}", _RED, color))
+        parts.append(_paint(f"repeats ×{tools.repeats}", _RED, color))
     window = payload.context_window
     if window is not None:
         low = low_cache_hit_rate(counters, window.cache_read_tokens, window.used_tokens)

@@ -21,14 +21,8 @@ from typing import Any
 
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.failures import is_failure
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
-from ctxhealth.integrations.claude_code.tailstate import (
-    INSTRUCTION_CHARS,
-    SessionCounters,
-    call_files,
-    call_signature,
-)
+from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters
 from ctxhealth.model import Message, Role
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import scrub
@@ -46,7 +40,6 @@ __all__ = [
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 HEAD_BYTES = 256 * 1024
-MAX_PENDING_CALLS = 256
 
 
 def read_tail(
@@ -134,20 +127,16 @@ def _feed(counters: SessionCounters, data: bytes, transcript: str) -> list[Messa
 def fold_messages(
     counters: SessionCounters, messages: list[Message], *, registry: ModelRegistry | None = None
 ) -> None:
-    """Update turns, tool counters, output, cost, instruction and compactions from new messages (the
-    fill comes from the monitor's account, :func:`observe_messages`)."""
+    """Update turns, output, cost, the instruction and compactions from new messages (the fill and
+    the tool counts are the monitor's, :func:`observe_messages`)."""
     registry = registry or ModelRegistry.default()
     for message in messages:
         if message.compaction is not None:
             counters.compactions += 1
             counters.episodes += 1
             continue
-        if message.role in (Role.USER, Role.TOOL):  # tool results: user blocks, or tool messages
-            for result in message.tool_results:
-                pending = counters.pending_calls.pop(result.tool_call_id, None)
-                name, signature = pending if pending else ("?", f"?:{result.tool_call_id}")
-                counters.record_tool(result.tool_call_id, name, signature, is_failure(result))
-            if message.role is Role.USER and not counters.instruction and is_user_request(message):
+        if message.role is Role.USER:
+            if not counters.instruction and is_user_request(message):
                 counters.instruction = scrub(clean_user_text(message.text)[:INSTRUCTION_CHARS])
             continue
         if message.role is not Role.ASSISTANT:
@@ -164,13 +153,6 @@ def fold_messages(
                 prices = registry.lookup(message.model or counters.model).prices
                 if prices is not None:
                     counters.cost_usd = (counters.cost_usd or 0.0) + usage_cost(usage, prices)
-        for call in message.tool_calls:
-            signature = call_signature(call.name, call.input)
-            if call.id not in counters.seen_ids:  # else its PostToolUse hook noted it already
-                counters.note_call(signature, *call_files(call.name, call.input))
-            counters.pending_calls[call.id] = [call.name, signature]
-        while len(counters.pending_calls) > MAX_PENDING_CALLS:
-            del counters.pending_calls[next(iter(counters.pending_calls))]
 
 
 def resolve_thresholds(

@@ -1,10 +1,13 @@
-"""The counters a Claude Code session's hooks keep between processes, and where they are kept.
+"""The state a Claude Code session's hooks keep between processes, and where it is kept.
 
 Each hook and status-line call is a new process, so what it learned from the transcript is kept as a
 :class:`SessionCounters`: how far the transcript was read (byte offset, line), the original request,
-the latest fill, tool-call and failure counters, recent call signatures (doom loops), compactions,
-which notices were already given in this episode, and the session's monitor: its snapshot
-(``monitor``, see :mod:`.monitoring`) and its last assessment (``assessment``).
+the session's monitor (its snapshot ``monitor``, see :mod:`.monitoring`, and its last assessment
+``assessment``, which carries the monitor's fill, zone, decision and tool counts), the tool call and
+result ids the monitor observed (``observed``: a hook payload that states one again is not counted
+twice), compactions, and which notices were already given (``notices``: kind -> the episode, turn
+and fill it was given at). Everything a screen shows about the session's health is the monitor's:
+nothing here counts tool calls, failures or repeats of its own.
 
 It is stored twice on purpose. The ledger's tail row (``Ledger.set_tail``) is the durable record; a
 small JSON file per transcript under ``<home>/claude-code/tails/`` is the fast copy the status line and
@@ -12,16 +15,8 @@ the hooks read on every turn, because opening the ledger costs several times Pyt
 The file is written atomically; the ledger is brought up to date whenever a hook does something that
 matters (a checkpoint, a notice, a compaction, the end of a session), see :mod:`.hooks`.
 
-Doom loops: the same call (name + input) finishing ``DOOM_LOOP_REPEATS`` times. Re-running a call
-after editing what it reads or runs is iteration, not a loop: :func:`call_files` reads which files a
-call reads or runs and which it edits (a cheap form of :mod:`ctxhealth.signals.calls`, which is too
-costly to import on a hook's fast path), and :meth:`SessionCounters.note_call` forgets the count of
-every call that depends on an edited file (matched by file name; a check that names no file, such
-as ``pytest`` or ``make test``, depends on every edit).
-
-Bounded: call signatures, seen tool ids and pending ledger events are capped and the monitor's
-snapshot is bounded by its windows, so the state stays within tens of kilobytes however long the
-session runs.
+Bounded: observed ids and pending ledger events are capped and the monitor's snapshot is bounded by
+its windows, so the state stays within tens of kilobytes however long the session runs.
 """
 
 from __future__ import annotations
@@ -35,23 +30,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "DOOM_LOOP_REPEATS",
     "STATE_VERSION",
     "SessionCounters",
     "SessionLock",
-    "call_files",
-    "call_signature",
     "load_counters",
     "save_counters",
     "tail_cache_path",
 ]
 
-STATE_VERSION = 2
-MAX_SIGNATURES = 256
-MAX_SEEN_IDS = 512
+STATE_VERSION = 3
 MAX_PENDING_EVENTS = 200
-DOOM_LOOP_REPEATS = 3
-RECENT_OUTCOMES = 20
 INSTRUCTION_CHARS = 4_000
 TAIL_CACHE_LIMIT = 16 << 20
 """The largest tail cache a hook reads (its bounded counters take a few KB; more is damage)."""
@@ -79,22 +67,11 @@ class SessionCounters:
     turns: int
     last_response_id: str | None
     output_tokens: int
-    tool_calls: int
-    tool_errors: int
-    consecutive_failures: int
-    max_consecutive_failures: int
-    failures_by_tool: dict[str, int]
-    signatures: dict[str, int]
-    dependents: dict[str, list[str]]
-    pending_calls: dict[str, list[str]]
-    seen_ids: list[str]
-    recent_outcomes: str
+    observed: list[str]
     episodes: int
-    doom_loops: int
-    last_doom_signature: str
     drift: float | None
     compactions: int
-    notices: dict[str, int]
+    notices: dict[str, list[Any]]
     pending_events: list[list[Any]]
     checkpoint_json: str | None
     checkpoint_text: str | None
@@ -155,56 +132,18 @@ class SessionCounters:
 
     def noticed(self, kind: str) -> bool:
         """Whether notice ``kind`` was already given in this episode."""
-        return self.notices.get(kind) == self.episode
+        given = self.notices.get(kind)
+        return isinstance(given, list) and given[:1] == [self.episode]
+
+    def given_at(self, kind: str) -> tuple[int, int] | None:
+        """(turn, fill) when notice ``kind`` was given in this episode, None when it was not."""
+        given = self.notices.get(kind)
+        if not isinstance(given, list) or len(given) < 3 or given[0] != self.episode:
+            return None
+        return int(given[1]), int(given[2])
 
     def mark_noticed(self, kind: str) -> None:
-        self.notices[kind] = self.episode
-
-    def record_tool(self, tool_id: str | None, name: str, signature: str, failed: bool) -> bool:
-        """Count one finished tool call (once per id); return False if it was already counted."""
-        if tool_id:
-            if tool_id in self.seen_ids:
-                return False
-            self.seen_ids.append(tool_id)
-            del self.seen_ids[:-MAX_SEEN_IDS]
-        self.tool_calls += 1
-        self.recent_outcomes = (self.recent_outcomes + ("x" if failed else "."))[-RECENT_OUTCOMES:]
-        if failed:
-            self.tool_errors += 1
-            self.consecutive_failures += 1
-            self.max_consecutive_failures = max(self.max_consecutive_failures, self.consecutive_failures)
-            self.failures_by_tool[name] = self.failures_by_tool.get(name, 0) + 1
-        else:
-            self.consecutive_failures = 0
-        count = self.signatures.pop(signature, 0) + 1
-        self.signatures[signature] = count  # re-inserted: most recent last, oldest evicted first
-        while len(self.signatures) > MAX_SIGNATURES:
-            del self.signatures[next(iter(self.signatures))]
-        if count == DOOM_LOOP_REPEATS and name != "?":
-            self.doom_loops += 1
-            self.last_doom_signature = signature
-        return True
-
-    def note_call(self, signature: str, reads: list[str], edits: list[str]) -> None:
-        """A call was made: an edit forgets the counts of calls that read or run the edited files
-        (they are new work when run again); the call's own reads are remembered for later edits.
-        A URL is no file (and may carry credentials): it is not remembered."""
-        reads = [p for p in reads if "://" not in p]
-        edits = [p for p in edits if "://" not in p]
-        if ANY_EDIT in edits:  # files unknown (``git apply``, ``patch``): every dependent is new work
-            edits = list(self.dependents)
-        for path in edits:
-            for target in (_file_name(path), ANY_EDIT):
-                for sig in self.dependents.pop(target, []):
-                    self.signatures.pop(sig, None)
-        for path in reads:
-            target = path if path == ANY_EDIT else _file_name(path)
-            sigs = self.dependents.pop(target, [])
-            if signature not in sigs:
-                sigs = [*sigs, signature][-MAX_SIGNATURES:]
-            self.dependents[target] = sigs  # re-inserted: most recent last, oldest evicted first
-        while len(self.dependents) > MAX_SIGNATURES:
-            del self.dependents[next(iter(self.dependents))]
+        self.notices[kind] = [self.episode, self.turns, self.fill]
 
     def queue_event(self, event: str, summary: str) -> None:
         """Remember a hook event for the ledger (flushed with the next ledger write)."""
@@ -237,89 +176,6 @@ def _digest64(data: bytes) -> str:
     # Two 32-bit checksums make a 64-bit key: plenty for a few hundred keys, and zlib loads in
     # microseconds where hashlib pulls in OpenSSL (this runs in every hook process).
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
-
-
-def call_signature(name: str, tool_input: object) -> str:
-    """A short, stable key for a tool call (name + canonical JSON of its input)."""
-    try:
-        canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        canonical = repr(tool_input)
-    return f"{name}:{_digest64(canonical.encode('utf-8', errors='replace'))}"
-
-
-ANY_EDIT = "*"
-_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
-_READ_TOOLS = frozenset({"Read", "NotebookRead"})
-_SHELL_TOOLS = frozenset({"Bash", "bash", "shell"})
-_RUNNERS = frozenset(
-    {"python", "python3", "node", "bash", "sh", "zsh", "ruby", "perl", "pytest", "deno", "bun"}
-)
-_CHECKS = (
-    "pytest",
-    "make",
-    "npm test",
-    "npm run",
-    "yarn test",
-    "cargo ",
-    "go test",
-    "go build",
-    "tox",
-    "jest",
-)
-
-
-def _file_name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _shell_files(command: str) -> tuple[list[str], list[str]]:
-    head = command.split("\n", 1)[0] if "<<" in command else command[:600]
-    reads: list[str] = []
-    edits: list[str] = []
-    for segment in head.replace("&&", ";").replace("||", ";").replace("|", ";").split(";"):
-        words = segment.split()
-        if not words:
-            continue
-        verb = _file_name(words[0])
-        args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
-        if "/" in words[0] and "." in verb:
-            reads.append(words[0])  # ./build.sh
-        elif verb in _RUNNERS or verb.startswith("python"):
-            reads += [a for a in args if "." in a][:1]
-        elif verb in ("cat", "head", "tail", "nl", "less"):
-            reads += [a for a in args if "." in a and ">" not in a]
-        elif verb == "sed" and any(w.startswith("-i") for w in words[1:]):
-            edits += [a for a in args[1:] if "." in a]
-        elif verb == "tee":
-            edits += args
-        elif verb == "patch" or (verb == "git" and args[:1] == ["apply"]):
-            edits.append(ANY_EDIT)
-        for i, word in enumerate(words):
-            if word in (">", ">>") and i + 1 < len(words):
-                edits.append(words[i + 1])
-            elif word.startswith(">") and len(word) > 2 and not word.startswith(">&"):
-                edits.append(word.lstrip(">"))
-    edits = [e for e in edits if not e.startswith("/dev/")]
-    if not reads and any(check in head for check in _CHECKS):
-        reads.append(ANY_EDIT)
-    return reads, edits
-
-
-def call_files(name: str, tool_input: object) -> tuple[list[str], list[str]]:
-    """(files a call reads or runs, files it edits) for the doom-loop count (see the module
-    docstring); ``ANY_EDIT`` among the reads for a check that names no file."""
-    if not isinstance(tool_input, dict):
-        return [], []
-    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
-    if name in _EDIT_TOOLS:
-        return [], [path] if isinstance(path, str) else []
-    if name in _READ_TOOLS:
-        return ([path] if isinstance(path, str) else []), []
-    command = tool_input.get("command")
-    if name in _SHELL_TOOLS and isinstance(command, str):
-        return _shell_files(command)
-    return [], []
 
 
 def tail_cache_path(home: str, transcript: str) -> str:

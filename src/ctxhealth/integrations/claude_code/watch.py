@@ -15,7 +15,7 @@ from collections import deque
 from pathlib import Path
 
 from ctxhealth.failures import is_failure
-from ctxhealth.integrations.claude_code.assess import read_counters
+from ctxhealth.integrations.claude_code.assess import read_counters, tool_counts
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
 from ctxhealth.model import Message, Role
 from ctxhealth.monitor import Assessment, Monitor
@@ -61,12 +61,8 @@ class SessionWatch:
 
         if not self.transcript.exists():
             return 0
-        before = (
-            self.counters.turns,
-            self.counters.tool_errors,
-            self.counters.compactions,
-            self.counters.doom_loops,
-        )
+        tools = tool_counts(self.counters)
+        before = (self.counters.turns, tools.failed, self.counters.compactions, tools.repeats)
         messages = read_tail(self.counters, str(self.transcript))
         for message in messages:
             self.assessment = self.monitor.observe(message)
@@ -89,9 +85,10 @@ class SessionWatch:
             for r in m.tool_results:
                 if is_failure(r):
                     self.events.append(f"tool failed: {' '.join(r.text.split())[:70]}")
-        if c.doom_loops > dooms:
-            self.events.append(f"doom loop: {c.last_doom_signature.split(':')[0]} repeated 3 times")
-        if c.turns > turns and c.tool_errors == errors and c.compactions == compactions and not self.events:
+        tools = tool_counts(c)
+        if tools.repeats > dooms:
+            self.events.append(f"repeated calls: {tools.repeats} identical calls in the monitor's window")
+        if c.turns > turns and tools.failed == errors and c.compactions == compactions and not self.events:
             self.events.append(f"turn {c.turns}: fill {c.fill:,}")
 
 
@@ -118,6 +115,7 @@ def render_frame(watch: SessionWatch, *, width: int = 80) -> str:
     """One screenful: header, fill sparkline against the usable window, zone, signals, recent events."""
     c = watch.counters
     r = read_counters(c)
+    tools = tool_counts(c)
     lines = [
         f"ctxhealth watch — {watch.transcript.name}",
         f"model {c.model or '?'} · turns {c.turns} · compactions {c.compactions} · read {c.offset:,} bytes",
@@ -127,11 +125,11 @@ def render_frame(watch: SessionWatch, *, width: int = 80) -> str:
         f"fill │{_sparkline(list(watch.fills), max(10, width - 8), r.usable)}│",
         "",
         "signals:",
-        f"  drift        {'-' if r.drift is None else f'{r.drift:.2f}'}{'  DRIFTING' if r.drifting else ''}",
-        f"  tool calls   {c.tool_calls} ({c.tool_errors} failed, {c.consecutive_failures} in a row now, "
-        f"max {c.max_consecutive_failures})",
+        f"  on-task      {'-' if r.drift is None else f'{r.drift:.2f}'}{'  DRIFTING' if r.drifting else ''}",
+        f"  tool calls   {tools.calls} ({tools.failed} failed, {tools.streak} in a row now, "
+        f"max {tools.max_streak})",
         f"  spiral       {r.spiral_reason or 'no'}",
-        f"  doom loops   {c.doom_loops}",
+        f"  repeats      {tools.repeats}{'  (fired)' if r.doom_loop else ''}",
         "",
         *_assessment_lines(watch.assessment),
         "",
