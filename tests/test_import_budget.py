@@ -135,3 +135,36 @@ def test_a_lazy_total_is_counted_only_when_the_bar_is_drawn() -> None:
         drawn.advance()
         drawn.advance()
     assert counted == [1] and drawn.total == 5.0
+
+
+def test_the_policy_decision_imports_no_signals_model_or_profile(tmp_path: Path) -> None:
+    # `decide` is cheap to import (a hook may take it on its own): the zone arithmetic, the failure
+    # rules and nothing of the event builder, the call parser, the transcript model or the profile.
+    out = tmp_path / "modules.json"
+    probe = (
+        "import json, sys; import ctxhealth.policy.decision; "
+        "json.dump(sorted(sys.modules), open(sys.argv[1], 'w'))"
+    )
+    subprocess.run([sys.executable, "-c", probe, str(out)], check=True, timeout=120)
+    modules = {m for m in json.loads(out.read_text()) if m.startswith("ctxhealth")}
+    assert modules == {
+        "ctxhealth",
+        "ctxhealth.failures",
+        "ctxhealth.lazy",
+        "ctxhealth.policy",
+        "ctxhealth.policy.decision",
+        "ctxhealth.signals",
+        "ctxhealth.signals.zones",
+    }
+
+
+def test_a_monitor_snapshot_keeps_its_policy_counters() -> None:
+    # the codec learns the decision's Counters from the policy package (the decision module no longer
+    # imports the codec): a monitor restored from its snapshot has the same counters
+    from ctxhealth.monitor import Monitor
+    from ctxhealth.policy import Action
+
+    monitor = Monitor("claude-sonnet-4-5-20250929")
+    monitor.record_recovery(Action.TRUNCATE)
+    restored = Monitor.restore(json.loads(json.dumps(monitor.snapshot())))
+    assert restored.counters == monitor.counters and restored.counters.truncations == 1

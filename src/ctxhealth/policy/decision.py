@@ -32,9 +32,16 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from ctxhealth.failures import spiral_reason, streak_reason
-from ctxhealth.policy.profile import Profile
-from ctxhealth.signals.pressure import Zone
-from ctxhealth.signals.state import register_value
+
+# The zone arithmetic imports nothing (signals.pressure and signals.state pull in the event builder,
+# the call parser and the transcript model), and the profile is only read here: importing the
+# decision costs a hook a few milliseconds. The monitor saves Counters in its snapshot: the package
+# registers it with the state codec when a monitor takes it (``ctxhealth.policy.__getattr__``).
+from ctxhealth.signals.zones import Zone
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxhealth.policy.profile import Profile
 
 
 class Action(StrEnum):
@@ -144,9 +151,6 @@ class Counters:
     truncations: int = 0
     cooldown: int = 0
     steps: int = 0
-
-
-register_value(Counters)  # a monitor saves its counters along with its detectors' state
 
 
 @dataclass(frozen=True, slots=True)
