@@ -9,17 +9,20 @@ payload on stdin), side by side in the same run with bare ``python -c pass``:
 
 * cold: a fresh ``CTXHEALTH_HOME`` for every run (nothing cached: the whole transcript is read);
 * warm: the tail is cached (a priming run first), so only new bytes (none here) are read;
-* turn (status line, UserPromptSubmit, Stop: the commands that read the tail): warm, and one new
-  assistant turn and its tool result are appended to the transcript before each run, so the run
-  reads them and the session's monitor is restored, observes them and is saved again.
+* turn (status line, UserPromptSubmit, PostToolUse, Stop: the commands that read the tail): warm,
+  and one new assistant turn and its tool result are appended to the transcript before each run, so
+  the run reads them and the session's monitor is restored, observes them and is saved again
+  (PostToolUse, which the payload alone answered before its notices became the monitor's, reads the
+  tail too and has the monitor assess the payload's call).
 
 Two checkouts in the same run: ``after`` (this tree) and ``before`` (the code at ``--baseline``,
 default ``main``, exported with ``git archive`` into the temporary directory and run from there with
 ``PYTHONPATH``; ``--baseline ''`` skips it). The status line and the per-turn hooks of this tree
 start a helper process on demand (:mod:`ctxhealth.integrations.claude_code.helper`), so ``cold``
 (a fresh home each run) is a command doing its own work and then starting a helper, while ``warm``
-and ``turn`` are answered by the helper the priming run started. ``after_no_helper``
-(``CTXHEALTH_HELPER=off``, turn only) shows this tree without it. Every helper started is stopped
+and ``turn`` are answered by the helper the priming run started. ``after_no_helper`` and
+``before_no_helper`` (``CTXHEALTH_HELPER=off``, turn only) show each tree without it: the whole
+work of a turn in the command's own CPU. Every helper started is stopped
 (by the pid it records) before the temporary directory is removed.
 
 Prints one JSON document (milliseconds: wall-clock medians and p90, and the child's CPU time, which
@@ -88,7 +91,7 @@ def build_transcript(data: Path, out: Path) -> Path:
     return target
 
 
-TURN_COMMANDS = ("statusline", "UserPromptSubmit", "Stop")
+TURN_COMMANDS = ("statusline", "UserPromptSubmit", "PostToolUse", "Stop")
 
 
 def export(rev: str, into: Path) -> Path:
@@ -228,11 +231,10 @@ def main() -> None:
         try:
             for label, checkout_env in checkouts.items():
                 results[label] = measure(label, checkout_env, names, args.runs, tmp, transcript, extra, bare)
-                if label == "after":
-                    off = {**checkout_env, "CTXHEALTH_HELPER": "off"}
-                    turns = [n for n in names if n in TURN_COMMANDS]
-                    no_helper = measure_turns("after-off", off, turns, args.runs, tmp, transcript, extra)
-                    results["after_no_helper"] = {n: {"turn": f} for n, f in no_helper.items()}
+                off = {**checkout_env, "CTXHEALTH_HELPER": "off"}
+                turns = [n for n in names if n in TURN_COMMANDS]
+                no_helper = measure_turns(f"{label}-off", off, turns, args.runs, tmp, transcript, extra)
+                results[f"{label}_no_helper"] = {n: {"turn": f} for n, f in no_helper.items()}
         finally:
             stopped = stop_helpers(tmp)
             time.sleep(0.2)

@@ -8,7 +8,8 @@ the transcript grows by ``--step`` lines at a time and after each step a hook ru
 (UserPromptSubmit and Stop in turn, with a fresh ctxhealth home per session). Recorded per step:
 the hook's stdout and stderr and, from the saved counters, the monitor's last assessment (action,
 rule, reasons, zone, pressure, risk, fill, drift, signals fired), the fill, turns, tool calls and
-failures, doom loops and drift. Three runs, each in a child process:
+failures (the counters' own before the hooks' second engine was retired, the monitor's after), doom
+loops (before) or the monitor's repeated calls (after) and drift. Three runs, each in a child process:
 
 * ``before``: the code at ``--baseline`` (default ``main``), exported with ``git archive``;
 * ``after``: this tree, each hook run in the process (as without a helper);
@@ -50,6 +51,7 @@ if helped:
     while not os.path.exists(helper_paths(served)[2]):
         time.sleep(0.01)
 out = []
+COUNTS = ("tool_calls", "tool_errors", "streak", "max_streak", "repeats")
 for n, source in enumerate(sessions):
     lines = open(source, "rb").read().splitlines(keepends=True)
     transcript = os.path.join(work, f"s{n}.jsonl")
@@ -69,7 +71,14 @@ for n, source in enumerate(sessions):
             stdout, stderr = result.stdout, result.stderr
         with SessionLock(home, transcript, timeout=30):  # the helper answers before it saves
             c = load_counters(home, transcript)
-        kept = [c.assessment, c.fill, c.turns, c.tool_calls, c.tool_errors, c.doom_loops, c.drift]
+        # the tool counts: the counters' own before the hooks' second engine was retired, the
+        # monitor's (in its stored assessment) after; recorded apart so the assessment compares alike
+        a = dict(c.assessment) if c.assessment else c.assessment
+        counts = {k: a.pop(k) for k in COUNTS if k in a} if a else {}
+        calls = getattr(c, "tool_calls", counts.get("tool_calls", 0))
+        errors = getattr(c, "tool_errors", counts.get("tool_errors", 0))
+        repeats = getattr(c, "doom_loops", counts.get("repeats", 0))
+        kept = [a, c.fill, c.turns, calls, errors, repeats, c.drift]
         out.append([n, k, stdout, stderr, kept])
 if helped:
     os.unlink(helper_paths(served)[0])
@@ -103,7 +112,7 @@ FIELDS = (
     "turns",
     "tool_calls",
     "tool_errors",
-    "doom_loops",
+    "doom_loops_or_repeats",
     "drift",
 )
 """What each recorded step holds after its session and step numbers (stdout, stderr, then ``kept``)."""

@@ -6,11 +6,14 @@
   is intact: nothing is given back; only when the payload says the prompt cache has likely expired,
   what the resume's first request costs (:func:`resume_notice`).
 * UserPromptSubmit: read the new tail (the session's monitor observes it, :mod:`.monitoring`) and
-  take the monitor's decision; when it says warn / re-anchor / restart / halt, add that context,
-  once per episode (an episode ends at a compaction).
-* PostToolUse / PostToolUseFailure: count the call from the payload alone (no transcript read); on a
-  failure spiral or a doom loop (the same call three times) tell the agent, once per episode. A call
-  made inside a sub-agent (the payload has ``agent_id``) is not the main session's: not counted.
+  take the monitor's decision; when it says warn / restart / halt, add that context, once per
+  episode (an episode ends at a compaction); a re-anchor is not repeated while the same one is
+  still in context (:func:`_reanchor`).
+* PostToolUse / PostToolUseFailure: the monitor reads the new tail and assesses the call's result
+  as the payload states it (Claude Code writes it to the transcript after the hook); when its
+  decision says the calls are failing, or its ``repeated_calls`` signal fires (a doom loop), tell
+  the agent, once per episode. The hooks count nothing themselves: every count is the monitor's.
+  A call made inside a sub-agent (the payload has ``agent_id``) is not the main session's.
 * PostCompact / SubagentStop: recorded (PostCompact reads the tail that now holds the compaction).
 * Stop / SessionEnd: read the new tail (waiting briefly for the payload's ``last_assistant_message``
   when Stop fired before that line was written) and record the final assessment in the ledger.

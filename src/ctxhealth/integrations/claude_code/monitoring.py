@@ -4,9 +4,11 @@ Each hook is a new process, so the monitor travels in the session's tail state
 (``SessionCounters.monitor``, a :meth:`Monitor.snapshot`): a hook restores it, observes only the
 messages the transcript gained since the last read, and saves it again. The counters' fill, its
 source and the peak are the monitor's (its fill account), so the hooks, the status line and
-``check`` show the same fill. The last assessment is kept
-in the counters as plain data (``SessionCounters.assessment``) for the handlers, the status line and
-the ledger, so reading the verdict never needs the monitor itself.
+``check`` show the same fill. The last assessment is kept in the counters as plain data
+(``SessionCounters.assessment``, with the monitor's tool counts: :func:`tool_counts`) for the
+handlers, the status line and the ledger, so reading the verdict never needs the monitor itself.
+:func:`assess_call` assesses a tool call a hook payload states before the transcript holds it,
+without changing the saved snapshot.
 
 Claude Code manages its own history: each compaction in the transcript is recorded as a truncation
 (:meth:`Monitor.record_recovery`), and the policy's turn-count trigger (history compression after

@@ -6,8 +6,9 @@ Input is the status-line JSON Claude Code pipes in. The fill comes from its ``co
 when present (newer versions), else from the transcript's latest reported usage; its zone and
 pressure are the session monitor's for that fill: the zones of ``Profile.zones(info)`` for the
 window the payload states (resolved again when it states another one), on the monitor's pressure
-scale, raised as the monitor's was. On-task and the
-failure counters come from the session's cached counters (kept fresh by the hooks); the transcript's
+scale, raised as the monitor's was. On-task, the
+failure counts and repeated calls are the session monitor's, from its last assessment in the
+cached counters (kept fresh by the hooks); the transcript's
 new tail is read here only when no hook has run for the session, when nothing is cached yet, or when
 the payload has no fill, so a refresh normally costs a payload parse and one small file read.
 
