@@ -440,3 +440,30 @@ def test_rows_are_mapped_by_name_not_position() -> None:
         "healthy": True,
         "reasons": "why",
     }
+
+
+def test_finished_batches_are_gathered_into_few_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write has a fixed cost (an insert or a Parquet part per table): the rows of many small
+    batches go to the store in one step, and the tables hold every row."""
+    from ctxhealth.fleet import run as fleet_run
+    from ctxhealth.fleet.store import DuckDBStore
+
+    root = tmp_path / "sessions"
+    (root / "p").mkdir(parents=True)
+    for i in range(6):
+        chat(root / "p" / f"s{i}.json", [1_000 * (i + 1), 2_000 * (i + 1)])
+    writes: list[int] = []
+    original = DuckDBStore.append
+
+    def counted(self: DuckDBStore, outcomes: Any) -> None:
+        writes.append(len(outcomes))
+        original(self, outcomes)
+
+    monkeypatch.setattr(DuckDBStore, "append", counted)
+    monkeypatch.setattr(fleet_run, "MAX_BATCH_FILES", 1)  # one file per task: six batches
+    options = JobOptions(ModelRegistry.default(), default_profile())
+    result = run_fleet([root], tmp_path / "f.duckdb", options, jobs=1)
+    assert result.sessions == 6 and result.counts["sessions"] == 6
+    assert [n for n in writes if n] == [6]
