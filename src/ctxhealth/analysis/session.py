@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxhealth.accounting.cost import iter_threads
-from ctxhealth.accounting.fill import SessionAccount, account_session
+from ctxhealth.accounting.fill import SessionAccount, account_session, session_model_id
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.analysis.records import (
     CacheBreakRow,
@@ -412,7 +412,10 @@ def analyse_session(
     final: Assessment | None = None
     if health:
         monitor = Monitor(model or session.model, profile, registry=registry)
-        result.turns = list(turn_records(monitor, session, turn_at))
+        # the Monitor accounts the session as this account did when no model is forced and the log
+        # names its own (else it accounts again, with the model it was given)
+        same = model is None and session.model is not None and session_model_id(session) == session.model
+        result.turns = list(turn_records(monitor, session, turn_at, account if same else None))
         # a session without messages yields no assessment: observe_session gives "nothing seen yet"
         final = monitor.last if monitor.last is not None else monitor.observe_session(session)
         _fold_turns(result)

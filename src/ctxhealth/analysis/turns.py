@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
+from ctxhealth.accounting.fill import SessionAccount
 from ctxhealth.accounting.types import TurnFill
 from ctxhealth.analysis.records import TurnRecord
 from ctxhealth.model import Session
@@ -71,11 +72,13 @@ def turn_records(
     monitor: Monitor,
     session: Session,
     turns: Mapping[int, TurnFill],
+    account: SessionAccount | None = None,
 ) -> Iterator[TurnRecord]:
     """One record per turn of ``session`` (``turns``: the accounting's turns by message index),
-    in order, as ``monitor`` observes the session message by message. ``monitor.last`` is the
-    final assessment afterwards (None when the session has no messages)."""
-    for assessment in monitor.iter_session(session):
+    in order, as ``monitor`` observes the session message by message (with ``account`` as its
+    fill, when given; see :meth:`Monitor.iter_session`). ``monitor.last`` is the final assessment
+    afterwards (None when the session has no messages)."""
+    for assessment in monitor.iter_session(session, account=account):
         turn = turns.get(assessment.index)
         if turn is not None:
             yield record_of(assessment, monitor, turn, session)
