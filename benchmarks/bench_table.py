@@ -291,6 +291,17 @@ def row_fleet(data: Path, size_gb: float, workers: int, levels: list[str], ancho
             timed("contextrot_parse", lambda: _contextrot_parse(names))
         except ImportError:
             log("contextrot: not installed: skipped")
+        aims: dict[str, Any] = {}
+        if "fleet_accounting" in out:
+            rate = out["fleet_accounting"]["mb_per_cpu_s"]
+            aims["accounting_mb_per_cpu_s_at_least_200"] = rate >= 200.0
+            aims["accounting_gap_to_duckdb"] = round(out["duckdb_usage_fields"]["mb_per_cpu_s"] / rate, 1)
+        if "fleet_health" in out and "contextrot_parse" in out:
+            full, peer = out["fleet_health"]["mb_per_cpu_s"], out["contextrot_parse"]["mb_per_cpu_s"]
+            aims["full_at_least_contextrot"] = full >= peer
+            aims["full_cpu_over_contextrot"] = round(peer / full, 2)
+        out["aims"] = aims
+        log(f"fleet aims: {json.dumps(aims)}")
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
