@@ -32,6 +32,13 @@ from ctxhealth.errors import EnvironmentProblem
     show_default=True,
     help="Longest wait (s) between two bytes of a response.",
 )
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    help="Longest time (s) a client may take to send a request's headers; then it is disconnected.",
+)
 @click.option("--max-body-mb", type=click.FloatRange(min=0.001), default=32.0, show_default=True)
 @click.option("--log-bodies", is_flag=True, help="Log request bodies (may contain secrets).")
 @click.option(
@@ -47,6 +54,7 @@ def proxy(
     mode: str,
     connect_timeout: float,
     read_timeout: float,
+    header_timeout: float,
     max_body_mb: float,
     log_bodies: bool,
     no_ledger: bool,
@@ -72,6 +80,7 @@ def proxy(
         home=None if no_ledger else Path(str(settings.get("home"))).expanduser(),
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
+        header_timeout=header_timeout,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         log_bodies=log_bodies,
         model=settings.model,

@@ -32,6 +32,9 @@ class ProxyConfig:
     flush_interval: float = 0.25
     body_timeout: float = 30.0
     """Seconds a client may take to send a request body (a stalled client gets 408)."""
+    header_timeout: float = 5.0
+    """Seconds a client may take to send a request's head (line and headers), from the moment its
+    connection opened or its next request began; then the connection is closed (slowloris)."""
     max_connections: int = 256
     """Open client connections served at once; beyond, a connection is answered 503 and closed
     (slow clients cannot hold the proxy open without bound)."""
