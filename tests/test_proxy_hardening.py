@@ -69,8 +69,9 @@ def sessions(proxy: ProxyProcess, contains: str) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------- sessions
 
 
-def test_two_agents_with_the_same_first_message_stay_two_sessions(upstream: str) -> None:
-    proxy = ProxyProcess(upstream)
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_two_agents_with_the_same_first_message_stay_two_sessions(upstream: str, workers: str) -> None:
+    proxy = ProxyProcess(upstream, "--workers", workers)
     try:
         for turn in range(5):  # interleaved: A, B, A, B ... (10 requests, no agent headers)
             post(proxy, conversation("agent A", turn))
@@ -215,3 +216,41 @@ def test_credentials_in_the_upstream_url_are_sent_only_where_the_client_sends_no
     assert "ctx:***@127.0.0.1" in log  # the start-up line names the user, never the password
     for shown in (log, status):
         assert password not in shown and expected.split()[1] not in shown
+
+
+# ----------------------------------------------------------------------------- the guard process
+
+
+def test_the_guard_process_keeps_sessions_and_the_ledger_through_a_restart(
+    upstream: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    headers = {"x-ctxhealth-session": "two-cores"}
+    proxy = ProxyProcess(upstream, "--workers", "2", "-v", home=home)
+    try:
+        for turn in range(3):
+            post(proxy, conversation("worker", turn), **headers)
+        (before,) = sessions(proxy, ":two-cores")
+        metrics = httpx.get(proxy.url + "/metrics", timeout=5).text
+    finally:
+        log = proxy.stop()
+    assert before["requests"] == 3 and before["resets"] == 0 and before["reported_fill"] is not None
+    assert 'ctxhealth_proxy_requests_total{api="anthropic-messages",mode="observe"} 3' in metrics
+    assert "ctxhealth_upstream_latency_seconds_count 3" in metrics
+    assert log.count("POST /v1/messages session=anthropic-messages:two-cores") == 3
+    assert "Traceback" not in log
+    proxy = ProxyProcess(upstream, "--workers", "2", home=home)  # saved at shutdown by the guard process
+    try:
+        post(proxy, conversation("worker", 3), **headers)
+        (after,) = sessions(proxy, ":two-cores")
+    finally:
+        proxy.stop()
+    assert after["requests"] == 4 and after["resets"] == 0
+    assert after["observed_messages"] == before["observed_messages"] + 2
+
+
+def test_two_workers_are_refused_outside_observe_mode() -> None:
+    from conftest import invoke
+
+    result = invoke(["proxy", "--upstream", "http://127.0.0.1:9", "--workers", "2", "--mode", "enforce"])
+    assert result.exit_code == 2 and "--workers 2 needs --mode observe" in result.output

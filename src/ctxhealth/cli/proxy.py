@@ -45,6 +45,15 @@ from ctxhealth.errors import EnvironmentProblem
     "--no-ledger", is_flag=True, help="Keep nothing on disk (sessions live as long as the process)."
 )
 @click.option("--model", help="Account every session as this model (window, tier).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 2),
+    default=1,
+    show_default=True,
+    help="2: the guard runs in a second process, beside the one relaying bytes (observe mode).",
+)
+# observe mode assessed before each request is sent, as before it moved beside the relay (benchmarks)
+@click.option("--guard-inline", is_flag=True, hidden=True)
 @click.option("-v", "--verbose", is_flag=True, help="Log one line per model request to stderr.")
 @guarded
 def proxy(
@@ -59,6 +68,8 @@ def proxy(
     log_bodies: bool,
     no_ledger: bool,
     model: str | None,
+    workers: int,
+    guard_inline: bool,
     verbose: bool,
 ) -> None:
     """Serve a proxy in front of UPSTREAM that applies the health policy to model requests."""
@@ -84,6 +95,8 @@ def proxy(
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         log_bodies=log_bodies,
         model=settings.model,
+        guard_inline=guard_inline,
+        workers=workers,
     )
     if verbose or log_bodies:
         handler = logging.StreamHandler()
