@@ -254,3 +254,41 @@ def test_two_workers_are_refused_outside_observe_mode() -> None:
 
     result = invoke(["proxy", "--upstream", "http://127.0.0.1:9", "--workers", "2", "--mode", "enforce"])
     assert result.exit_code == 2 and "--workers 2 needs --mode observe" in result.output
+
+
+def test_observe_mode_sends_the_request_before_the_guard_reads_it() -> None:
+    """In observe mode the guard's work is off the byte path: when it reads a request, the upstream
+    has it already (in-process, so the guard can be watched)."""
+    import anyio
+
+    from ctxhealth.integrations.guard import Guard, Plan
+    from ctxhealth.integrations.proxy.app import create_app
+    from ctxhealth.integrations.proxy.config import ProxyConfig
+    from ctxhealth.integrations.wire import ApiStyle
+    from wire_upstream import Upstream
+
+    upstream = Upstream().start()
+    seen: list[int] = []
+
+    class Watched(Guard):
+        def plan(self, style: ApiStyle, raw: bytes, headers: Any) -> Plan:
+            seen.append(upstream.count("/v1/messages"))
+            return super().plan(style, raw, headers)
+
+    async def run() -> dict[str, Any]:
+        app = create_app(ProxyConfig(upstream=upstream.url), guard=Watched())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            for turn in range(3):
+                body = {**conversation("watched", turn), "stream": True}
+                (await client.post("/v1/messages", json=body)).raise_for_status()
+            doc: dict[str, Any] = (await client.get("/ctxhealth/status")).json()
+            return doc
+
+    try:
+        status = anyio.run(run)
+    finally:
+        upstream.stop()
+    assert seen == [1, 2, 3]  # each request had reached the upstream before the guard read it
+    (session,) = status["sessions"]
+    assert session["requests"] == 3 and session["resets"] == 0 and session["reported_fill"] is not None

@@ -157,9 +157,7 @@ class ProxyApp:
             if self.config.log_bodies:
                 log.info("request body: %s", body.decode("utf-8", "replace"))
         elif self.background is not None:
-            ticket = self.background.plan(
-                adapter.style, body, request.headers, lambda plan: self._log_plan(request, plan, body)
-            )
+            pass  # assessed once the upstream has the request (below)
         else:
             plan = self.guard.plan(adapter.style, body, request.headers)
             self._log_plan(request, plan, body)
@@ -191,6 +189,13 @@ class ProxyApp:
         except aiohttp.ClientError as exc:
             message = f"ctxhealth proxy: upstream {self.config.upstream} unreachable: {upstream_problem(exc)}"
             return _error(adapter, ErrorKind.BAD_REQUEST, message, 502)
+        finally:
+            if adapter is not None and self.background is not None:
+                # observe mode: queued only now, so the guard's work never runs before the request
+                # is sent; its response's first bytes are relayed before the queue runs
+                ticket = self.background.plan(
+                    adapter.style, body, request.headers, lambda plan: self._log_plan(request, plan, body)
+                )
         tap = UsageTap(adapter.style, upstream.headers.get("content-type")) if adapter is not None else None
 
         def done(status: int, tap: UsageTap | None, seconds: float, complete: bool) -> None:

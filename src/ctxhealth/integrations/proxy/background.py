@@ -15,10 +15,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 from collections.abc import Callable, Mapping
 
 from ctxhealth.integrations.guard import Guard, Plan
 from ctxhealth.integrations.wire import ApiStyle, ResponseFacts
+
+log = logging.getLogger("ctxhealth.proxy")
 
 MAX_PENDING = 4096
 
@@ -73,7 +76,7 @@ class Background:
     def _put(self, item: Callable[[], None]) -> None:
         self._queue.append(item)
         while len(self._queue) > self.limit:
-            self._queue.popleft()()
+            self._next()
         self._wake.set()
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
@@ -81,7 +84,14 @@ class Background:
     def drain(self) -> None:
         """Run everything queued, now."""
         while self._queue:
+            self._next()
+
+    def _next(self) -> None:
+        try:
             self._queue.popleft()()
+        except Exception as exc:  # the guard fails open itself; this keeps the queue going whatever
+            self.guard.metrics.errors += 1
+            log.warning("guard: %s: %s", type(exc).__name__, exc)
 
     async def _run(self) -> None:
         while True:
@@ -90,7 +100,7 @@ class Background:
             while self._queue:
                 await asyncio.sleep(0)  # requests and chunks that are ready go first
                 if self._queue:
-                    self._queue.popleft()()
+                    self._next()
 
     async def aclose(self) -> None:
         if self._task is not None:

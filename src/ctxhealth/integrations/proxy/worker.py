@@ -62,6 +62,7 @@ class GuardProcess:
         self._asks: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self._lock = threading.Lock()
         self.alive = True
+        self._closing = False
         self._sender = threading.Thread(target=self._send_all, name="ctxhealth-guard-send", daemon=True)
         self._reader = threading.Thread(target=self._read_all, name="ctxhealth-guard-read", daemon=True)
         self._sender.start()
@@ -104,6 +105,7 @@ class GuardProcess:
 
     async def aclose(self) -> None:
         """Let the guard run what is queued, save every session and exit."""
+        self._closing = True
         self._outbox.put(("close",))
         self._outbox.put(None)
         await asyncio.get_running_loop().run_in_executor(None, self._join)
@@ -142,7 +144,7 @@ class GuardProcess:
     def _stopped(self) -> None:
         if self.alive:
             self.alive = False
-            if self._process.exitcode not in (None, 0) or self._process.is_alive():
+            if not self._closing:
                 log.warning("the guard process stopped: requests are relayed without assessment")
 
 
