@@ -22,10 +22,12 @@ observe mode.
 
 ``--streams 1 10 100`` measures, in one run, the added first-byte latency at each number of
 concurrent streams (each level: ``--samples`` requests per path at least, the starts spread over one
-stream's length so that level is in flight throughout, direct and proxied rounds alternating),
-with the proxy's CPU per request and the load average beside each level; ``--proxy-args`` passes
-flags to the proxy (``--guard-inline`` assesses observe-mode requests before sending them, as
-before the guard moved beside the relay).
+stream's length so that level is in flight throughout; the direct and the proxied streams of a round
+run at the same time, the ``i``-th of each started together, so both meet the same machine at each
+moment; besides the difference of the two p99s, the p99 of the per-pair difference), with the proxy's CPU per
+request (its child processes included), the machine's CPU use and the load average beside each
+level; ``--proxy-args`` passes flags to the proxy (``--guard-inline`` assesses observe-mode requests
+before sending them, as before the guard moved beside the relay; ``--workers 2``).
 
 ``--scaling`` measures only, in process, the guard's CPU per request in steady state (two new
 messages on a known prefix) at 20, 200 and 1,000 turns, against observing the whole conversation
@@ -209,6 +211,37 @@ def machine_cpu() -> tuple[float, float]:
     return sum(fields) - idle, sum(fields)
 
 
+async def both(
+    direct: str, proxied: str, n: int, ramp: float, turns: int, label: str
+) -> list[tuple[tuple[float, float] | str, tuple[float, float] | str]]:
+    """One round of ``n`` direct and ``n`` proxied streams at once, the ``i``-th of each started at
+    the same moment: per pair, (direct result, proxied result)."""
+    import httpx
+
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 256, "stream": True, "messages": history(turns)}
+    raw = json.dumps(body).encode()
+    limits = httpx.Limits(max_connections=2 * n + 10, max_keepalive_connections=2 * n + 10)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        delays = [ramp * i / max(1, n - 1) if ramp else 0.0 for i in range(n)]
+        pairs = [
+            asyncio.gather(
+                one(client, direct + "/v1/messages", raw, f"direct{label}-{i}", delay),
+                one(client, proxied + "/v1/messages", raw, f"proxy{label}-{i}", delay),
+            )
+            for i, delay in enumerate(delays)
+        ]
+        return [(a, b) for a, b in await asyncio.gather(*pairs)]
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of a process and of its child processes (``--workers 2``'s guard process)."""
+    total = cpu_seconds(pid)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            total += tree_cpu_seconds(int(child))
+    return total
+
+
 def streams_levels(
     base_direct: str, proxy: Any, levels: list[int], samples: int, gap_ms: float, turns: int
 ) -> dict[str, Any]:
@@ -220,18 +253,23 @@ def streams_levels(
         rounds = max(2, -(-samples // n))
         label = f"s{n}"
         asyncio.run(run_round(proxy.url, n, ramp, turns, f"proxy{label}"))  # first contact, unmeasured
-        data: dict[str, list[float]] = {"direct": [], "proxy": []}
+        data: dict[str, list[float]] = {"direct": [], "proxy": [], "paired": []}
         errors = 0
         cpu = 0.0
         busy0, total0 = machine_cpu()
         for r in range(1, rounds + 1):
-            for path, base in (("direct", base_direct), ("proxy", proxy.url)):
-                before = cpu_seconds(proxy.process.pid)
-                ok, errs = asyncio.run(run_round(base, n, ramp, turns + r, path + label))
-                if path == "proxy":
-                    cpu += cpu_seconds(proxy.process.pid) - before
-                data[path] += [t for t, _ in ok]
-                errors += len(errs)
+            # direct and proxied streams at the same time: both see the same machine at each moment
+            before = tree_cpu_seconds(proxy.process.pid)
+            pairs = asyncio.run(both(base_direct, proxy.url, n, ramp, turns + r, label))
+            cpu += tree_cpu_seconds(proxy.process.pid) - before
+            for a, b in pairs:
+                if isinstance(a, tuple):
+                    data["direct"].append(a[0])
+                if isinstance(b, tuple):
+                    data["proxy"].append(b[0])
+                if isinstance(a, tuple) and isinstance(b, tuple):
+                    data["paired"].append(b[0] - a[0])
+                errors += isinstance(a, str) + isinstance(b, str)
         busy1, total1 = machine_cpu()
         ms = 1000.0
         out[str(n)] = {
@@ -243,6 +281,10 @@ def streams_levels(
             "proxy_ttfb_p99_ms": round(pct(data["proxy"], 99) * ms, 3),
             "added_ttfb_p50_ms": round((pct(data["proxy"], 50) - pct(data["direct"], 50)) * ms, 3),
             "added_ttfb_p99_ms": round((pct(data["proxy"], 99) - pct(data["direct"], 99)) * ms, 3),
+            # the added time per pair (a proxied stream minus the direct one started with it): the
+            # client's and the machine's stalls that hit both cancel out
+            "paired_added_ttfb_p50_ms": round(pct(data["paired"], 50) * ms, 3),
+            "paired_added_ttfb_p99_ms": round(pct(data["paired"], 99) * ms, 3),
             "proxy_cpu_ms_per_request": round(cpu / max(1, len(data["proxy"])) * ms, 3),
             "machine_cpu_busy": round((busy1 - busy0) / max(1.0, total1 - total0), 3),
             "load_average_1m": os.getloadavg()[0],
@@ -251,7 +293,9 @@ def streams_levels(
         print(
             f"{n:>4} streams: direct p99 {r['direct_ttfb_p99_ms']:8.2f} ms, proxy p99 "
             f"{r['proxy_ttfb_p99_ms']:8.2f} ms, added p50 {r['added_ttfb_p50_ms']:7.2f} / p99 "
-            f"{r['added_ttfb_p99_ms']:7.2f} ms; proxy CPU {r['proxy_cpu_ms_per_request']:.2f} ms/request; "
+            f"{r['added_ttfb_p99_ms']:7.2f} ms; paired added p50 {r['paired_added_ttfb_p50_ms']:7.2f} / p99 "
+            f"{r['paired_added_ttfb_p99_ms']:7.2f} ms; "
+            f"proxy CPU {r['proxy_cpu_ms_per_request']:.2f} ms/request; "
             f"machine busy {r['machine_cpu_busy']:.0%}; load {r['load_average_1m']:.2f}; "
             f"{r['samples']} samples, {r['errors']} errors",
             file=sys.stderr,

@@ -4,6 +4,8 @@
   the body (at most ``max_body_bytes``) goes through :meth:`Guard.plan`; the planned body is sent
   upstream, or the guard's API-shaped error is answered without calling upstream; the response is
   relayed as it arrives while its usage is read (:class:`~ctxhealth.integrations.wire.UsageTap`).
+  In observe mode the body goes upstream first and the guard reads it beside the relay
+  (:mod:`.background`), or in a process of its own with ``workers=2`` (:mod:`.worker`).
 * ``GET /ctxhealth/status`` (JSON) and ``GET /metrics`` (Prometheus text).
 
 starlette provides the request and response types; the app itself dispatches on the path. The
