@@ -10,6 +10,8 @@ of its next request (answered ``408`` first); the body has its own bound (``conf
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from typing import Any
 
 from ctxhealth.integrations.proxy.app import create_app
@@ -65,7 +67,7 @@ def serve(config: ProxyConfig, *, log_level: str = "warning") -> None:
     """Serve the proxy (blocks). Binds ``config.host`` (loopback by default)."""
     import uvicorn
 
-    uvicorn.run(
+    settings = uvicorn.Config(
         create_app(config),
         host=config.host,
         port=config.port,
@@ -77,3 +79,13 @@ def serve(config: ProxyConfig, *, log_level: str = "warning") -> None:
         timeout_keep_alive=5,
         limit_concurrency=config.max_connections,
     )
+    # (after uvicorn set its logging up) a relay cut short by its upstream is logged by the relay
+    logging.getLogger("uvicorn.error").addFilter(_not_cut_short)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: a clean stop (as ``uvicorn.run``)
+        uvicorn.Server(settings).run()  # (a port in use: uvicorn says so and exits 3)
+
+
+def _not_cut_short(record: logging.LogRecord) -> bool:
+    """uvicorn's error line for a response the app left unfinished: the relay does that on purpose
+    when its upstream dies or stalls mid-body, and says so in its own words."""
+    return record.getMessage() != "ASGI callable returned without completing response."
