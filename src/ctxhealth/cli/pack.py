@@ -17,12 +17,13 @@ import click
 from ctxhealth.cli.common import dump_json, guarded, write_output
 from ctxhealth.config import load_settings
 from ctxhealth.errors import InputError, UsageError
-from ctxhealth.sources.reader import read_regular_file
 
 _TYPES = ["code", "debug", "review", "docs", "explore"]
 
 
 def _read_text(path: str, what: str) -> str:
+    from ctxhealth.sources.reader import read_regular_file  # the readers load only for a file to read
+
     try:
         if path == "-":
             return sys.stdin.read()
@@ -127,7 +128,7 @@ def pack(
         specs=specs,
         output_format=fmt,
         cache_home=settings.home,
-        registry=settings.registry(),
+        registry=settings.registry() if model is not None else None,  # the catalog only for --model
     )
     manifest = result.manifest
     if explain:

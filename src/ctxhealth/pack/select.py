@@ -108,6 +108,14 @@ def pack_sources(
     if found_tokens is None:
         found_tokens = {}
     deduper = ParagraphDeduper()
+    compressed: dict[str, str] = {}
+
+    def compress(item: Ranked) -> str:  # a file upgraded to its whole text is compressed once
+        found = compressed.get(item.path)
+        if found is None:
+            found = compressed[item.path] = compress_text(item.path, item.text, strip_comments=strip_comments)
+        return found
+
     taken: list[Taken] = []
     left: dict[str, str] = {}
     remaining = budget
@@ -125,7 +133,7 @@ def pack_sources(
         if raw_tokens * MAX_COMPRESSION > remaining and _signatures_estimate(item) > remaining:
             left[item.path] = f"over budget: {raw_tokens:,} tokens in full, {remaining:,} left in L3"
             continue
-        full = compress_text(item.path, item.text, strip_comments=strip_comments)
+        full = compress(item)
         full_tokens = count(full)
         placed = False
         for form, text, reason in _forms(item, full, full_tokens, count):
@@ -160,7 +168,7 @@ def pack_sources(
         (t for t in taken if t.piece.form == "signatures" and t.ranked.tier is not Tier.C),
         key=lambda t: t.rank,
     ):
-        full = compress_text(entry.ranked.path, entry.ranked.text, strip_comments=strip_comments)
+        full = compress(entry.ranked)
         result = deduper.dedupe(entry.ranked.path, full)
         piece = PackedPiece(entry.ranked.path, "full", result.text)
         rendered = render_piece(piece, fmt)
