@@ -98,7 +98,13 @@ def pack(
     output: str | None,
 ) -> None:
     """Pack what a task needs from REPO under a hard token budget."""
+    import gc
+
     from ctxhealth.pack import pack as run_pack
+
+    # A pack builds a record per candidate (tens of thousands of objects, all alive to the end): the
+    # collector's passes over them free nothing, so this one-shot command makes them rarer.
+    gc.set_threshold(50_000, 20, 20)
 
     if (task_text is None) == (task_file is None):
         raise UsageError("give exactly one of --task and --task-file", hint="--task 'fix the login redirect'")

@@ -11,7 +11,8 @@ import errno
 import os
 import stat
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -148,6 +149,8 @@ class CandidateList:
     paths: tuple[str, ...]
     source: str  # "git" or "walk"
     excluded: tuple[tuple[str, str], ...]  # (path, reason) for blacklisted paths
+    stats: Mapping[str, os.stat_result] = field(default_factory=dict, compare=False)
+    """What the listing's ``lstat`` found for a candidate that is no link (its ``stat`` too)."""
 
 
 def _vendored(folder: str) -> bool:
@@ -303,7 +306,7 @@ class _Resolver:
     is itself a link is resolved in full by :func:`outside_reason`. The answers are
     :func:`outside_reason`'s, which a test checks on a tree of links."""
 
-    __slots__ = ("_dirs", "_inside", "_prefix", "_real_prefix", "real_top", "top")
+    __slots__ = ("_dirs", "_inside", "_prefix", "_real_prefix", "real_top", "stats", "top")
 
     def __init__(self, top: str) -> None:
         self.top = top
@@ -312,6 +315,7 @@ class _Resolver:
         self._prefix = _prefix(top)  # ``os.path.join(top, rel)`` for a relative ``rel``, without its cost
         self._real_prefix = _prefix(self.real_top)
         self._inside = self.real_top.rstrip(os.sep) + os.sep
+        self.stats: dict[str, os.stat_result] = {}
 
     def real_dir(self, rel: str) -> str:
         found = self._dirs.get(rel)
@@ -339,6 +343,7 @@ class _Resolver:
             return "link leaving the repository (not read)"
         if not stat.S_ISREG(status.st_mode):
             return "not a regular file (not read)"
+        self.stats[path] = status
         return None
 
 
@@ -365,4 +370,4 @@ def list_candidates(repo: Path) -> CandidateList:
             kept.append(path)
         else:
             excluded.append((path, reason))
-    return CandidateList(tuple(kept), source, tuple(excluded))
+    return CandidateList(tuple(kept), source, tuple(excluded), resolver.stats)

@@ -10,7 +10,7 @@ they are large get their whole text back, best first, while the budget allows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxhealth.pack.compress import compress_text
 from ctxhealth.pack.dedup import Deduped, ParagraphDeduper
@@ -29,15 +29,25 @@ MAX_COMPRESSION = 0.5
 not worth rendering (an optimisation only; what fits is always decided by an exact count)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ranked:
+    """One eligible file in rank order. Its ``text`` is read on first use (``read``): of a few hundred
+    eligible files a pack reaches the first until the budget is spent, and reads only those."""
+
     path: str
     tier: Tier
     score: float
     language: str | None
-    text: str
+    read: Callable[[], str] = field(repr=False, compare=False)
     signature_lines: tuple[int, ...] | None = None
     raw_tokens: int | None = None
+    _text: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.read()
+        return self._text
 
 
 @dataclass(slots=True)
