@@ -26,7 +26,7 @@ from ctxhealth.pack.imports import import_graph
 from ctxhealth.pack.index import build_index
 from ctxhealth.pack.relevance import weights_for
 from ctxhealth.pack.signatures import render_signatures
-from ctxhealth.pack.similarity import build_bm25
+from ctxhealth.pack.similarity import build_bm25, load_bm25, save_bm25
 from ctxhealth.pack.words import named_identifiers, split_identifier
 from pack_repo import write_repo
 
@@ -473,3 +473,18 @@ def test_minhash_estimates_jaccard_like_datasketch() -> None:
         ours = estimated_jaccard(minhash(first), minhash(second))
         assert abs(ours - true) <= 3.5 * (true * (1 - true) / NUM_PERM) ** 0.5 + 1e-9
         assert abs(reference[0].jaccard(reference[1]) - true) <= 0.15
+
+
+def test_a_stored_bm25_index_answers_as_the_built_one(tmp_path: Path) -> None:
+    bags = [{"alpha": 2, "beta": 1}, {"beta": 3, "gamma": 1, "δέλτα": 2}, {}, {"alpha": 1, "zeta": 4}]
+    built = build_bm25(bags)
+    save_bm25(tmp_path / "i.bm25.npz", "k", built)
+    loaded = load_bm25(tmp_path / "i.bm25.npz", "k")
+    assert loaded is not None and load_bm25(tmp_path / "i.bm25.npz", "other") is None
+    for word, term in built.vocab.items():
+        assert loaded.vocab.get(word) == term == loaded.vocab[word]
+    for missing in ("", "alph", "alpha\nbeta", "eta", "omega"):
+        assert loaded.vocab.get(missing) is None
+    assert dict(loaded.vocab) == dict(built.vocab)
+    query = {"alpha": 1.0, "δέλτα": 2.0, "zeta": 1.0, "none": 3.0}
+    assert loaded.scores(query).tolist() == built.scores(query).tolist()
