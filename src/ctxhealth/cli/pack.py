@@ -102,10 +102,6 @@ def pack(
 
     from ctxhealth.pack import pack as run_pack
 
-    # A pack builds a record per candidate (tens of thousands of objects, all alive to the end): the
-    # collector's passes over them free nothing, so this one-shot command makes them rarer.
-    gc.set_threshold(50_000, 20, 20)
-
     if (task_text is None) == (task_file is None):
         raise UsageError("give exactly one of --task and --task-file", hint="--task 'fix the login redirect'")
     if (budget is None) == (model is None):
@@ -121,21 +117,30 @@ def pack(
         from ctxhealth.pack.history import transcript_for_session
 
         history = str(transcript_for_session(settings.home, session_id))
-    result = run_pack(
-        Path(repo),
-        task_text if task_text is not None else _read_text(str(task_file), "task file"),
-        budget=budget,
-        model=model,
-        task_type=task_type,
-        active=active,
-        errors=_read_text(errors_file, "error output") if errors_file else None,
-        history=history,
-        rules=rules,
-        specs=specs,
-        output_format=fmt,
-        cache_home=settings.home,
-        registry=settings.registry() if model is not None else None,  # the catalog only for --model
-    )
+    task = task_text if task_text is not None else _read_text(str(task_file), "task file")
+    error_text = _read_text(errors_file, "error output") if errors_file else None
+    # A pack builds a record per candidate (tens of thousands of objects, all alive to the end): the
+    # collector's passes over them free nothing, so the pack runs with them rarer (then as before).
+    thresholds = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        result = run_pack(
+            Path(repo),
+            task,
+            budget=budget,
+            model=model,
+            task_type=task_type,
+            active=active,
+            errors=error_text,
+            history=history,
+            rules=rules,
+            specs=specs,
+            output_format=fmt,
+            cache_home=settings.home,
+            registry=settings.registry() if model is not None else None,  # the catalog only for --model
+        )
+    finally:
+        gc.set_threshold(*thresholds)
     manifest = result.manifest
     if explain:
         click.echo(explain_table(manifest), err=True)
