@@ -541,3 +541,60 @@ def test_a_309_digit_count_never_stops_the_hooks(tmp_path: Path) -> None:
     compact = _hook("PreCompact", home, transcript, trigger="auto")
     assert compact.returncode == 0 and compact.stderr == b"", compact.stderr
     assert json.loads(compact.stdout)["systemMessage"].startswith("ctxhealth: checkpoint saved")
+
+
+# ------------------------------------------------------------------ 7 (round three): bounded lines
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex"])
+def test_an_over_long_line_costs_that_line_only_with_a_clear_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    if fmt == "claude-code":
+        original = "".join(json.dumps(line) + "\n" for line in claude_transcript()).encode()
+    else:
+        original = (Path(__file__).parent / "fixtures" / "codex-rollout.jsonl").read_bytes()
+    lines = original.splitlines(keepends=True)
+    at = len(lines) // 2
+    long_line = json.dumps({"type": "progress", "pad": "x" * (3 << 20)}).encode() + b"\n"
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(lines[:at]) + long_line + b"".join(lines[at:]))
+    (tmp_path / "o.jsonl").write_bytes(original)
+    expected = read_session(tmp_path / "o.jsonl")
+    monkeypatch.setenv("CTXHEALTH_MAX_LINE_BYTES", str(1 << 20))
+    session = read_session(path)
+    assert [(m.role, m.text) for m in session.messages] == [(m.role, m.text) for m in expected.messages]
+    long = [w for w in session.warnings if "CTXHEALTH_MAX_LINE_BYTES" in w.reason]
+    assert len(long) == 1 and long[0].line == at + 1 and long[0].path == str(path), session.warnings
+    assert "more than the line limit of 1,048,576" in long[0].reason
+    # the default fits it: the same file reads with no such warning
+    monkeypatch.delenv("CTXHEALTH_MAX_LINE_BYTES")
+    assert not any("line limit" in w.reason for w in read_session(path).warnings)
+
+
+def test_a_gzip_bomb_peaks_near_the_cap_not_at_twice_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    from ctxhealth.errors import TranscriptError
+    from ctxhealth.sources.reader import _decompress
+
+    cap = 24 << 20
+    monkeypatch.setenv("CTXHEALTH_MAX_INPUT_BYTES", str(cap))
+    bomb = gzip.compress(b" " * (64 << 20), compresslevel=1)
+    fits = gzip.compress(b"y" * (cap - 1), compresslevel=1)
+    for data, raises in ((bomb, True), (fits, False)):
+        tracemalloc.start()
+        try:
+            if raises:
+                with pytest.raises(TranscriptError, match="size limit"):
+                    _decompress(data, "bomb.gz")
+            else:
+                out, warning = _decompress(data, "fits.gz")
+                assert len(out) == cap - 1 and warning is None
+                del out
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1.4 * cap, (raises, peak / cap)
