@@ -598,3 +598,154 @@ def test_a_gzip_bomb_peaks_near_the_cap_not_at_twice_it(
         finally:
             tracemalloc.stop()
         assert peak < 1.4 * cap, (raises, peak / cap)
+
+
+# ------------------------------------------------------------------ 8 (round three): newer ledger, full disk
+
+
+def _future_ledger(home: Path) -> bytes:
+    """A ledger written by a newer ctxhealth (one migration we do not know); its bytes."""
+    import sqlite3
+
+    from ctxhealth.state.ledger import Ledger
+
+    home.mkdir(parents=True, exist_ok=True)
+    Ledger.open(home).close()
+    con = sqlite3.connect(home / "ledger.db", isolation_level=None)
+    con.execute("INSERT INTO _migrations (name, applied_at) VALUES ('m999_from_the_future', 'x')")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.execute("PRAGMA journal_mode = DELETE")  # a newer version may journal otherwise: keep it so
+    con.close()
+    return (home / "ledger.db").read_bytes()
+
+
+def _ledger_rows(home: Path) -> list[tuple[Any, ...]]:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{home / 'ledger.db'}?mode=ro", uri=True)
+    try:
+        rows = list(con.execute("SELECT name FROM _migrations ORDER BY rowid"))
+        rows += list(con.execute("SELECT count(*) FROM hook_events"))
+        rows += list(con.execute("SELECT count(*) FROM sessions"))
+    finally:
+        con.close()
+    return rows
+
+
+def test_hooks_work_beside_a_newer_ledger_and_leave_it_alone(tmp_path: Path) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    home = tmp_path / "home"
+    before = _future_ledger(home)
+    rows = _ledger_rows(home)
+    for event, extra in (
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreCompact", {"trigger": "auto"}),
+        ("SessionStart", {"source": "compact"}),
+    ):
+        done = _hook(event, home, transcript, **extra)
+        assert done.returncode == 0, done.stderr
+        lines = done.stderr.decode().splitlines()
+        assert len(lines) == 1 and "newer ctxhealth" in lines[0] and "ledger" in lines[0], lines
+        if event == "PreCompact":
+            assert json.loads(done.stdout)["systemMessage"].startswith("ctxhealth: checkpoint saved")
+        if event == "SessionStart":
+            context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert "fix the parser" in context
+    assert _ledger_rows(home) == rows  # never migrated, downgraded or written to
+    assert (home / "ledger.db").read_bytes() == before
+
+
+def _disk_full() -> None:
+    """In the child: every write to a regular file fails (EFBIG, as ENOSPC would), and the signal
+    that would kill the writer is ignored, so the program sees the error as on a full disk."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_on_a_full_disk_hooks_and_the_status_line_still_work_and_nothing_is_half_written(
+    tmp_path: Path,
+) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    home = tmp_path / "home"
+    assert _hook("UserPromptSubmit", home, transcript, prompt="go").returncode == 0
+    assert _hook("PreCompact", home, transcript, trigger="auto").returncode == 0
+    with transcript.open("a") as handle:  # a new turn: the hooks have something to write
+        handle.write(json.dumps(claude_transcript(16)[-1] | {"uuid": "new"}) + "\n")
+    before = _files(home)
+    env = {**os.environ, "CTXHEALTH_HOME": str(home), "CTXHEALTH_HELPER": "off"}
+    outputs = {}
+    for event, extra in (
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreCompact", {"trigger": "auto"}),
+        ("SessionStart", {"source": "compact"}),
+    ):
+        body = {"hook_event_name": event, "session_id": "s", "transcript_path": str(transcript), **extra}
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxhealth.cli.hook", event],
+            input=json.dumps(body).encode(),
+            capture_output=True,
+            env=env,
+            timeout=30,
+            preexec_fn=_disk_full,
+        )
+        assert done.returncode == 0 and b"Traceback" not in done.stderr
+        assert len(done.stderr.decode().splitlines()) == 1, done.stderr
+        outputs[event] = done.stdout
+    message = json.loads(outputs["PreCompact"])["systemMessage"]
+    assert message.startswith("ctxhealth: no checkpoint saved (cannot write it"), message
+    context = json.loads(outputs["SessionStart"])["hookSpecificOutput"]["additionalContext"]
+    assert "fix the parser" in context
+    status_body = {
+        "session_id": "s",
+        "transcript_path": str(transcript),
+        "model": {"id": "claude-sonnet-4-5"},
+    }
+    status = subprocess.run(
+        [sys.executable, "-m", "ctxhealth.cli.statusline", "--no-color"],
+        input=json.dumps(status_body).encode(),
+        capture_output=True,
+        env=env,
+        timeout=30,
+        preexec_fn=_disk_full,
+    )
+    assert status.returncode == 0 and "green" in status.stdout.decode(), status
+    after = _files(home)
+    # nothing half-written: every file is as it was; new files (locks, refused temporaries) are empty
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert all(not after[k] for k in after.keys() - before.keys()), sorted(after.keys() - before.keys())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_checkpoint_and_report_on_a_full_disk_exit_4_and_keep_the_old_file(tmp_path: Path) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    root = tmp_path / "root"
+    old = tmp_path / "r.html"
+    old.write_text("the old report")
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "home")}
+    code = "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ctxhealth'; main()"
+    assert invoke(["checkpoint", str(transcript), "--root", str(root)]).exit_code == 0
+    saved = _files(root)
+    for args in (
+        ["checkpoint", str(transcript), "--root", str(root)],
+        ["report", str(transcript), "-o", str(old)],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            env=env,
+            timeout=60,
+            preexec_fn=_disk_full,
+        )
+        err = done.stderr.decode()
+        assert done.returncode == 4 and "Traceback" not in err and "error" in err, (args, err)
+        assert len(err.strip().splitlines()) <= 2, err
+    assert old.read_text() == "the old report"
+    assert {k: v for k, v in _files(root).items() if v} == saved
