@@ -306,10 +306,9 @@ def _checkpoint(
     """Write a checkpoint of the transcript (and the pre-compaction snapshot) under the session's
     root, bounded in bytes, and in time by the hook's checkpoint budget counted from its start
     (:mod:`.checkpointing`); None when there is none."""
+    from ctxhealth.errors import EnvironmentProblem
     from ctxhealth.integrations.claude_code.checkpointing import write_hook_checkpoint
     from ctxhealth.model import Format
-
-    from ctxhealth.errors import EnvironmentProblem
 
     try:
         return write_hook_checkpoint(
