@@ -749,3 +749,151 @@ def test_checkpoint_and_report_on_a_full_disk_exit_4_and_keep_the_old_file(tmp_p
         assert len(err.strip().splitlines()) <= 2, err
     assert old.read_text() == "the old report"
     assert {k: v for k, v in _files(root).items() if v} == saved
+
+
+# ------------------------------------------------------------------ 5 (round three): kills, portable lock
+
+
+_CLI = "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ctxhealth'; main()"
+
+
+def _fleet_folder(folder: Path, files: int, turns: int = 30) -> Path:
+    folder.mkdir()
+    for n in range(files):
+        write_jsonl(folder / f"s{n:03d}.jsonl", claude_transcript(turns, session=f"s{n}"))
+    return folder
+
+
+def _parquet_counts(store: Path) -> dict[str, int]:
+    import pyarrow.parquet as pq
+
+    from ctxhealth.fleet.store import parquet_files
+
+    return {
+        name: sum(pq.read_metadata(p).num_rows for p in parts) for name, parts in parquet_files(store).items()
+    }
+
+
+def test_a_fleet_run_killed_mid_write_leaves_the_parquet_store_as_it_was(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    pytest.importorskip("pyarrow")
+    folder = _fleet_folder(tmp_path / "in", 40, turns=15)
+    store = tmp_path / "f.parquet"
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "home")}
+    first = subprocess.run(
+        [sys.executable, "-c", _CLI, "fleet", str(folder), "--out", str(store), "-j", "1"],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert first.returncode in (0, 1), first.stderr
+    before = _parquet_counts(store)
+    meta_before = (store / "meta.json").read_bytes()
+    listed = {p.name for parts in json.loads(meta_before)["parts"].values() for p in map(Path, parts)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CLI, "fleet", str(folder), "--out", str(store), "--full", "-j", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    try:  # kill it once it has written parts of its own generation (mid-run, after the forget step)
+        while time.monotonic() < deadline and proc.poll() is None:
+            mine = [p for p in store.glob("*/*.parquet") if p.name not in listed]
+            if len(mine) > 8:
+                break
+            time.sleep(0.01)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    assert (store / "meta.json").read_bytes() == meta_before
+    assert _parquet_counts(store) == before  # the previous generation, whole
+    again = subprocess.run(
+        [sys.executable, "-c", _CLI, "fleet", str(folder), "--out", str(store), "--full", "-j", "1"],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert again.returncode in (0, 1), again.stderr
+    assert _parquet_counts(store) == before
+    live = {p for parts in json.loads((store / "meta.json").read_text())["parts"].values() for p in parts}
+    on_disk = {str(p.relative_to(store)) for p in store.glob("*/*.parquet")}
+    assert on_disk == live  # the killed run's parts and the old generation are gone
+
+
+@pytest.mark.parametrize("backend", ["fcntl", "owner-file"])
+def test_the_exclusive_lock_holds_across_processes_and_frees_a_dead_owner(
+    tmp_path: Path, backend: str
+) -> None:
+    from ctxhealth.atomic import ExclusiveLock
+
+    path = tmp_path / "x.lock"
+    probe = (
+        "import sys; from ctxhealth.atomic import ExclusiveLock; "
+        "print(ExclusiveLock(sys.argv[1], sys.argv[2]).acquire())"
+    )
+
+    def other() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(path), backend], capture_output=True, timeout=30
+        )
+        return done.stdout.decode().strip()
+
+    held = ExclusiveLock(path, backend)
+    assert held.acquire()
+    assert not ExclusiveLock(path, backend).acquire()
+    assert other() == "False"
+    held.release()
+    assert other() == "True"  # that process has exited: its lock went with it
+    if backend == "owner-file":
+        import socket
+
+        gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+        path.write_text(f"{gone.stdout.decode().strip()} {socket.gethostname()} x\n")
+        assert ExclusiveLock(path, backend).acquire()  # a dead owner's lock is taken over
+        path.write_text("1 some-other-host x\n")
+        refused = ExclusiveLock(path, backend)
+        assert not refused.acquire() and refused.owner == "1 some-other-host"
+
+
+def test_a_second_fleet_run_is_refused_where_fcntl_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyarrow")
+    from ctxhealth.errors import EnvironmentProblem
+    from ctxhealth.fleet.store import open_store
+
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # as on a platform without it
+    out = tmp_path / "f.parquet"
+    holder = open_store(out)
+    try:
+        with pytest.raises(EnvironmentProblem, match="another ctxhealth fleet run"):
+            open_store(out)
+    finally:
+        holder.close()
+    open_store(out).close()
+
+
+def test_concurrent_fleet_runs_on_one_store_finish_or_are_refused_cleanly(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    folder = _fleet_folder(tmp_path / "in", 30, turns=10)
+    store = tmp_path / "f.parquet"
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "home")}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CLI, "fleet", str(folder), "--out", str(store), "--full", "-j", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for _ in range(4)
+    ]
+    results = [(run.wait(120), run.stderr.read().decode() if run.stderr else "") for run in runs]
+    for code, err in results:
+        assert "Traceback" not in err, err
+        assert code in (0, 1) or (code == 4 and "another ctxhealth fleet run" in err), (code, err)
+    assert any(code in (0, 1) for code, _ in results)
+    assert _parquet_counts(store)["sessions"] == 30
