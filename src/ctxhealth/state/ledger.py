@@ -222,9 +222,12 @@ class Ledger:
             apply_migrations(conn, clock().isoformat())
         except sqlite3.Error as exc:
             conn.close()
+            full = any(word in str(exc) for word in ("disk I/O error", "disk is full"))
             raise LedgerError(
                 f"cannot prepare the ledger: {exc}",
-                hint="if the file is damaged, move it aside; a new ledger is created on the next run",
+                hint="free some disk space (the ledger is left as it was)"
+                if full
+                else "if the file is damaged, move it aside; a new ledger is created on the next run",
                 path=str(path),
             ) from exc
         except LedgerError:
