@@ -792,8 +792,22 @@ def test_a_fleet_run_killed_mid_write_leaves_the_parquet_store_as_it_was(tmp_pat
     before = _parquet_counts(store)
     meta_before = (store / "meta.json").read_bytes()
     listed = {p.name for parts in json.loads(meta_before)["parts"].values() for p in map(Path, parts)}
+    # every finished batch written at once (fleet gathers up to WRITE_BYTES before a write), so the run
+    # writes parts of its own generation all along and a kill lands in the middle of them
+    cli_writing_each_batch = "import ctxhealth.fleet.run as r; r.WRITE_BYTES = 1; " + _CLI
     proc = subprocess.Popen(
-        [sys.executable, "-c", _CLI, "fleet", str(folder), "--out", str(store), "--full", "-j", "1"],
+        [
+            sys.executable,
+            "-c",
+            cli_writing_each_batch,
+            "fleet",
+            str(folder),
+            "--out",
+            str(store),
+            "--full",
+            "-j",
+            "1",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
