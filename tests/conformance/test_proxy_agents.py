@@ -2,7 +2,7 @@
 the modes that change requests never make a run fail that observe completes, an enforced run takes at most
 1.3x the model requests and cost of the observed one, and the agents' own compactions pass (Claude Code's
 summary request, Codex's remote compaction with the default provider and its summarisation prompt with a
-custom provider).
+custom provider, Gemini CLI's ``<state_snapshot>`` request).
 
 The servers' logs are the truth. The fake models follow the person's directives; a model that took
 ctxhealth's advice note for a new task would not be a fair stand-in, so the Claude Code fake reads the
@@ -24,11 +24,13 @@ import pytest
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.model import Usage
+from ctxhealth.recovery.clear import PLACEHOLDER_PREFIX
 from proxy_process import ProxyProcess
 
 from .agents import agent_or_skip
 from .claude_harness import ClaudeBox
 from .fake_anthropic import FakeAnthropic, default_scenario
+from .fake_gemini import FakeGemini
 from .fake_openai import FakeOpenAI
 from .truth import truth_of
 
@@ -290,3 +292,121 @@ def test_codex_through_the_proxy_in_every_mode(provider: str, tmp_path: Path) ->
     assert any("truncate" in (a or {}) for a in runs["enforce"].extra["actions"])  # enforce had work to do
     if provider == "default":
         assert runs["enforce"].compactions >= 1  # Codex's remote compaction survives enforce
+
+
+# ---------------------------------------------------------------- Gemini CLI
+
+
+def _without_own_parts(contents: list[Any]) -> list[Any]:
+    """Gemini ``contents`` without ctxhealth's own text parts (what the fair fake model reads)."""
+    out = []
+    for content in contents:
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if isinstance(parts, list):
+            kept = [p for p in parts if not (isinstance(p, dict) and str(p.get("text", "")).startswith(OWN))]
+            if not kept:
+                continue
+            content = {**content, "parts": kept}
+        out.append(content)
+    return out
+
+
+def _own_parts(body: Any) -> list[str]:
+    """The texts of ctxhealth's own parts in a Gemini request body."""
+    return [
+        str(p["text"])
+        for c in (body.get("contents") or [] if isinstance(body, dict) else [])
+        for p in (c.get("parts") or [] if isinstance(c, dict) else [])
+        if isinstance(p, dict) and str(p.get("text", "")).startswith(OWN)
+    ]
+
+
+GEMINI_MODEL = "gemini-2.5-pro"
+GEMINI_TASK = (
+    "Count.\n" + "STEP shell seq 1 2500\n" * 2 + "STEP shell false\nSTEP say finished",
+    "Again.\nSTEP shell seq 1 2500\nSTEP say finished again",
+)
+GEMINI_STEPS = 4
+GEMINI_ACCOUNTING = "llama-3-8b"
+"""As for Codex: the proxy accounts the requests as a local-tier model, so the scripted run crosses the
+compact zone before Gemini CLI compresses, and enforce has decisions to carry out."""
+
+
+def _gemini(tmp: Path, mode: str) -> Run:
+    from .run_gemini import gemini_prompt, write_settings
+
+    with FakeGemini(model=GEMINI_MODEL, view=_without_own_parts) as server:
+        proxy = ProxyProcess(server.url, "--mode", mode, "--model", GEMINI_ACCOUNTING)
+        try:
+            write_settings(tmp, compression=0.013)
+            runs = [
+                gemini_prompt(
+                    tmp,
+                    server,
+                    GEMINI_MODEL,
+                    *(["--resume", "latest"] if i else []),
+                    prompt,
+                    env={"GOOGLE_GEMINI_BASE_URL": proxy.url},
+                    check=False,
+                )
+                for i, prompt in enumerate(GEMINI_TASK)
+            ]
+            status = proxy.status()
+        finally:
+            proxy.stop()
+    truth = truth_of(server.log, GEMINI_MODEL, failures=1, logged=("turn", "compaction", "router"))
+    calls = [
+        part["functionCall"]
+        for e in server.exchanges("turn")
+        for part in e.answer or []
+        if isinstance(part, dict) and "functionCall" in part
+    ]
+    sessions = status["sessions"]
+    assert isinstance(sessions, list)
+    snapshots = [e for e in server.log if e.kind == "compaction"]
+    return Run(
+        mode,
+        all(r.returncode == 0 for r in runs) and len(calls) == GEMINI_STEPS,
+        len(server.log),
+        truth.compactions,
+        truth.cost_usd,
+        len(sessions),
+        {
+            "exit": [r.returncode for r in runs],
+            "steps": len(calls),
+            "snapshots": len(snapshots),
+            "facts_in_snapshots": sum("KEEP IN THE SUMMARY" in json.dumps(e.body) for e in snapshots),
+            "guard_compactions": sum(int(s.get("compactions") or 0) for s in sessions),
+            "notes": sum(
+                1
+                for e in server.log
+                if e.kind != "compaction" and any("KEEP IN THE SUMMARY" not in t for t in _own_parts(e.body))
+            ),
+            "cleared": sum(PLACEHOLDER_PREFIX in json.dumps(e.body) for e in server.log),
+            "actions": [s.get("actions") for s in sessions],
+            "agent": [s.get("agent") for s in sessions],
+        },
+    )
+
+
+def test_gemini_cli_through_the_proxy_in_every_mode(tmp_path: Path) -> None:
+    runs = {mode: _gemini(tmp_path / mode, mode) for mode in MODES}
+    _report("gemini-cli", runs)
+    observed = runs["observe"]
+    assert observed.ok and observed.compactions >= 1
+    for mode in MODES:
+        assert runs[mode].sessions == 1, (mode, runs[mode].extra)  # one session across its compression
+    for mode in ("advise", "enforce"):
+        run = runs[mode]
+        assert run.ok, (mode, run.extra)
+        assert run.requests <= RATIO * observed.requests, mode
+        assert run.cost <= RATIO * observed.cost, mode
+        assert run.extra["guard_compactions"] == run.extra["snapshots"] >= 1, mode
+        assert run.extra["agent"] == ["gemini-cli"], mode
+    assert observed.extra["notes"] == observed.extra["cleared"] == observed.extra["facts_in_snapshots"] == 0
+    assert runs["advise"].extra["notes"] >= 1 and runs["advise"].extra["facts_in_snapshots"] == 0
+    assert runs["advise"].extra["cleared"] == 0
+    enforced = runs["enforce"].extra
+    assert enforced["facts_in_snapshots"] == enforced["snapshots"]  # every snapshot request got the facts
+    assert enforced["cleared"] >= 1  # enforce had work to do: stale results cleared, never a restart
+    assert any("truncate" in (a or {}) for a in enforced["actions"])

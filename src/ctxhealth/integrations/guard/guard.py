@@ -187,8 +187,11 @@ class Guard:
 
     # ------------------------------------------------------------------ requests
 
-    def plan(self, style: ApiStyle, raw: bytes, headers: Mapping[str, str]) -> Plan:
-        """Decide what to send for one request body (see the module docstring)."""
+    def plan(
+        self, style: ApiStyle, raw: bytes, headers: Mapping[str, str], *, model: str | None = None
+    ) -> Plan:
+        """Decide what to send for one request body (see the module docstring). ``model``: the model
+        the request names outside its body (Gemini names it in the path)."""
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -197,7 +200,7 @@ class Guard:
             return Plan(None, style)  # not ours to judge: the provider answers it
         with self._lock:
             try:
-                return self._plan(ADAPTERS[style], body, headers)
+                return self._plan(ADAPTERS[style], body, headers, model)
             except Exception as exc:  # fail open: ctxhealth's own failure never stops the request
                 self._failed("plan", exc)
                 return Plan(None, style)
@@ -211,10 +214,12 @@ class Guard:
         except Exception:  # the store itself may be what failed: the counter is enough then
             return
 
-    def _plan(self, adapter: WireAdapter, body: dict[str, Any], headers: Mapping[str, str]) -> Plan:
+    def _plan(
+        self, adapter: WireAdapter, body: dict[str, Any], headers: Mapping[str, str], named: str | None = None
+    ) -> Plan:
         style = adapter.style
         self.metrics.requests[(style.value, self.mode.value)] += 1
-        model = body.get("model") if isinstance(body.get("model"), str) else None
+        model = body.get("model") if isinstance(body.get("model"), str) else named
         key = self._key(adapter, body, headers)
         session = self._session(key, style, model)
         session.requests += 1

@@ -1,6 +1,7 @@
 """The proxy's ASGI app: model API routes through the guard, everything else passed through.
 
-* ``POST /v1/messages``, ``/v1/chat/completions``, ``/v1/responses`` (also under a path prefix):
+* ``POST /v1/messages``, ``/v1/chat/completions``, ``/v1/responses``, Gemini's
+  ``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (also under a path prefix):
   the body (at most ``max_body_bytes``) goes through :meth:`Guard.plan`; the planned body is sent
   upstream, or the guard's API-shaped error is answered without calling upstream; the response is
   relayed as it arrives while its usage is read (:class:`~ctxhealth.integrations.wire.UsageTap`).
@@ -12,7 +13,8 @@ upstream calls go through aiohttp (see :mod:`.relay` for why).
 
 Upstream errors and status codes reach the client as the upstream sent them; an upstream that
 cannot be reached is a 502 (a timeout a 504) in the API's error shape. Logs never carry
-``authorization`` / ``x-api-key`` headers, and bodies only with ``log_bodies``.
+headers (``authorization``, ``x-api-key``, ``x-goog-api-key``) nor the query (Gemini's ``key=``), and
+bodies only with ``log_bodies``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from ctxhealth.integrations.guard import Guard, LedgerStore, Plan, SessionStore
 from ctxhealth.integrations.proxy.config import ProxyConfig
 from ctxhealth.integrations.proxy.relay import Relay, request_headers, upstream_url
 from ctxhealth.integrations.wire import UsageTap, adapter_for_path
-from ctxhealth.integrations.wire.base import ErrorKind, WireAdapter
+from ctxhealth.integrations.wire.base import ApiStyle, ErrorKind, WireAdapter
+from ctxhealth.integrations.wire.gemini import model_in_path
 
 log = logging.getLogger("ctxhealth.proxy")
 
@@ -122,7 +125,8 @@ class ProxyApp:
         if adapter is None:
             self.guard.metrics.forwarded += 1
         else:
-            plan = self.guard.plan(adapter.style, body, request.headers)
+            named = model_in_path(request.url.path) if adapter.style is ApiStyle.GEMINI else None
+            plan = self.guard.plan(adapter.style, body, request.headers, model=named)
             self._log_plan(request, plan, body)
             if plan.error is not None:
                 return JSONResponse(
