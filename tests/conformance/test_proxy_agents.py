@@ -197,14 +197,23 @@ ACCOUNTING_MODEL = "llama-3-8b"
 run crosses the compact zone before Codex compacts at 20K, and enforce has decisions to carry out."""
 
 
-def _codex(tmp: Path, mode: str, provider: str) -> Run:
+def _codex(
+    tmp: Path,
+    mode: str,
+    provider: str,
+    *,
+    accounting: str = ACCOUNTING_MODEL,
+    compact_limit: int = 20000,
+    script: str = CODEX_SCRIPT,
+    steps_wanted: int = CODEX_STEPS,
+) -> Run:
     exe = agent_or_skip("codex")
     with FairOpenAI(model=CODEX_MODEL) as server:
-        proxy = ProxyProcess(server.url, "--mode", mode, "--model", ACCOUNTING_MODEL)
+        proxy = ProxyProcess(server.url, "--mode", mode, "--model", accounting)
         try:
             home = tmp / "codex"
             home.mkdir(parents=True)
-            lines = [f'model = "{CODEX_MODEL}"', "model_auto_compact_token_limit = 20000"]
+            lines = [f'model = "{CODEX_MODEL}"', f"model_auto_compact_token_limit = {compact_limit}"]
             if provider == "default":
                 lines.append(f'openai_base_url = "{proxy.url}/v1"')
             else:
@@ -235,7 +244,7 @@ def _codex(tmp: Path, mode: str, provider: str) -> Run:
                 "--dangerously-bypass-approvals-and-sandbox",
             ]
             done = subprocess.run(
-                [*command, CODEX_SCRIPT],
+                [*command, script],
                 cwd=work,
                 env=env,
                 capture_output=True,
@@ -258,13 +267,14 @@ def _codex(tmp: Path, mode: str, provider: str) -> Run:
     compactions = [e for e in server.log if e.kind == "compaction"]
     return Run(
         mode,
-        done.returncode == 0 and steps == CODEX_STEPS,
+        done.returncode == 0 and steps == steps_wanted,
         truth.turns + len(compactions),
         truth.compactions,
         truth.cost_usd,
         len(sessions),
         {
             "exit": done.returncode,
+            "errors": [line for line in done.stderr.splitlines() if "error" in line.lower()][-3:],
             "steps": steps,
             "trigger_last": all(
                 e.body["input"][-1] == {"type": "compaction_trigger"}
@@ -272,8 +282,22 @@ def _codex(tmp: Path, mode: str, provider: str) -> Run:
                 if any(i == {"type": "compaction_trigger"} for i in e.body.get("input", []))
             ),
             "actions": [s.get("actions") for s in sessions],
+            # function-call outputs in each request, up to the first compaction (its kind last)
+            "outputs": _outputs_to_compaction(server.log),
         },
     )
+
+
+def _outputs_to_compaction(log: list[Any]) -> list[tuple[str, int]]:
+    out = []
+    for e in log:
+        items = e.body.get("input") if isinstance(e.body, dict) else None
+        if e.kind in ("turn", "compaction") and isinstance(items, list):
+            outputs = sum(1 for i in items if isinstance(i, dict) and i.get("type") == "function_call_output")
+            out.append((e.kind, outputs))
+            if e.kind == "compaction":
+                break
+    return out
 
 
 @pytest.mark.parametrize("provider", ["default", "custom"])
@@ -410,3 +434,40 @@ def test_gemini_cli_through_the_proxy_in_every_mode(tmp_path: Path) -> None:
     assert enforced["facts_in_snapshots"] == enforced["snapshots"]  # every snapshot request got the facts
     assert enforced["cleared"] >= 1  # enforce had work to do: stale results cleared, never a restart
     assert any("truncate" in (a or {}) for a in enforced["actions"])
+
+
+SPIRAL_SCRIPT = (
+    "Probe.\nSTEP shell false\nSTEP shell ls /nonexistent\nSTEP shell cat /nonexistent\n"
+    "STEP shell seq 1 2500; false\nSTEP say probed"
+)
+"""Four failed commands, the last with a long output: the request that carries its result is the first with
+four failed calls (the policy's failure-rate rule decides a restart there) and, with Codex's compaction limit
+under its size, Codex's remote compaction request (its input ends with the ``compaction_trigger`` item)."""
+
+
+def test_an_enforced_restart_on_codex_remote_compaction_keeps_its_trigger(tmp_path: Path) -> None:
+    """The issue's first finding, exactly: enforce's restart fell on Codex's compaction request, the rewrite
+    dropped the trigger item, the fake (as OpenAI) answered a plain turn, and Codex failed ("remote compaction
+    v2 expected exactly one compaction output item, got 0"), ``codex exec`` exiting 1."""
+    runs = {
+        mode: _codex(
+            tmp_path / mode,
+            mode,
+            "default",
+            accounting=CODEX_MODEL,
+            compact_limit=11000,
+            script=SPIRAL_SCRIPT,
+            steps_wanted=4,
+        )
+        for mode in ("observe", "enforce")
+    }
+    _report("codex (failure spiral)", runs)
+    observed, enforced = runs["observe"], runs["enforce"]
+    assert observed.ok and observed.compactions == 1, observed.extra
+    # the compaction request is the first that carries the fourth failed command's result (where the
+    # failure-rate rule decides a restart): every request before it holds fewer
+    outputs = observed.extra["outputs"]
+    assert outputs[-1] == ("compaction", 4) and all(n < 4 for _, n in outputs[:-1]), outputs
+    assert enforced.ok, enforced.extra  # exit 0, every command ran
+    assert enforced.compactions == 1 and enforced.extra["trigger_last"]
+    assert enforced.requests <= RATIO * observed.requests and enforced.sessions == 1
