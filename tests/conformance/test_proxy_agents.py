@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -471,3 +472,98 @@ def test_an_enforced_restart_on_codex_remote_compaction_keeps_its_trigger(tmp_pa
     assert enforced.ok, enforced.extra  # exit 0, every command ran
     assert enforced.compactions == 1 and enforced.extra["trigger_last"]
     assert enforced.requests <= RATIO * observed.requests and enforced.sessions == 1
+
+
+# ---------------------------------------------------------------- mini-swe-agent (does not compact itself)
+
+MINI_MODEL = "phi-3"
+"""The proxy accounts mini-swe-agent's requests as a 16K-window model (zones at 4K / 8K / 16K)."""
+MINI_SCRIPT = "Count.\n" + "".join(f"STEP shell seq {i} {i + 1500}\n" for i in range(1, 9))
+MINI_STEPS = 8
+
+
+def _mini_runs(tmp: Path) -> dict[str, Run]:
+    """The three modes, each a fake server behind its own proxy, run by one process (litellm takes seconds
+    to import)."""
+    try:
+        import minisweagent  # noqa: F401
+    except ImportError:
+        pytest.skip("mini-swe-agent not installed (it is in the test extra)")
+    servers = {mode: FakeOpenAI(model=CODEX_MODEL) for mode in MODES}
+    proxies: dict[str, ProxyProcess] = {}
+    try:
+        for mode, server in servers.items():
+            server.__enter__()
+            proxies[mode] = ProxyProcess(server.url, "--mode", mode, "--model", MINI_MODEL)
+            (tmp / mode).mkdir(parents=True)
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "MSWEA"))},
+            "HOME": str(tmp),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "MSWEA_CONFIGURED": "true",
+        }
+        jobs = [[f"{proxies[m].url}/v1", "toolcall", MINI_SCRIPT, str(tmp / m / "traj.json")] for m in MODES]
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("run_mini.py")), json.dumps(jobs)],
+            env=env,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        statuses = {mode: proxy.status() for mode, proxy in proxies.items()}
+    finally:
+        for proxy in proxies.values():
+            proxy.stop()
+        for server in servers.values():
+            server.__exit__()
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {mode: _mini_run(mode, servers[mode], statuses[mode], tmp / mode / "traj.json") for mode in MODES}
+
+
+def _mini_run(mode: str, server: FakeOpenAI, status: dict[str, Any], trajectory: Path) -> Run:
+    truth = truth_of(server.log, "openai/" + CODEX_MODEL, failures=0)
+    info = json.loads(trajectory.read_text("utf-8")).get("info", {}) if trajectory.exists() else {}
+    commands = [
+        json.loads(e.answer["tool_calls"][0]["function"]["arguments"])["command"]
+        for e in server.exchanges("turn")
+        if isinstance(e.answer, dict) and e.answer.get("tool_calls")
+    ]
+    sessions = status["sessions"]
+    assert isinstance(sessions, list)
+    return Run(
+        mode,
+        info.get("exit_status") == "Submitted",
+        truth.turns,
+        0,
+        truth.cost_usd,
+        len(sessions),
+        {
+            "exit_status": info.get("exit_status"),
+            "commands": len(commands),
+            "distinct": len(set(commands)),
+            "actions": [s.get("actions") for s in sessions],
+            "cleared": sum(PLACEHOLDER_PREFIX in json.dumps(e.body) for e in server.log),
+        },
+    )
+
+
+def test_mini_swe_agent_through_the_proxy_in_every_mode(tmp_path: Path) -> None:
+    """An agent that does not compact itself, accounted as a 16K-window model: observe submits after every
+    command ran once; enforce's decisions (truncate at the compact zone) are carried out as clearings of
+    stale tool output, which keep every turn, so the agent goes on where it was (before, the truncations and
+    the restarts they led to sent it back over its commands until its step limit)."""
+    runs = _mini_runs(tmp_path)
+    _report("mini-swe-agent", runs)
+    observed = runs["observe"]
+    assert observed.ok and observed.extra["distinct"] == observed.extra["commands"] == MINI_STEPS + 1
+    assert any("truncate" in (a or {}) for a in observed.extra["actions"])  # enforce has work to do
+    for mode in ("advise", "enforce"):
+        run = runs[mode]
+        assert run.ok, (mode, run.extra)  # enforce never fails the run observe completes
+        assert run.requests <= RATIO * observed.requests, mode
+        assert run.cost <= RATIO * observed.cost, mode
+        assert run.extra["distinct"] == run.extra["commands"], mode  # no command run twice
+        assert run.sessions == 1, mode
+    assert runs["enforce"].extra["cleared"] >= 1
