@@ -5,6 +5,10 @@ with a rewrite in force already in place) and the session's latest assessment, a
 :class:`Outcome`: the items to send instead (or None), the API-shaped error to answer with, and what
 was done. Notes come once per episode (``GuardSession.noted``); recoveries are recorded in the
 session's monitor and kept as the session's rewrite for the requests that follow.
+
+A truncate, restart or compression decided for the context's size gives way to clearing stale tool
+results when the clearing alone leaves the compact zone (every turn stays, so the agent does not redo
+what it did); an agent that compacts itself gets clearing instead of them in any case.
 """
 
 from __future__ import annotations
