@@ -40,6 +40,8 @@ SNAPSHOT_SYSTEM = {
     ]
 }
 HEADERS = {"user-agent": "GeminiCLI/0.61.0/gemini-2.5-pro (linux; x64; terminal)"}
+STREAM = "/v1beta/models/gemini-2.5-pro:streamGenerateContent"
+GENERATE = "/v1beta/models/gemini-2.5-pro:generateContent"
 SECRET = "AIzaSy-ctxhealth-test-secret-0123456789"
 
 
@@ -231,7 +233,7 @@ def test_usage_is_read_from_usage_metadata_streamed_or_not() -> None:
 
 
 def plan(guard: Guard, doc: dict[str, Any], headers: dict[str, str] = HEADERS) -> Any:
-    return guard.plan(ApiStyle.GEMINI, orjson.dumps(doc), headers, model="gemini-2.5-pro")
+    return guard.plan(ApiStyle.GEMINI, orjson.dumps(doc), headers, path=STREAM)
 
 
 @pytest.mark.parametrize("mode", list(Mode))
@@ -243,7 +245,7 @@ def test_the_state_snapshot_request_passes_in_every_mode_and_enforce_adds_the_fa
     )
     request = snapshot_request(history(6))
     raw = orjson.dumps(request)
-    snap = guard.plan(ApiStyle.GEMINI, raw, HEADERS, model="gemini-2.5-pro")
+    snap = guard.plan(ApiStyle.GEMINI, raw, HEADERS, path=GENERATE)
     assert snap.harness is HarnessRequest.GEMINI_SNAPSHOT and snap.error is None
     assert snap.key == first.key  # its own system instruction, the same conversation
     if mode is not Mode.ENFORCE:
@@ -364,3 +366,22 @@ def test_observe_is_byte_for_byte_and_the_api_key_is_never_logged_or_shown() -> 
     for text in (log, json.dumps(status), metrics):
         assert SECRET not in text
     assert "streamGenerateContent" in log  # the -v line was written, without the query
+
+
+def test_gemini_cli_side_calls_are_forwarded_untouched_and_make_no_session() -> None:
+    guard = Guard(Mode.ENFORCE)
+    router = body(
+        [{"role": "user", "parts": [{"text": "earlier"}]}, {"role": "user", "parts": [{"text": TASK}]}],
+        {"parts": [{"text": "You are a specialized Task Routing AI."}]},
+    )
+    side = guard.plan(ApiStyle.GEMINI, orjson.dumps(router), HEADERS, path=GENERATE)
+    assert side.key is None and side.body is None and side.error is None
+    assert guard.sessions == {} and guard.metrics.forwarded == 1
+    # the same call from another client is its conversation: observed
+    other = guard.plan(
+        ApiStyle.GEMINI, orjson.dumps(router), {"user-agent": "google-genai-sdk/1.30.0"}, path=GENERATE
+    )
+    assert other.key is not None and len(guard.sessions) == 1
+    # Gemini CLI's turns stream: observed
+    turn = guard.plan(ApiStyle.GEMINI, orjson.dumps(body(history(1))), HEADERS, path=STREAM)
+    assert turn.key is not None and len(guard.sessions) == 2

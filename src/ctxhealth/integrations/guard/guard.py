@@ -51,11 +51,13 @@ from ctxhealth.integrations.guard.session import GuardSession
 from ctxhealth.integrations.guard.store import MemoryStore, SessionStore
 from ctxhealth.integrations.wire import ADAPTERS, ApiStyle, ResponseFacts, WireAdapter
 from ctxhealth.integrations.wire.base import ApiError, attach_usage, canonical
+from ctxhealth.integrations.wire.gemini import model_in_path
 from ctxhealth.integrations.wire.harness import (
     HarnessRequest,
     agent_of,
     agent_session_id,
     find_harness_request,
+    gemini_utility,
     prompt_at,
     with_instructions,
 )
@@ -188,10 +190,10 @@ class Guard:
     # ------------------------------------------------------------------ requests
 
     def plan(
-        self, style: ApiStyle, raw: bytes, headers: Mapping[str, str], *, model: str | None = None
+        self, style: ApiStyle, raw: bytes, headers: Mapping[str, str], *, path: str | None = None
     ) -> Plan:
-        """Decide what to send for one request body (see the module docstring). ``model``: the model
-        the request names outside its body (Gemini names it in the path)."""
+        """Decide what to send for one request body (see the module docstring). ``path``: the
+        request's path, where an API names the model (Gemini) and its kind of call."""
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -200,7 +202,14 @@ class Guard:
             return Plan(None, style)  # not ours to judge: the provider answers it
         with self._lock:
             try:
-                return self._plan(ADAPTERS[style], body, headers, model)
+                adapter = ADAPTERS[style]
+                named = model_in_path(path) if path is not None and style is ApiStyle.GEMINI else None
+                if named is not None and gemini_utility(
+                    path or "", headers, adapter.items(body), adapter.head(body)
+                ):
+                    self.metrics.forwarded += 1
+                    return Plan(None, style)  # Gemini CLI's own side call (routing, checks): not the chat
+                return self._plan(adapter, body, headers, named)
             except Exception as exc:  # fail open: ctxhealth's own failure never stops the request
                 self._failed("plan", exc)
                 return Plan(None, style)

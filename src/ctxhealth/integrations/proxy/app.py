@@ -34,8 +34,7 @@ from ctxhealth.integrations.guard import Guard, LedgerStore, Plan, SessionStore
 from ctxhealth.integrations.proxy.config import ProxyConfig
 from ctxhealth.integrations.proxy.relay import Relay, request_headers, upstream_url
 from ctxhealth.integrations.wire import UsageTap, adapter_for_path
-from ctxhealth.integrations.wire.base import ApiStyle, ErrorKind, WireAdapter
-from ctxhealth.integrations.wire.gemini import model_in_path
+from ctxhealth.integrations.wire.base import ErrorKind, WireAdapter
 
 log = logging.getLogger("ctxhealth.proxy")
 
@@ -125,8 +124,7 @@ class ProxyApp:
         if adapter is None:
             self.guard.metrics.forwarded += 1
         else:
-            named = model_in_path(request.url.path) if adapter.style is ApiStyle.GEMINI else None
-            plan = self.guard.plan(adapter.style, body, request.headers, model=named)
+            plan = self.guard.plan(adapter.style, body, request.headers, path=request.url.path)
             self._log_plan(request, plan, body)
             if plan.error is not None:
                 return JSONResponse(

@@ -127,6 +127,16 @@ def agent_of(headers: Mapping[str, str]) -> Agent | None:
     return None
 
 
+def gemini_utility(path: str, headers: Mapping[str, str], items: list[Any], head: Any) -> bool:
+    """A Gemini CLI side call: a non-streaming ``generateContent`` (its model router, its next-speaker
+    and loop checks; its turns stream) that is not its compression. Its contents are not the chat."""
+    return (
+        path.rstrip("/").endswith(":generateContent")
+        and agent_of(headers) is Agent.GEMINI_CLI
+        and find_harness_request(items, head) is None
+    )
+
+
 def agent_session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
     """The session id the agent itself sends (headers first, then ``prompt_cache_key``)."""
     for name in SESSION_HEADERS:
