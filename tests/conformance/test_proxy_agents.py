@@ -482,7 +482,7 @@ MINI_SCRIPT = "Count.\n" + "".join(f"STEP shell seq {i} {i + 1500}\n" for i in r
 MINI_STEPS = 8
 
 
-def _mini_runs(tmp: Path) -> dict[str, Run]:
+def _mini_runs(tmp: Path, script: str = MINI_SCRIPT, accounting: str = MINI_MODEL) -> dict[str, Run]:
     """The three modes, each a fake server behind its own proxy, run by one process (litellm takes seconds
     to import)."""
     try:
@@ -494,7 +494,7 @@ def _mini_runs(tmp: Path) -> dict[str, Run]:
     try:
         for mode, server in servers.items():
             server.__enter__()
-            proxies[mode] = ProxyProcess(server.url, "--mode", mode, "--model", MINI_MODEL)
+            proxies[mode] = ProxyProcess(server.url, "--mode", mode, "--model", accounting)
             (tmp / mode).mkdir(parents=True)
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "MSWEA"))},
@@ -502,7 +502,7 @@ def _mini_runs(tmp: Path) -> dict[str, Run]:
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "MSWEA_CONFIGURED": "true",
         }
-        jobs = [[f"{proxies[m].url}/v1", "toolcall", MINI_SCRIPT, str(tmp / m / "traj.json")] for m in MODES]
+        jobs = [[f"{proxies[m].url}/v1", "toolcall", script, str(tmp / m / "traj.json")] for m in MODES]
         done = subprocess.run(
             [sys.executable, str(Path(__file__).with_name("run_mini.py")), json.dumps(jobs)],
             env=env,
@@ -567,3 +567,25 @@ def test_mini_swe_agent_through_the_proxy_in_every_mode(tmp_path: Path) -> None:
         assert run.extra["distinct"] == run.extra["commands"], mode  # no command run twice
         assert run.sessions == 1, mode
     assert runs["enforce"].extra["cleared"] >= 1
+
+
+MINI_SPIRAL = (
+    "Probe.\nSTEP shell false\nSTEP shell ls /nonexistent\nSTEP shell cat /nonexistent\n"
+    "STEP shell grep x /nonexistent\nSTEP shell echo one\nSTEP shell echo two\n"
+)
+
+
+def test_mini_swe_agent_restarted_for_a_failure_spiral_goes_on_from_the_checkpoint(tmp_path: Path) -> None:
+    """Four failed commands: the failure-rate rule restarts the run (clearing does not end a spiral, so the
+    restart is carried out). The restart's checkpoint names the commands its findings came from, which a model
+    reads as done (the fake model reads only the request: its own turns and the checkpoint's text); before, it
+    named only the tool (``bash: ...``), the model went back over the failing commands, the spiral and its
+    restarts came again and the run ended at its step limit (20 requests, 4 distinct commands)."""
+    runs = _mini_runs(tmp_path, MINI_SPIRAL, CODEX_MODEL)
+    _report("mini-swe-agent (spiral)", runs)
+    observed, enforced = runs["observe"], runs["enforce"]
+    assert observed.ok and any("restart" in (a or {}) for a in observed.extra["actions"])
+    assert enforced.ok, enforced.extra
+    assert any("restart" in (a or {}) for a in enforced.extra["actions"])  # the restart was carried out
+    assert enforced.extra["distinct"] == enforced.extra["commands"]  # no command run twice
+    assert enforced.requests <= RATIO * observed.requests and enforced.cost <= RATIO * observed.cost
