@@ -89,7 +89,7 @@ def test_findings_carry_no_harness_framing() -> None:
         assert framing not in text, framing
     assert "it's the month field" in text
     assert "ValueError: month must be in 1..12" in "\n".join(cp.errors)
-    assert any(f.startswith("Bash: exit code 1") for f in cp.key_findings)
+    assert any(f.startswith("Bash `pytest`: exit code 1") for f in cp.key_findings)  # which command failed
 
 
 def test_a_checkpoint_of_a_restarted_session_does_not_nest_the_old_one() -> None:

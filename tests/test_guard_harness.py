@@ -302,3 +302,64 @@ def test_a_halt_is_not_retried_by_the_openai_sdk(halting_server: tuple[str, list
     assert len(calls) == 1
     assert caught.value.code == "context_length_exceeded"
     assert caught.value.response.headers["x-should-retry"] == "false"
+
+
+def chat_history(turns: int, output_chars: int, *, task: str = TASK) -> list[Any]:
+    messages: list[Any] = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": task},
+    ]
+    for i in range(turns):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"Running step {i + 1}.",
+                "tool_calls": [
+                    {
+                        "id": f"call{i}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": f'{{"command": "seq {i} 1500"}}'},
+                    }
+                ],
+            }
+        )
+        messages.append(
+            {"role": "tool", "tool_call_id": f"call{i}", "content": f"{i}\n" * (output_chars // 2)}
+        )
+    return messages
+
+
+def _chat_plan(guard: Guard, messages: list[Any], fill: int) -> Any:
+    body = {"model": "phi-3", "messages": messages[:-2]}
+    first = guard.plan(ApiStyle.OPENAI_CHAT, orjson.dumps(body), {})
+    guard.finish(first, 200, ResponseFacts(Usage(input_tokens=fill), "phi-3", "r1"))
+    return guard.plan(ApiStyle.OPENAI_CHAT, orjson.dumps({**body, "messages": messages}), {})
+
+
+def test_enforce_clears_stale_tool_output_instead_of_truncating_when_that_leaves_the_compact_zone() -> None:
+    # phi-3: a 16K window, compact zone at 8,192 tokens; four outputs of ~1,750 tokens each
+    guard = Guard(Mode.ENFORCE, model="phi-3")
+    messages = chat_history(4, 7000)
+    plan = _chat_plan(guard, messages, 7_400)
+    assert plan.action is Action.TRUNCATE and plan.report is not None
+    assert plan.report.action is Action.CLEAR_TOOL_RESULTS and plan.applied is Applied.REWRITE
+    sent = orjson.loads(plan.body or b"{}")["messages"]
+    assert len(sent) == len(messages)  # every turn kept: the agent still sees what it did
+    assert [m.get("tool_calls") for m in sent] == [m.get("tool_calls") for m in messages]
+    outputs = [m["content"] for m in sent if m["role"] == "tool"]
+    assert (
+        all(o.startswith("[cleared by ctxhealth:") for o in outputs[:-1])
+        and outputs[-1] == messages[-1]["content"]
+    )
+    counters = guard.sessions[plan.key].monitor.counters
+    assert counters.truncations == 0 and counters.restarts == 0  # a clearing, not a truncation
+
+
+def test_enforce_truncates_when_clearing_would_not_leave_the_compact_zone() -> None:
+    guard = Guard(Mode.ENFORCE, model="phi-3")
+    task = (
+        TASK + " " + "Keep every detail of this long specification in mind. " * 700
+    )  # ~9K tokens of request
+    plan = _chat_plan(guard, chat_history(4, 400, task=task), 12_000)
+    assert plan.action is Action.TRUNCATE and plan.report is not None
+    assert plan.report.action is Action.TRUNCATE

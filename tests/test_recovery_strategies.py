@@ -152,7 +152,7 @@ def test_checkpoint_spec_limits() -> None:
     assert len(cp.tools_used) == 10
     assert len(cp.key_findings) == 5
     assert all(len(f) <= 200 for f in cp.key_findings)
-    assert cp.key_findings[-1].startswith("Tool11: result 11")
+    assert cp.key_findings[-1].startswith("Tool11 `f11`: result 11")  # the call's target named
     assert len(cp.last_progress) <= 500
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -59,11 +59,16 @@ def progress(contents: list[Any]) -> tuple[str, int]:
 
 
 class FakeGemini(FakeServer):
-    """The Gemini API routes the CLI calls; ``model`` is what responses name as ``modelVersion``."""
+    """The Gemini API routes the CLI calls; ``model`` is what responses name as ``modelVersion``. ``view``
+    is what the scripted model reads of a request's ``contents`` to find its step (the whole request is
+    still what is billed): a test can hide text the model should not take for the person's."""
 
-    def __init__(self, *, model: str = "gemini-2.5-pro") -> None:
+    def __init__(
+        self, *, model: str = "gemini-2.5-pro", view: Callable[[list[Any]], list[Any]] | None = None
+    ) -> None:
         super().__init__()
         self.model = model
+        self.view = view or (lambda contents: contents)
         self._previous = ""
 
     def answer(self, exchange: Exchange, handler: BaseHTTPRequestHandler) -> None:
@@ -118,7 +123,7 @@ class FakeGemini(FakeServer):
 
     def _stream(self, exchange: Exchange, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         exchange.kind = "turn"
-        script, done = progress(body.get("contents") or [])
+        script, done = progress(self.view(body.get("contents") or []))
         steps = steps_of(script)
         verb, rest = steps[done] if done < len(steps) else ("say", "done")
         parts: list[dict[str, Any]] = []
@@ -163,7 +168,7 @@ class FakeGemini(FakeServer):
         asked = json.dumps(contents[-1:]) + json.dumps(body.get("systemInstruction") or "")
         if "state_snapshot" in asked:
             exchange.kind = "compaction"
-            script, done = progress(contents)
+            script, done = progress(self.view(contents))
             text = f"<state_snapshot>SUMMARY: steps ran. {marker(script, done)}</state_snapshot>"
         else:
             exchange.kind = "router"

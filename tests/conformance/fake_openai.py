@@ -350,7 +350,7 @@ class FakeOpenAI(FakeServer):
         exchange.kind = "turn"
         first_user = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), {})
         steps = steps_of(_text_of(first_user.get("content")))
-        answered = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        answered = _steps_done(messages, steps)
         message: dict[str, Any]
         verb, rest = steps[answered] if answered < len(steps) else ("shell", _SUBMIT)
         if verb != "shell":
@@ -401,6 +401,44 @@ class FakeOpenAI(FakeServer):
 
 
 _SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+CHECKPOINT = "[CONTEXT CHECKPOINT"
+
+
+def _head(command: str) -> str:
+    return " ".join(command.split()[:2])
+
+
+def _steps_done(messages: list[Any], steps: list[tuple[str, str]]) -> int:
+    """How many of the script's steps a model reading these messages takes as done: its own turns (one step
+    each); after a checkpoint, as a model reads one, the steps up to the latest whose command the checkpoint
+    names (`` `seq 4` ``) plus its turns since that are not named there. Only text the request holds."""
+    turns = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+    at = next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, dict) and m.get("role") == "user" and CHECKPOINT in _text_of(m.get("content"))
+        ),
+        None,
+    )
+    if at is None:
+        return len(turns)
+    text = _text_of(messages[at].get("content"))
+    named = [i for i, (_, rest) in enumerate(steps) if f"`{_head(rest)}`" in text]
+    done = max(named) + 1 if named else 0
+    for m in messages[at + 1 :]:
+        if not (isinstance(m, dict) and m.get("role") == "assistant"):
+            continue
+        calls = m.get("tool_calls") or []
+        command = ""
+        if calls:
+            try:
+                command = str(json.loads(calls[0]["function"]["arguments"]).get("command", ""))
+            except (KeyError, TypeError, ValueError):
+                command = ""
+        if not any(i in named for i, (_, rest) in enumerate(steps) if rest == command):
+            done += 1
+    return done
 
 
 def _shell_tool(tools: list[Any]) -> str:

@@ -50,12 +50,22 @@ def gemini_env(root: Path, server: FakeGemini, env: dict[str, str] | None = None
 
 
 def gemini_prompt(
-    root: Path, server: FakeGemini, model: str, *args: str, env: dict[str, str] | None = None
+    root: Path,
+    server: FakeGemini,
+    model: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """One non-interactive run (the last argument is the prompt); fails the test on a non-zero exit."""
+    """One non-interactive run (the last argument is the prompt); fails the test on a non-zero exit
+    unless ``check`` is false (``env`` may point ``GOOGLE_GEMINI_BASE_URL`` elsewhere: a proxy)."""
     exe = agent_or_skip("gemini")
     return run_agent(
-        root, exe, ["--yolo", "-m", model, *args[:-1], "-p", args[-1]], gemini_env(root, server, env)
+        root,
+        exe,
+        ["--yolo", "-m", model, *args[:-1], "-p", args[-1]],
+        gemini_env(root, server, env),
+        check=check,
     )
 
 

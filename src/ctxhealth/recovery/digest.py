@@ -119,6 +119,15 @@ def _scratch(path: str) -> bool:
     return path.startswith(("/dev/", "/tmp/")) or path.endswith(_SCRATCH_SUFFIXES)
 
 
+def _finding_source(call: ToolCall | None) -> str:
+    """Where a finding comes from: the tool and what it acted on (``bash `seq 4```), so a model
+    resumed from a checkpoint knows which of its commands already ran, not only their output."""
+    if call is None:
+        return "tool"
+    target = call_target(call)
+    return f"{call.name} `{target[:60]}`" if target else call.name
+
+
 def call_target(call: ToolCall) -> str:
     """What a call acts on, for telling a retry from a new attempt: a path or the command's head."""
     inp = call.input if isinstance(call.input, dict) else {}
@@ -297,7 +306,7 @@ class Digest:
     constraints: tuple[str, ...]  # user constraint sentences, deduplicated, in order
     tools_used: tuple[str, ...]  # by number of calls, then name
     tool_call_count: int
-    findings: tuple[tuple[str, str], ...]  # (tool name, result text) of the last results, oldest first
+    findings: tuple[tuple[str, str], ...]  # (tool and target, result text) of the last results, oldest first
     last_progress: str
     files_edited: tuple[str, ...]  # most recent last
     files_read: tuple[str, ...]  # most recent last
@@ -553,11 +562,7 @@ def digest(session: Session, *, max_chars: int | None = None) -> Digest:
     results = [(start + i, r) for i, m in enumerate(recent) for r in m.tool_results]
     errors = _scan_results(results, calls.by_id, ids)
     findings = tuple(
-        (
-            calls.by_id[r.tool_call_id].name if r.tool_call_id in calls.by_id else "tool",
-            clean_tool_text(r.text),
-        )
-        for _, r in results[-5:]
+        (_finding_source(calls.by_id.get(r.tool_call_id)), clean_tool_text(r.text)) for _, r in results[-5:]
     )
     last_progress, decisions, next_steps = _scan_assistant(recent, ids)
     for request in requests:

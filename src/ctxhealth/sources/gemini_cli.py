@@ -67,8 +67,8 @@ from ctxhealth.sources.lines import (
 )
 
 _EXIT_CODE = re.compile(r"(?m)^Exit Code:\s*(-?\d{1,9})\b")
-_SNAPSHOT = "<state_snapshot>"
-_HARNESS = "<session_context>"
+SNAPSHOT = "<state_snapshot>"
+ENVIRONMENT = "<session_context>"
 _NOTICES = frozenset({"info", "error", "warning"})
 _FAILED_STATUS = frozenset({"error", "cancelled"})
 _HEADER_KEYS = ("sessionId", "projectHash")
@@ -104,8 +104,9 @@ def _responses(content: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _response_text(result: Any) -> str:
-    """The output text of a tool call's ``result`` (a list of parts with ``functionResponse``)."""
+def response_text(result: Any) -> str:
+    """The output text of a tool call's ``result`` (a list of parts with ``functionResponse``; the
+    proxy's Gemini adapter reads a request's parts with it too)."""
     texts = []
     for response in _responses(result):
         body = response.get("response")
@@ -127,15 +128,24 @@ def tool_result(call_id: str, text: str, status: str | None) -> ToolResult:
     return ToolResult(call_id, text, is_error=failed, exit_code=exit_code)
 
 
-def _usage(tokens: dict[str, Any], problems: list[str]) -> Usage:
-    prompt = token_count(tokens, "input", problems, "tokens")
-    cached = min(token_count(tokens, "cached", problems, "tokens"), prompt)
-    thoughts = token_count(tokens, "thoughts", problems, "tokens")
+def gemini_usage(prompt: int, cached: int, output: int, thoughts: int) -> Usage:
+    """Gemini's counts as :class:`Usage`: the prompt (cached included) split into uncached + cache
+    reads, thoughts billed as output."""
+    cached = min(cached, prompt)
     return Usage(
         input_tokens=prompt - cached,
         cache_read_tokens=cached,
-        output_tokens=token_count(tokens, "output", problems, "tokens") + thoughts,
+        output_tokens=output + thoughts,
         reasoning_tokens=thoughts,
+    )
+
+
+def _usage(tokens: dict[str, Any], problems: list[str]) -> Usage:
+    return gemini_usage(
+        token_count(tokens, "input", problems, "tokens"),
+        token_count(tokens, "cached", problems, "tokens"),
+        token_count(tokens, "output", problems, "tokens"),
+        token_count(tokens, "thoughts", problems, "tokens"),
     )
 
 
@@ -174,7 +184,7 @@ class _Log:
             key = get_str(message, "id")
             if key is not None and (key in self.records or f"user:{key}" in self.records):
                 continue
-            compression = get_str(message, "type") == "user" and _SNAPSHOT in _text(message.get("content"))
+            compression = get_str(message, "type") == "user" and SNAPSHOT in _text(message.get("content"))
             self.upsert({**message, "compression": True} if compression else message, line)
 
 
@@ -221,7 +231,7 @@ def _gemini(record: dict[str, Any], line: int, sink: WarningSink) -> list[Messag
         call_id = get_str(call, "id") or f"call-{line}-{k}"
         blocks.append(ToolCall(call_id, get_str(call, "name") or "", call.get("args")))
         if "result" in call or get_str(call, "status") in _FAILED_STATUS:
-            result = tool_result(call_id, _response_text(call.get("result")), get_str(call, "status"))
+            result = tool_result(call_id, response_text(call.get("result")), get_str(call, "status"))
             results.append(
                 Message(role=Role.TOOL, blocks=(result,), timestamp=get_str(call, "timestamp"), line=line)
             )
@@ -276,12 +286,12 @@ def _messages(log: _Log) -> list[Message]:
             if call_id in answered:
                 continue
             answered.add(call_id)
-            result = tool_result(call_id, _response_text([{"functionResponse": response}]), None)
+            result = tool_result(call_id, response_text([{"functionResponse": response}]), None)
             out.append(Message(role=Role.TOOL, blocks=(result,), timestamp=timestamp, line=line))
         text = _text(content)
         if not text:
             continue
-        if record.get("compression") or text.lstrip().startswith(_SNAPSHOT):
+        if record.get("compression") or text.lstrip().startswith(SNAPSHOT):
             summary = CompactionSummary(text, trigger="auto")
             out.append(
                 Message(
@@ -295,7 +305,7 @@ def _messages(log: _Log) -> list[Message]:
             after_snapshot = True
             continue
         role = Role.USER
-        if not harness_seen and text.lstrip().startswith(_HARNESS):
+        if not harness_seen and text.lstrip().startswith(ENVIRONMENT):
             harness_seen = True
             role = Role.SYSTEM
         out.append(

@@ -7,6 +7,9 @@ be sent to a model.
 * :func:`to_anthropic_request` — Anthropic Messages ``{"system": ..., "messages": [...]}``:
   the system prompt lifted out, consecutive same-role messages merged (the API wants
   alternation), ``tool_result`` blocks first in their user message, tool inputs as objects.
+* :func:`to_gemini_contents` — Gemini ``contents``: ``user`` / ``model`` turns of ``parts``
+  (``text``, ``functionCall`` with its args as an object, ``functionResponse`` named after the call it
+  answers), consecutive same-role turns merged, ``functionResponse`` parts first.
 
 What cannot be sent is left out on purpose: thinking blocks (the APIs need a provider signature
 we do not have), images (the model keeps only their size), empty texts. Compaction summaries are
@@ -15,7 +18,7 @@ sent as user text. Input should be well paired (see :mod:`ctxhealth.recovery.pai
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -142,3 +145,49 @@ def to_anthropic_messages(source: Session | Iterable[Message]) -> list[JSONDict]
     """The ``messages`` list of :func:`to_anthropic_request` alone."""
     result: list[JSONDict] = to_anthropic_request(source)["messages"]
     return result
+
+
+GEMINI_SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""The thought signature Gemini accepts on a function call it did not produce itself (a rewritten call has
+lost the model's own signature; Gemini 3 rejects a function call of the current turn without one)."""
+
+
+def to_gemini_contents(
+    source: Session | Iterable[Message], names: Mapping[str, str] | None = None
+) -> list[JSONDict]:
+    """Gemini ``contents`` for ``source`` (system messages left out: the request keeps its own
+    ``systemInstruction``). A result is named after the call it answers, found in ``source`` or in
+    ``names`` (call id -> tool name; ``tool`` when neither has it)."""
+    names = dict(names or {})
+    merged: list[JSONDict] = []
+    for m in _messages(source):
+        if m.role is Role.SYSTEM:
+            continue
+        parts: list[JSONDict] = []
+        for r in m.tool_results:
+            response = {"name": names.get(r.tool_call_id, "tool"), "response": {"output": r.text}}
+            parts.append(
+                {"functionResponse": {"id": r.tool_call_id, **response} if r.tool_call_id else response}
+            )
+        for b in m.blocks:
+            if isinstance(b, (TextBlock, CompactionSummary)) and b.text.strip():
+                parts.append({"text": b.text})
+            elif isinstance(b, ToolCall):
+                names[b.id] = b.name
+                call = {"name": b.name, "args": _input_object(b.input)}
+                parts.append(
+                    {
+                        "functionCall": {"id": b.id, **call} if b.id else call,
+                        "thoughtSignature": GEMINI_SKIP_SIGNATURE,
+                    }
+                )
+        if not parts:
+            continue
+        role = "model" if m.role is Role.ASSISTANT else "user"
+        if merged and merged[-1]["role"] == role:
+            combined: list[JSONDict] = merged[-1]["parts"] + parts
+            combined.sort(key=lambda p: 0 if "functionResponse" in p else 1)
+            merged[-1]["parts"] = combined
+        else:
+            merged.append({"role": role, "parts": parts})
+    return merged

@@ -5,6 +5,10 @@ with a rewrite in force already in place) and the session's latest assessment, a
 :class:`Outcome`: the items to send instead (or None), the API-shaped error to answer with, and what
 was done. Notes come once per episode (``GuardSession.noted``); recoveries are recorded in the
 session's monitor and kept as the session's rewrite for the requests that follow.
+
+A truncate, restart or compression decided for the context's size gives way to clearing stale tool
+results when the clearing alone leaves the compact zone (every turn stays, so the agent does not redo
+what it did); an agent that compacts itself gets clearing instead of them in any case.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from ctxhealth.integrations.wire.base import ApiError, ErrorKind, JSONDict, Wire
 from ctxhealth.model import Format, Message, Session
 from ctxhealth.monitor import Assessment
 from ctxhealth.policy import Action
+from ctxhealth.policy.decision import Rule
 from ctxhealth.recovery.clear import ClearConfig, ClearTrigger, TriggerKind, clear_tool_results
 from ctxhealth.recovery.compress import compress_history
 from ctxhealth.recovery.reanchor import reanchor
@@ -114,6 +119,10 @@ def apply_decision(
     if mode is Mode.ENFORCE and action is Action.HALT:
         return halt(adapter, session, assessment)
     enforce = mode is Mode.ENFORCE and rewrite_at is not None
+    if enforce and action in CLEAR_FIRST and assessment.rule in SIZE_RULES:
+        cleared = _clear_if_enough(adapter, body, session, effective, rewrite_at, assessment)
+        if cleared is not None:
+            return cleared
     if enforce and action in RECOVERIES:
         parsed = adapter.to_messages(body, effective, with_head=True)
         recovered, report = recover(action, recovery_session(parsed, session.key))
@@ -171,6 +180,40 @@ def _clear_instead(
     items = adapter.write(list(recovered.messages), effective, [m for m in parsed if m.line])
     _keep_rewrite(session, rewrite_at, items)
     session.monitor.record_recovery(Action.CLEAR_TOOL_RESULTS, fill=report.tokens_after)
+    session.noted = None
+    return Outcome(dump_body(adapter, body, items), applied=Applied.REWRITE, report=report)
+
+
+CLEAR_FIRST = frozenset({Action.TRUNCATE, Action.RESTART, Action.COMPRESS_HISTORY})
+"""The recoveries that give way to clearing stale tool results when the clearing alone brings the
+context out of the compact zone (for any client: it keeps every turn, so the agent sees what it did)."""
+SIZE_RULES = frozenset({Rule.COMPACT_ZONE, Rule.HARD_LIMIT, Rule.REPEATED_TRUNCATION, Rule.TOO_MANY_TURNS})
+"""The rules whose decision is about the context's size (a failure spiral's restart is not: clearing
+does not end it)."""
+
+
+def _clear_if_enough(
+    adapter: WireAdapter,
+    body: JSONDict,
+    session: GuardSession,
+    effective: list[Any],
+    rewrite_at: tuple[int, bytes] | None,
+    assessment: Assessment,
+) -> Outcome | None:
+    """Clear stale tool results instead of truncating or restarting, when the fill it leaves (the
+    provider's figure less what the clearing removes) lies under the compact zone; else None (the
+    decided recovery is carried out). Counted as a clearing, not as a truncation or a restart."""
+    compact = session.monitor.pressure.thresholds.compact_zone
+    parsed = adapter.to_messages(body, effective, with_head=True)
+    recovered, report = clear_tool_results(recovery_session(parsed, session.key), CLEAR_ON_DECISION)
+    saved = report.tokens_before - report.tokens_after
+    after = max(0, assessment.fill - saved)
+    if saved <= 0 or after >= compact:
+        return None
+    items = adapter.write(list(recovered.messages), effective, [m for m in parsed if m.line])
+    _keep_rewrite(session, rewrite_at, items)
+    session.monitor.record_recovery(Action.CLEAR_TOOL_RESULTS, fill=after)
+    session.cleared_at = rewrite_at[0] if rewrite_at is not None else session.cleared_at
     session.noted = None
     return Outcome(dump_body(adapter, body, items), applied=Applied.REWRITE, report=report)
 

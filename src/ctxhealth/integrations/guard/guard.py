@@ -51,11 +51,13 @@ from ctxhealth.integrations.guard.session import GuardSession
 from ctxhealth.integrations.guard.store import MemoryStore, SessionStore
 from ctxhealth.integrations.wire import ADAPTERS, ApiStyle, ResponseFacts, WireAdapter
 from ctxhealth.integrations.wire.base import ApiError, attach_usage, canonical
+from ctxhealth.integrations.wire.gemini import model_in_path
 from ctxhealth.integrations.wire.harness import (
     HarnessRequest,
     agent_of,
     agent_session_id,
     find_harness_request,
+    gemini_utility,
     prompt_at,
     with_instructions,
 )
@@ -278,8 +280,11 @@ class Guard:
 
     # ------------------------------------------------------------------ requests
 
-    def plan(self, style: ApiStyle, raw: bytes, headers: Mapping[str, str]) -> Plan:
-        """Decide what to send for one request body (see the module docstring)."""
+    def plan(
+        self, style: ApiStyle, raw: bytes, headers: Mapping[str, str], *, path: str | None = None
+    ) -> Plan:
+        """Decide what to send for one request body (see the module docstring). ``path``: the
+        request's path, where an API names the model (Gemini) and its kind of call."""
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -288,7 +293,14 @@ class Guard:
             return Plan(None, style)  # not ours to judge: the provider answers it
         with self._lock:
             try:
-                return self._plan(ADAPTERS[style], body, headers)
+                adapter = ADAPTERS[style]
+                named = model_in_path(path) if path is not None and style is ApiStyle.GEMINI else None
+                if named is not None and gemini_utility(
+                    path or "", headers, adapter.items(body), adapter.head(body)
+                ):
+                    self.metrics.forwarded += 1
+                    return Plan(None, style)  # Gemini CLI's own side call (routing, checks): not the chat
+                return self._plan(adapter, body, headers, named)
             except Exception as exc:  # fail open: ctxhealth's own failure never stops the request
                 self._failed("plan", exc)
                 return Plan(None, style)
@@ -302,10 +314,12 @@ class Guard:
         except Exception:  # the store itself may be what failed: the counter is enough then
             return
 
-    def _plan(self, adapter: WireAdapter, body: dict[str, Any], headers: Mapping[str, str]) -> Plan:
+    def _plan(
+        self, adapter: WireAdapter, body: dict[str, Any], headers: Mapping[str, str], named: str | None = None
+    ) -> Plan:
         style = adapter.style
         self.metrics.requests[(style.value, self.mode.value)] += 1
-        model = body.get("model") if isinstance(body.get("model"), str) else None
+        model = body.get("model") if isinstance(body.get("model"), str) else named
         items = adapter.items(body)
         continued = isinstance(body.get("previous_response_id"), str)
         key, family = self._key(adapter, body, headers)

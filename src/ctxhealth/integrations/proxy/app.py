@@ -1,6 +1,7 @@
 """The proxy's ASGI app: model API routes through the guard, everything else passed through.
 
-* ``POST /v1/messages``, ``/v1/chat/completions``, ``/v1/responses`` (also under a path prefix):
+* ``POST /v1/messages``, ``/v1/chat/completions``, ``/v1/responses``, Gemini's
+  ``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (also under a path prefix):
   the body (at most ``max_body_bytes``) goes through :meth:`Guard.plan`; the planned body is sent
   upstream, or the guard's API-shaped error is answered without calling upstream; the response is
   relayed as it arrives while its usage is read (:class:`~ctxhealth.integrations.wire.UsageTap`).
@@ -14,7 +15,8 @@ upstream calls go through aiohttp (see :mod:`.relay` for why).
 
 Upstream errors and status codes reach the client as the upstream sent them; an upstream that
 cannot be reached is a 502 (a timeout a 504) in the API's error shape. Logs never carry
-``authorization`` / ``x-api-key`` headers, and bodies only with ``log_bodies``.
+headers (``authorization``, ``x-api-key``, ``x-goog-api-key``) nor the query (Gemini's ``key=``), and
+bodies only with ``log_bodies``.
 """
 
 from __future__ import annotations
@@ -155,13 +157,15 @@ class ProxyApp:
             else:
                 self.guard.metrics.forwarded += 1
         elif worker is not None:
-            ticket = worker.plan(adapter.style, body, request.headers, f"{request.method} {request.url.path}")
+            ticket = worker.plan(
+                adapter.style, body, request.headers, f"{request.method} {request.url.path}", request.url.path
+            )
             if self.config.log_bodies:
                 log.info("request body: %s", body.decode("utf-8", "replace"))
         elif self.background is not None:
             pass  # assessed once the upstream has the request (below)
         else:
-            plan = self.guard.plan(adapter.style, body, request.headers)
+            plan = self.guard.plan(adapter.style, body, request.headers, path=request.url.path)
             self._log_plan(request, plan, body)
             if plan.error is not None:
                 return JSONResponse(
@@ -196,7 +200,11 @@ class ProxyApp:
                 # observe mode: queued only now, so the guard's work never runs before the request
                 # is sent; its response's first bytes are relayed before the queue runs
                 ticket = self.background.plan(
-                    adapter.style, body, request.headers, lambda plan: self._log_plan(request, plan, body)
+                    adapter.style,
+                    body,
+                    request.headers,
+                    lambda plan: self._log_plan(request, plan, body),
+                    path=request.url.path,
                 )
         tap = UsageTap(adapter.style, upstream.headers.get("content-type")) if adapter is not None else None
 

@@ -51,13 +51,16 @@ class Background:
         body: bytes,
         headers: Mapping[str, str],
         then: Callable[[Plan], None] | None = None,
+        *,
+        path: str | None = None,
     ) -> Ticket:
-        """Queue ``body`` for :meth:`Guard.plan`; ``then`` runs with its plan (logging)."""
+        """Queue ``body`` for :meth:`Guard.plan` (``path``: the request's, as there); ``then`` runs
+        with its plan (logging)."""
         ticket = Ticket()
         kept = dict(headers)
 
         def run() -> None:
-            ticket.plan = self.guard.plan(style, body, kept)
+            ticket.plan = self.guard.plan(style, body, kept, path=path)
             if then is not None:
                 then(ticket.plan)
 

@@ -70,10 +70,13 @@ class GuardProcess:
 
     # the relay's calls (from the event loop): each only queues a message
 
-    def plan(self, style: ApiStyle, body: bytes, headers: Mapping[str, str], where: str) -> Ticket:
-        """Queue a request for the guard (``where``: its method and path, for the log line)."""
+    def plan(
+        self, style: ApiStyle, body: bytes, headers: Mapping[str, str], where: str, path: str | None = None
+    ) -> Ticket:
+        """Queue a request for the guard (``where``: its method and path, for the log line; ``path``:
+        the request's path, as :meth:`Guard.plan` takes it)."""
         ticket = Ticket(next(self._seq))
-        self._outbox.put(("plan", ticket.seq, style.value, body, dict(headers), where))
+        self._outbox.put(("plan", ticket.seq, style.value, body, dict(headers), where, path))
         return ticket
 
     def finish(self, ticket: Ticket, status: int, facts: ResponseFacts) -> None:
@@ -179,8 +182,8 @@ def serve_guard(conn: Connection, config: ProxyConfig, verbose: bool) -> None:
                 continue
             kind = message[0]
             if kind == "plan":
-                _, seq, style, body, headers, where = message
-                plan = guard.plan(ApiStyle(style), body, headers)
+                _, seq, style, body, headers, where, path = message
+                plan = guard.plan(ApiStyle(style), body, headers, path=path)
                 if plan.key is not None:
                     plans[seq] = plan
                     while len(plans) > MAX_OPEN_PLANS:

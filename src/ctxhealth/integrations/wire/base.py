@@ -1,9 +1,9 @@
 """What every API adapter offers (:class:`WireAdapter`) and the helpers they share.
 
 Items are the raw JSON values of a conversation in request order (Anthropic and Chat Completions:
-messages; Responses: input items). :func:`item_digest` hashes one item with its ``cache_control``
-markers left out: clients move their cache breakpoints to the newest messages on every request
-(Claude Code does), and a moved marker must not read as an edited history.
+messages; Responses: input items; Gemini: contents). :func:`item_digest` hashes one item with its
+``cache_control`` markers left out: clients move their cache breakpoints to the newest messages on
+every request (Claude Code does), and a moved marker must not read as an edited history.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class ApiStyle(StrEnum):
     ANTHROPIC_MESSAGES = "anthropic-messages"
     OPENAI_CHAT = "openai-chat"
     OPENAI_RESPONSES = "openai-responses"
+    GEMINI = "gemini"
 
 
 class ErrorKind(StrEnum):

@@ -16,14 +16,20 @@ the requests the real CLIs send:
 
 Sessions by the agent's own word, first match wins: ``x-claude-code-session-id`` (Claude Code since
 2.1.86), ``session-id`` / ``session_id`` and ``thread-id`` (Codex CLI), then the body's
-``prompt_cache_key`` (Codex sets it to its conversation id).
+``prompt_cache_key`` (Codex sets it to its conversation id), then Gemini CLI's environment text (it
+sends no session id with an API key: the first part of its first turn, ``<session_context>`` with the
+date, the platform and the project's folders, stays the same across its compressions, while the
+directory listing after it may change).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
+
+from ctxhealth.sources.gemini_cli import ENVIRONMENT
 
 
 class Agent(StrEnum):
@@ -55,6 +61,7 @@ _HEAD_MARKS: tuple[tuple[str, HarnessRequest], ...] = (("<state_snapshot>", Harn
 SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "thread-id")
 """Headers that carry the agent's own session id, in the order they are trusted."""
 MAX_ID = 200
+_GEMINI_LISTING = "- **Directory Structure:**"
 
 
 def _text(value: Any) -> str:
@@ -120,6 +127,16 @@ def agent_of(headers: Mapping[str, str]) -> Agent | None:
     return None
 
 
+def gemini_utility(path: str, headers: Mapping[str, str], items: list[Any], head: Any) -> bool:
+    """A Gemini CLI side call: a non-streaming ``generateContent`` (its model router, its next-speaker
+    and loop checks; its turns stream) that is not its compression. Its contents are not the chat."""
+    return (
+        path.rstrip("/").endswith(":generateContent")
+        and agent_of(headers) is Agent.GEMINI_CLI
+        and find_harness_request(items, head) is None
+    )
+
+
 def agent_session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
     """The session id the agent itself sends (headers first, then ``prompt_cache_key``)."""
     for name in SESSION_HEADERS:
@@ -129,7 +146,21 @@ def agent_session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str
     key = body.get("prompt_cache_key")
     if isinstance(key, str) and key.strip():
         return f"prompt_cache_key={key.strip()[:MAX_ID]}"
-    return None
+    return _gemini_context(body.get("contents"))
+
+
+def _gemini_context(contents: Any) -> str | None:
+    """A digest of Gemini CLI's ``<session_context>`` (the first part of the first turn, without its
+    directory listing), or None when the request does not open with one."""
+    if not isinstance(contents, list) or not contents or not isinstance(contents[0], dict):
+        return None
+    parts = contents[0].get("parts")
+    first = parts[0] if isinstance(parts, list) and parts else None
+    text = first.get("text") if isinstance(first, dict) else None
+    if not isinstance(text, str) or not text.lstrip().startswith(ENVIRONMENT):
+        return None
+    stable = text.split(_GEMINI_LISTING, 1)[0]
+    return "gemini-session-context=" + hashlib.sha256(stable.encode()).hexdigest()[:24]
 
 
 def with_instructions(items: list[Any], text: str, note: Any) -> list[Any]:

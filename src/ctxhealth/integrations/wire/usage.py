@@ -9,7 +9,8 @@ the ``data:`` payloads that carry usage:
   repeat the input counts there too);
 * Chat Completions with ``stream_options.include_usage``: the last ``chat.completion.chunk`` with
   empty ``choices`` and ``usage``;
-* Responses: ``response.completed`` (``response.usage``).
+* Responses: ``response.completed`` (``response.usage``);
+* Gemini: ``usageMetadata`` of the chunks (the latest wins; ``modelVersion``, ``responseId``).
 
 For a plain JSON body the text is collected (up to :data:`MAX_JSON_BYTES`) and read at the end.
 """
@@ -24,6 +25,8 @@ import orjson
 from ctxhealth.integrations.wire.base import ApiStyle
 from ctxhealth.model import Usage
 from ctxhealth.sources import anthropic_messages, openai_chat
+from ctxhealth.sources.gemini_cli import gemini_usage
+from ctxhealth.sources.lines import token_count
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_LINE_BYTES = 4 * 1024 * 1024
@@ -57,6 +60,19 @@ def responses_usage(raw: Any) -> Usage | None:
         cache_read_tokens=min(cached, total),
         output_tokens=_int(raw, "output_tokens"),
         reasoning_tokens=reasoning,
+    )
+
+
+def usage_metadata(raw: Any) -> Usage | None:
+    """Gemini ``usageMetadata`` -> :class:`Usage` (``promptTokenCount`` includes the cached part;
+    thoughts are billed as output)."""
+    if not isinstance(raw, dict):
+        return None
+    return gemini_usage(
+        token_count(raw, "promptTokenCount"),
+        token_count(raw, "cachedContentTokenCount"),
+        token_count(raw, "candidatesTokenCount"),
+        token_count(raw, "thoughtsTokenCount"),
     )
 
 
@@ -96,7 +112,7 @@ class UsageTap:
                 break
             line = data[start:end]
             start = end + 1
-            if line.startswith(b"data:") and b'"usage"' in line:
+            if line.startswith(b"data:") and b'"usage' in line:
                 self._event(line[5:].strip())
         rest = data[start:]
         self._buffer = rest if len(rest) <= MAX_LINE_BYTES else b""
@@ -115,6 +131,8 @@ class UsageTap:
                 self._take_message(message)
             elif kind == "message_delta":
                 self._merge_anthropic_delta(doc.get("usage"))
+        elif self.style is ApiStyle.GEMINI:
+            self._take_gemini(doc)
         elif self.style is ApiStyle.OPENAI_CHAT:
             usage = openai_chat.parse_usage(doc.get("usage"))
             if usage is not None:
@@ -131,6 +149,13 @@ class UsageTap:
         self._usage = anthropic_messages.parse_usage(message.get("usage")) or self._usage
         self._model = _str(message, "model") or self._model
         self._rid = _str(message, "id") or self._rid
+
+    def _take_gemini(self, doc: dict[str, Any]) -> None:
+        usage = usage_metadata(doc.get("usageMetadata"))
+        if usage is not None:
+            self._usage = usage
+        self._model = _str(doc, "modelVersion") or self._model
+        self._rid = _str(doc, "responseId") or self._rid
 
     def _merge_anthropic_delta(self, raw: Any) -> None:
         if not isinstance(raw, dict):
@@ -155,10 +180,18 @@ class UsageTap:
             doc = orjson.loads(data) if data else None
         except orjson.JSONDecodeError:
             return
+        if self.style is ApiStyle.GEMINI and isinstance(doc, list):  # a stream without ``alt=sse``
+            for chunk in doc:
+                if isinstance(chunk, dict):
+                    self._take_gemini(chunk)
+            return
         if not isinstance(doc, dict):
             return
         if self.style is ApiStyle.ANTHROPIC_MESSAGES:
             self._take_message(doc)
+            return
+        if self.style is ApiStyle.GEMINI:
+            self._take_gemini(doc)
             return
         parse = openai_chat.parse_usage if self.style is ApiStyle.OPENAI_CHAT else responses_usage
         self._usage = parse(doc.get("usage"))
