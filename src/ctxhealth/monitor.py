@@ -257,6 +257,11 @@ class Monitor:
         )
         self.last: Assessment | None = None
         self._pending: weakref.ref[LazySignals] | None = None
+        # what assess() needs from the latest update: the prompt pending since the latest response,
+        # whether the cooldown ran down after it, and whether ``last`` is still its assessment
+        self._pending_prompt: int | None = None
+        self._cooldown_ran = False
+        self._assessed = False
 
     # ------------------------------------------------------------------ model and instruction
 
@@ -286,6 +291,7 @@ class Monitor:
         """Use ``info`` (tier, window) from now on, e.g. the session's own, with the window its log
         states (``SessionAccount.model``)."""
         self._seal()
+        self._assessed = False
         self.info = info
         self.pressure.set_model(self.info)
         self.drift.sweet_spot = self.profile.zones(self.info).sweet_spot
@@ -296,20 +302,33 @@ class Monitor:
         """Pin the original request (otherwise the first real user request is used); drift is still
         measured against the person's current request (see :mod:`ctxhealth.signals.requests`)."""
         self._seal()
+        self._assessed = False
         self.drift.set_instruction(text, index)
 
     # ------------------------------------------------------------------ observing
 
     def observe(self, message: Message | Mapping[str, Any] | Any, *, fill: int | None = None) -> Assessment:
-        """Assess the session after ``message``; ``fill`` is its turn's fill when the caller knows it
-        (a precomputed series, a log-level count): taken as reported.
+        """Assess the session after ``message``: :meth:`update` then :meth:`assess`. ``fill`` is its
+        turn's fill when the caller knows it (a precomputed series, a log-level count): taken as
+        reported.
 
         ``message`` is a :class:`Message`, or one message as an agent holds it: an OpenAI Chat
         Completions or Anthropic Messages dict (or SDK object), read by the same readers as files
         (:func:`~ctxhealth.sources.messages.read_messages`)."""
+        self.update(message, fill=fill)
+        return self.assess()
+
+    def update(self, message: Message | Mapping[str, Any] | Any, *, fill: int | None = None) -> None:
+        """Take ``message`` into account without assessing: the cheap per-message step (the fill
+        account, the counters and every detector). :meth:`assess` then gives the assessment after
+        the latest message, the same one :meth:`observe` would have returned for it; a caller that
+        needs an answer only at some messages (a whole session, each assistant turn, each request)
+        updates on every message and assesses only there."""
         if not isinstance(message, Message):
-            return self._observe_raw(message, fill)
+            self._update_raw(message, fill)
+            return
         self.last = None
+        self._assessed = False
         if self._pending is not None:
             self._seal()
         self.index += 1
@@ -330,15 +349,14 @@ class Monitor:
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
         turn = self.account.observe(message, fill)
-        assessed_fill = self.account.fill
         # a message after the latest response is part of the prompt about to be sent
-        pending = self.account.pending if not turn and fill is None else None
+        self._pending_prompt = self.account.pending if not turn and fill is None else None
         usage = message.usage
         if assistant and usage is not None:
             self.output_tokens += usage.output_tokens
             self.reasoning_tokens += usage.reasoning_tokens
             self.usage_seen = True
-        event = self._events.build(index, message, self.turn, assessed_fill)
+        event = self._events.build(index, message, self.turn, self.account.fill)
         if assistant and self._track_hedges:
             if message.compaction is not None:
                 self.hedges += count_hedges(message.text)
@@ -347,14 +365,33 @@ class Monitor:
                 self.hedges += count_folded(event.text, event.folded, event.runs)
         for detector in self._detectors:
             detector.update(event)
-        assessment = self._assess(index, assessed_fill, pending)
+        # the cooldown runs down after the turn it was assessed at: assess() reads it one higher
         if assistant and self.counters.cooldown > 0:
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown - 1, c.steps)
+            self._cooldown_ran = True
+        else:
+            self._cooldown_ran = False
+
+    def assess(self) -> Assessment:
+        """The assessment after the latest message given to :meth:`update` (what a caller acts on:
+        action, reasons, rule, zone, pressure, risk, features, fill); computed once per update and
+        kept as :attr:`last` until the next change. Before any message: the reading of "nothing
+        seen yet"."""
+        last = self.last
+        if last is not None and self._assessed:
+            return last
+        counters = self.counters
+        if self._cooldown_ran:
+            counters = Counters(
+                counters.restarts, counters.truncations, counters.cooldown + 1, counters.steps
+            )
+        assessment = self._assess(max(self.index, 0), self.account.fill, self._pending_prompt, counters)
         self.last = assessment
+        self._assessed = True
         return assessment
 
-    def _observe_raw(self, raw: Any, fill: int | None) -> Assessment:
+    def _update_raw(self, raw: Any, fill: int | None) -> None:
         from ctxhealth.sources.messages import plain, read_messages
 
         item = plain(raw)
@@ -370,10 +407,8 @@ class Monitor:
                 f"cannot observe the message {str(item)[:80]!r}",
                 hint="; ".join(w.reason for w in session.warnings) or "give it a role and content",
             )
-        *head, last = session.messages
-        for message in head:
-            self.observe(message, fill=fill)
-        return self.observe(last, fill=fill)
+        for message in session.messages:
+            self.update(message, fill=fill)
 
     def _indicators_fired(self) -> list[str]:
         fired = self.indicators.fired()
@@ -381,7 +416,9 @@ class Monitor:
             fired.insert(0, "repeated tool calls")
         return fired
 
-    def _assess(self, index: int, fill: int, pending: int | None = None) -> Assessment:
+    def _assess(
+        self, index: int, fill: int, pending: int | None = None, counters: Counters | None = None
+    ) -> Assessment:
         """``pending``: the context with the messages since the latest response (the prompt about to
         be sent); it decides when it reads a worse zone than the latest response's fill (a huge
         tool result not sent yet), and is then the assessment's fill."""
@@ -426,7 +463,7 @@ class Monitor:
             1.0 if cache.rate is None else cache.rate,
             cache.low_turns,
         )
-        decision: Decision = decide(snapshot, self.counters, p)
+        decision: Decision = decide(snapshot, self.counters if counters is None else counters, p)
         reasons = (*decision.reasons, *pending_reason)
         if zone is not base_zone:
             names = ", ".join(self._indicators_fired())
@@ -474,6 +511,8 @@ class Monitor:
         corrects it).
         """
         self._seal()
+        self._assessed = False
+        self._cooldown_ran = False
         self.counters = record(self.counters, action, self.profile)
         if action is Action.RESTART:
             self.failures.reset()
@@ -561,6 +600,15 @@ class Monitor:
         ``check`` reports. Unless the caller fixed the model, the account's :class:`ModelInfo` is
         used, with the window the log states.
         """
+        for _ in self.update_session(session, upto, account=account):
+            yield self.assess()
+
+    def update_session(
+        self, session: Session, upto: float | None = None, *, account: SessionAccount | None = None
+    ) -> Iterator[int]:
+        """:meth:`update` with each message of ``session`` (its first ``upto`` fraction of turns),
+        yielding the message's index after each: the caller calls :meth:`assess` where it wants an
+        answer (see :meth:`iter_session` for the fill and the model)."""
         from ctxhealth.accounting.fill import account_session, session_model_id
 
         if account is None:
@@ -576,8 +624,10 @@ class Monitor:
         self._use_format(session.format.value)
         stop = cut_index(session, upto)
         fills = {t.message_index: t.tokens for t in account.turns}
+        update = self.update
         for i, message in enumerate(session.messages[:stop]):
-            yield self.observe(message, fill=fills.get(i))
+            update(message, fill=fills.get(i))
+            yield i
 
     def _use_format(self, format: str) -> None:
         """Score risk with the model for this log format (see :meth:`Profile.risk_for`: a model
@@ -599,12 +649,11 @@ class Monitor:
     ) -> Assessment:
         """Feed a whole session (or its first ``upto`` fraction of turns); the last assessment."""
         before = self.index
-        # Nothing here holds an assessment while the next message is observed (a held one would make
-        # every detector take its snapshot each turn: about a tenth of the CPU of a whole session).
-        deque(self.iter_session(session, upto, account=account), maxlen=0)
-        if self.index == before or self.last is None:
+        # one assessment, after the last message: the updates before it assess nothing
+        deque(self.update_session(session, upto, account=account), maxlen=0)
+        if self.index == before:
             return self._assess(max(self.index, 0), self.fill)
-        return self.last
+        return self.assess()
 
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
@@ -654,7 +703,19 @@ SNAPSHOT_KIND = "ctxhealth.monitor"
 SNAPSHOT_VERSION = 3
 """Bumped whenever the saved state changes shape; an older snapshot is refused, not misread."""
 _TRANSIENT = frozenset(
-    {"profile", "registry", "info", "_detectors", "last", "_scorer", "_pending", "risk_model"}
+    {
+        "profile",
+        "registry",
+        "info",
+        "_detectors",
+        "last",
+        "_scorer",
+        "_pending",
+        "risk_model",
+        "_pending_prompt",
+        "_cooldown_ran",
+        "_assessed",
+    }
 )
 """Monitor attributes rebuilt by :meth:`Monitor.restore` rather than saved."""
 

@@ -484,12 +484,13 @@ def analyse_session(
     if health:
         monitor = Monitor(model or session.model, profile, registry=registry)
         seen = False
-        for assessment in monitor.iter_session(session):
+        # assessed at each response (the turns' rows), and once after the last message
+        for index in monitor.update_session(session):
             seen = True
-            observe_turn(assessment)
-            del assessment
+            if index in turn_at:
+                observe_turn(monitor.assess())
         # a session without messages yields no assessment: observe_session gives "nothing seen yet"
-        final = monitor.last if seen and monitor.last is not None else monitor.observe_session(session)
+        final = monitor.assess() if seen else monitor.observe_session(session)
     else:
         result.prompt_tokens = sum(t.tokens for t in account.turns)
     responses = session_responses(session, registry, model=model)
