@@ -63,6 +63,7 @@ from ctxhealth.signals.repetition import RepetitionDetector
 
 if TYPE_CHECKING:
     from ctxhealth.accounting.fill import SessionAccount
+    from ctxhealth.signals.state import MonitorState
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,26 +524,105 @@ class Monitor:
 
     # ------------------------------------------------------------------ saving and resuming
 
+    def serialize(self) -> MonitorState:
+        """The monitor's whole state, field by field (:class:`~ctxhealth.signals.state.MonitorState`:
+        bounded like the monitor's memory). The profile, the registry, the model's figures and the
+        last assessment are not part of it."""
+        from ctxhealth.signals.state import AccountState, CountersState, MonitorState
+
+        c = self.counters
+        a = self.account.dump_state()
+        return MonitorState(
+            index=self.index,
+            turn=self.turn,
+            output_tokens=self.output_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+            usage_seen=self.usage_seen,
+            hedges=self.hedges,
+            source_format=self.source_format,
+            track_hedges=self._track_hedges,
+            counters=CountersState(c.restarts, c.truncations, c.cooldown, c.steps),
+            account=AccountState(
+                chars_per_token=a["chars_per_token"],
+                fill=a["fill"],
+                peak=a["peak"],
+                turns=a["turns"],
+                source=a["source"],
+                chars=a["_chars"],
+                system_chars=a["_system_chars"],
+                anchor_fill=a["_anchor_fill"],
+                anchor_chars=a["_anchor_chars"],
+                hidden=a["_hidden"],
+                seen=a["_seen"],
+            ),
+            pending_calls=self._events.serialize(),
+            pressure=self.pressure.serialize(),
+            drift=self.drift.serialize(),
+            failures=self.failures.serialize(),
+            repetition=self.repetition.serialize(),
+            indicators=self.indicators.serialize(),
+            fidelity=self.fidelity.serialize(),
+            cache=self.cache.serialize(),
+            pending_prompt=self._pending_prompt,
+            cooldown_ran=self._cooldown_ran,
+        )
+
+    def _load(self, state: MonitorState) -> None:
+        """Take ``state`` (from :meth:`serialize`) as this freshly built monitor's own."""
+        self.index = state.index
+        self.turn = state.turn
+        self.output_tokens = state.output_tokens
+        self.reasoning_tokens = state.reasoning_tokens
+        self.usage_seen = state.usage_seen
+        self.hedges = state.hedges
+        self.source_format = state.source_format
+        self._track_hedges = state.track_hedges
+        c = state.counters
+        self.counters = Counters(
+            restarts=c.restarts, truncations=c.truncations, cooldown=c.cooldown, steps=c.steps
+        )
+        a = state.account
+        self.account.load_state(
+            {
+                "chars_per_token": a.chars_per_token,
+                "fill": a.fill,
+                "peak": a.peak,
+                "turns": a.turns,
+                "source": a.source,
+                "_chars": a.chars,
+                "_system_chars": a.system_chars,
+                "_anchor_fill": a.anchor_fill,
+                "_anchor_chars": a.anchor_chars,
+                "_hidden": a.hidden,
+                "_seen": a.seen,
+            }
+        )
+        self._events.restore(state.pending_calls)
+        self.pressure.restore(state.pressure)
+        self.drift.restore(state.drift)
+        self.failures.restore(state.failures)
+        self.repetition.restore(state.repetition)
+        self.indicators.restore(state.indicators)
+        self.fidelity.restore(state.fidelity)
+        self.cache.restore(state.cache)
+        self._pending_prompt = state.pending_prompt
+        self._cooldown_ran = state.cooldown_ran
+
     def snapshot(self) -> dict[str, Any]:
-        """The monitor's whole state as JSON-safe data (bounded like the monitor's memory).
+        """The monitor's whole state as versioned JSON-safe data (:meth:`serialize`, bounded like the
+        monitor's memory).
 
         :meth:`restore` in any process, with the same profile, gives a monitor that assesses the
         following messages exactly as this one would. The last assessment is not kept.
         """
-        from ctxhealth.signals.state import encode
+        from ctxhealth.signals.state import to_data
 
-        state: dict[str, Any] = {}
-        for name, value in vars(self).items():
-            if name in _TRANSIENT:
-                continue
-            dump = getattr(value, "dump_state", None)
-            state[name] = {"$x": dump()} if dump is not None else encode(value)
         return {
             "kind": SNAPSHOT_KIND,
             "version": SNAPSHOT_VERSION,
             "model": self.info.id,
             "model_fixed": self._model_fixed,
-            "state": state,
+            "state": to_data(self.serialize()),
         }
 
     @classmethod
@@ -555,34 +635,43 @@ class Monitor:
         registry: ModelRegistry | None = None,
         info: ModelInfo | None = None,
     ) -> Monitor:
-        """A monitor resumed from :meth:`snapshot` data. ``model`` / ``info`` fix the model (else
-        the saved one is looked up again); ``profile`` should be the one the snapshot was taken with.
+        """A monitor resumed from :meth:`snapshot` data (of this version, or of the version before:
+        the states the hooks and the proxy saved before this format). ``model`` / ``info`` fix the
+        model (else the saved one is looked up again); ``profile`` should be the one the snapshot
+        was taken with.
 
-        Raises :class:`~ctxhealth.errors.StateError` when ``data`` is not a snapshot of this version.
+        Raises :class:`~ctxhealth.errors.StateError` when ``data`` is not a snapshot of a version
+        this code reads, or is damaged.
         """
-        from ctxhealth.errors import StateError
-        from ctxhealth.signals.state import checked, decode
+        import msgspec
 
-        if data.get("kind") != SNAPSHOT_KIND or data.get("version") != SNAPSHOT_VERSION:
+        from ctxhealth.errors import StateError
+        from ctxhealth.signals.state import from_data
+
+        version = data.get("version")
+        if data.get("kind") != SNAPSHOT_KIND or version not in (SNAPSHOT_VERSION, LEGACY_SNAPSHOT_VERSION):
             raise StateError(
                 f"not a monitor snapshot of version {SNAPSHOT_VERSION}",
                 hint="start a fresh monitor (the saved state is from another ctxhealth version)",
             )
         fixed = model is not None or info is not None
         try:
+            state: MonitorState
+            if version == LEGACY_SNAPSHOT_VERSION:
+                from ctxhealth.signals.legacy_state import monitor_state
+
+                state = monitor_state(data["state"])
+            else:
+                state = from_data(data["state"])
             m = cls(model if fixed else str(data["model"]), profile, registry=registry, info=info)
             m._model_fixed = fixed or bool(data["model_fixed"])
-            for name, value in data["state"].items():
-                if isinstance(value, dict) and "$x" in value:
-                    getattr(m, name).load_state(value["$x"])
-                elif name != "_model_fixed":
-                    setattr(m, name, checked(m, name, decode(value)))
+            m._load(state)
             if m.source_format is not None:  # the risk model of the log format, as before the save
                 m.risk_model = m.profile.risk_for(m.source_format)[1]
                 m.profile = m.profile.for_format(m.source_format)
                 risk = m.profile.risk
                 m._scorer = _Scorer(risk) if risk is not None else None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, msgspec.ValidationError) as exc:
             raise StateError(
                 f"damaged monitor snapshot: {exc!r}",
                 hint="start a fresh monitor (the saved state cannot be read)",
@@ -700,24 +789,11 @@ class _Scorer:
 
 
 SNAPSHOT_KIND = "ctxhealth.monitor"
-SNAPSHOT_VERSION = 3
-"""Bumped whenever the saved state changes shape; an older snapshot is refused, not misread."""
-_TRANSIENT = frozenset(
-    {
-        "profile",
-        "registry",
-        "info",
-        "_detectors",
-        "last",
-        "_scorer",
-        "_pending",
-        "risk_model",
-        "_pending_prompt",
-        "_cooldown_ran",
-        "_assessed",
-    }
-)
-"""Monitor attributes rebuilt by :meth:`Monitor.restore` rather than saved."""
+SNAPSHOT_VERSION = 4
+"""Bumped whenever the saved state changes shape; a snapshot of another version is refused, not
+misread (but for :data:`LEGACY_SNAPSHOT_VERSION`, read by :mod:`ctxhealth.signals.legacy_state`)."""
+LEGACY_SNAPSHOT_VERSION = 3
+"""The reflective format before :class:`~ctxhealth.signals.state.MonitorState`: still read."""
 
 
 def _turns(m: Monitor) -> int:

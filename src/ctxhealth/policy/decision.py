@@ -34,7 +34,6 @@ from enum import StrEnum
 from ctxhealth.failures import spiral_reason, streak_reason
 from ctxhealth.policy.profile import Profile
 from ctxhealth.signals.pressure import Zone
-from ctxhealth.signals.state import register_value
 
 
 class Action(StrEnum):
@@ -144,9 +143,6 @@ class Counters:
     truncations: int = 0
     cooldown: int = 0
     steps: int = 0
-
-
-register_value(Counters)  # a monitor saves its counters along with its detectors' state
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,16 @@ their result, in a bounded map, so building an event is O(size of the message).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult
 from ctxhealth.signals.base import BoundedDict
-from ctxhealth.signals.calls import CallInfo, error_signature, parse_call
+from ctxhealth.signals.calls import CallInfo, CallKind, error_signature, parse_call
 from ctxhealth.signals.text import fold
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import PendingCall
 
 PENDING_LIMIT = 256
 PARSE_CACHE_LIMIT = 64
@@ -67,16 +70,46 @@ class EventBuilder:
         self._pending: BoundedDict[str, tuple[CallInfo, int]] = BoundedDict(PENDING_LIMIT)
         self._parsed: BoundedDict[tuple[str, str], CallInfo] = BoundedDict(PARSE_CACHE_LIMIT)
 
-    def dump_state(self) -> dict[str, Any]:
-        """The calls still waiting for their result, as JSON-safe data (the parse cache is dropped)."""
-        from ctxhealth.signals.state import encode
+    def serialize(self) -> list[PendingCall]:
+        """The calls still waiting for their result, oldest first (the parse cache is not saved)."""
+        from ctxhealth.signals.state import CallState, PendingCall
 
-        return {"pending": encode(self._pending)}
+        return [
+            PendingCall(
+                call_id,
+                CallState(
+                    key=c.key,
+                    tool=c.tool,
+                    kinds=sorted(k.value for k in c.kinds),
+                    reads=list(c.reads),
+                    edits=list(c.edits),
+                    deletes=list(c.deletes),
+                    mentions=list(c.mentions),
+                    change=c.change,
+                    runs=list(c.runs),
+                ),
+                index,
+            )
+            for call_id, (c, index) in self._pending.items()
+        ]
 
-    def load_state(self, state: dict[str, Any]) -> None:
-        from ctxhealth.signals.state import decode
-
-        self._pending = decode(state["pending"])
+    def restore(self, pending: list[PendingCall]) -> None:
+        out: BoundedDict[str, tuple[CallInfo, int]] = BoundedDict(PENDING_LIMIT)
+        for p in pending:
+            c = p.call
+            info = CallInfo(
+                key=c.key,
+                tool=c.tool,
+                kinds=frozenset(CallKind(k) for k in c.kinds),
+                reads=tuple(c.reads),
+                edits=tuple(c.edits),
+                deletes=tuple(c.deletes),
+                mentions=tuple(c.mentions),
+                change=None if c.change is None else (c.change[0], c.change[1]),
+                runs=tuple(c.runs),
+            )
+            out.put(p.call_id, (info, p.index))
+        self._pending = out
 
     def _parse(self, block: ToolCall) -> CallInfo:
         value = block.input
