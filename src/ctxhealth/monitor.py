@@ -39,7 +39,7 @@ import math
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ctxhealth.accounting.registry import ModelRegistry
@@ -47,7 +47,7 @@ from ctxhealth.accounting.running import RunningFill
 from ctxhealth.accounting.types import FillSource, ModelInfo
 from ctxhealth.errors import UsageError
 from ctxhealth.model import Format, Message, Role, Session
-from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
+from ctxhealth.policy import Action, Counters, Decision, Rule, Snapshot, decide, record
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.risk.model import RiskModel, sigmoid
 from ctxhealth.signals.base import Detector, LazySignals, Signal
@@ -132,64 +132,6 @@ class Assessment:
             "reasons": d["reasons"],
             "signals": d["signals"],
         }
-
-
-_ASSESSMENT_FIELDS = (
-    "turn",
-    "index",
-    "zone",
-    "base_zone",
-    "pressure",
-    "risk",
-    "action",
-    "reasons",
-    "rule",
-    "fill",
-    "fill_source",
-    "model",
-    "signals",
-    "features",
-)
-assert tuple(f.name for f in fields(Assessment)) == _ASSESSMENT_FIELDS
-(_s0, _s1, _s2, _s3, _s4, _s5, _s6, _s7, _s8, _s9, _s10, _s11, _s12, _s13) = (
-    getattr(Assessment, name).__set__ for name in _ASSESSMENT_FIELDS
-)
-
-
-def _assessment(
-    turn: int,
-    index: int,
-    zone: Zone,
-    base_zone: Zone,
-    pressure: float,
-    risk: float | None,
-    action: Action,
-    reasons: tuple[str, ...],
-    rule: Rule,
-    fill: int,
-    fill_source: FillSource,
-    model: str,
-    signals: Mapping[str, Signal],
-    features: Mapping[str, float],
-) -> Assessment:
-    """``Assessment(...)`` without the frozen dataclass's per-field ``object.__setattr__`` calls
-    (several microseconds per turn): the slots are filled through their descriptors."""
-    a: Assessment = object.__new__(Assessment)
-    _s0(a, turn)
-    _s1(a, index)
-    _s2(a, zone)
-    _s3(a, base_zone)
-    _s4(a, pressure)
-    _s5(a, risk)
-    _s6(a, action)
-    _s7(a, reasons)
-    _s8(a, rule)
-    _s9(a, fill)
-    _s10(a, fill_source)
-    _s11(a, model)
-    _s12(a, signals)
-    _s13(a, features)
-    return a
 
 
 class Monitor:
@@ -448,21 +390,21 @@ class Monitor:
         failures = self.failures
         drift = self.drift
         cache = self.cache
-        snapshot = snapshot_of(
-            zone,
-            pressure,
-            fill,
-            capacity,
-            failures.rate,
-            len(failures.window),
-            drift.similarity,
-            drift.fill >= drift.sweet_spot,
-            failures.same_mistake_count,
-            failures.streak_len,
-            fired,
-            risk,
-            1.0 if cache.rate is None else cache.rate,
-            cache.low_turns,
+        snapshot = Snapshot(
+            zone=zone,
+            pressure=pressure,
+            fill=fill,
+            utilisation=capacity,
+            failure_rate=failures.rate,
+            recent_calls=len(failures.window),
+            drift=drift.similarity,
+            above_sweet_spot=drift.fill >= drift.sweet_spot,
+            same_mistake=failures.same_mistake_count,
+            consecutive_failures=failures.streak_len,
+            indicators=fired,
+            risk=risk,
+            cache_hit_rate=1.0 if cache.rate is None else cache.rate,
+            low_cache_turns=cache.low_turns,
         )
         decision: Decision = decide(snapshot, self.counters if counters is None else counters, p)
         reasons = (*decision.reasons, *pending_reason)
@@ -474,21 +416,21 @@ class Monitor:
         # the signals' snapshots are taken when first read (or before the detectors next change)
         signals = LazySignals.deferred(self._detectors)
         self._pending = weakref.ref(signals)
-        return _assessment(
-            self.turn,
-            index,
-            zone,
-            base_zone,
-            pressure,
-            risk,
-            decision.action,
-            reasons,
-            decision.rule,
-            fill,
-            fill_source,
-            self.info.id,
-            signals,
-            features,
+        return Assessment(
+            turn=self.turn,
+            index=index,
+            zone=zone,
+            base_zone=base_zone,
+            pressure=pressure,
+            risk=risk,
+            action=decision.action,
+            reasons=reasons,
+            rule=decision.rule,
+            fill=fill,
+            fill_source=fill_source,
+            model=self.info.id,
+            signals=signals,
+            features=features,
         )
 
     def features(self, names: Iterable[str] | None = None) -> dict[str, float]:
