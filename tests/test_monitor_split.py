@@ -101,3 +101,36 @@ def test_update_at_each_message_assess_at_each_turn_on_real_sessions(claude_code
         if whole:
             assert some.assess().to_dict() == readings[-1]
             assert Monitor().observe_session(session).to_dict() == readings[-1]
+
+
+def test_a_long_reply_is_read_only_where_a_detector_looks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drift reads the last ``drift_window_chars`` of output and the indicators the first 2,000
+    characters: a long reply's whole text is folded into words only when the hedge count needs it."""
+    import ctxhealth.signals.events as events
+    import ctxhealth.signals.text as text
+
+    folded: list[int] = []
+    real = text.fold
+
+    def recording(value: str) -> bytes:
+        folded.append(len(value))
+        return real(value)
+
+    monkeypatch.setattr(events, "fold", recording)
+    monkeypatch.setattr(text, "fold", recording)
+    reply = "The parser reads the offsets and the tests cover each case again. " * 800
+    msgs = [
+        Message(Role.USER, (TextBlock("Fix the date parser so ISO offsets round-trip."),)),
+        Message(Role.ASSISTANT, (TextBlock(reply),), usage=Usage(input_tokens=9_000, output_tokens=900)),
+    ]
+    m = Monitor("claude-sonnet-4", track_hedges=False)
+    for message in msgs:
+        m.update(message)
+    window = m.profile.drift_window_chars
+    assert folded and max(folded) <= window  # the tail only
+    folded.clear()
+    hedged = Monitor("claude-sonnet-4", track_hedges=True)
+    for message in msgs:
+        hedged.update(message)
+    assert max(folded) == len(reply)  # the hedge count reads every word
+    assert m.assess().signals["drift"] == hedged.assess().signals["drift"]  # the same reading

@@ -36,7 +36,7 @@ from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.requests import TaskTracker
-from ctxhealth.signals.text import content_words, run_stems
+from ctxhealth.signals.text import content_words
 from ctxhealth.signals.thresholds import SignalThresholds
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ class DriftDetector(CachedDetector):
             self._last_output = event.index
             self._recompute()
             return
-        stems = run_stems(event.runs)
+        stems = event.stems
         self._append_segment(text, stems, limit)
         if len(text) * 4 >= limit:
             # a long reply: recounting the window from its text is cheaper than word-by-word updates

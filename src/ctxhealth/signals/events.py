@@ -15,7 +15,7 @@ from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult
 from ctxhealth.signals.base import BoundedDict
 from ctxhealth.signals.calls import CallInfo, CallKind, error_signature, parse_call
-from ctxhealth.signals.text import fold
+from ctxhealth.signals.text import fold, run_stems
 
 if TYPE_CHECKING:
     from ctxhealth.signals.state import PendingCall
@@ -42,25 +42,62 @@ class ResultInfo:
         return error_signature(self.result)
 
 
-@dataclass(frozen=True, slots=True)
 class Event:
     """One message as the detectors see it.
 
     ``index`` is its position in the session, ``turn`` counts assistant responses so far (this one
     included), ``fill`` is the context fill after it, ``calls`` / ``results`` its parsed tool blocks.
-    For an assistant message, ``text`` is its text blocks joined with newlines, ``folded`` that text
-    through :func:`~ctxhealth.signals.text.fold` and ``runs`` the word runs of ``folded``.
+    For an assistant message, ``text`` is its text blocks joined with newlines (joined once). Its
+    word features are computed on first use and then shared by every detector that reads them:
+    ``folded`` (the text through :func:`~ctxhealth.signals.text.fold`), ``runs`` (the word runs of
+    ``folded``) and ``stems`` (their content words, :func:`~ctxhealth.signals.text.run_stems`). A
+    reply longer than the drift window is read by drift at its tail only, so its whole text is
+    folded only when a reader asks for it (the hedge count, when the risk model uses it).
     """
 
-    index: int
-    message: Message
-    turn: int
-    fill: int
-    calls: tuple[CallInfo, ...] = ()
-    results: tuple[ResultInfo, ...] = ()
-    text: str = ""
-    folded: bytes = b""
-    runs: tuple[bytes, ...] | list[bytes] = ()
+    __slots__ = ("_folded", "_runs", "_stems", "calls", "fill", "index", "message", "results", "text", "turn")
+
+    def __init__(
+        self,
+        index: int,
+        message: Message,
+        turn: int,
+        fill: int,
+        calls: tuple[CallInfo, ...] = (),
+        results: tuple[ResultInfo, ...] = (),
+        text: str = "",
+    ) -> None:
+        self.index = index
+        self.message = message
+        self.turn = turn
+        self.fill = fill
+        self.calls = calls
+        self.results = results
+        self.text = text
+        self._folded: bytes | None = None
+        self._runs: list[bytes] | None = None
+        self._stems: list[str] | None = None
+
+    @property
+    def folded(self) -> bytes:
+        folded = self._folded
+        if folded is None:
+            folded = self._folded = fold(self.text) if self.text else b""
+        return folded
+
+    @property
+    def runs(self) -> list[bytes]:
+        runs = self._runs
+        if runs is None:
+            runs = self._runs = self.folded.split()
+        return runs
+
+    @property
+    def stems(self) -> list[str]:
+        stems = self._stems
+        if stems is None:
+            stems = self._stems = run_stems(self.runs)
+        return stems
 
 
 class EventBuilder:
@@ -147,5 +184,4 @@ class EventBuilder:
         if message.role is not Role.ASSISTANT or not texts:
             return Event(index, message, turn, fill, tuple(calls), tuple(results))
         text = texts[0] if len(texts) == 1 else "\n".join(texts)
-        folded = fold(text) if text else b""
-        return Event(index, message, turn, fill, tuple(calls), tuple(results), text, folded, folded.split())
+        return Event(index, message, turn, fill, tuple(calls), tuple(results), text)
