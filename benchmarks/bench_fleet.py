@@ -171,6 +171,12 @@ def main() -> None:
             "ratios": {
                 name: round(r["mb_per_s"] / local, 2) for name, r in results.items() if name != "fleet_local"
             },
+            # the aim: the Dask engine costs at most 1.2x the local engine's CPU
+            "dask_cpu_over_local": (
+                round(results["fleet_dask"]["cpu_s"] / results["fleet_local"]["cpu_s"], 2)
+                if "fleet_dask" in results
+                else None
+            ),
         }
         print(
             f"local engine {local} MB/s: target {TARGET_MB_S:.0f} MB/s "

@@ -20,6 +20,15 @@ stream (the same percentile of each distribution); the proxy's resident memory a
 goes to stderr; the last line on stdout is one JSON object. The aim: p99 added latency under 5 ms in
 observe mode.
 
+``--streams 1 10 100`` measures, in one run, the added first-byte latency at each number of
+concurrent streams (each level: ``--samples`` requests per path at least, the starts spread over one
+stream's length so that level is in flight throughout; the direct and the proxied streams of a round
+run at the same time, the ``i``-th of each started together, so both meet the same machine at each
+moment; besides the difference of the two p99s, the p99 of the per-pair difference), with the proxy's CPU per
+request (its child processes included), the machine's CPU use and the load average beside each
+level; ``--proxy-args`` passes flags to the proxy (``--guard-inline`` assesses observe-mode requests
+before sending them, as before the guard moved beside the relay; ``--workers 2``).
+
 ``--scaling`` measures only, in process, the guard's CPU per request in steady state (two new
 messages on a known prefix) at 20, 200 and 1,000 turns, against observing the whole conversation
 afresh, in the same run.
@@ -195,6 +204,105 @@ def plan_scaling(sizes: list[int], repeat: int) -> dict[str, Any]:
     return out
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine so far (``/proc/stat``)."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+async def both(
+    direct: str, proxied: str, n: int, ramp: float, turns: int, label: str
+) -> list[tuple[tuple[float, float] | str, tuple[float, float] | str]]:
+    """One round of ``n`` direct and ``n`` proxied streams at once, the ``i``-th of each started at
+    the same moment: per pair, (direct result, proxied result)."""
+    import httpx
+
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 256, "stream": True, "messages": history(turns)}
+    raw = json.dumps(body).encode()
+    limits = httpx.Limits(max_connections=2 * n + 10, max_keepalive_connections=2 * n + 10)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        delays = [ramp * i / max(1, n - 1) if ramp else 0.0 for i in range(n)]
+        pairs = [
+            asyncio.gather(
+                one(client, direct + "/v1/messages", raw, f"direct{label}-{i}", delay),
+                one(client, proxied + "/v1/messages", raw, f"proxy{label}-{i}", delay),
+            )
+            for i, delay in enumerate(delays)
+        ]
+        return [(a, b) for a, b in await asyncio.gather(*pairs)]
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of a process and of its child processes (``--workers 2``'s guard process)."""
+    total = cpu_seconds(pid)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            total += tree_cpu_seconds(int(child))
+    return total
+
+
+def streams_levels(
+    base_direct: str, proxy: Any, levels: list[int], samples: int, gap_ms: float, turns: int
+) -> dict[str, Any]:
+    """The added first-byte latency at each level of concurrent streams, in one run."""
+    events = len([e for e in SSE.read_bytes().split(b"\n\n") if e.strip()])
+    ramp = events * gap_ms / 1000  # one stream's length: the level stays in flight
+    out: dict[str, Any] = {}
+    for n in levels:
+        rounds = max(2, -(-samples // n))
+        label = f"s{n}"
+        asyncio.run(run_round(proxy.url, n, ramp, turns, f"proxy{label}"))  # first contact, unmeasured
+        data: dict[str, list[float]] = {"direct": [], "proxy": [], "paired": []}
+        errors = 0
+        cpu = 0.0
+        busy0, total0 = machine_cpu()
+        for r in range(1, rounds + 1):
+            # direct and proxied streams at the same time: both see the same machine at each moment
+            before = tree_cpu_seconds(proxy.process.pid)
+            pairs = asyncio.run(both(base_direct, proxy.url, n, ramp, turns + r, label))
+            cpu += tree_cpu_seconds(proxy.process.pid) - before
+            for a, b in pairs:
+                if isinstance(a, tuple):
+                    data["direct"].append(a[0])
+                if isinstance(b, tuple):
+                    data["proxy"].append(b[0])
+                if isinstance(a, tuple) and isinstance(b, tuple):
+                    data["paired"].append(b[0] - a[0])
+                errors += isinstance(a, str) + isinstance(b, str)
+        busy1, total1 = machine_cpu()
+        ms = 1000.0
+        out[str(n)] = {
+            "samples": len(data["proxy"]),
+            "errors": errors,
+            "direct_ttfb_p50_ms": round(pct(data["direct"], 50) * ms, 3),
+            "direct_ttfb_p99_ms": round(pct(data["direct"], 99) * ms, 3),
+            "proxy_ttfb_p50_ms": round(pct(data["proxy"], 50) * ms, 3),
+            "proxy_ttfb_p99_ms": round(pct(data["proxy"], 99) * ms, 3),
+            "added_ttfb_p50_ms": round((pct(data["proxy"], 50) - pct(data["direct"], 50)) * ms, 3),
+            "added_ttfb_p99_ms": round((pct(data["proxy"], 99) - pct(data["direct"], 99)) * ms, 3),
+            # the added time per pair (a proxied stream minus the direct one started with it): the
+            # client's and the machine's stalls that hit both cancel out
+            "paired_added_ttfb_p50_ms": round(pct(data["paired"], 50) * ms, 3),
+            "paired_added_ttfb_p99_ms": round(pct(data["paired"], 99) * ms, 3),
+            "proxy_cpu_ms_per_request": round(cpu / max(1, len(data["proxy"])) * ms, 3),
+            "machine_cpu_busy": round((busy1 - busy0) / max(1.0, total1 - total0), 3),
+            "load_average_1m": os.getloadavg()[0],
+        }
+        r = out[str(n)]
+        print(
+            f"{n:>4} streams: direct p99 {r['direct_ttfb_p99_ms']:8.2f} ms, proxy p99 "
+            f"{r['proxy_ttfb_p99_ms']:8.2f} ms, added p50 {r['added_ttfb_p50_ms']:7.2f} / p99 "
+            f"{r['added_ttfb_p99_ms']:7.2f} ms; paired added p50 {r['paired_added_ttfb_p50_ms']:7.2f} / p99 "
+            f"{r['paired_added_ttfb_p99_ms']:7.2f} ms; "
+            f"proxy CPU {r['proxy_cpu_ms_per_request']:.2f} ms/request; "
+            f"machine busy {r['machine_cpu_busy']:.0%}; load {r['load_average_1m']:.2f}; "
+            f"{r['samples']} samples, {r['errors']} errors",
+            file=sys.stderr,
+        )
+    return out
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -216,6 +324,11 @@ def main() -> None:
     parser.add_argument(
         "--scaling", action="store_true", help="only the in-process cost of a request by conversation size"
     )
+    parser.add_argument("--streams", type=int, nargs="*", help="levels of concurrent streams, e.g. 1 10 100")
+    parser.add_argument(
+        "--samples", type=int, default=60, help="--streams: requests per path per level, at least"
+    )
+    parser.add_argument("--proxy-args", default="", help="extra flags for the proxy, e.g. --guard-inline")
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_upstream:
@@ -254,7 +367,18 @@ def main() -> None:
                 raise
             time.sleep(0.05)
     home = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-    proxy = ProxyProcess(direct, "--mode", args.mode, home=None if args.no_ledger else home)
+    extra = args.proxy_args.split()
+    proxy = ProxyProcess(direct, "--mode", args.mode, *extra, home=None if args.no_ledger else home)
+    if args.streams:
+        try:
+            levels = streams_levels(direct, proxy, args.streams, args.samples, args.gap, args.history)
+        finally:
+            proxy.stop()
+            upstream.terminate()
+            upstream.wait()
+            shutil.rmtree(home, ignore_errors=True)
+        print(json.dumps({"mode": args.mode, "gap_ms": args.gap, "proxy_args": extra, "levels": levels}))
+        return
     data: dict[str, dict[str, list[float]]] = {p: {"ttfb": [], "total": []} for p in ("direct", "proxy")}
     errors: dict[str, list[str]] = {"direct": [], "proxy": []}
     try:

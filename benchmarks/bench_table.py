@@ -18,7 +18,8 @@ Rows (``--rows``, default all but ``proxy``):
   generated tree of 6,900 files); anchor: a fresh Python process listing the same tree;
 * ``hook_turn`` — ``benchmarks/bench_hooks.py --only stop`` (a realistic turn); anchor: bare
   ``python -c pass`` measured by that script in the same run;
-* ``proxy`` — ``benchmarks/bench_proxy.py`` at 1, 10 and 100 streams (slow: opt-in).
+* ``proxy`` — ``benchmarks/bench_proxy.py --streams 1 10 100`` (direct and proxied streams side by
+  side at each level, in one run; slow: opt-in).
 
 CPU figures are medians of ``--repeat`` runs (user + system of the process and its children),
 after one unmeasured run, with bytecode cached for every contender (``child_env``).
@@ -299,6 +300,17 @@ def row_fleet(data: Path, size_gb: float, workers: int, levels: list[str], ancho
             timed("contextrot_parse", lambda: _contextrot_parse(names))
         except ImportError:
             log("contextrot: not installed: skipped")
+        aims: dict[str, Any] = {}
+        if "fleet_accounting" in out:
+            rate = out["fleet_accounting"]["mb_per_cpu_s"]
+            aims["accounting_mb_per_cpu_s_at_least_200"] = rate >= 200.0
+            aims["accounting_gap_to_duckdb"] = round(out["duckdb_usage_fields"]["mb_per_cpu_s"] / rate, 1)
+        if "fleet_health" in out and "contextrot_parse" in out:
+            full, peer = out["fleet_health"]["mb_per_cpu_s"], out["contextrot_parse"]["mb_per_cpu_s"]
+            aims["full_at_least_contextrot"] = full >= peer
+            aims["full_cpu_over_contextrot"] = round(peer / full, 2)
+        out["aims"] = aims
+        log(f"fleet aims: {json.dumps(aims)}")
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -388,15 +400,11 @@ def row_hook_turn(data: Path) -> dict[str, Any]:
 
 
 def row_proxy() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for streams in (1, 10, 100):
-        doc = last_json(
-            [sys.executable, str(HERE / "bench_proxy.py"), "--requests", str(streams), "--rounds", "2"]
-        )
-        out[str(streams)] = doc
-        log(f"proxy {streams} streams: {json.dumps(doc)[:400]}; load {load()}")
-    out["aim"] = "added first-byte p99 < 5 ms at 10 streams"
-    return out
+    command = [sys.executable, str(HERE / "bench_proxy.py"), "--streams", "1", "10", "100", "--gap", "20"]
+    doc = last_json(command)
+    for streams, level in doc.get("levels", {}).items():
+        log(f"proxy {streams} streams: {json.dumps(level)}")
+    return {"bench_proxy": doc, "aim": "added first-byte p99 < 5 ms at 10 streams", "load": load()}
 
 
 def main() -> None:

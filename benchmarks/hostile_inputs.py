@@ -3,6 +3,7 @@ ctxhealth (or another checkout: ``PYTHONPATH=OTHER/src``), each in its own proce
 
     python benchmarks/hostile_inputs.py            # a table: probe, result
     python benchmarks/hostile_inputs.py --json     # one JSON object per probe
+    python benchmarks/hostile_inputs.py --before-src OTHER/src   # before | after, in one run
 
 Each probe prints ``ok`` when ctxhealth behaved (no leak, a clean error, nothing destroyed) or what
 went wrong. Run it twice, once per checkout, to compare before and after in the same run.
@@ -371,6 +372,151 @@ def probe_audit_junk(tmp: Path) -> str:
     return "suggests --format (audit has none)" if "pass --format" in err else "ok"
 
 
+def probe_long_line(tmp: Path) -> str:
+    lines = claude_transcript(15)
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    pad = json.dumps({"type": "progress", "pad": "x" * (8 << 20)})
+    cut = text.index("\n", len(text) // 2) + 1
+    path = tmp / "s.jsonl"
+    path.write_text(text[:cut] + pad + "\n" + text[cut:])
+    code, out, err = run("check", str(path), "--json", env={"CTXHEALTH_MAX_LINE_BYTES": str(1 << 20)})
+    if code not in (0, 1):
+        return f"exit {code}"
+    turns = int(json.loads(out.splitlines()[0])["turns"])
+    warned = "CTXHEALTH_MAX_LINE_BYTES" in out + err
+    peak = f"peak RSS {PEAK_RSS_MB[0]:,.0f} MB"
+    return f"ok ({peak})" if turns == 15 and warned else f"turns {turns} (of 15), warned: {warned}, {peak}"
+
+
+def _hook_run(
+    event: str, home: Path, transcript: Path, preexec: Callable[[], None] | None = None, **extra: object
+) -> subprocess.CompletedProcess[bytes]:
+    body = {"hook_event_name": event, "session_id": "s", "transcript_path": str(transcript), **extra}
+    return subprocess.run(
+        [sys.executable, "-m", "ctxhealth.cli.hook", event],
+        input=json.dumps(body).encode(),
+        capture_output=True,
+        env={**os.environ, "CTXHEALTH_HOME": str(home), "CTXHEALTH_HELPER": "off"},
+        timeout=TIMEOUT,
+        preexec_fn=preexec,
+    )
+
+
+def _disk_full() -> None:
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+def probe_newer_ledger(tmp: Path) -> str:
+    import sqlite3
+
+    path = write_jsonl(tmp / "t.jsonl", claude_transcript(15))
+    home = tmp / "home"
+    home.mkdir()
+    con = sqlite3.connect(home / "ledger.db", isolation_level=None)
+    con.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    con.execute("INSERT INTO _migrations VALUES ('m999_from_the_future', 'x')")
+    con.close()
+    before = (home / "ledger.db").read_bytes()
+    compact = _hook_run("PreCompact", home, path, trigger="auto")
+    start = _hook_run("SessionStart", home, path, source="compact")
+    saved = b"checkpoint saved" in compact.stdout
+    injected = b"fix the parser" in start.stdout
+    kept = (home / "ledger.db").read_bytes() == before
+    if saved and injected and kept:
+        return "ok"
+    return f"checkpoint saved: {saved}, injected: {injected}, ledger left alone: {kept}"
+
+
+def probe_full_disk_hooks(tmp: Path) -> str:
+    path = write_jsonl(tmp / "t.jsonl", claude_transcript(15))
+    home = tmp / "home"
+    _hook_run("UserPromptSubmit", home, path, prompt="go")
+    _hook_run("PreCompact", home, path, trigger="auto")
+    with path.open("a") as handle:
+        handle.write(json.dumps(claude_transcript(16)[-1] | {"uuid": "new"}) + "\n")
+    compact = _hook_run("PreCompact", home, path, _disk_full, trigger="auto")
+    start = _hook_run("SessionStart", home, path, _disk_full, source="compact")
+    said = b"no checkpoint saved" in compact.stdout
+    injected = b"fix the parser" in start.stdout
+    if compact.returncode == start.returncode == 0 and said and injected:
+        return "ok"
+    return f"PreCompact says why: {said}, SessionStart injects: {injected}"
+
+
+def probe_full_disk_report(tmp: Path) -> str:
+    path = write_jsonl(tmp / "s.jsonl", claude_transcript(3))
+    old = tmp / "r.html"
+    old.write_text("old")
+    code = "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ctxhealth'; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "report", str(path), "-o", str(old)],
+        capture_output=True,
+        timeout=TIMEOUT,
+        preexec_fn=_disk_full,
+    )
+    clean = done.returncode == 4 and b"Traceback" not in done.stderr and old.read_text() == "old"
+    return "ok" if clean else f"exit {done.returncode}, old file kept: {old.read_text() == 'old'}"
+
+
+def probe_fleet_kill_parquet(tmp: Path) -> str:
+    import signal
+
+    folder = tmp / "in"
+    folder.mkdir()
+    for n in range(40):
+        write_jsonl(folder / f"s{n:03d}.jsonl", claude_transcript(15, session=f"s{n}"))
+    store = tmp / "f.parquet"
+    code, _, _ = run("fleet", str(folder), "--out", str(store), "-j", "1", timeout=120)
+    if code not in (0, 1):
+        return f"first run exit {code}"
+    meta = (store / "meta.json").read_bytes()
+    listed = {Path(p).name for parts in json.loads(meta)["parts"].values() for p in parts}
+    cli = "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ctxhealth'; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", cli, "fleet", str(folder), "--out", str(store), "--full", "-j", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len([p for p in store.glob("*/*.parquet") if p.name not in listed]) > 8:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    if proc.returncode != -signal.SIGKILL:
+        return "run ended before the kill (not measured)"
+    intact = (store / "meta.json").read_bytes() == meta and all(
+        (store / p).is_file() for parts in json.loads(meta)["parts"].values() for p in parts
+    )
+    again, _, _ = run("fleet", str(folder), "--out", str(store), "--full", "-j", "1", timeout=120)
+    return (
+        "ok" if intact and again in (0, 1) else f"previous generation intact: {intact}, next run exit {again}"
+    )
+
+
+def probe_fleet_lock_without_fcntl(tmp: Path) -> str:
+    code = (
+        "import sys; sys.modules['fcntl'] = None\n"
+        "from ctxhealth.fleet.store import open_store\n"
+        "a = open_store(sys.argv[1])\n"
+        "try:\n"
+        "    open_store(sys.argv[1])\n"
+        "    print('interleaved')\n"
+        "except Exception as exc:\n"
+        "    print('refused' if 'another ctxhealth fleet run' in str(exc) else repr(exc))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp / "f.parquet")], capture_output=True, text=True, timeout=TIMEOUT
+    )
+    result = (done.stdout.strip() or done.stderr.strip().splitlines()[-1])[:60]
+    return "ok" if result == "refused" else f"second run {result}"
+
+
 PROBES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "pack: committed symlink to a key": ("1", probe_pack_committed_symlink),
     "pack: untracked symlink, pack-index": ("1", probe_pack_untracked_index),
@@ -386,11 +532,17 @@ PROBES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "report -o missing/folder/r.html": ("4", probe_missing_folder),
     "report -o -": ("4", probe_stdout),
     "fleet: DuckDB file mode": ("5", probe_duckdb_mode),
+    "fleet --full SIGKILLed (Parquet)": ("5", probe_fleet_kill_parquet),
+    "fleet: second run, no fcntl": ("5", probe_fleet_lock_without_fcntl),
     "one bad parentUuid": ("6", probe_parent_uuid),
     "1 GiB gzip bomb (cap 256 MiB)": ("7", probe_gzip_bomb),
     "two-member gzip": ("7", probe_multi_member_gzip),
     "fleet: FIFO inside a folder": ("7", probe_fleet_fifo_folder),
     "pack --task-file FIFO": ("7", probe_task_file_fifo),
+    "8 MiB line (line cap 1 MiB)": ("7", probe_long_line),
+    "hooks beside a newer ledger": ("8", probe_newer_ledger),
+    "hooks on a full disk": ("8", probe_full_disk_hooks),
+    "report -o on a full disk": ("10", probe_full_disk_report),
     "report -o an existing folder": ("10", probe_output_is_dir),
     "CTXHEALTH_HOME=<file> doctor": ("10", probe_home_is_file),
     "audit junk.bin": ("10", probe_audit_junk),
@@ -398,13 +550,10 @@ PROBES: dict[str, tuple[str, Callable[[Path], str]]] = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("-k", help="only probes whose name contains this")
-    args = parser.parse_args()
+def _results(name_filter: str | None) -> list[dict[str, object]]:
+    rows = []
     for name, (item, probe) in PROBES.items():
-        if args.k and args.k not in name:
+        if name_filter and name_filter not in name:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
@@ -413,10 +562,35 @@ def main() -> None:
             except Exception as exc:  # a probe's own failure is a result too
                 result = f"probe error: {type(exc).__name__}: {exc}"
             seconds = time.perf_counter() - started
+        rows.append({"item": item, "probe": name, "result": result, "seconds": round(seconds, 2)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("-k", help="only probes whose name contains this")
+    parser.add_argument(
+        "--before-src", help="another checkout's src folder: run every probe on it too, side by side"
+    )
+    args = parser.parse_args()
+    before: dict[str, str] = {}
+    if args.before_src:
+        command = [sys.executable, __file__, "--json", *(["-k", args.k] if args.k else [])]
+        env = {**os.environ, "PYTHONPATH": str(Path(args.before_src).resolve())}
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        for line in done.stdout.splitlines():
+            row = json.loads(line)
+            before[row["probe"]] = row["result"]
+    rows = _results(args.k)
+    for row in rows:
         if args.json:
-            print(json.dumps({"item": item, "probe": name, "result": result, "seconds": round(seconds, 2)}))
+            print(json.dumps(row))
+        elif args.before_src:
+            was = before.get(str(row["probe"]), "-")[:58]
+            print(f"{row['item']:>3}  {row['probe']:38} {was:60} {row['result']}")
         else:
-            print(f"{item:>3}  {name:38} {result}")
+            print(f"{row['item']:>3}  {row['probe']:38} {row['result']}")
 
 
 if __name__ == "__main__":

@@ -105,6 +105,13 @@ def canaries() -> dict[str, tuple[str, str]]:
         "json-client-secret": ('{"client_secret": "' + "zzSecretValue99" + '"}', "zzSecretValue99"),
         "api-key-assignment": ("api_key=" + "q8w7e6r5t4y3", "q8w7e6r5t4y3"),
     }
+    # a random value under a name that only hints at a secret (detect-secrets' high-entropy strings)
+    values["high-entropy-hex-pw"] = (
+        'cl_pw = "' + _hex("cp") + _hex("cq")[:16] + '"',
+        _hex("cp") + _hex("cq")[:16],
+    )
+    values["high-entropy-iam-key"] = ("ibm_cloud_key: " + _mix("ib", 44), _mix("ib", 44))
+    values["high-entropy-auth-json"] = ('{"auth": "' + _mix("au", 32) + '"}', _mix("au", 32))
     values.update({f"bare {name}": (token, token) for name, token in bare_tokens().items()})
     values["aws-secret-prose"] = (
         "aws_secret " + "wJalr" + _mix("ap", 30) + "KEY9",
@@ -159,4 +166,10 @@ def bare_tokens() -> dict[str, str]:
         "discord": "MTk4NjIy" + "NDgzNDcxOTI1MjQ5" + "." + "Cl2FMQ" + "." + _mix("bd", 27),
         "sendgrid": "SG" + "." + _mix("bq", 22) + "." + _mix("br", 43),
         "twilio-api-key": "SK" + _hex("bw"),
+        # formats of detect-secrets' plugin list we did not recognise before
+        "mailchimp": _hex("mc") + "-us" + "14",
+        "square-oauth-secret": "sq0" + "csp-" + _mix("sq", 43),
+        "square-access-token": "sq0" + "atp-" + _mix("sx", 22),
+        "artifactory": "AKC" + "p" + _mix("af", 69),
+        "softlayer-url": "https://api.softlayer.com/soap/v3/" + _hex("sl") + _hex("sm"),
     }

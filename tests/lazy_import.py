@@ -16,7 +16,9 @@ class LazyModule:
         self._module: ModuleType | None = None
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
+        if attr.startswith("_"):
+            # pytest probes every module global while collecting (``_mock_name``, ...): a private
+            # name never imports the module.
             raise AttributeError(attr)
         if self._module is None:
             self._module = importlib.import_module(self._name)

@@ -11,12 +11,14 @@ from hypothesis import strategies as st
 from conftest import invoke
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.model import CompactionSummary, Format, Message, ReadWarning, Role, Session, TextBlock, Usage
+from ctxhealth.policy.profile import Profile
 from ctxhealth.report.check_report import (
     WARNINGS_SHOWN,
     build_check_report,
     fill_is_unhealthy,
     render_check_text,
 )
+from ctxhealth.signals.zones import Zone, window_zone_of
 
 
 def sample(fills: list[int], warnings: int = 0) -> Session:
@@ -78,6 +80,17 @@ def test_assessment_is_merged_last_and_can_decide_health() -> None:
 def test_fill_rule_boundary() -> None:
     assert not fill_is_unhealthy(89, 100)
     assert fill_is_unhealthy(90, 100)
+
+
+def test_fill_rule_is_the_profiles_red_window_zone() -> None:
+    # Without an assessment, "unhealthy" is where the Monitor's window zone turns red: one fact, read
+    # from the Profile's defaults, not a constant of the report's own.
+    p = Profile()
+    for pct in range(50, 100):
+        zone = window_zone_of(
+            pct / 100, p.window_yellow, p.window_orange, p.window_critical, p.window_autocompact
+        )
+        assert fill_is_unhealthy(pct, 100) is (zone.level >= Zone.RED.level), pct
 
 
 def test_text_lists_first_warnings_and_counts_the_rest() -> None:

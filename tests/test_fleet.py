@@ -14,7 +14,7 @@ import pytest
 from conftest import invoke
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.fleet import SCHEMA_VERSION, JobOptions, run_fleet
-from ctxhealth.fleet.schema import TABLES, reference_markdown
+from ctxhealth.fleet.schema import BY_NAME, TABLES, reference_markdown
 from ctxhealth.policy.profile import default_profile
 
 duckdb = pytest.importorskip("duckdb", reason="the fleet extra (duckdb) is not installed")
@@ -366,3 +366,104 @@ def test_the_store_cost_is_unknown_when_no_session_has_a_price(tmp_path: Path) -
     result = invoke(["fleet", str(runs), "--out", str(tmp_path / "f.duckdb"), "-j", "1"])
     assert result.exit_code == 0, result.output
     assert "cost unknown (2 without prices or usage)" in result.stdout
+
+
+def test_every_column_of_a_session_table_is_a_field_of_its_record() -> None:
+    from ctxhealth.fleet.rows import RECORD_TYPES
+
+    for name, record in RECORD_TYPES.items():
+        fields = set(record.__struct_fields__)
+        columns = BY_NAME[name].names
+        assert set(columns) - {"path"} <= fields, name
+        if "path" in fields:  # a record that carries its key has exactly the table's columns, in order
+            assert record.__struct_fields__ == columns, name
+
+
+def test_rows_are_mapped_by_name_not_position() -> None:
+    """Reordering a record's fields cannot move a value into another column: each row reads the
+    table's column names from the record."""
+    from datetime import UTC, datetime
+
+    from ctxhealth.analysis import TurnRecord
+    from ctxhealth.fleet.rows import rows_of
+
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    turn = TurnRecord(
+        3,
+        7,
+        when,
+        1_000,
+        "reported",
+        5,
+        900,
+        100,
+        0.25,
+        "yellow",
+        "green",
+        0.5,
+        "warn",
+        "warning",
+        0.8,
+        2,
+        healthy=True,
+        reasons="why",
+        drifting=False,
+    )
+    (row,) = rows_of("turns", [turn], "k")
+    assert dict(zip(BY_NAME["turns"].names, row, strict=True)) == {
+        "path": "k",
+        "turn": 3,
+        "message_index": 7,
+        "timestamp": when,
+        "fill": 1_000,
+        "fill_source": "reported",
+        "output_tokens": 5,
+        "cache_read_tokens": 900,
+        "cache_write_tokens": 100,
+        "pressure": 0.25,
+        "zone": "yellow",
+        "base_zone": "green",
+        "risk": 0.5,
+        "action": "warn",
+        "rule": "warning",
+        "drift": 0.8,
+        "indicators": 2,
+    }
+    (decision,) = rows_of("decisions", [turn], "k")
+    assert dict(zip(BY_NAME["decisions"].names, decision, strict=True)) == {
+        "path": "k",
+        "turn": 3,
+        "message_index": 7,
+        "timestamp": when,
+        "action": "warn",
+        "rule": "warning",
+        "healthy": True,
+        "reasons": "why",
+    }
+
+
+def test_finished_batches_are_gathered_into_few_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write has a fixed cost (an insert or a Parquet part per table): the rows of many small
+    batches go to the store in one step, and the tables hold every row."""
+    from ctxhealth.fleet import run as fleet_run
+    from ctxhealth.fleet.store import DuckDBStore
+
+    root = tmp_path / "sessions"
+    (root / "p").mkdir(parents=True)
+    for i in range(6):
+        chat(root / "p" / f"s{i}.json", [1_000 * (i + 1), 2_000 * (i + 1)])
+    writes: list[int] = []
+    original = DuckDBStore.append
+
+    def counted(self: DuckDBStore, outcomes: Any) -> None:
+        writes.append(len(outcomes))
+        original(self, outcomes)
+
+    monkeypatch.setattr(DuckDBStore, "append", counted)
+    monkeypatch.setattr(fleet_run, "MAX_BATCH_FILES", 1)  # one file per task: six batches
+    options = JobOptions(ModelRegistry.default(), default_profile())
+    result = run_fleet([root], tmp_path / "f.duckdb", options, jobs=1)
+    assert result.sessions == 6 and result.counts["sessions"] == 6
+    assert [n for n in writes if n] == [6]

@@ -69,6 +69,26 @@ def test_accounting_level_rows_equal_the_full_levels(claude_code_data: Path, tmp
         ), table
 
 
+def test_accounting_level_rows_equal_the_full_levels_on_every_format_of_the_shared_data(
+    tmp_path: Path,
+) -> None:
+    """The other agents' logs too (mini-swe-agent, OpenHands, tau-bench): the accounting level is
+    the same reading of each file, without the Monitor."""
+    from conftest import SHARED_DATA
+
+    folders = [p for p in sorted(SHARED_DATA.iterdir()) if p.is_dir() and p.name != "claude-code"]
+    if not folders:
+        pytest.skip(f"the shared data is not at {SHARED_DATA}")
+    registry, profile = ModelRegistry.default(), default_profile()
+    full = run_fleet(folders, tmp_path / "full.duckdb", JobOptions(registry, profile), jobs=1)
+    cheap = run_fleet(folders, tmp_path / "acc.duckdb", JobOptions(registry, profile, health=False), jobs=1)
+    assert full.sessions == cheap.sessions > 100
+    for table in ACCOUNTING_TABLES:
+        assert rows(tmp_path / "acc.duckdb", table, accounting=True) == rows(
+            tmp_path / "full.duckdb", table, accounting=True
+        ), table
+
+
 def test_the_cli_accounting_flag(claude_code_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "f.duckdb"
     done = invoke(["fleet", str(claude_code_data), "--out", str(out), "--accounting", "-j", "1"])

@@ -371,3 +371,36 @@ def test_the_one_pass_chain_equals_hashing_each_prefix_whole() -> None:
     }
     for lengths in ([0], [len(items)], [2, 5, len(items)], list(range(len(items) + 1))):
         assert chain_values("s", head, items, lengths) == {n: whole[n] for n in lengths}
+
+
+def test_sessions_that_share_a_first_message_or_a_name_are_told_apart_by_their_conversation() -> None:
+    """Chat Completions, where the system prompt is the first message: two interleaved agents with
+    the same start stay two sessions; under one name another system prompt is another session, the
+    same system prompt with a replaced history is a reset of the named one."""
+    guard = Guard(Mode.OBSERVE)
+
+    def chat(agent: str, turns: int, system: str = "You are a coding agent.") -> bytes:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "Fix the parser."},
+        ]
+        for i in range(turns):
+            messages += [
+                {"role": "assistant", "content": f"{agent} step {i}"},
+                {"role": "user", "content": f"{agent} result {i}"},
+            ]
+        return orjson.dumps({"model": "gpt-4o", "messages": messages})
+
+    keys = []
+    for turn in range(4):
+        for agent in ("a", "b"):
+            keys.append(guard.plan(ApiStyle.OPENAI_CHAT, chat(agent, turn), {}).key)
+    assert len(set(keys[2:])) == 2 and guard.metrics.resets == 0
+    named = {"x-ctxhealth-session": "run"}
+    first = guard.plan(ApiStyle.OPENAI_CHAT, chat("a", 2), named)
+    other = guard.plan(ApiStyle.OPENAI_CHAT, chat("z", 1, system="Another tool."), named)
+    assert other.key == f"{first.key}#2" and not other.reset
+    again = guard.plan(ApiStyle.OPENAI_CHAT, chat("a", 3), named)
+    assert again.key == first.key and not again.reset
+    compacted = guard.plan(ApiStyle.OPENAI_CHAT, chat("summary", 0), named)
+    assert compacted.key == first.key and compacted.reset

@@ -541,3 +541,373 @@ def test_a_309_digit_count_never_stops_the_hooks(tmp_path: Path) -> None:
     compact = _hook("PreCompact", home, transcript, trigger="auto")
     assert compact.returncode == 0 and compact.stderr == b"", compact.stderr
     assert json.loads(compact.stdout)["systemMessage"].startswith("ctxhealth: checkpoint saved")
+
+
+# ------------------------------------------------------------------ 7 (round three): bounded lines
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex"])
+def test_an_over_long_line_costs_that_line_only_with_a_clear_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    if fmt == "claude-code":
+        original = "".join(json.dumps(line) + "\n" for line in claude_transcript()).encode()
+    else:
+        original = (Path(__file__).parent / "fixtures" / "codex-rollout.jsonl").read_bytes()
+    lines = original.splitlines(keepends=True)
+    at = len(lines) // 2
+    long_line = json.dumps({"type": "progress", "pad": "x" * (3 << 20)}).encode() + b"\n"
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(lines[:at]) + long_line + b"".join(lines[at:]))
+    (tmp_path / "o.jsonl").write_bytes(original)
+    expected = read_session(tmp_path / "o.jsonl")
+    monkeypatch.setenv("CTXHEALTH_MAX_LINE_BYTES", str(1 << 20))
+    session = read_session(path)
+    assert [(m.role, m.text) for m in session.messages] == [(m.role, m.text) for m in expected.messages]
+    long = [w for w in session.warnings if "CTXHEALTH_MAX_LINE_BYTES" in w.reason]
+    assert len(long) == 1 and long[0].line == at + 1 and long[0].path == str(path), session.warnings
+    assert "more than the line limit of 1,048,576" in long[0].reason
+    # the default fits it: the same file reads with no such warning
+    monkeypatch.delenv("CTXHEALTH_MAX_LINE_BYTES")
+    assert not any("line limit" in w.reason for w in read_session(path).warnings)
+
+
+def test_a_gzip_bomb_peaks_near_the_cap_not_at_twice_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    from ctxhealth.errors import TranscriptError
+    from ctxhealth.sources.reader import _decompress
+
+    cap = 24 << 20
+    monkeypatch.setenv("CTXHEALTH_MAX_INPUT_BYTES", str(cap))
+    bomb = gzip.compress(b" " * (64 << 20), compresslevel=1)
+    fits = gzip.compress(b"y" * (cap - 1), compresslevel=1)
+    for data, raises in ((bomb, True), (fits, False)):
+        tracemalloc.start()
+        try:
+            if raises:
+                with pytest.raises(TranscriptError, match="size limit"):
+                    _decompress(data, "bomb.gz")
+            else:
+                out, warning = _decompress(data, "fits.gz")
+                assert len(out) == cap - 1 and warning is None
+                del out
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1.4 * cap, (raises, peak / cap)
+
+
+# ------------------------------------------------------------------ 8 (round three): newer ledger, full disk
+
+
+def _future_ledger(home: Path) -> bytes:
+    """A ledger written by a newer ctxhealth (one migration we do not know); its bytes."""
+    import sqlite3
+
+    from ctxhealth.state.ledger import Ledger
+
+    home.mkdir(parents=True, exist_ok=True)
+    Ledger.open(home).close()
+    con = sqlite3.connect(home / "ledger.db", isolation_level=None)
+    con.execute("INSERT INTO _migrations (name, applied_at) VALUES ('m999_from_the_future', 'x')")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.execute("PRAGMA journal_mode = DELETE")  # a newer version may journal otherwise: keep it so
+    con.close()
+    return (home / "ledger.db").read_bytes()
+
+
+def _ledger_rows(home: Path) -> list[tuple[Any, ...]]:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{home / 'ledger.db'}?mode=ro", uri=True)
+    try:
+        rows = list(con.execute("SELECT name FROM _migrations ORDER BY rowid"))
+        rows += list(con.execute("SELECT count(*) FROM hook_events"))
+        rows += list(con.execute("SELECT count(*) FROM sessions"))
+    finally:
+        con.close()
+    return rows
+
+
+def test_hooks_work_beside_a_newer_ledger_and_leave_it_alone(tmp_path: Path) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    home = tmp_path / "home"
+    before = _future_ledger(home)
+    rows = _ledger_rows(home)
+    for event, extra in (
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreCompact", {"trigger": "auto"}),
+        ("SessionStart", {"source": "compact"}),
+    ):
+        done = _hook(event, home, transcript, **extra)
+        assert done.returncode == 0, done.stderr
+        lines = done.stderr.decode().splitlines()
+        assert len(lines) == 1 and "newer ctxhealth" in lines[0] and "ledger" in lines[0], lines
+        if event == "PreCompact":
+            assert json.loads(done.stdout)["systemMessage"].startswith("ctxhealth: checkpoint saved")
+        if event == "SessionStart":
+            context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert "fix the parser" in context
+    assert _ledger_rows(home) == rows  # never migrated, downgraded or written to
+    assert (home / "ledger.db").read_bytes() == before
+
+
+def _disk_full() -> None:
+    """In the child: every write to a regular file fails (EFBIG, as ENOSPC would), and the signal
+    that would kill the writer is ignored, so the program sees the error as on a full disk."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_on_a_full_disk_hooks_and_the_status_line_still_work_and_nothing_is_half_written(
+    tmp_path: Path,
+) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    home = tmp_path / "home"
+    assert _hook("UserPromptSubmit", home, transcript, prompt="go").returncode == 0
+    assert _hook("PreCompact", home, transcript, trigger="auto").returncode == 0
+    with transcript.open("a") as handle:  # a new turn: the hooks have something to write
+        handle.write(json.dumps(claude_transcript(16)[-1] | {"uuid": "new"}) + "\n")
+    before = _files(home)
+    env = {**os.environ, "CTXHEALTH_HOME": str(home), "CTXHEALTH_HELPER": "off"}
+    outputs = {}
+    for event, extra in (
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreCompact", {"trigger": "auto"}),
+        ("SessionStart", {"source": "compact"}),
+    ):
+        body = {"hook_event_name": event, "session_id": "s", "transcript_path": str(transcript), **extra}
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxhealth.cli.hook", event],
+            input=json.dumps(body).encode(),
+            capture_output=True,
+            env=env,
+            timeout=30,
+            preexec_fn=_disk_full,
+        )
+        assert done.returncode == 0 and b"Traceback" not in done.stderr
+        assert len(done.stderr.decode().splitlines()) == 1, done.stderr
+        outputs[event] = done.stdout
+    message = json.loads(outputs["PreCompact"])["systemMessage"]
+    assert message.startswith("ctxhealth: no checkpoint saved (cannot write it"), message
+    context = json.loads(outputs["SessionStart"])["hookSpecificOutput"]["additionalContext"]
+    assert "fix the parser" in context
+    status_body = {
+        "session_id": "s",
+        "transcript_path": str(transcript),
+        "model": {"id": "claude-sonnet-4-5"},
+    }
+    status = subprocess.run(
+        [sys.executable, "-m", "ctxhealth.cli.statusline", "--no-color"],
+        input=json.dumps(status_body).encode(),
+        capture_output=True,
+        env=env,
+        timeout=30,
+        preexec_fn=_disk_full,
+    )
+    assert status.returncode == 0 and "green" in status.stdout.decode(), status
+    after = _files(home)
+    # nothing half-written: every file is as it was; new files (locks, refused temporaries) are empty
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert all(not after[k] for k in after.keys() - before.keys()), sorted(after.keys() - before.keys())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_checkpoint_and_report_on_a_full_disk_exit_4_and_keep_the_old_file(tmp_path: Path) -> None:
+    transcript = write_jsonl(tmp_path / "t.jsonl", claude_transcript())
+    root = tmp_path / "root"
+    old = tmp_path / "r.html"
+    old.write_text("the old report")
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "home")}
+    code = "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ctxhealth'; main()"
+    assert invoke(["checkpoint", str(transcript), "--root", str(root)]).exit_code == 0
+    saved = _files(root)
+    for args in (
+        ["checkpoint", str(transcript), "--root", str(root)],
+        ["report", str(transcript), "-o", str(old)],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            env=env,
+            timeout=60,
+            preexec_fn=_disk_full,
+        )
+        err = done.stderr.decode()
+        assert done.returncode == 4 and "Traceback" not in err and "error" in err, (args, err)
+        assert len(err.strip().splitlines()) <= 2, err
+    assert old.read_text() == "the old report"
+    assert {k: v for k, v in _files(root).items() if v} == saved
+
+
+# ------------------------------------------------------------------ 5 (round three): kills, portable lock
+
+
+_CLI = "import sys; from ctxhealth.cli.main import main; sys.argv[0] = 'ctxhealth'; main()"
+
+
+def _fleet_folder(folder: Path, files: int, turns: int = 30) -> Path:
+    folder.mkdir()
+    for n in range(files):
+        write_jsonl(folder / f"s{n:03d}.jsonl", claude_transcript(turns, session=f"s{n}"))
+    return folder
+
+
+def _parquet_counts(store: Path) -> dict[str, int]:
+    import pyarrow.parquet as pq
+
+    from ctxhealth.fleet.store import parquet_files
+
+    return {
+        name: sum(pq.read_metadata(p).num_rows for p in parts) for name, parts in parquet_files(store).items()
+    }
+
+
+def test_a_fleet_run_killed_mid_write_leaves_the_parquet_store_as_it_was(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    pytest.importorskip("pyarrow")
+    folder = _fleet_folder(tmp_path / "in", 40, turns=15)
+    store = tmp_path / "f.parquet"
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "home")}
+    first = subprocess.run(
+        [sys.executable, "-c", _CLI, "fleet", str(folder), "--out", str(store), "-j", "1"],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert first.returncode in (0, 1), first.stderr
+    before = _parquet_counts(store)
+    meta_before = (store / "meta.json").read_bytes()
+    listed = {p.name for parts in json.loads(meta_before)["parts"].values() for p in map(Path, parts)}
+    # every finished batch written at once (fleet gathers up to WRITE_BYTES before a write), so the run
+    # writes parts of its own generation all along and a kill lands in the middle of them
+    cli_writing_each_batch = "import ctxhealth.fleet.run as r; r.WRITE_BYTES = 1; " + _CLI
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            cli_writing_each_batch,
+            "fleet",
+            str(folder),
+            "--out",
+            str(store),
+            "--full",
+            "-j",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    try:  # kill it once it has written parts of its own generation (mid-run, after the forget step)
+        while time.monotonic() < deadline and proc.poll() is None:
+            mine = [p for p in store.glob("*/*.parquet") if p.name not in listed]
+            if len(mine) > 8:
+                break
+            time.sleep(0.01)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    assert (store / "meta.json").read_bytes() == meta_before
+    assert _parquet_counts(store) == before  # the previous generation, whole
+    again = subprocess.run(
+        [sys.executable, "-c", _CLI, "fleet", str(folder), "--out", str(store), "--full", "-j", "1"],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert again.returncode in (0, 1), again.stderr
+    assert _parquet_counts(store) == before
+    live = {p for parts in json.loads((store / "meta.json").read_text())["parts"].values() for p in parts}
+    on_disk = {str(p.relative_to(store)) for p in store.glob("*/*.parquet")}
+    assert on_disk == live  # the killed run's parts and the old generation are gone
+
+
+@pytest.mark.parametrize("backend", ["fcntl", "owner-file"])
+def test_the_exclusive_lock_holds_across_processes_and_frees_a_dead_owner(
+    tmp_path: Path, backend: str
+) -> None:
+    from ctxhealth.atomic import ExclusiveLock
+
+    path = tmp_path / "x.lock"
+    probe = (
+        "import sys; from ctxhealth.atomic import ExclusiveLock; "
+        "print(ExclusiveLock(sys.argv[1], sys.argv[2]).acquire())"
+    )
+
+    def other() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(path), backend], capture_output=True, timeout=30
+        )
+        return done.stdout.decode().strip()
+
+    held = ExclusiveLock(path, backend)
+    assert held.acquire()
+    assert not ExclusiveLock(path, backend).acquire()
+    assert other() == "False"
+    held.release()
+    assert other() == "True"  # that process has exited: its lock went with it
+    if backend == "owner-file":
+        import socket
+
+        gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+        path.write_text(f"{gone.stdout.decode().strip()} {socket.gethostname()} x\n")
+        assert ExclusiveLock(path, backend).acquire()  # a dead owner's lock is taken over
+        path.write_text("1 some-other-host x\n")
+        refused = ExclusiveLock(path, backend)
+        assert not refused.acquire() and refused.owner == "1 some-other-host"
+
+
+def test_a_second_fleet_run_is_refused_where_fcntl_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyarrow")
+    from ctxhealth.errors import EnvironmentProblem
+    from ctxhealth.fleet.store import open_store
+
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # as on a platform without it
+    out = tmp_path / "f.parquet"
+    holder = open_store(out)
+    try:
+        with pytest.raises(EnvironmentProblem, match="another ctxhealth fleet run"):
+            open_store(out)
+    finally:
+        holder.close()
+    open_store(out).close()
+
+
+def test_concurrent_fleet_runs_on_one_store_finish_or_are_refused_cleanly(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    folder = _fleet_folder(tmp_path / "in", 30, turns=10)
+    store = tmp_path / "f.parquet"
+    env = {**os.environ, "CTXHEALTH_HOME": str(tmp_path / "home")}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CLI, "fleet", str(folder), "--out", str(store), "--full", "-j", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for _ in range(4)
+    ]
+    results = [(run.wait(120), run.stderr.read().decode() if run.stderr else "") for run in runs]
+    for code, err in results:
+        assert "Traceback" not in err, err
+        assert code in (0, 1) or (code == 4 and "another ctxhealth fleet run" in err), (code, err)
+    assert any(code in (0, 1) for code, _ in results)
+    assert _parquet_counts(store)["sessions"] == 30

@@ -98,6 +98,23 @@ def test_check_loads_no_fleet_numpy_rich_or_vocabulary(tmp_path: Path, as_dir: b
     assert heavy(modules) == set()
 
 
+def test_check_series_loads_no_fleet(tmp_path: Path) -> None:
+    """The per-turn series is one session's analysis (``ctxhealth.analysis``), not the batch layer."""
+    transcript = _transcript(tmp_path / "s1.jsonl")
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.main", "check", str(transcript), "--json", "--series"])
+    assert "ctxhealth.analysis.turns" in modules  # the series was computed
+    assert heavy(modules) == set()
+
+
+def test_report_of_transcripts_loads_no_fleet(tmp_path: Path) -> None:
+    """A report of transcripts analyses each session below the fleet; only ``--from`` reads a store."""
+    transcript = _transcript(tmp_path / "s1.jsonl")
+    out = tmp_path / "report.html"
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.main", "report", str(transcript), "-o", str(out)])
+    assert out.exists() and "ctxhealth.analysis.session" in modules
+    assert {m for m in heavy(modules) if m.startswith(("ctxhealth.fleet", "duckdb", "dask"))} == set()
+
+
 def test_statusline_loads_none_of_them(tmp_path: Path) -> None:
     transcript = _transcript(tmp_path / "t.jsonl")
     payload = (FIXTURES / "claude-statusline-current.json").read_text().replace("TRANSCRIPT", str(transcript))

@@ -305,3 +305,24 @@ def test_recorded_mcp_calls_are_read_with_their_servers_name() -> None:
         "codex-0.171.0": ["exec_command", "mcp__ctxhealth__context_health"],
         "gemini-0.61.0": ["mcp_ctxhealth_context_health"],
     }
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_hook_and_mcp_installers_share_one_file_core(home: Path, edited: bool) -> None:
+    # One plan/backup/manifest core for every installer: the same situation reads the same to the user,
+    # and a hook file keeps the same backup and manifest pair an MCP file does.
+    for cmd in (["claude-code"], ["mcp", "--agent", "claude-code"]):
+        invoke("install", *cmd, "--python", "/usr/bin/python3", "--apply")
+    hooks, mcp = home / ".claude" / "settings.json", home / ".claude.json"
+    for path in (hooks, mcp):
+        assert path.with_name(path.name + ".ctxhealth-install.json").exists()
+        if edited:
+            data = json.loads(path.read_text())
+            path.write_text(json.dumps({**data, "mine": 1}))
+    notes = []
+    for cmd in (["claude-code"], ["mcp", "--agent", "claude-code"]):
+        done = invoke("uninstall", *cmd, "--apply", "--json")
+        notes.append(json.loads(done.stdout)["notes"])
+    assert notes[0] == notes[1] and len(notes[0]) == 1
+    for path in (hooks, mcp):
+        assert not list(path.parent.glob(path.name + ".ctxhealth-*"))

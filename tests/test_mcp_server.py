@@ -4,6 +4,7 @@ on the real sessions in ../shared/data), the in-process client for errors and ti
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -13,24 +14,30 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import jsonschema
 import pytest
 
 from conftest import invoke
+from lazy_import import lazy
 
-pytest.importorskip("mcp")
-
-from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters
+if importlib.util.find_spec("mcp") is None:
+    pytest.skip("the mcp SDK is not installed", allow_module_level=True)
 
 from ctxhealth.config import load_settings
-from ctxhealth.mcpserver import server as mcp_server
 from ctxhealth.mcpserver import tools
 from ctxhealth.mcpserver.schemas import TOOLS
 from ctxhealth.mcpserver.sessions import Host
+
+if TYPE_CHECKING:
+    from mcp.client.stdio import StdioServerParameters
+
+# The SDK (and the server module built on it) load when a test uses them, not at collection.
+jsonschema = lazy("jsonschema")
+mcp_server = lazy("ctxhealth.mcpserver.server")
+mcp_client = lazy("mcp.client.client")
+mcp_stdio = lazy("mcp.client.stdio")
 
 LONG_SESSION = "-home-kenth56-vsla/f67ab274-e83b-41ac-ac85-77488d6b5c28.jsonl"
 SIDECHAIN_SESSION = "-home-kenth56-vsla/0a725fb5-6378-432a-9e84-9f3f49d4043d.jsonl"
@@ -48,7 +55,7 @@ def cli_json(*args: str) -> dict[str, Any]:
 
 
 def stdio_params(cwd: Path, home: Path, **env: str) -> StdioServerParameters:
-    return StdioServerParameters(
+    return mcp_stdio.StdioServerParameters(
         command=sys.executable,
         args=["-m", "ctxhealth.cli.mcp"],
         cwd=str(cwd),
@@ -72,7 +79,7 @@ def test_stdio_lists_the_tools_and_assesses_real_sessions_as_check_does(
     ]
 
     async def body() -> None:
-        async with Client(stdio_params(tmp_path, tmp_path / "home")) as client:
+        async with mcp_client.Client(stdio_params(tmp_path, tmp_path / "home")) as client:
             listed = await client.list_tools()
             assert [t.name for t in listed.tools] == list(TOOLS)
             for tool in listed.tools:
@@ -96,7 +103,7 @@ def test_stdio_checkpoint_and_task_state_equal_the_cli(claude_code_data: Path, t
     agent_dir.mkdir()
 
     async def body() -> None:
-        async with Client(stdio_params(agent_dir, tmp_path / "home")) as client:
+        async with mcp_client.Client(stdio_params(agent_dir, tmp_path / "home")) as client:
             # checkpoint: the same document as `ctxhealth checkpoint --json` writes
             doc = structured(await client.call_tool("checkpoint", {"path": str(session)}))
             jsonschema.validate(doc, TOOLS["checkpoint"]["output"])
@@ -144,7 +151,7 @@ def test_stdio_recovery_plan_matches_recover(claude_code_data: Path, tmp_path: P
     session = claude_code_data / LONG_SESSION
 
     async def body() -> None:
-        async with Client(stdio_params(tmp_path, tmp_path / "home")) as client:
+        async with mcp_client.Client(stdio_params(tmp_path, tmp_path / "home")) as client:
             result = await client.call_tool("recovery_plan", {"path": str(session), "budget_tokens": 4000})
             doc = structured(result)
             jsonschema.validate(doc, TOOLS["recovery_plan"]["output"])
@@ -188,7 +195,7 @@ def test_errors_are_tool_errors_with_the_fix_it_text(tmp_path: Path) -> None:
     server = mcp_server.build_server(context(tmp_path))
 
     async def body() -> None:
-        async with Client(server) as client:
+        async with mcp_client.Client(server) as client:
             missing = await client.call_tool("context_health", {})
             assert missing.is_error
             assert "no agent session found" in missing.content[0].text
@@ -218,7 +225,7 @@ def test_a_slow_call_answers_with_an_error_within_the_bound(
     server = mcp_server.build_server(context(tmp_path), timeout=0.2)
 
     async def body() -> None:
-        async with Client(server) as client:
+        async with mcp_client.Client(server) as client:
             started = time.monotonic()
             result = await client.call_tool("context_health", {})
             elapsed = time.monotonic() - started
@@ -239,7 +246,7 @@ def test_the_hosts_own_session_is_found_without_arguments(claude_code_data: Path
     server = mcp_server.build_server(context(tmp_path, cwd=project))
 
     async def body() -> None:
-        async with Client(server) as client:
+        async with mcp_client.Client(server) as client:
             doc = structured(await client.call_tool("context_health", {}))
             assert doc["path"] == str(folder / source.name)
             assert doc["session_id"] == source.stem
@@ -263,7 +270,7 @@ def test_results_are_redacted(tmp_path: Path) -> None:
     server = mcp_server.build_server(context(tmp_path))
 
     async def body() -> None:
-        async with Client(server) as client:
+        async with mcp_client.Client(server) as client:
             for name in ("context_health", "checkpoint", "recovery_plan"):
                 result = await client.call_tool(name, {"path": str(transcript)})
                 assert not result.is_error, result.content[0].text
@@ -291,7 +298,7 @@ def test_streamable_http_on_loopback_and_a_remote_address_refused(tmp_path: Path
         assert match, line
 
         async def body() -> None:
-            async with Client(match.group(1)) as client:
+            async with mcp_client.Client(match.group(1)) as client:
                 assert [t.name for t in (await client.list_tools()).tools] == list(TOOLS)
                 missing = await client.call_tool("context_health", {})
                 assert missing.is_error and "pass `path`" in missing.content[0].text

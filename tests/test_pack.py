@@ -4,6 +4,7 @@ relevance, tiers, levels, compression, dedup, rendering and the manifest."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ from ctxhealth.accounting.tokens import count_batch
 from ctxhealth.errors import InputError, UsageError
 from ctxhealth.pack import Pack, pack
 from ctxhealth.pack.budget import TaskType, allocate
-from ctxhealth.pack.candidates import list_candidates
+from ctxhealth.pack.candidates import _Resolver, list_candidates, outside_reason
 from ctxhealth.pack.compress import compress_text
 from ctxhealth.pack.dedup import ParagraphDeduper
 from ctxhealth.pack.errors_output import fit_error_output, select_error_lines
@@ -25,7 +26,7 @@ from ctxhealth.pack.imports import import_graph
 from ctxhealth.pack.index import build_index
 from ctxhealth.pack.relevance import weights_for
 from ctxhealth.pack.signatures import render_signatures
-from ctxhealth.pack.similarity import build_bm25
+from ctxhealth.pack.similarity import build_bm25, load_bm25, save_bm25
 from ctxhealth.pack.words import named_identifiers, split_identifier
 from pack_repo import write_repo
 
@@ -62,6 +63,36 @@ def test_walk_honours_gitignore_and_the_blacklist(repo: Path) -> None:
     assert reasons["package-lock.json"] == "lockfile"
     assert reasons["static/app.min.js"] == "minified bundle"
     assert "billing/invoice.py" in found.paths
+
+
+def test_the_listing_resolves_every_path_as_outside_reason_does(tmp_path: Path) -> None:
+    # The listing resolves folders once and files with one lstat; each answer must be the full
+    # realpath check's (links in folders, chains, loops, links out, to folders, FIFOs, broken links).
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "x.py").write_text("X = 1\n")
+    repo = tmp_path / "repo"
+    (repo / "pkg" / "sub").mkdir(parents=True)
+    (repo / "pkg" / "sub" / "a.py").write_text("A = 1\n")
+    (repo / "pkg" / "in_link.py").symlink_to(repo / "pkg" / "sub" / "a.py")
+    (repo / "pkg" / "chain.py").symlink_to("in_link.py")
+    (repo / "pkg" / "out.py").symlink_to(outside / "deep" / "x.py")
+    (repo / "pkg" / "broken.py").symlink_to(repo / "nowhere.py")
+    (repo / "pkg" / "loop.py").symlink_to("loop.py")
+    (repo / "alias").symlink_to(repo / "pkg")  # a folder link inside
+    (repo / "away").symlink_to(outside / "deep")  # a folder link out
+    os.mkfifo(repo / "pkg" / "pipe.py")
+    names = [
+        "pkg/sub/a.py", "pkg/in_link.py", "pkg/chain.py", "pkg/out.py", "pkg/broken.py", "pkg/loop.py",
+        "pkg/pipe.py", "alias/sub/a.py", "alias/out.py", "away/x.py", "alias", "away", "pkg/missing.py",
+    ]  # fmt: skip
+    top = str(repo)
+    resolver = _Resolver(top)
+    for name in names:
+        full = os.path.join(top, name)
+        expected = outside_reason(top, os.path.realpath(top), name) if os.path.lexists(full) else False
+        assert resolver.reason(name) == expected, name
+    assert resolver.reason("away/x.py") == "link leaving the repository (not read)"
 
 
 def test_ignore_rules_anchor_negate_and_match_directories_only() -> None:
@@ -442,3 +473,18 @@ def test_minhash_estimates_jaccard_like_datasketch() -> None:
         ours = estimated_jaccard(minhash(first), minhash(second))
         assert abs(ours - true) <= 3.5 * (true * (1 - true) / NUM_PERM) ** 0.5 + 1e-9
         assert abs(reference[0].jaccard(reference[1]) - true) <= 0.15
+
+
+def test_a_stored_bm25_index_answers_as_the_built_one(tmp_path: Path) -> None:
+    bags = [{"alpha": 2, "beta": 1}, {"beta": 3, "gamma": 1, "δέλτα": 2}, {}, {"alpha": 1, "zeta": 4}]
+    built = build_bm25(bags)
+    save_bm25(tmp_path / "i.bm25.npz", "k", built)
+    loaded = load_bm25(tmp_path / "i.bm25.npz", "k")
+    assert loaded is not None and load_bm25(tmp_path / "i.bm25.npz", "other") is None
+    for word, term in built.vocab.items():
+        assert loaded.vocab.get(word) == term == loaded.vocab[word]
+    for missing in ("", "alph", "alpha\nbeta", "eta", "omega"):
+        assert loaded.vocab.get(missing) is None
+    assert dict(loaded.vocab) == dict(built.vocab)
+    query = {"alpha": 1.0, "δέλτα": 2.0, "zeta": 1.0, "none": 3.0}
+    assert loaded.scores(query).tolist() == built.scores(query).tolist()

@@ -87,3 +87,14 @@ def test_session_id_finds_the_transcript_in_the_ledger(tmp_path: Path, _isolated
     assert json.loads(out)["history"]["path"] == str(transcript)
     code, _, err = run(*args, "--session", "other")
     assert code == 3 and "knows no session other" in err
+
+
+def test_the_pack_command_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    # the command spaces the garbage collector's passes while it packs; a caller running it in its
+    # own process (a test runner, an embedding tool) gets its thresholds back
+    import gc
+
+    before = gc.get_threshold()
+    repo = write_repo(tmp_path / "repo")
+    code, _, _ = run(str(repo), "--task", "refund an invoice", "--budget", "4000")
+    assert code == 0 and gc.get_threshold() == before

@@ -16,7 +16,7 @@ import pytest
 
 from audit_fixtures import ClaudeLog
 from conftest import invoke
-from ctxhealth.fleet import analyse_session
+from ctxhealth.analysis import analyse_session
 from ctxhealth.policy.profile import default_profile
 from ctxhealth.report.html.build import zone_bands
 from ctxhealth.sources import read_session

@@ -78,6 +78,15 @@ def test_error_text_fast_path_matches_the_plain_regex(text: str) -> None:
     assert error_signature(result) == reference_signature(text)
 
 
+def test_the_failure_fast_path_tries_every_alternative_of_the_pattern() -> None:
+    """text_looks_failed tests the pattern's alternatives one by one: they must be all of it."""
+    from ctxhealth import failures
+
+    alternatives = failures.ERROR_TEXT.split("|")
+    assert [a.replace("\\", "") for a in alternatives[:4]] == list(failures._PHRASES)
+    assert "|".join(alternatives[4:]) == f"{failures._AT_LINE_START}|{failures._NAMED_ERROR}"
+
+
 def test_error_signature_long_output_keeps_the_last_error_line() -> None:
     text = "ValueError: first 1\n" + "x" * 5000 + "\n  KeyError: 'k' at 12\nok\n"
     assert error_signature(ToolResult("c", text)) == reference_signature(text) == "KeyError: 'k' at N"

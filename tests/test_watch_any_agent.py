@@ -154,3 +154,27 @@ def test_watch_looks_where_the_no_argument_commands_look(tmp_path: Path) -> None
     xdg = tmp_path / ".config" / "claude" / "projects"
     xdg.mkdir(parents=True)
     assert AgentDirs.under(tmp_path).claude_projects == xdg  # the place that exists
+
+
+def test_the_default_session_is_a_file_the_one_walk_lists(tmp_path: Path) -> None:
+    """What a session file looks like is said once (``sources.homes.session_files`` over
+    ``sources.discover``): a writer's hidden temporary file, a sub-agent's file and a Gemini
+    project's logs are never the session ``watch`` follows, however new."""
+    claude = tmp_path / ".claude" / "projects" / "p"
+    (claude / "s1" / "subagents").mkdir(parents=True)
+    (claude / "s1.jsonl").write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    os.utime(claude / "s1.jsonl", (5, 5))
+    (claude / ".s1.partial.jsonl").write_text("{}\n")
+    (claude / "s1" / "subagents" / "agent-1.jsonl").write_text("{}\n")
+    gemini = tmp_path / ".gemini" / "tmp" / "proj"
+    (gemini / "chats").mkdir(parents=True)
+    (gemini / "chats" / "session-2026-12-01T10-00-abcdef12.jsonl").write_bytes(GEMINI.read_bytes())
+    os.utime(gemini / "chats" / "session-2026-12-01T10-00-abcdef12.jsonl", (4, 4))
+    (gemini / "logs.json").write_text("[]")
+    dirs = AgentDirs.under(tmp_path)
+    found = sorted(str(p.relative_to(tmp_path)) for p in dirs.candidates())
+    assert found == [
+        ".claude/projects/p/s1.jsonl",
+        ".gemini/tmp/proj/chats/session-2026-12-01T10-00-abcdef12.jsonl",
+    ]
+    assert find_latest_session(dirs) == claude / "s1.jsonl"

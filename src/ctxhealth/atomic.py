@@ -11,6 +11,9 @@ Private by default: files are created ``0600`` and the directories this module
 creates ``0700``, set explicitly so the umask cannot widen or narrow them
 (ctxhealth's files hold excerpts of transcripts). ``remove_stale_temps`` clears
 the temporary files a killed writer left behind.
+
+``ExclusiveLock`` is the one lock file every writer that must be alone takes (a fleet store's
+run, a session's hook state): ``flock``, ``msvcrt`` on Windows, or an owner file elsewhere.
 """
 
 from __future__ import annotations
@@ -19,13 +22,17 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
 __all__ = [
+    "LOCK_BACKENDS",
     "PRIVATE_DIR_MODE",
     "PRIVATE_FILE_MODE",
+    "ExclusiveLock",
     "create_private_file",
     "fsync_dir",
+    "lock_backend",
     "make_private_dirs",
     "read_private_file",
     "remove_stale_temps",
@@ -232,3 +239,132 @@ def write_atomic(
         raise
     fsync_dir(directory)
     return target
+
+
+LOCK_BACKENDS = ("fcntl", "msvcrt", "owner-file")
+"""How :class:`ExclusiveLock` locks, by platform: ``flock`` where ``fcntl`` exists, a byte-range
+lock (``msvcrt.locking``) on Windows, else an owner file created atomically (a hard link of a file
+naming the owner's process and host), taken over when that process is gone."""
+
+
+def lock_backend() -> str:
+    """The lock this platform gives (the first of :data:`LOCK_BACKENDS` it has)."""
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        return "msvcrt" if sys.platform == "win32" else "owner-file"
+    return "fcntl"
+
+
+class ExclusiveLock:
+    """An exclusive lock on ``path``, one holder at a time across processes; never waits.
+
+    :meth:`acquire` returns False when another process holds it. The lock goes with its holder:
+    :meth:`release`, closing the descriptor, or the process's death (``fcntl`` and ``msvcrt`` by
+    the system; an owner file by the next taker, which finds its process gone on this host).
+    ``backend`` (one of :data:`LOCK_BACKENDS`) is for tests; by default the platform's.
+    """
+
+    def __init__(self, path: Path | str, backend: str | None = None) -> None:
+        self.path = Path(path)
+        self.backend = backend or lock_backend()
+        self.owner: str | None = None
+        """Who holds the lock, when :meth:`acquire` failed and the owner file says so."""
+        self._fd: int | None = None
+        self._mine: bytes | None = None
+
+    def acquire(self) -> bool:
+        make_private_dirs(self.path.parent)
+        if self.backend == "owner-file":
+            return self._acquire_owner_file()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE_MODE)
+        try:
+            if self.backend == "fcntl":
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            elif sys.platform == "win32":  # pragma: no cover - Windows only
+                import msvcrt
+
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                raise OSError(errno.ENOLCK, f"no {self.backend} lock on this platform")
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def _acquire_owner_file(self) -> bool:
+        import socket
+
+        mine = f"{os.getpid()} {socket.gethostname()} {os.urandom(4).hex()}\n".encode()
+        for _ in range(2):  # once more after clearing a stale owner
+            fd, tmp = _create_temp(self.path.parent, self.path.name)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(mine)
+                try:
+                    os.link(tmp, self.path)  # atomic: fails when an owner file is there
+                except FileExistsError:
+                    pass
+                else:
+                    self._mine = mine
+                    return True
+            finally:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            if not self._clear_stale():
+                return False
+        return False
+
+    def _clear_stale(self) -> bool:
+        """Remove the owner file when its process is gone (on this host); whether it was."""
+        import socket
+
+        try:
+            held = self.path.read_bytes()
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        fields = held.decode("utf-8", "replace").split()
+        self.owner = " ".join(fields[:2]) or "unknown"
+        if len(fields) >= 2 and fields[0].isdigit() and fields[1] == socket.gethostname():
+            if _process_alive(int(fields[0])):
+                return False
+        elif fields:  # another host's, or not ours to judge
+            return False
+        # a dead owner, or an empty file (a lock file another backend left): take it over
+        with contextlib.suppress(FileNotFoundError):
+            if self.path.read_bytes() == held:
+                self.path.unlink()
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            if self.backend == "msvcrt" and sys.platform == "win32":  # pragma: no cover
+                import msvcrt
+
+                with contextlib.suppress(OSError):
+                    msvcrt.locking(self._fd, msvcrt.LK_UNLCK, 1)
+            os.close(self._fd)  # closing the descriptor releases a flock
+            self._fd = None
+        if self._mine is not None:
+            with contextlib.suppress(OSError):
+                if self.path.read_bytes() == self._mine:
+                    self.path.unlink()
+            self._mine = None
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (POSIX; elsewhere assumed alive)."""
+    if sys.platform == "win32":  # pragma: no cover - os.kill(pid, 0) would signal it there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

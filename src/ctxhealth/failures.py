@@ -84,13 +84,38 @@ def looks_failed(result: ToolResult) -> bool:
     return text_looks_failed(result.text)
 
 
+_PHRASES = (
+    "Traceback (most recent call last)",
+    "<tool_use_error>",
+    "command not found",
+    "No such file or directory",
+)
+"""The literal alternatives of :data:`ERROR_TEXT` (a substring test finds them)."""
+_AT_LINE_START = r"^(?:Error|ERROR|error)[:\s]"
+_NAMED_ERROR = r"^\w*(?:Error|Exception): "
+"""The two line-start alternatives of :data:`ERROR_TEXT`, each tried only when the substring it
+needs is there."""
+_OPENINGS = ("Error", "ERROR", "error")
+
+
 def text_looks_failed(text: str) -> bool:
-    """:func:`looks_failed` on bare text (for a hook payload, which has no ToolResult)."""
+    """:func:`looks_failed` on bare text (for a hook payload, which has no ToolResult).
+
+    Whether :data:`ERROR_TEXT` matches, alternative by alternative: the phrases by substring, each
+    line-start pattern only when the text holds what it needs (``tests/test_signals_fast_paths.py``
+    holds this equal to the one pattern)."""
     probe = text if len(text) <= 2400 else text[:1200] + "\n" + text[-1200:]
     # every alternative of the pattern contains one of these substrings: most results have none
     if not any(hint in probe for hint in _ERROR_HINTS):
         return False
-    return _pattern(ERROR_TEXT, re.M).search(probe) is not None
+    for phrase in _PHRASES:
+        if phrase in probe:
+            return True
+    if ("Error: " in probe or "Exception: " in probe) and _pattern(_NAMED_ERROR, re.M).search(probe):
+        return True
+    return (
+        probe.startswith(_OPENINGS) or "\nError" in probe or "\nERROR" in probe or "\nerror" in probe
+    ) and _pattern(_AT_LINE_START, re.M).search(probe) is not None
 
 
 def is_failure(result: ToolResult) -> bool:

@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("audit",),
     ("insights",),  # slip rate by fill band, composition, suggestions: reads accounting, signals, audit
     ("integrations",),
+    ("analysis",),  # one session analysed once into typed records: check --series, report, fleet
     ("fleet",),
     ("report",),
     ("mcpserver",),  # the MCP server an agent asks about itself: check, checkpoint, state, recovery

@@ -53,6 +53,10 @@ class SecretKind(StrEnum):
     DATABRICKS = "databricks-token"
     TELEGRAM = "telegram-token"
     SENTRY = "sentry-dsn"
+    MAILCHIMP = "mailchimp-key"
+    SQUARE = "square-token"
+    ARTIFACTORY = "artifactory-token"
+    SOFTLAYER = "softlayer-key"
     AZURE_SAS = "azure-sas"
     COOKIE = "cookie"
     JWT = "jwt"
@@ -60,6 +64,7 @@ class SecretKind(StrEnum):
     URL_CREDENTIALS = "url-credentials"
     COMMAND_LINE = "cli-password"
     ASSIGNMENT = "secret"
+    HIGH_ENTROPY = "high-entropy"
 
 
 def _marker(kind: SecretKind) -> str:
@@ -208,6 +213,18 @@ _RULES: tuple[_Rule, ...] = (
         keep_prefix_group=1,
     ),
     _Rule(SecretKind.SENTRY, (), _word("sntry") + r"[su]_[A-Za-z0-9_=+/-]{40,}"),
+    # Formats added after comparing with detect-secrets' plugin list (their formats, our patterns):
+    # Square OAuth secrets and access tokens, Artifactory API keys (``AKCp``), and a SoftLayer API
+    # key in its API endpoint URL (Mailchimp keys: see ``_redact_mailchimp``).
+    _Rule(SecretKind.SQUARE, (), _word("sq0") + r"(?:csp|atp)-[0-9A-Za-z_-]{22,}"),
+    _Rule(SecretKind.ARTIFACTORY, (), _word("AKCp") + r"(?=[A-Za-z]*[0-9])[A-Za-z0-9]{40,}(?![A-Za-z0-9])"),
+    _Rule(
+        SecretKind.SOFTLAYER,
+        ("softlayer",),
+        r"(api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/)[A-Za-z0-9]{64}(?![A-Za-z0-9])",
+        keep_prefix_group=1,
+        flags=re.I,
+    ),
     # An Azure shared access signature's ``sig=`` (in a URL or a connection string).
     _Rule(
         SecretKind.AZURE_SAS,
@@ -419,6 +436,94 @@ def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match
 
 _ENV_HINTS = ("pass", "pwd", "credential")
 
+# A Mailchimp API key: 32 hex characters, ``-us`` and its data centre's number (a format of
+# detect-secrets' list). Found from its tail: a pattern starting with 32 hex digits would be tried
+# at every hex digit of a text.
+_MAILCHIMP_TAIL = r"-us[0-9]{1,2}(?![0-9A-Za-z])"
+_LOWER_HEX = frozenset("0123456789abcdef")
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _redact_mailchimp(text: str, found: list[SecretKind] | None) -> str:
+    pieces: list[str] = []
+    position = 0
+    for match in _compiled(_MAILCHIMP_TAIL).finditer(text):
+        start = match.start() - 32
+        if start < position or not set(text[start : match.start()]) <= _LOWER_HEX:
+            continue
+        if start > 0 and text[start - 1] in _WORD_CHARS:
+            continue
+        pieces += [text[position:start], _marker(SecretKind.MAILCHIMP)]
+        position = match.end()
+        if found is not None:
+            found.append(SecretKind.MAILCHIMP)
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+# A value assigned to a name that only hints at a secret (``ibm_cloud_key``, ``cl_pw``,
+# ``softlayer_pass``, ``auth``): redacted when the value itself looks random, as detect-secrets'
+# high-entropy plugins judge a string (Shannon entropy per character: 4.5 bits over the base64
+# alphabet, 3.0 over hex). Only such assignments are judged, never any string anywhere: on the real
+# transcripts we test on, that is what keeps encrypted payloads, digests and ids of other fields
+# out of it. Matched against the lower-cased copy; the entropy is taken on the original.
+_HINTED_ASSIGNMENT = (
+    r"(?:key|pwd?|pass|auth|credentials?|salt)(?![a-z0-9])(?:\\?[\"'])?\s*(?::=|=>|:|=)\s*(?:\\?[\"'])?"
+    r"(?P<value>[a-z0-9+/=_-]{20,256})(?![a-z0-9+/=_.-])"
+)
+_HINTED_HINTS = ("key", "pw", "pass", "auth", "cred", "salt")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _entropy(value: str) -> float:
+    """Shannon entropy of ``value`` in bits per character."""
+    import math
+
+    counts: dict[str, int] = {}
+    for char in value:
+        counts[char] = counts.get(char, 0) + 1
+    size = len(value)
+    return -sum(n / size * math.log2(n / size) for n in counts.values())
+
+
+def _looks_like_a_key(value: str) -> bool:
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    if set(value) <= _HEX_DIGITS:
+        return len(value) >= 32 and _entropy(value) >= 3.0
+    return _entropy(value) >= 4.5
+
+
+def _redact_hinted_assignments(text: str, found: list[SecretKind] | None, lowered: str | None = None) -> str:
+    # The pattern is tried only where one of its names occurs (``str.find`` is many times faster
+    # than letting the regex engine try every position of a long text).
+    if lowered is None or len(lowered) != len(text):
+        lowered = _same_length_lower(text)
+    pattern = _compiled(_HINTED_ASSIGNMENT)
+    spans: list[tuple[int, int]] = []
+    for hint in _HINTED_HINTS:
+        at = lowered.find(hint)
+        while at != -1:
+            match = pattern.match(lowered, at)
+            if match is not None:
+                spans.append(match.span("value"))
+            at = lowered.find(hint, at + 1)
+    pieces: list[str] = []
+    position = 0
+    for start, end in sorted(set(spans)):
+        if start < position or not _looks_like_a_key(text[start:end]):
+            continue
+        pieces += [text[position:start], _marker(SecretKind.HIGH_ENTROPY)]
+        position = end
+        if found is not None:
+            found.append(SecretKind.HIGH_ENTROPY)
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
 
 @cache
 def _compiled_rules() -> tuple[tuple[_Rule, re.Pattern[str]], ...]:
@@ -427,18 +532,23 @@ def _compiled_rules() -> tuple[tuple[_Rule, re.Pattern[str]], ...]:
 
 
 def _run(text: str, found: list[SecretKind] | None) -> str:
+    original = text
     lowered = text.lower()
     for rule, pattern in _compiled_rules():
         if rule.hints and not any(hint in lowered for hint in rule.hints):
             continue
         if pattern.search(text) is not None:  # most text matches no rule: no replacer to build
             text = pattern.sub(_replacer(rule, found), text)
+    if "-us" in lowered:
+        text = _redact_mailchimp(text, found)
 
-    if not any(hint in lowered for hint in (*_NAME_HINTS, *_ENV_HINTS)):
-        return text
-    if "=" in text:
-        text = _redact_env_assignments(text, found)
-    return _redact_assignments(text, found)
+    if any(hint in lowered for hint in (*_NAME_HINTS, *_ENV_HINTS)):
+        if "=" in text:
+            text = _redact_env_assignments(text, found)
+        text = _redact_assignments(text, found)
+    if any(hint in lowered for hint in _HINTED_HINTS):
+        text = _redact_hinted_assignments(text, found, lowered if text is original else None)
+    return text
 
 
 _MEMO_MAX_CHARS = 256

@@ -2,7 +2,8 @@
 
 A CLI is looked up in the directory ``$CTXHEALTH_AGENT_BIN`` when that is set, else on ``PATH``. A missing
 CLI skips its tests with the reason, except under ``CTXHEALTH_CONFORMANCE=require`` (CI sets it), where it
-fails them: a suite that silently skips is no conformance suite.
+fails them: a suite that silently skips is no conformance suite. :func:`run_agent` runs one in a scratch
+``HOME`` (the way every per-agent runner, ``run_codex`` and ``run_gemini``, does).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -44,3 +46,35 @@ def agent_version(path: Path) -> str:
     """What ``CLI --version`` prints, first line."""
     done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60, check=False)
     return (done.stdout or done.stderr).strip().splitlines()[0] if (done.stdout or done.stderr) else ""
+
+
+def scratch_env(root: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """An agent's environment in the scratch tree ``root``: ``PATH``, ``HOME=root/home``, no colour, plus
+    ``env`` (its key, its fake server, ...)."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root / "home"),
+        "NO_COLOR": "1",
+        **env,
+    }
+
+
+def run_agent(
+    root: Path, exe: Path, argv: Sequence[str], env: Mapping[str, str], *, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``exe ARGV...`` in ``root/project`` with :func:`scratch_env` and stdin closed; fails the test
+    on a non-zero exit (with the end of its stderr)."""
+    work = root / "project"
+    work.mkdir(exist_ok=True)
+    done = subprocess.run(
+        [str(exe), *argv],
+        cwd=work,
+        env=scratch_env(root, env),
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done

@@ -9,11 +9,10 @@ runs ``codex exec`` there (scratch ``HOME`` and ``CODEX_HOME`` under ``root``, a
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
-from .agents import agent_or_skip
+from .agents import agent_or_skip, run_agent, scratch_env
 from .fake_openai import FakeOpenAI
 
 
@@ -52,40 +51,26 @@ def write_config(
     return path
 
 
+def codex_env(root: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """What Codex runs with under ``root`` (``CODEX_HOME=root/codex``, fake keys), beside the scratch
+    ``HOME``; also the environment ``ctxhealth install`` needs to find the same files."""
+    return scratch_env(
+        root,
+        {
+            "CODEX_HOME": str(root / "codex"),
+            "OPENAI_API_KEY": "sk-fake",
+            "FAKE_OPENAI_KEY": "sk-fake",
+            **(env or {}),
+        },
+    )
+
+
 def codex_exec(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``codex exec [ARGS...] PROMPT`` (the last argument is the prompt) in ``root/project``; fails the
     test on a non-zero exit."""
     exe = agent_or_skip("codex")
-    work = root / "project"
-    work.mkdir(exist_ok=True)
-    full_env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(root / "home"),
-        "CODEX_HOME": str(root / "codex"),
-        "OPENAI_API_KEY": "sk-fake",
-        "FAKE_OPENAI_KEY": "sk-fake",
-        "NO_COLOR": "1",
-        **(env or {}),
-    }
-    command = [
-        str(exe),
-        "exec",
-        *args[:-1],
-        "--skip-git-repo-check",
-        "--dangerously-bypass-approvals-and-sandbox",
-    ]
-    done = subprocess.run(
-        [*command, args[-1]],
-        cwd=work,
-        env=full_env,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
+    flags = ["--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+    return run_agent(root, exe, ["exec", *args[:-1], *flags, args[-1]], codex_env(root, env))
 
 
 def rollout_of(root: Path) -> Path:

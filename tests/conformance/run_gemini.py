@@ -9,12 +9,11 @@ fake, a fake ``GEMINI_API_KEY`` and stdin closed; :func:`chat_of` finds the chat
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from .agents import agent_or_skip
+from .agents import agent_or_skip, run_agent, scratch_env
 from .fake_gemini import FakeGemini
 
 
@@ -37,34 +36,27 @@ def write_settings(
     return path
 
 
+def gemini_env(root: Path, server: FakeGemini, env: dict[str, str] | None = None) -> dict[str, str]:
+    """What Gemini CLI runs with under ``root`` (a fake key, the fake's URL, the workspace trusted)."""
+    return scratch_env(
+        root,
+        {
+            "GEMINI_API_KEY": "fake-key",
+            "GOOGLE_GEMINI_BASE_URL": server.url,
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            **(env or {}),
+        },
+    )
+
+
 def gemini_prompt(
     root: Path, server: FakeGemini, model: str, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """One non-interactive run (the last argument is the prompt); fails the test on a non-zero exit."""
     exe = agent_or_skip("gemini")
-    work = root / "project"
-    work.mkdir(exist_ok=True)
-    full_env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(root / "home"),
-        "GEMINI_API_KEY": "fake-key",
-        "GOOGLE_GEMINI_BASE_URL": server.url,
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "NO_COLOR": "1",
-        **(env or {}),
-    }
-    done = subprocess.run(
-        [str(exe), "--yolo", "-m", model, *args[:-1], "-p", args[-1]],
-        cwd=work,
-        env=full_env,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        timeout=120,
-        check=False,
+    return run_agent(
+        root, exe, ["--yolo", "-m", model, *args[:-1], "-p", args[-1]], gemini_env(root, server, env)
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
 
 
 def chat_of(root: Path) -> Path:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import anthropic
+from lazy_import import lazy
 
 from .fake_anthropic import FakeAnthropic, Reply, Text, Thinking, ToolUse, input_tokens
+
+anthropic = lazy("anthropic")  # the SDK loads when a test uses it, not at collection
 
 SYSTEM: list[Any] = [
     {"type": "text", "text": "x-anthropic-billing-header: cc_version=1.2.3.abc;"},

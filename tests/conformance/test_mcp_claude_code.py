@@ -28,11 +28,11 @@ from .fake_anthropic import (
     default_scenario,
     request_kind,
 )
+from .mcp_round_trip import SKILL_LINE
 
 pytestmark = pytest.mark.conformance
 
 TOOL = "mcp__ctxhealth__context_health"
-SKILL_LINE = "Keep your own context window healthy on long or multi-step work"
 
 
 def calls_context_health(body: JSON, headers: dict[str, str]) -> Reply:

@@ -5,9 +5,6 @@ and the ``functionResponse`` of its next request carries the assessment of that 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -15,15 +12,14 @@ from typing import Any
 
 import pytest
 
-from .agents import agent_or_skip, agent_version
-from .claude_harness import ctxhealth
+from .agents import agent_or_skip
 from .fake_gemini import FakeGemini
-from .truth import assert_matches, check_json, record, truth_of
+from .mcp_round_trip import assert_assessment_read, install_mcp_and_skill
+from .run_gemini import gemini_env, gemini_prompt, write_settings
 
 pytestmark = pytest.mark.conformance
 
 MODEL = "gemini-2.5-pro"
-SKILL_LINE = "Keep your own context window healthy on long or multi-step work"
 MCP_COMMAND = "mcp:"
 """``STEP shell mcp:<tool>``: the fake answers a call of that MCP tool instead of a shell command."""
 
@@ -73,42 +69,15 @@ def server() -> Iterator[FakeWithMcp]:
 
 def test_gemini_calls_context_health_and_reads_the_assessment(tmp_path: Path, server: FakeWithMcp) -> None:
     exe = agent_or_skip("gemini")
-    home, work = tmp_path / "home", tmp_path / "work"
-    (home / ".gemini").mkdir(parents=True)
-    work.mkdir()
-    settings = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-    }
-    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "GEMINI_API_KEY": "fake-key",
-        "GOOGLE_GEMINI_BASE_URL": server.url,
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "NO_COLOR": "1",
-        "CTXHEALTH_HOME": str(tmp_path / "ctxhealth-home"),
-    }
-    installed = ctxhealth(
-        ["install", "mcp", "--agent", "gemini", "--python", sys.executable, "--apply"], env=env
+    write_settings(tmp_path)
+    env = {"CTXHEALTH_HOME": str(tmp_path / "ctxhealth-home")}
+    install_mcp_and_skill("gemini", gemini_env(tmp_path, server, env))
+    gemini_prompt(
+        tmp_path, server, MODEL, "Healthy?\nSTEP shell mcp:context_health\nSTEP say checked", env=env
     )
-    assert installed.returncode == 0, installed.stderr
-    skill = ctxhealth(["install", "skill", "--agent", "gemini", "--apply"], env=env)
-    assert skill.returncode == 0, skill.stderr
-
-    done = subprocess.run(
-        [str(exe), "--yolo", "-m", MODEL, "-p", "Healthy?\nSTEP shell mcp:context_health\nSTEP say checked"],
-        cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
 
     turns = server.exchanges("turn")
     assert any(n.endswith("context_health") for n in _declared(turns[0].body)), _declared(turns[0].body)
-    # the skill installed beside it passed Gemini CLI's own rules: it is listed to the model
-    assert SKILL_LINE in json.dumps(turns[0].body), "the context-health skill is not offered"
     responses = [
         part["functionResponse"]
         for exchange in turns
@@ -117,18 +86,19 @@ def test_gemini_calls_context_health_and_reads_the_assessment(tmp_path: Path, se
         if isinstance(part, dict) and "functionResponse" in part
     ]
     assert responses, [e.body.get("contents") for e in turns]
-    text = json.dumps(responses[-1])
+    home = tmp_path / "home"
     (chat,) = sorted((home / ".gemini" / "tmp").rglob("session-*.json*"))
-    # the server found Gemini CLI's own chat from its working directory, with no arguments
-    assert str(chat) in text, text[:2000]
-    for label in ("zone", "pressure", "action"):
-        assert label in text, text[:2000]
-
-    # what ctxhealth reads from the chat (the MCP call included) is what the server saw
-    truth = truth_of(server.log, MODEL, failures=0, logged=("turn",), compaction_fill="last_turn")
-    version = agent_version(exe).split()[-1]
-    files = {"chat.jsonl": chat, "projects.json": home / ".gemini" / "projects.json"}
-    record("gemini", version, "mcp-context-health", files, truth, scratch=tmp_path)
-    figures = check_json(chat, "--strict")
-    assert_matches(figures, truth)
-    assert figures["tool_calls"] == 1 and figures["warnings"] == []
+    assert_assessment_read(
+        agent="gemini",
+        exe=exe,
+        model=MODEL,
+        server_log=server.log,
+        first_request=turns[0].body,
+        tool_output=json.dumps(responses[-1]),
+        session=chat,
+        files={"chat.jsonl": chat, "projects.json": home / ".gemini" / "projects.json"},
+        scratch=tmp_path,
+        tool_calls=1,
+        logged=("turn",),
+        compaction_fill="last_turn",
+    )

@@ -124,7 +124,7 @@ def check(
             for session in sessions:
                 session = session_prefix(session, upto)
                 if series:
-                    from ctxhealth.fleet import analyse_session
+                    from ctxhealth.analysis import analyse_session
 
                     account = account_session(session, registry=registry, model=settings.model)
                     analysis = analyse_session(

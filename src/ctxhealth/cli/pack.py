@@ -17,12 +17,13 @@ import click
 from ctxhealth.cli.common import dump_json, guarded, write_output
 from ctxhealth.config import load_settings
 from ctxhealth.errors import InputError, UsageError
-from ctxhealth.sources.reader import read_regular_file
 
 _TYPES = ["code", "debug", "review", "docs", "explore"]
 
 
 def _read_text(path: str, what: str) -> str:
+    from ctxhealth.sources.reader import read_regular_file  # the readers load only for a file to read
+
     try:
         if path == "-":
             return sys.stdin.read()
@@ -97,6 +98,8 @@ def pack(
     output: str | None,
 ) -> None:
     """Pack what a task needs from REPO under a hard token budget."""
+    import gc
+
     from ctxhealth.pack import pack as run_pack
 
     if (task_text is None) == (task_file is None):
@@ -114,21 +117,30 @@ def pack(
         from ctxhealth.pack.history import transcript_for_session
 
         history = str(transcript_for_session(settings.home, session_id))
-    result = run_pack(
-        Path(repo),
-        task_text if task_text is not None else _read_text(str(task_file), "task file"),
-        budget=budget,
-        model=model,
-        task_type=task_type,
-        active=active,
-        errors=_read_text(errors_file, "error output") if errors_file else None,
-        history=history,
-        rules=rules,
-        specs=specs,
-        output_format=fmt,
-        cache_home=settings.home,
-        registry=settings.registry(),
-    )
+    task = task_text if task_text is not None else _read_text(str(task_file), "task file")
+    error_text = _read_text(errors_file, "error output") if errors_file else None
+    # A pack builds a record per candidate (tens of thousands of objects, all alive to the end): the
+    # collector's passes over them free nothing, so the pack runs with them rarer (then as before).
+    thresholds = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        result = run_pack(
+            Path(repo),
+            task,
+            budget=budget,
+            model=model,
+            task_type=task_type,
+            active=active,
+            errors=error_text,
+            history=history,
+            rules=rules,
+            specs=specs,
+            output_format=fmt,
+            cache_home=settings.home,
+            registry=settings.registry() if model is not None else None,  # the catalog only for --model
+        )
+    finally:
+        gc.set_threshold(*thresholds)
     manifest = result.manifest
     if explain:
         click.echo(explain_table(manifest), err=True)

@@ -32,12 +32,28 @@ from ctxhealth.errors import EnvironmentProblem
     show_default=True,
     help="Longest wait (s) between two bytes of a response.",
 )
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    help="Longest time (s) a client may take to send a request's headers; then it is disconnected.",
+)
 @click.option("--max-body-mb", type=click.FloatRange(min=0.001), default=32.0, show_default=True)
 @click.option("--log-bodies", is_flag=True, help="Log request bodies (may contain secrets).")
 @click.option(
     "--no-ledger", is_flag=True, help="Keep nothing on disk (sessions live as long as the process)."
 )
 @click.option("--model", help="Account every session as this model (window, tier).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 2),
+    default=1,
+    show_default=True,
+    help="2: the guard runs in a second process, beside the one relaying bytes (observe mode).",
+)
+# observe mode assessed before each request is sent, as before it moved beside the relay (benchmarks)
+@click.option("--guard-inline", is_flag=True, hidden=True)
 @click.option("-v", "--verbose", is_flag=True, help="Log one line per model request to stderr.")
 @guarded
 def proxy(
@@ -47,10 +63,13 @@ def proxy(
     mode: str,
     connect_timeout: float,
     read_timeout: float,
+    header_timeout: float,
     max_body_mb: float,
     log_bodies: bool,
     no_ledger: bool,
     model: str | None,
+    workers: int,
+    guard_inline: bool,
     verbose: bool,
 ) -> None:
     """Serve a proxy in front of UPSTREAM that applies the health policy to model requests."""
@@ -72,9 +91,12 @@ def proxy(
         home=None if no_ledger else Path(str(settings.get("home"))).expanduser(),
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
+        header_timeout=header_timeout,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         log_bodies=log_bodies,
         model=settings.model,
+        guard_inline=guard_inline,
+        workers=workers,
     )
     if verbose or log_bodies:
         handler = logging.StreamHandler()

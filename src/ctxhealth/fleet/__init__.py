@@ -2,13 +2,13 @@
 
 ``run_fleet(paths, out, options)`` finds the transcripts, analyses the new and changed ones on a
 local process pool or a Dask cluster and writes the tables documented in
-:mod:`ctxhealth.fleet.schema`. :func:`analyse_session` is the one pass over a session that the
-tables, ``check --json --series`` and the HTML report share.
+:mod:`ctxhealth.fleet.schema`. Each session is analysed by :func:`ctxhealth.analysis.analyse_session`
+(the one pass that ``check --json --series`` and the HTML report share too), whose typed records
+:mod:`ctxhealth.fleet.rows` maps to columns by name.
 """
 
 from __future__ import annotations
 
-from ctxhealth.fleet.analysis import SessionAnalysis, TimelineEvent, analyse_session
 from ctxhealth.fleet.jobs import FileOutcome, JobOptions
 from ctxhealth.fleet.run import ENGINES, FleetResult, run_fleet
 from ctxhealth.fleet.schema import SCHEMA_VERSION, TABLES
@@ -20,8 +20,5 @@ __all__ = [
     "FileOutcome",
     "FleetResult",
     "JobOptions",
-    "SessionAnalysis",
-    "TimelineEvent",
-    "analyse_session",
     "run_fleet",
 ]

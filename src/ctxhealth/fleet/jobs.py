@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.analysis import analyse_session
 from ctxhealth.errors import InputError, UnknownFormatError
-from ctxhealth.fleet.analysis import Row, analyse_session
 from ctxhealth.fleet.files import FileEntry
+from ctxhealth.fleet.rows import Row, table_rows
 from ctxhealth.model import Format
 from ctxhealth.policy.profile import Profile
 from ctxhealth.sources.reader import SESSION_SEPARATOR, read_call_folder, read_data_all, read_regular_file
@@ -66,7 +67,7 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
             events=False,
             health=options.health,
         )
-        return FileOutcome(entry, "ok", "", analysis.table_rows(entry.path, entry.size), 1)
+        return FileOutcome(entry, "ok", "", table_rows(analysis, entry.path, entry.size), 1)
     try:
         raw = read_regular_file(entry.path)
     except InputError as exc:
@@ -90,8 +91,8 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
             health=options.health,
         )
         key = entry.path if len(sessions) == 1 else session_key(entry.path, session.session_id or str(number))
-        for name, table_rows in analysis.table_rows(key, len(raw)).items():
-            rows.setdefault(name, []).extend(table_rows)
+        for name, rows_of_table in table_rows(analysis, key, len(raw)).items():
+            rows.setdefault(name, []).extend(rows_of_table)
     return FileOutcome(entry, "ok", "", rows, len(sessions))
 
 

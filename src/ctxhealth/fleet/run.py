@@ -7,9 +7,10 @@
 * ``dask`` — the same batches as tasks on a Dask cluster: the one at ``scheduler`` when given,
   else a ``LocalCluster`` started for the run (``dask`` / ``distributed``, the ``fleet`` extra).
 
-Batches come back as they finish and are written at once (bounded memory: a batch's rows, never
-the corpus). Progress is reported through ``progress(done_files, total_files, done_bytes,
-total_bytes)``; the library never prints.
+Batches come back as they finish; their rows are written once :data:`WRITE_BYTES` of transcripts
+have been gathered (bounded memory: a few batches' rows, never the corpus's). Progress is
+reported through ``progress(done_files, total_files, done_bytes, total_bytes)``; the library
+never prints.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ BATCH_BYTES = 8 * 1024 * 1024
 """Target bytes of transcripts per task: large enough that sending rows back is a small share of
 the work, small enough that every worker gets several tasks."""
 MAX_BATCH_FILES = 64
+WRITE_BYTES = 128 * 1024 * 1024
+"""Transcript bytes whose rows are written to the store in one step: every write has a fixed cost
+(an insert per table, a Parquet part per table), so finished batches are gathered up to this (about
+3 MB of rows) before they are written."""
 
 
 @dataclass(slots=True)
@@ -196,17 +201,24 @@ def run_fleet(
             if engine == "local"
             else _dask(tasks, options, workers, scheduler, dask_processes)
         )
+        gathered: list[FileOutcome] = []
+        gathered_bytes = 0
         for outcomes in stream:
-            store.append(outcomes)
+            gathered += outcomes
             for o in outcomes:
+                gathered_bytes += o.entry.size
                 result.analysed += 1
                 result.bytes_read += o.entry.size
                 if o.ok:
                     result.sessions += o.sessions
                 else:
                     result.skipped.append((o.entry.path, o.reason))
+            if gathered_bytes >= WRITE_BYTES:
+                store.append(gathered)
+                gathered, gathered_bytes = [], 0
             if progress is not None:
                 progress(result.analysed, len(todo), result.bytes_read, total_bytes)
+        store.append(gathered)
         store.commit()
         result.counts = store.counts()
         for action, healthy, cost in store.verdicts():

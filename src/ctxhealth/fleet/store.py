@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ctxhealth.atomic import PRIVATE_FILE_MODE, make_private_dirs, write_atomic
+from ctxhealth.atomic import PRIVATE_FILE_MODE, ExclusiveLock, write_atomic
 from ctxhealth.errors import EnvironmentProblem, InputError, UsageError
 from ctxhealth.fleet.jobs import FileOutcome
 from ctxhealth.fleet.schema import BY_NAME, FILES, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
@@ -69,33 +69,23 @@ class FleetStore(Protocol):
 
 
 class _RunLock:
-    """One fleet run at a time per store: an exclusive lock on ``<store>.lock``, refused (not
-    waited for) when another run holds it."""
+    """One fleet run at a time per store: an exclusive lock on ``<store>.lock``
+    (:class:`~ctxhealth.atomic.ExclusiveLock`: ``flock``, ``msvcrt`` on Windows, or an owner file),
+    refused (not waited for) when another run holds it."""
 
     def __init__(self, store: Path) -> None:
         self.path = store.with_name(store.name + ".lock")
-        self.fd: int | None = None
-        try:
-            import fcntl
-        except ImportError:  # no advisory locks on this platform
-            return
-        make_private_dirs(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
+        self.lock = ExclusiveLock(self.path)
+        if not self.lock.acquire():
+            held = f" (held by process {self.lock.owner})" if self.lock.owner else ""
             raise EnvironmentProblem(
-                "another ctxhealth fleet run is writing to this store",
-                hint="wait for it to finish, or write to another --out",
+                f"another ctxhealth fleet run is writing to this store{held}",
+                hint=f"wait for it to finish, or write to another --out (the lock is {self.path.name})",
                 path=str(store),
-            ) from None
-        self.fd = fd
+            )
 
     def release(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing the descriptor releases the lock
-            self.fd = None
+        self.lock.release()
 
 
 def require(module: str) -> Any:

@@ -2,13 +2,18 @@
 bytes without touching disk (a :class:`FilePlan`, shown as a unified diff in a dry run), then
 ``apply_file_plan`` writes them atomically, keeping the user's original the first time.
 
-The conventions are those of the Claude Code installer: the first install keeps the original bytes
+Every installer writes through here: the hook installers (``integrations.claude_code.install``), the MCP
+server entries (``integrations.mcp_install``) and the skill (``integrations.skill``). The first install
+keeps the original bytes
 in ``<file>.ctxhealth-backup`` and records in ``<file>.ctxhealth-install.json`` the digest of what
 it wrote; :func:`plan_uninstall_file` restores the backup byte for byte when the file is still
 exactly what install wrote, and otherwise removes only ctxhealth's own entries (the caller's
 ``strip``). Installing again is a no-op when nothing changed. Host-specific shapes (JSON settings
 with an ``mcpServers`` table, a TOML ``[mcp_servers]`` table, a skill folder) live with their
-installers; this module only knows bytes, JSON objects and the backup/manifest pair.
+installers; this module only knows bytes, JSON objects and the backup/manifest pair (a plan may add its
+own fields to the manifest: :meth:`FilePlan.manifest_fields`). A file that is a symbolic link is written
+through to its target (:func:`ctxhealth.atomic.write_atomic`), so a link into a dotfiles repository stays
+a link.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = [
     "digest",
     "dump_json_object",
     "file_mode",
+    "load_manifest",
     "parse_json_object",
     "plan_install_file",
     "plan_uninstall_file",
@@ -86,16 +92,18 @@ def unified_diff(path: Path, before: bytes | None, after: bytes | None) -> str:
     )
 
 
-def parse_json_object(raw: bytes | None, path: Path, *, fix: str) -> dict[str, Any]:
-    """The JSON object in ``raw`` ({} for a missing or blank file); ``fix`` says what to do otherwise."""
+def parse_json_object(raw: bytes | None, path: Path, *, fix: str, what: str = "") -> dict[str, Any]:
+    """The JSON object in ``raw`` ({} for a missing or blank file); ``fix`` says what to do otherwise,
+    ``what`` names the file in the message ("settings file is not valid JSON")."""
     if raw is None or not raw.strip():
         return {}
+    subject = f"{what} is not" if what else "not"
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise ConfigError(f"not valid JSON ({exc})", hint=fix, path=str(path)) from None
+        raise ConfigError(f"{subject} valid JSON ({exc})", hint=fix, path=str(path)) from None
     if not isinstance(data, dict):
-        raise ConfigError("not a JSON object", hint=fix, path=str(path))
+        raise ConfigError(f"{subject} a JSON object", hint=fix, path=str(path))
     return data
 
 
@@ -133,8 +141,14 @@ class FilePlan:
     def diff(self) -> str:
         return unified_diff(self.path, self.before, self.after)
 
+    def manifest_fields(self) -> dict[str, Any]:
+        """What this install keeps in the manifest beside the digest (e.g. the status line it
+        replaced), for uninstall to read back."""
+        return {}
 
-def _load_manifest(path: Path) -> dict[str, Any]:
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    """The install manifest at ``path`` ({} when it is missing or not a JSON object)."""
     raw = read_config(path)
     if raw is None:
         return {}
@@ -159,7 +173,7 @@ def plan_uninstall_file(path: Path, strip: Callable[[bytes], bytes | None]) -> F
     delete the file)."""
     probe = FilePlan(path, None, None)
     before = read_config(path)
-    manifest = _load_manifest(probe.manifest_path)
+    manifest = load_manifest(probe.manifest_path)
     backup = read_config(probe.backup_path)
     original_existed = bool(manifest.get("original_existed", backup is not None))
     untouched = bool(manifest) and before is not None and digest(before) == manifest.get("installed_sha256")
@@ -187,12 +201,13 @@ def apply_file_plan(plan: FilePlan) -> Path | None:
     if not plan.changed:
         return backup if backup.exists() else None
     if plan.installing:
-        manifest = _load_manifest(plan.manifest_path)
+        manifest = load_manifest(plan.manifest_path)
         if plan.keep_backup and not manifest:
             # The first install keeps the user's own file; later installs must not overwrite it with ours.
             if plan.before is not None:
                 write_atomic(backup, plan.before, mode=file_mode(plan.path))
             manifest = {"schema_version": 1, "original_existed": plan.before is not None}
+        manifest.update(plan.manifest_fields())
         after = plan.after or b""
         write_atomic(plan.path, after, mode=file_mode(plan.path))
         if plan.keep_backup:

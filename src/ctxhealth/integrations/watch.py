@@ -69,13 +69,13 @@ class AgentDirs:
         )
 
     def candidates(self) -> Iterable[Path]:
-        """Every session file of every agent (Claude Code sub-agent files excluded)."""
-        if self.claude_projects.is_dir():
-            yield from (p for p in self.claude_projects.rglob("*.jsonl") if "subagents" not in p.parts)
-        if self.codex_sessions.is_dir():
-            yield from self.codex_sessions.rglob("rollout-*.jsonl")
-        if self.gemini_tmp.is_dir():
-            yield from self.gemini_tmp.glob("*/chats/session-*.json*")
+        """Every session file of every agent, as :func:`ctxhealth.sources.homes.session_files` names
+        them (the one walk: hidden files and Claude Code's sub-agent files are no sessions)."""
+        from ctxhealth.sources.homes import session_files
+
+        yield from session_files("claude-code", self.claude_projects)
+        yield from session_files("codex", self.codex_sessions)
+        yield from session_files("gemini", self.gemini_tmp)
 
     def roots(self) -> list[Path]:
         return [self.claude_projects, self.codex_sessions, self.gemini_tmp]
@@ -83,15 +83,9 @@ class AgentDirs:
 
 def find_latest_session(dirs: AgentDirs) -> Path | None:
     """The most recently modified session file of any agent in ``dirs``, or None."""
-    newest: tuple[float, Path] | None = None
-    for path in dirs.candidates():
-        try:
-            mtime = path.stat().st_mtime
-        except OSError:
-            continue
-        if newest is None or mtime > newest[0]:
-            newest = (mtime, path)
-    return newest[1] if newest else None
+    from ctxhealth.sources.homes import newest
+
+    return newest(dirs.candidates())
 
 
 def check_followable(path: Path) -> Format | None:

@@ -11,6 +11,7 @@ levels left (:mod:`.select`); order the files by tier, then path; count the whol
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -251,7 +252,7 @@ class RepoPacker:
                 tiers[s.path],
                 s.score,
                 index.facts[s.path].language,
-                index.text(s.path),
+                functools.partial(index.text, s.path),
                 index.facts[s.path].signature_lines,
                 index.facts[s.path].tokens,
             )

@@ -11,8 +11,10 @@ import errno
 import os
 import stat
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from ctxhealth.errors import UsageError
 from ctxhealth.pack.ignore import IgnoreRules
@@ -147,14 +149,27 @@ class CandidateList:
     paths: tuple[str, ...]
     source: str  # "git" or "walk"
     excluded: tuple[tuple[str, str], ...]  # (path, reason) for blacklisted paths
+    stats: Mapping[str, os.stat_result] = field(default_factory=dict, compare=False)
+    """What the listing's ``lstat`` found for a candidate that is no link (its ``stat`` too)."""
 
 
-def blacklist_reason(path: str) -> str | None:
-    """Why ``path`` is never a candidate (from its name alone), or None."""
-    parts = path.split("/")
-    if any(part in VENDORED_DIRS or part.endswith(".egg-info") for part in parts[:-1]):
-        return "vendored or generated directory"
-    name = parts[-1].lower()
+def _vendored(folder: str) -> bool:
+    return any(part in VENDORED_DIRS or part.endswith(".egg-info") for part in folder.split("/"))
+
+
+def blacklist_reason(path: str, _folders: dict[str, bool] | None = None) -> str | None:
+    """Why ``path`` is never a candidate (from its name alone), or None (``_folders``: a memo of the
+    folders' answers, for a caller that asks about every file of a tree)."""
+    folder, _, name = path.rpartition("/")
+    if folder:
+        vendored = _folders.get(folder) if _folders is not None else None
+        if vendored is None:
+            vendored = _vendored(folder)
+            if _folders is not None:
+                _folders[folder] = vendored
+        if vendored:
+            return "vendored or generated directory"
+    name = name.lower()
     if name in LOCKFILES:
         return "lockfile"
     if name.endswith(MINIFIED_MARKERS):
@@ -235,34 +250,101 @@ def _git_files(repo: Path) -> list[str] | None:
 
 
 def _walk_files(repo: Path) -> list[str]:
-    """Files under ``repo``, honouring every ``.gitignore`` on the way down."""
+    """Files under ``repo``, honouring every ``.gitignore`` on the way down (what ``os.walk`` lists,
+    from one ``scandir`` a folder: a link to a folder is listed, never descended)."""
     found: list[str] = []
-    rules_of: dict[str, IgnoreRules] = {"": IgnoreRules()}
     top = str(repo)
-    for root, dirs, files in os.walk(top):
-        rel_root = root[len(top) :].strip(os.sep).replace(os.sep, "/")
-        rules = rules_of.pop(rel_root, IgnoreRules())
-        # a name in ``files`` first: most folders have none, and a Path per folder costs more than the walk
-        gitignore = os.path.join(root, ".gitignore")
-        if ".gitignore" in files and os.path.isfile(gitignore):
-            with open(gitignore, encoding="utf-8", errors="replace") as handle:
-                rules = rules.with_file(rel_root, handle.read())
-        kept = []
-        for d in sorted(dirs):
-            rel = f"{rel_root}/{d}" if rel_root else d
-            if os.path.islink(os.path.join(root, d)):
+    pending: list[tuple[str, IgnoreRules]] = [("", IgnoreRules())]
+    while pending:
+        rel_root, rules = pending.pop()
+        root = os.path.join(top, rel_root) if rel_root else top
+        try:
+            with os.scandir(root) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # unreadable folder: skipped, as os.walk does
+        dirs: list[os.DirEntry[str]] = []
+        files: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                dirs.append(entry)
+            else:
+                files.append(entry.name)
+        # a name in ``files`` first: most folders have none
+        if ".gitignore" in files:
+            gitignore = os.path.join(root, ".gitignore")
+            if os.path.isfile(gitignore):
+                with open(gitignore, encoding="utf-8", errors="replace") as handle:
+                    rules = rules.with_file(rel_root, handle.read())
+        base = f"{rel_root}/" if rel_root else ""
+        for d in dirs:
+            rel = base + d.name
+            if d.is_symlink():
                 found.append(rel)  # never descended; listed so a link leaving the repository is named
                 continue
-            if d in VENDORED_DIRS or rules.ignored(rel, is_dir=True):
+            if d.name in VENDORED_DIRS or rules.ignored(rel, is_dir=True):
                 continue
-            kept.append(d)
-            rules_of[rel] = rules
-        dirs[:] = kept
+            pending.append((rel, rules))
         for f in files:
-            rel = f"{rel_root}/{f}" if rel_root else f
+            rel = base + f
             if not rules.ignored(rel, is_dir=False):
                 found.append(rel)
     return sorted(found)
+
+
+def _prefix(folder: str) -> str:
+    return folder if folder.endswith(os.sep) else folder + os.sep
+
+
+class _Resolver:
+    """Where each listed path really is, at one ``lstat`` a file: the real path of every folder is
+    cached (a folder that is not a link is its parent's real path plus its name), and only a path that
+    is itself a link is resolved in full by :func:`outside_reason`. The answers are
+    :func:`outside_reason`'s, which a test checks on a tree of links."""
+
+    __slots__ = ("_dirs", "_inside", "_prefix", "_real_prefix", "real_top", "stats", "top")
+
+    def __init__(self, top: str) -> None:
+        self.top = top
+        self.real_top = os.path.realpath(top)
+        self._dirs: dict[str, str] = {"": self.real_top}
+        self._prefix = _prefix(top)  # ``os.path.join(top, rel)`` for a relative ``rel``, without its cost
+        self._real_prefix = _prefix(self.real_top)
+        self._inside = self.real_top.rstrip(os.sep) + os.sep
+        self.stats: dict[str, os.stat_result] = {}
+
+    def real_dir(self, rel: str) -> str:
+        found = self._dirs.get(rel)
+        if found is None:
+            parent, _, name = rel.rpartition("/")
+            full = self._prefix + rel
+            if os.path.islink(full):
+                found = os.path.realpath(full)
+            else:
+                found = (self._real_prefix + name) if not parent else _prefix(self.real_dir(parent)) + name
+            self._dirs[rel] = found
+        return found
+
+    def reason(self, path: str) -> str | Literal[False] | None:
+        """False when nothing is there (``lexists`` is false), else :func:`outside_reason`'s answer."""
+        try:
+            status = os.lstat(self._prefix + path)
+        except (OSError, ValueError):
+            return False
+        if stat.S_ISLNK(status.st_mode):
+            return outside_reason(self.top, self.real_top, path)
+        parent, _, name = path.rpartition("/")
+        real = (self._real_prefix + name) if not parent else _prefix(self.real_dir(parent)) + name
+        if real != self.real_top and not real.startswith(self._inside):
+            return "link leaving the repository (not read)"
+        if not stat.S_ISREG(status.st_mode):
+            return "not a regular file (not read)"
+        self.stats[path] = status
+        return None
 
 
 def list_candidates(repo: Path) -> CandidateList:
@@ -275,15 +357,17 @@ def list_candidates(repo: Path) -> CandidateList:
     kept: list[str] = []
     excluded: list[tuple[str, str]] = []
     top = str(repo)
-    real_top = os.path.realpath(top)
+    resolver = _Resolver(top)
+    folders: dict[str, bool] = {}
     for path in paths:
-        if not os.path.lexists(os.path.join(top, path)):
+        where = resolver.reason(path)
+        if where is False:
             continue  # tracked but deleted in the work tree
-        reason = outside_reason(top, real_top, path) or blacklist_reason(path)
+        reason = where if where is not None else blacklist_reason(path, folders)
         if reason == "not a regular file (not read)" and os.path.isdir(os.path.join(top, path)):
             continue  # a submodule or a link to a folder of the repository: not a file
         if reason is None:
             kept.append(path)
         else:
             excluded.append((path, reason))
-    return CandidateList(tuple(kept), source, tuple(excluded))
+    return CandidateList(tuple(kept), source, tuple(excluded), resolver.stats)

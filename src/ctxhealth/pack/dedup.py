@@ -75,7 +75,18 @@ class ParagraphDeduper:
 
     _buckets: dict[tuple[int, bytes], list[str]] = field(default_factory=dict)
     _kept: dict[str, tuple[str, frozenset[bytes]]] = field(default_factory=dict)
+    _sketched: dict[str, tuple[frozenset[bytes], Sketch | None]] = field(default_factory=dict)
+    """Paragraph -> its shingles and sketch (None under :data:`MIN_SHINGLES`): a file is often
+    deduplicated more than once (each form tried, then the upgrade to the whole file)."""
     merged: int = 0
+
+    def _sketch(self, paragraph: str) -> tuple[frozenset[bytes], Sketch | None]:
+        found = self._sketched.get(paragraph)
+        if found is None:
+            items = shingles(paragraph)
+            found = (items, minhash(items) if len(items) >= MIN_SHINGLES else None)
+            self._sketched[paragraph] = found
+        return found
 
     def _candidates(self, sketch: Sketch) -> list[str]:
         found: set[str] = set()
@@ -94,11 +105,10 @@ class ParagraphDeduper:
         pending: list[tuple[str, Sketch, frozenset[bytes]]] = []
         replaced = 0
         for number, paragraph in enumerate(parts):
-            items = shingles(paragraph)
-            if len(items) < MIN_SHINGLES:
+            items, sketch = self._sketch(paragraph)
+            if sketch is None:
                 out.append(paragraph)
                 continue
-            sketch = minhash(items)
             twin = None
             for key in self._candidates(sketch):
                 kept_path, kept = self._kept[key]

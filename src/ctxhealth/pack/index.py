@@ -83,7 +83,7 @@ def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
     for path in candidates.paths:
         entry = cached.get(path)
         try:
-            stat = os.stat(os.path.join(top, path))
+            stat = candidates.stats.get(path) or os.stat(os.path.join(top, path))
         except OSError as exc:
             excluded.append((path, f"unreadable: {exc.strerror or exc}"))
             continue

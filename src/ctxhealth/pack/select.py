@@ -10,7 +10,7 @@ they are large get their whole text back, best first, while the budget allows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxhealth.pack.compress import compress_text
 from ctxhealth.pack.dedup import Deduped, ParagraphDeduper
@@ -29,15 +29,25 @@ MAX_COMPRESSION = 0.5
 not worth rendering (an optimisation only; what fits is always decided by an exact count)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ranked:
+    """One eligible file in rank order. Its ``text`` is read on first use (``read``): of a few hundred
+    eligible files a pack reaches the first until the budget is spent, and reads only those."""
+
     path: str
     tier: Tier
     score: float
     language: str | None
-    text: str
+    read: Callable[[], str] = field(repr=False, compare=False)
     signature_lines: tuple[int, ...] | None = None
     raw_tokens: int | None = None
+    _text: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.read()
+        return self._text
 
 
 @dataclass(slots=True)
@@ -108,6 +118,14 @@ def pack_sources(
     if found_tokens is None:
         found_tokens = {}
     deduper = ParagraphDeduper()
+    compressed: dict[str, str] = {}
+
+    def compress(item: Ranked) -> str:  # a file upgraded to its whole text is compressed once
+        found = compressed.get(item.path)
+        if found is None:
+            found = compressed[item.path] = compress_text(item.path, item.text, strip_comments=strip_comments)
+        return found
+
     taken: list[Taken] = []
     left: dict[str, str] = {}
     remaining = budget
@@ -125,7 +143,7 @@ def pack_sources(
         if raw_tokens * MAX_COMPRESSION > remaining and _signatures_estimate(item) > remaining:
             left[item.path] = f"over budget: {raw_tokens:,} tokens in full, {remaining:,} left in L3"
             continue
-        full = compress_text(item.path, item.text, strip_comments=strip_comments)
+        full = compress(item)
         full_tokens = count(full)
         placed = False
         for form, text, reason in _forms(item, full, full_tokens, count):
@@ -160,7 +178,7 @@ def pack_sources(
         (t for t in taken if t.piece.form == "signatures" and t.ranked.tier is not Tier.C),
         key=lambda t: t.rank,
     ):
-        full = compress_text(entry.ranked.path, entry.ranked.text, strip_comments=strip_comments)
+        full = compress(entry.ranked)
         result = deduper.dedupe(entry.ranked.path, full)
         piece = PackedPiece(entry.ranked.path, "full", result.text)
         rendered = render_piece(piece, fmt)

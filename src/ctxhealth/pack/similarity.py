@@ -17,7 +17,7 @@ name-match bonus: :func:`similarity_scores` returns BM25 and the bonus blended, 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +41,7 @@ FloatArray = npt.NDArray[np.float64]
 class Bm25Index:
     """Per-term posting lists of BM25 weights: ``weights[starts[t]:starts[t+1]]`` for docs ``docs[...]``."""
 
-    vocab: dict[str, int]
+    vocab: Mapping[str, int]
     starts: npt.NDArray[np.int64]
     docs: npt.NDArray[np.int32]
     weights: npt.NDArray[np.float32]
@@ -157,15 +157,51 @@ def save_bm25(file: Path, key: str, index: Bm25Index) -> None:
     write_atomic(file, buffer.getvalue())
 
 
+class StoredVocab(Mapping[str, int]):
+    """The vocabulary of a stored index, looked up in its newline-joined bytes: a query asks for a
+    few dozen words, so a warm run never builds the dict of every word (100K+ on django)."""
+
+    __slots__ = ("_dict", "_padded")
+
+    def __init__(self, joined: bytes) -> None:
+        self._padded = b"\n" + joined + b"\n" if joined else b""
+        self._dict: dict[str, int] | None = None
+
+    def get(self, word: str, default: int | None = None) -> int | None:  # type: ignore[override]
+        if not word or "\n" in word or not self._padded:
+            return default
+        at = self._padded.find(b"\n" + word.encode("utf-8") + b"\n")
+        return default if at < 0 else self._padded.count(b"\n", 0, at)
+
+    def __getitem__(self, word: str) -> int:
+        found = self.get(word)
+        if found is None:
+            raise KeyError(word)
+        return found
+
+    def _all(self) -> dict[str, int]:
+        if self._dict is None:
+            words = self._padded[1:-1].decode("utf-8").split("\n") if self._padded else []
+            self._dict = {w: i for i, w in enumerate(words)}
+        return self._dict
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
 def load_bm25(file: Path, key: str) -> Bm25Index | None:
     """The index stored under ``key`` in ``file``, or None (missing, stale or unreadable)."""
     try:
         with np.load(file, allow_pickle=False) as data:
             if bytes(data["key"]).decode() != key:
                 return None
-            words = bytes(data["vocab"]).decode("utf-8").split("\n") if data["vocab"].size else []
+            vocab = bytes(data["vocab"])
+            vocab.decode("utf-8")  # a cache that does not decode is not trusted
             return Bm25Index(
-                {w: i for i, w in enumerate(words)},
+                StoredVocab(vocab),
                 data["starts"],
                 data["docs"],
                 data["weights"],

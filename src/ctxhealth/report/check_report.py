@@ -4,7 +4,8 @@
 ``ctxhealth check --json`` prints (one per session, JSON Lines). Layers above accounting
 (signals, policy) add their own keys by passing an ``assessment`` mapping, which is merged
 last; when it holds ``healthy`` that verdict replaces the fill-only rule used otherwise
-(current fill at or above :data:`UNHEALTHY_FILL_FRACTION` of the usable window).
+(current fill at or above the spec's critical window zone, ``policy.defaults.WINDOW_CRITICAL`` of the
+usable window: the Profile's own default, not a copy).
 
 :func:`render_check_text` renders the same dictionary as a short human block; it returns a
 string (printing is the CLI's job).
@@ -20,6 +21,7 @@ from ctxhealth.accounting.fill import SessionAccount
 from ctxhealth.accounting.registry import unknown_facts
 from ctxhealth.accounting.types import CompactionRecord
 from ctxhealth.model import Session
+from ctxhealth.policy.defaults import WINDOW_CRITICAL
 from ctxhealth.sources.reader import MANY_PER_FILE
 
 SCHEMA_VERSION = 1
@@ -31,17 +33,14 @@ words with the recent output (1.0 on task, higher is better; it fires *below* th
 ``signals.drift`` carries the same reading for one more release and is deprecated."""
 DEPRECATED_DRIFT = "drift"
 
-UNHEALTHY_FILL_FRACTION = 0.90
-"""Without a policy assessment, a session is unhealthy when its current fill reaches this
-fraction of the usable window (window - reserved output - auto-compact buffer): the spec's
-critical window zone."""
-
 WARNINGS_SHOWN = 3
 """Reader warnings listed in the text output (all are in the JSON)."""
 
 
-def fill_is_unhealthy(current: int, usable_window: int, fraction: float = UNHEALTHY_FILL_FRACTION) -> bool:
-    """The fill-only verdict: ``current`` at or above ``fraction`` of the usable window."""
+def fill_is_unhealthy(current: int, usable_window: int, fraction: float = WINDOW_CRITICAL) -> bool:
+    """The fill-only verdict, used only without a policy assessment: ``current`` at or above
+    ``fraction`` of the usable window (window - reserved output - auto-compact buffer), by default the
+    spec's critical window zone, where the Monitor's window zone turns red."""
     return current >= fraction * usable_window
 
 

@@ -91,6 +91,7 @@ _LINE_TYPES = frozenset(
         "world_state",
     }
 )
+_RECORD_TYPE = "token_usage_record"
 _RECORDS = b'"token_usage_record"'
 """A rollout holding this writes one usage record per response (0.171+)."""
 _EXIT_CODE = re.compile(r"(?m)^(?:Exit code:|Process exited with code)\s*(-?\d{1,9})\b")
@@ -458,8 +459,8 @@ def _line(state: _State, obj: dict[str, Any], line: int) -> None:
 def parse(data: bytes, path: str) -> Session:
     """Read one Codex rollout file into a :class:`Session`."""
     sink = WarningSink(path)
-    state = _State(sink, records=_RECORDS in data)
-    for line, raw in split_lines(data):
+    records: list[tuple[int, dict[str, Any]]] = []
+    for line, raw in split_lines(data, sink=sink):
         try:
             obj = loads(raw)
         except BadJSON as exc:
@@ -468,6 +469,11 @@ def parse(data: bytes, path: str) -> Session:
         if not isinstance(obj, dict):
             sink.add(line, f"line is a JSON {type_name(obj)}, expected an object")
             continue
+        records.append((line, obj))
+    # decided from the decoded records (a junk line that merely holds the words changes nothing)
+    has_records = _RECORDS in data and any(obj.get("type") == _RECORD_TYPE for _, obj in records)
+    state = _State(sink, records=has_records)
+    for line, obj in records:
         _line(state, obj, line)
     messages: list[Message] = []
     reported: dict[int, int] = {}
@@ -496,6 +502,6 @@ def parse(data: bytes, path: str) -> Session:
         model=state.model,
         context_window=state.window,
         reported_fill=reported,
-        warnings=sink.result(),
+        warnings=tuple(sorted(sink.result(), key=lambda w: (w.line is None, w.line or 0))),
         cwd=state.cwd,
     )

@@ -179,7 +179,7 @@ class _Log:
 
 
 def _read_lines(data: bytes, log: _Log) -> None:
-    for line, raw in split_lines(data):
+    for line, raw in split_lines(data, sink=log.sink):
         try:
             obj = loads(raw)
         except BadJSON as exc:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json as _json
 import math
+import os
 import types
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterator, Mapping
@@ -148,9 +149,43 @@ def shorten(text: str, limit: int = _MAX_REASON) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def split_lines(data: bytes, first_line: int = 1) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line_number, line)`` for every non-blank line of ``data`` (``\r\n`` tolerated)."""
+MAX_LINE_ENV = "CTXHEALTH_MAX_LINE_BYTES"
+"""The environment variable that sets :func:`max_line_bytes`."""
+DEFAULT_MAX_LINE_BYTES = 64 << 20
+"""The longest line of a line-per-record transcript that is read (64 MiB). The longest line among
+the real transcripts we test on is 343 KiB (a Claude Code tool result); an inlined screenshot is a
+few MB of base64. A longer line is skipped with a warning: it costs that line, never the session."""
+
+
+def max_line_bytes() -> int:
+    """The line cap of line-per-record formats (``CTXHEALTH_MAX_LINE_BYTES``, else 64 MiB)."""
+    raw = os.environ.get(MAX_LINE_ENV, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return DEFAULT_MAX_LINE_BYTES
+
+
+def long_line(size: int, limit: int) -> str:
+    """The warning for a line longer than :func:`max_line_bytes` (the reader skips it)."""
+    return (
+        f"line is {size:,} bytes, more than the line limit of {limit:,}; skipped "
+        f"(set {MAX_LINE_ENV} to a larger number of bytes to read it)"
+    )
+
+
+def split_lines(
+    data: bytes, first_line: int = 1, sink: WarningSink | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, line)`` for every non-blank line of ``data`` (``\r\n`` tolerated).
+
+    A line longer than :func:`max_line_bytes` is skipped, and said so to ``sink`` when given
+    (detection passes none: a line it cannot judge is simply not looked at)."""
+    limit = max_line_bytes()
     for number, line in enumerate(data.split(b"\n"), first_line):
+        if len(line) > limit:
+            if sink is not None:
+                sink.add(number, long_line(len(line), limit))
+            continue
         if line and not line.isspace():
             yield number, line
 

@@ -189,7 +189,7 @@ def parse(data: bytes, path: str) -> Session:
 def _parse_lines(data: bytes, path: str, sink: WarningSink) -> Session:
     messages: list[Message] = []
     model: str | None = None
-    for number, raw in split_lines(data):
+    for number, raw in split_lines(data, sink=sink):
         try:
             obj = loads(raw)
         except BadJSON as exc:

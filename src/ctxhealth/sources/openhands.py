@@ -242,7 +242,8 @@ def _iso(stamp: float) -> str | None:
 def parse_all(data: bytes, path: str) -> list[Session]:
     """Every instance line of an OpenHands ``output.jsonl``."""
     sessions = []
-    for line, raw in split_lines(data):
+    skipped = WarningSink(path)  # lines too long to read: each costs its instance only
+    for line, raw in split_lines(data, sink=skipped):
         if not raw.strip():
             continue
         sink = WarningSink(path)
@@ -256,6 +257,8 @@ def parse_all(data: bytes, path: str) -> list[Session]:
             sink.add(line, f"line is {type_name(doc)}, expected an object")
             continue
         sessions.append(_instance(doc, line, path, sink))
+    if len(skipped):
+        sessions.append(Session(path=path, format=Format.OPENHANDS, messages=(), warnings=skipped.result()))
     return sessions
 
 

@@ -33,6 +33,7 @@ Policy choices:
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import stat
 import sys
@@ -203,21 +204,40 @@ def _too_large(path: str, limit: int, what: str = "transcript", verb: str = "hol
     )
 
 
+_INFLATE_CHUNK = 1 << 20
+"""Bytes of output one inflate step may produce (a bomb stops within one step of the cap)."""
+
+
 def _decompress(data: bytes, path: str) -> tuple[bytes, ReadWarning | None]:
     """Gunzip when ``data`` is gzip (by magic bytes): every member of a concatenated file, at most
-    :func:`max_input_bytes` of output (more is an error); a truncated stream keeps what it yields."""
+    :func:`max_input_bytes` of output (more is an error); a truncated stream keeps what it yields.
+
+    Output is produced in steps of at most 1 MiB into one growing buffer, which is returned
+    without a copy: memory peaks near the cap (plus one step), never at twice it."""
     if not data.startswith(_GZIP_MAGIC):
         return data, None
     limit = max_input_bytes()
-    out = bytearray()
+    out = io.BytesIO()
+    size = 0
     rest = data
     while True:
         decoder = zlib.decompressobj(wbits=47)
+        member_start = size
+        pending = rest
         try:
-            out += decoder.decompress(rest, limit + 1 - len(out))
+            while True:
+                piece = decoder.decompress(pending, _INFLATE_CHUNK)
+                size += len(piece)
+                if size > limit:
+                    raise _too_large(path, limit, verb="decompresses to")
+                out.write(piece)
+                pending = decoder.unconsumed_tail
+                if decoder.eof or (not pending and len(piece) < _INFLATE_CHUNK):
+                    break
         except zlib.error as exc:
-            if out:  # a later member is damaged: keep the members before it, and say so
-                return bytes(out), ReadWarning(
+            if member_start:  # a later member is damaged: keep the members before it, and say so
+                out.truncate(member_start)
+                return out.getvalue(), ReadWarning(
                     path, None, f"gzip member is corrupt ({exc}); read what was before it"
                 )
             raise TranscriptError(
@@ -225,13 +245,11 @@ def _decompress(data: bytes, path: str) -> tuple[bytes, ReadWarning | None]:
                 hint="check the file, or gunzip it to see what is left",
                 path=path,
             ) from None
-        if len(out) > limit or decoder.unconsumed_tail:
-            raise _too_large(path, limit, verb="decompresses to")
         if not decoder.eof:
-            return bytes(out), ReadWarning(path, None, "gzip stream is truncated; read what was there")
+            return out.getvalue(), ReadWarning(path, None, "gzip stream is truncated; read what was there")
         rest = decoder.unused_data
         if not rest.startswith(_GZIP_MAGIC):
-            return bytes(out), None
+            return out.getvalue(), None
 
 
 def read_regular_file(path: Path | str, what: str = "transcript") -> bytes:

@@ -206,9 +206,8 @@ class Ledger:
             ) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            _enable_wal(conn)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
+            # a newer ledger is refused before anything is written to it (the journal mode, a
+            # migration): it is never downgraded or changed, only left alone
             known = {m.__name__ for m in MIGRATIONS}
             unknown = [name for name in applied_migrations(conn) if name not in known]
             if unknown:
@@ -217,12 +216,18 @@ class Ledger:
                     hint="upgrade ctxhealth, or point CTXHEALTH_HOME at another directory",
                     path=str(path),
                 )
+            _enable_wal(conn)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
             apply_migrations(conn, clock().isoformat())
         except sqlite3.Error as exc:
             conn.close()
+            full = any(word in str(exc) for word in ("disk I/O error", "disk is full"))
             raise LedgerError(
                 f"cannot prepare the ledger: {exc}",
-                hint="if the file is damaged, move it aside; a new ledger is created on the next run",
+                hint="free some disk space (the ledger is left as it was)"
+                if full
+                else "if the file is damaged, move it aside; a new ledger is created on the next run",
                 path=str(path),
             ) from exc
         except LedgerError:

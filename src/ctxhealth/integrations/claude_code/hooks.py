@@ -181,7 +181,7 @@ def _from_ledger(home: str, path: str) -> SessionCounters | None:
         with Ledger.open(_home_path(home)) as ledger:
             tail = ledger.get_tail(path)
     except LedgerError as exc:
-        _LEDGER_PROBLEMS.append(_one_line(exc))
+        _skip("the ledger", exc)
         return None  # a broken, foreign or newer ledger: read the transcript afresh
     if tail is None or not tail.state or tail.state.get("version") != STATE_VERSION:
         return None  # nothing kept, or kept by another version: read the transcript afresh
@@ -190,8 +190,25 @@ def _from_ledger(home: str, path: str) -> SessionCounters | None:
     return counters
 
 
-_LEDGER_PROBLEMS: list[str] = []
-"""Why the ledger could not be used during the current hook call (its work went on without it)."""
+_SKIPPED: list[tuple[str, str]] = []
+"""What the current hook call could not use or write, and why (a broken, foreign or newer ledger, a
+full disk): its other work went on without it, and :func:`run_hook` says so in one stderr line."""
+
+
+def _skip(what: str, exc: BaseException) -> str:
+    """Note that ``what`` (the ledger, the tail cache, the checkpoint) was skipped; the reason."""
+    reason = _one_line(exc)
+    _SKIPPED.append((what, reason))
+    return reason
+
+
+def _save(home: str, counters: SessionCounters) -> None:
+    """Save the counters; a disk that refuses the write (full, read-only) costs only the cache
+    (the write is atomic: the old cache stays whole, and the next hook reads the transcript again)."""
+    try:
+        save_counters(home, counters)
+    except OSError as exc:
+        _skip("the tail cache", exc)
 
 
 def _home_path(home: str) -> Path:
@@ -238,7 +255,7 @@ def _flush(home: str, counters: SessionCounters, ledger: Ledger | None = None) -
     except LedgerError as exc:
         # no usable ledger: the events stay queued in the counters (saved with them), the hook's
         # own work is done, and the person is told once (run_hook prints it)
-        _LEDGER_PROBLEMS.append(_one_line(exc))
+        _skip("the ledger", exc)
         return
     # Without the lock, the events loaded with the counters are the holder's to write: only ours.
     pending = counters.pending_events
@@ -258,6 +275,8 @@ def _flush(home: str, counters: SessionCounters, ledger: Ledger | None = None) -
                     session_id=counters.session_id,
                 ),
             )
+    except LedgerError as exc:  # a write refused (a full disk): each is its own transaction
+        _skip("the ledger", exc)
     finally:
         if own:
             ledger.close()
@@ -287,24 +306,36 @@ def _checkpoint(
     """Write a checkpoint of the transcript (and the pre-compaction snapshot) under the session's
     root, bounded in bytes, and in time by the hook's checkpoint budget counted from its start
     (:mod:`.checkpointing`); None when there is none."""
+    from ctxhealth.errors import EnvironmentProblem
     from ctxhealth.integrations.claude_code.checkpointing import write_hook_checkpoint
     from ctxhealth.model import Format
 
-    return write_hook_checkpoint(
-        session_root(call.home, call.counters),
-        call.counters,
-        ledger,
-        call.limits,
-        snapshot=snapshot,
-        before_last_compaction=before_last_compaction,
-        deadline=call.started + call.limits.checkpoint_seconds,
-        source_format=Format.CLAUDE_CODE if call.agent is Agent.CLAUDE_CODE else None,
-    )
+    try:
+        return write_hook_checkpoint(
+            session_root(call.home, call.counters),
+            call.counters,
+            ledger,
+            call.limits,
+            snapshot=snapshot,
+            before_last_compaction=before_last_compaction,
+            deadline=call.started + call.limits.checkpoint_seconds,
+            source_format=Format.CLAUDE_CODE if call.agent is Agent.CLAUDE_CODE else None,
+        )
+    except (OSError, EnvironmentProblem) as exc:  # a full or read-only disk: every write is atomic
+        _skip("the checkpoint", exc)
+        return None
 
 
 def _saved_message(outcome: CheckpointOutcome | None, problem: str | None) -> str:
     if outcome is None:
-        why = f"the transcript is {problem}" if problem else "nothing readable in time"
+        unwritten = [reason for what, reason in _SKIPPED if what == "the checkpoint"]
+        why = (
+            f"cannot write it: {unwritten[0]}"
+            if unwritten
+            else f"the transcript is {problem}"
+            if problem
+            else "nothing readable in time"
+        )
         return f"ctxhealth: no checkpoint saved ({why})"
     if outcome.fallback or outcome.window_bytes < outcome.size:
         mb = 1024 * 1024
@@ -327,7 +358,7 @@ def _pre_compact(call: _Call) -> str:
     try:
         opened: Ledger | None = Ledger.open(_home_path(home))
     except LedgerError as exc:
-        _LEDGER_PROBLEMS.append(_one_line(exc))
+        _skip("the ledger", exc)
         opened = None  # broken, foreign or newer: the checkpoint file needs no ledger
     with contextlib.closing(opened) if opened is not None else contextlib.nullcontext() as ledger:
         # The checkpoint first: it is what PreCompact is for. The counters' tail only if time is left.
@@ -745,7 +776,7 @@ def _handle(
         output = _HANDLERS[event](call)
         call.give(output)
         if lock.acquired:
-            save_counters(home, counters)
+            _save(home, counters)
         elif counters.pending_events:
             _flush(home, counters)
         return output
@@ -774,7 +805,7 @@ def run_hook(
             from ctxhealth.errors import UsageError
 
             raise UsageError(f"unknown hook event {event_name!r}", hint="see `ctxhealth hook --help`")
-        _LEDGER_PROBLEMS.clear()
+        _SKIPPED.clear()
         stdout = handle_hook(
             None if agent is not Agent.CLAUDE_CODE else event,
             raw,
@@ -783,14 +814,12 @@ def run_hook(
             answer=answer,
             agent=agent,
         )
-        if _LEDGER_PROBLEMS:
+        if _SKIPPED:
             from ctxhealth.redact import scrub
 
-            reason = scrub(_LEDGER_PROBLEMS[0])
-            note = (
-                f"ctxhealth: hook {event_name or '?'} skipped: the ledger only (the rest was done): {reason}"
-            )
-            return HookResult(stdout=stdout, stderr=note)
+            whats = " and ".join(dict.fromkeys(what for what, _ in _SKIPPED))
+            note = f"ctxhealth: hook {event_name or '?'} skipped: {whats} only (the rest was done): "
+            return HookResult(stdout=stdout, stderr=note + scrub(_SKIPPED[0][1]))
         return HookResult(stdout=stdout)
     except Exception as exc:  # fail open: a hook must never break the agent
         from ctxhealth.redact import scrub

@@ -5,25 +5,23 @@ The three agents keep hooks in the same JSON shape (``{"hooks": {EVENT: [{"match
 ``~/.claude/settings.json`` (plus its ``statusLine``), Codex CLI's ``~/.codex/hooks.json``
 (``$CODEX_HOME``; timeouts in seconds), Gemini CLI's ``~/.gemini/settings.json`` (timeouts in
 milliseconds, a ``name`` per hook). :data:`TARGETS` holds, per agent, the file, the events with their
-matchers and timeouts; the plan, diff, backup and restore are one code path for all three. A
-settings file that is a symbolic link is written through to its target (the link stays).
+matchers and timeouts. The plan, diff, backup, manifest and restore are those of every
+``ctxhealth install`` (:mod:`ctxhealth.integrations.hostconfig`; an :class:`InstallPlan` is its
+:class:`~ctxhealth.integrations.hostconfig.FilePlan` plus what happens to the status line); this module
+only knows the hook table's shape. A settings file that is a symbolic link is written through to its
+target (the link stays: :func:`ctxhealth.atomic.write_atomic`).
 
 ``plan_install`` / ``plan_uninstall`` compute the new file without touching disk, so the CLI can show a
 unified diff (dry run) before ``apply`` writes it. Installing adds one hook group per event and a
 status line, leaving every other key, hook and matcher as it was; a status line the user already has is
-kept unless ``force`` (the plan says how to chain it instead). The first install keeps the original
-bytes in ``settings.json.ctxhealth-backup`` and records in ``settings.json.ctxhealth-install.json``
-the digest of what it wrote; uninstall restores the backup byte for byte when the file is still exactly
-what install wrote, and otherwise removes only ctxhealth's own entries. Every write is atomic.
+kept unless ``force`` (the plan says how to chain it instead; a replaced one is kept in the install
+manifest, and uninstall puts it back). Uninstall restores the backup byte for byte when the file is
+still exactly what install wrote, and otherwise removes only ctxhealth's own entries.
 """
 
 from __future__ import annotations
 
 import copy
-import difflib
-import hashlib
-import json
-import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -31,10 +29,18 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.atomic import write_atomic
-from ctxhealth.errors import ConfigError, EnvironmentProblem
+from ctxhealth.errors import ConfigError
 from ctxhealth.integrations.claude_code.agents import Agent
 from ctxhealth.integrations.claude_code.payloads import HookEvent
+from ctxhealth.integrations.hostconfig import (
+    FilePlan,
+    apply_file_plan,
+    dump_json_object,
+    load_manifest,
+    parse_json_object,
+    plan_uninstall_file,
+    read_config,
+)
 
 __all__ = [
     "HOOK_EVENTS",
@@ -54,8 +60,6 @@ __all__ = [
 ]
 
 SETTINGS_NAME = "settings.json"
-BACKUP_SUFFIX = ".ctxhealth-backup"
-MANIFEST_SUFFIX = ".ctxhealth-install.json"
 HOOK_TIMEOUT_SECONDS = 10
 # PreCompact checkpoints the whole transcript and SessionStart may have to: give them more room on
 # very long sessions (a hook past its timeout is killed, and the agent carries on without it).
@@ -162,50 +166,21 @@ class StatusLineChange(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class InstallPlan:
-    """A settings.json change, computed but not yet written.
+class InstallPlan(FilePlan):
+    """A hook settings file's change, computed but not yet written: a
+    :class:`~ctxhealth.integrations.hostconfig.FilePlan` (``after`` None deletes the file,
+    ``restore_backup`` means ``after`` is the backup's exact bytes) and what it does with the status
+    line (``previous_statusline``: the user's, replaced with ``--force``, kept in the manifest)."""
 
-    ``after`` None means the file is deleted (uninstalling from a file that install created).
-    ``restore_backup`` means ``after`` is the backup's exact bytes.
-    """
-
-    settings_path: Path
-    before: bytes | None
-    after: bytes | None
-    statusline: StatusLineChange
-    notes: tuple[str, ...] = ()
-    installing: bool = True
-    restore_backup: bool = False
+    statusline: StatusLineChange = StatusLineChange.UNCHANGED
     previous_statusline: Any = None
 
     @property
-    def changed(self) -> bool:
-        return self.before != self.after
+    def settings_path(self) -> Path:
+        return self.path
 
-    @property
-    def backup_path(self) -> Path:
-        return self.settings_path.with_name(self.settings_path.name + BACKUP_SUFFIX)
-
-    @property
-    def manifest_path(self) -> Path:
-        return self.settings_path.with_name(self.settings_path.name + MANIFEST_SUFFIX)
-
-    def diff(self) -> str:
-        """A unified diff of the settings file, before -> after ("" when nothing changes)."""
-        if not self.changed:
-            return ""
-        name = str(self.settings_path)
-        old = (self.before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
-        new = (self.after or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
-        lines = difflib.unified_diff(
-            old,
-            new,
-            fromfile=name if self.before is not None else "/dev/null",
-            tofile=name if self.after is not None else "/dev/null",
-        )
-        return "".join(
-            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
-        )
+    def manifest_fields(self) -> dict[str, Any]:
+        return {} if self.previous_statusline is None else {"previous_statusline": self.previous_statusline}
 
 
 _DIRS = {Agent.CLAUDE_CODE: ".claude", Agent.CODEX: ".codex", Agent.GEMINI: ".gemini"}
@@ -226,39 +201,13 @@ def is_ours(command: object) -> bool:
     return isinstance(command, str) and _OURS.search(command) is not None
 
 
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise EnvironmentProblem(
-            f"cannot read {path}: {exc.strerror}", hint="check its permissions"
-        ) from None
-
-
 def _parse(raw: bytes | None, path: Path) -> dict[str, Any]:
-    if raw is None or not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise ConfigError(
-            f"settings file is not valid JSON ({exc})",
-            hint="fix it (Claude Code cannot read it either) or pass --claude-dir to another directory",
-            path=str(path),
-        ) from None
-    if not isinstance(data, dict):
-        raise ConfigError("settings file is not a JSON object", hint="fix it first", path=str(path))
-    return data
-
-
-def _dump(data: dict[str, Any]) -> bytes:
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _digest(raw: bytes | None) -> str | None:
-    return None if raw is None else hashlib.sha256(raw).hexdigest()
+    return parse_json_object(
+        raw,
+        path,
+        fix="fix it (Claude Code cannot read it either) or pass --claude-dir to another directory",
+        what="settings file",
+    )
 
 
 def _hook_entry(python: str, target: HookTarget, event: str, matcher: str, timeout: int) -> dict[str, Any]:
@@ -316,7 +265,7 @@ def _statusline_command(value: object) -> str | None:
 def find_installation(settings_dir: Path, agent: Agent = Agent.CLAUDE_CODE) -> tuple[list[str], str | None]:
     """(events that have a ctxhealth hook, the status-line command) as the settings file stands."""
     path = settings_dir / TARGETS[agent].file_name
-    data = _parse(_read(path), path)
+    data = _parse(read_config(path), path)
     events: list[str] = []
     hooks = data.get("hooks")
     if isinstance(hooks, dict):
@@ -338,7 +287,7 @@ def plan_install(
     interpreter ``python``."""
     target = TARGETS[agent]
     path = settings_dir / target.file_name
-    before = _read(path)
+    before = read_config(path)
     data = _parse(before, path)
     original = copy.deepcopy(data)
     _strip_ours(data)
@@ -351,9 +300,8 @@ def plan_install(
             raise ConfigError(f'"hooks.{event}" is not a list', hint="fix it first", path=str(path))
         groups.append(_hook_entry(python, target, event, matcher, timeout))
     if not target.statusline:
-        after = before if data == original and before is not None else _dump(data)
-        trust = _TRUST_NOTES.get(agent, ())
-        return InstallPlan(path, before, after, StatusLineChange.UNCHANGED, trust, installing=True)
+        after = before if data == original and before is not None else dump_json_object(data)
+        return InstallPlan(path, before, after, _TRUST_NOTES.get(agent, ()))
 
     notes: list[str] = []
     ours = {"type": "command", "command": statusline_command(python), "padding": 0}
@@ -378,102 +326,53 @@ def plan_install(
             f"`{statusline_command(python)} --then '<your command>'`, or re-run with --force to replace it"
         )
 
-    after = before if data == original and before is not None else _dump(data)
-    return InstallPlan(
-        path, before, after, change, tuple(notes), installing=True, previous_statusline=previous
-    )
-
-
-def _load_manifest(path: Path) -> dict[str, Any]:
-    raw = _read(path)
-    if raw is None:
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    after = before if data == original and before is not None else dump_json_object(data)
+    return InstallPlan(path, before, after, tuple(notes), statusline=change, previous_statusline=previous)
 
 
 def plan_uninstall(settings_dir: Path, agent: Agent = Agent.CLAUDE_CODE) -> InstallPlan:
-    """The settings file without ctxhealth: the backup's exact bytes when nothing else changed since."""
+    """The settings file without ctxhealth: the backup's exact bytes when nothing else changed since,
+    else the file without ctxhealth's hooks, with the user's own status line put back."""
     path = settings_dir / TARGETS[agent].file_name
-    probe = InstallPlan(path, None, None, StatusLineChange.UNCHANGED)
-    before = _read(path)
-    manifest = _load_manifest(probe.manifest_path)
-    backup = _read(probe.backup_path)
-    original_existed = bool(manifest.get("original_existed", backup is not None))
+    stripped_statusline: list[StatusLineChange] = []
 
-    untouched = manifest and before is not None and _digest(before) == manifest.get("installed_sha256")
-    if untouched and (backup is not None or not original_existed):
-        after = backup if original_existed else None
-        return InstallPlan(
-            path,
-            before,
-            after,
-            StatusLineChange.REMOVE,
-            ("restored the backup taken at install",),
-            installing=False,
-            restore_backup=True,
-        )
+    def strip(raw: bytes) -> bytes | None:
+        data = _parse(raw, path)
+        stripped = _strip_ours(data)
+        change = StatusLineChange.UNCHANGED
+        if is_ours(_statusline_command(data.get("statusLine"))):
+            previous = load_manifest(FilePlan(path, None, None).manifest_path).get("previous_statusline")
+            if previous is not None:
+                data["statusLine"] = previous
+                change = StatusLineChange.RESTORE_THEIRS
+            else:
+                del data["statusLine"]
+                change = StatusLineChange.REMOVE
+        stripped_statusline.append(change)
+        if not stripped and change is StatusLineChange.UNCHANGED:
+            return raw
+        backup = read_config(FilePlan(path, None, None).backup_path)
+        if backup is not None and data == _parse(backup, path):
+            return backup
+        return dump_json_object(data)
 
-    data = _parse(before, path)
-    stripped = _strip_ours(data)
-    change = StatusLineChange.UNCHANGED
-    if is_ours(_statusline_command(data.get("statusLine"))):
-        previous = manifest.get("previous_statusline")
-        if previous is not None:
-            data["statusLine"] = previous
-            change = StatusLineChange.RESTORE_THEIRS
-        else:
-            del data["statusLine"]
-            change = StatusLineChange.REMOVE
-    if not stripped and change is StatusLineChange.UNCHANGED:
-        return InstallPlan(
-            path, before, before, change, ("ctxhealth is not installed here",), installing=False
-        )
-    notes = ["settings changed since install: removed only ctxhealth's entries"] if manifest else []
-    if backup is not None and data == _parse(backup, path):
-        return InstallPlan(path, before, backup, change, tuple(notes), installing=False, restore_backup=True)
-    return InstallPlan(path, before, _dump(data), change, tuple(notes), installing=False)
-
-
-def _through(path: Path) -> Path:
-    """Where to write ``path``: a symbolic link's target (the link, maybe into a dotfiles repository,
-    stays a link), else the path itself."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    plan = plan_uninstall_file(path, strip)
+    if stripped_statusline:
+        change = stripped_statusline[0]
+    else:  # the backup restored as it was (or nothing there)
+        change = StatusLineChange.REMOVE if plan.restore_backup else StatusLineChange.UNCHANGED
+    return InstallPlan(
+        plan.path,
+        plan.before,
+        plan.after,
+        plan.notes,
+        installing=False,
+        restore_backup=plan.restore_backup,
+        statusline=change,
+    )
 
 
 def apply_plan(plan: InstallPlan) -> Path | None:
     """Write the plan atomically (backup + manifest on install); return the backup path if one was kept.
     A settings file that is a symbolic link is written through to its target."""
-    if not plan.changed:
-        return plan.backup_path if plan.backup_path.exists() else None
-    if plan.installing:
-        manifest = _load_manifest(plan.manifest_path)
-        if not manifest:
-            # The first install keeps the user's own file; later installs must not overwrite it with ours.
-            if plan.before is not None:
-                write_atomic(plan.backup_path, plan.before, mode=_mode(plan.settings_path))
-            manifest = {"schema_version": 1, "original_existed": plan.before is not None}
-        if plan.previous_statusline is not None:
-            manifest["previous_statusline"] = plan.previous_statusline
-        after = plan.after or b"{}\n"  # installing always produces a file
-        manifest["installed_sha256"] = _digest(after)
-        write_atomic(_through(plan.settings_path), after, mode=_mode(plan.settings_path))
-        write_atomic(plan.manifest_path, _dump(manifest))
-        return plan.backup_path if plan.backup_path.exists() else None
-    if plan.after is None:
-        plan.settings_path.unlink(missing_ok=True)
-    else:
-        write_atomic(_through(plan.settings_path), plan.after, mode=_mode(plan.settings_path))
-    for leftover in (plan.manifest_path, plan.backup_path):
-        leftover.unlink(missing_ok=True)
-    return None
-
-
-def _mode(path: Path) -> int:
-    try:
-        return os.stat(path).st_mode & 0o777
-    except OSError:
-        return 0o644
+    return apply_file_plan(plan)

@@ -12,6 +12,7 @@ Colour is ANSI, one colour per zone, off when ``color`` is False (the CLI honour
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Callable
@@ -90,7 +91,8 @@ def status_counters(
         if lock.acquired:
             if before_save is not None:
                 before_save(counters)
-            save_counters(home, counters)
+            with contextlib.suppress(OSError):  # a full disk costs the cache, never the line
+                save_counters(home, counters)
     return counters
 
 

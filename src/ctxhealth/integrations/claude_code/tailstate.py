@@ -34,6 +34,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ctxhealth.atomic import ExclusiveLock
+
 __all__ = [
     "DOOM_LOOP_REPEATS",
     "STATE_VERSION",
@@ -374,48 +376,39 @@ class SessionLock:
     Claude Code may run hooks for parallel tool calls at the same time; without the lock two of them
     could each save their own update and one would be lost. Waiting is bounded (``timeout`` seconds);
     ``acquired`` says whether the lock was got: a writer that did not get it must not save the
-    counters (it would overwrite what the holder saves). Where ``fcntl`` is missing (Windows) there
-    is no lock and ``acquired`` is True; a lost count is made good by the next transcript read, which
-    counts every tool result it has not seen.
+    counters (it would overwrite what the holder saves). The lock is
+    :class:`~ctxhealth.atomic.ExclusiveLock` (``flock``; ``msvcrt`` on Windows; an owner file
+    where neither exists, taken over when its process died).
     """
 
     def __init__(self, home: str, transcript: str, timeout: float = 2.0) -> None:
         self.path = tail_cache_path(home, transcript)[: -len(".json")] + ".lock"
         self.timeout = timeout
         self.acquired = False
-        self._fd: int | None = None
+        self._lock: ExclusiveLock | None = None
 
     def __enter__(self) -> SessionLock:
-        try:
-            import fcntl
-        except ImportError:
-            self.acquired = True
-            return self
         import time
 
-        try:
-            from ctxhealth.atomic import make_private_dirs
+        from ctxhealth.atomic import ExclusiveLock
 
-            make_private_dirs(os.path.dirname(self.path))
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o600)
-        except OSError:
-            return self  # an unwritable home fails later, where the error says why
+        lock = ExclusiveLock(self.path)
         deadline = time.monotonic() + self.timeout
         pause = 0.002
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._fd = fd
-                self.acquired = True
-                return self
-            except OSError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
+                if lock.acquire():
+                    self._lock = lock
+                    self.acquired = True
                     return self
-                time.sleep(pause)
-                pause = min(pause * 1.5, 0.05)
+            except OSError:
+                return self  # an unwritable home fails later, where the error says why
+            if time.monotonic() >= deadline:
+                return self
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.05)
 
     def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing releases the lock
-            self._fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

@@ -28,20 +28,11 @@ _BARS = " ▁▂▃▄▅▆▇█"
 
 
 def find_newest_session(projects: Path) -> Path | None:
-    """The most recently modified ``*.jsonl`` transcript under ``projects`` (``~/.claude/projects``)."""
-    if not projects.is_dir():
-        return None
-    newest: tuple[float, Path] | None = None
-    for path in projects.rglob("*.jsonl"):
-        if "subagents" in path.parts:
-            continue
-        try:
-            mtime = path.stat().st_mtime
-        except OSError:
-            continue
-        if newest is None or mtime > newest[0]:
-            newest = (mtime, path)
-    return newest[1] if newest else None
+    """The most recently modified session under ``projects`` (``~/.claude/projects``), as
+    :func:`ctxhealth.sources.homes.session_files` names a Claude Code session file."""
+    from ctxhealth.sources.homes import newest, session_files
+
+    return newest(session_files("claude-code", projects))
 
 
 class SessionWatch:

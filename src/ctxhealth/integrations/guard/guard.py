@@ -72,6 +72,28 @@ SESSION_HEADER = "x-ctxhealth-session"
 MAX_SESSIONS = 1_000
 MAX_RESPONSE_IDS = 10_000
 MAX_ALIASES = 10_000
+MAX_FORKS = 16
+"""Sessions that share one name or one first-message digest, at most (then the least recently
+used one is reset)."""
+
+
+def fork_key(family: str, n: int) -> str:
+    """The ``n``-th session of a family: the family's key itself, then ``key#2``, ``key#3`` ..."""
+    return family if n == 1 else f"{family}#{n}"
+
+
+def system_digest(adapter: WireAdapter, body: Mapping[str, Any], items: list[Any]) -> str:
+    """A digest of the request's system prompt (the head, or Chat Completions' leading system or
+    developer message): what a named session keeps through its agent's compactions."""
+    head = adapter.head(dict(body))
+    if (
+        head is None
+        and items
+        and isinstance(items[0], dict)
+        and items[0].get("role") in ("system", "developer")
+    ):
+        head = items[0]
+    return hashlib.blake2b(canonical(head), digest_size=8).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +140,8 @@ class Guard:
         # request starts from the summary, so its digest is new: it still is the same session)
         self._compacted: OrderedDict[str, str] = OrderedDict()
         self._aliases: OrderedDict[str, str] = OrderedDict()  # digest key -> session key
+        # a session name or a conversation digest -> the keys of the sessions that share it
+        self._families: OrderedDict[str, list[str]] = OrderedDict()
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ sessions
@@ -126,6 +150,13 @@ class Guard:
         return Monitor(self.model or model, self.profile, registry=self.registry)
 
     def _session(self, key: str, style: ApiStyle, model: str | None) -> GuardSession:
+        session = self._known(key)
+        if session is None:
+            session = self._keep(GuardSession(key, style.value, self._new_monitor(model)))
+        return session
+
+    def _known(self, key: str) -> GuardSession | None:
+        """The session ``key`` in memory or saved in the store, or None."""
         session = self.sessions.get(key)
         if session is not None:
             self.sessions.move_to_end(key)
@@ -134,27 +165,86 @@ class Guard:
             data = self.store.load(key)
         except LedgerError:
             data = None  # an unreadable ledger must not stop the traffic: start the session afresh
-        if data is not None:
-            try:
-                monitor = Monitor.restore(data["monitor"], self.model, self.profile, registry=self.registry)
-                session = GuardSession.load(data, monitor)
-            except (StateError, KeyError, TypeError, ValueError):
-                session = None  # from another version, or damaged: start afresh
-        if session is None:
-            session = GuardSession(key, style.value, self._new_monitor(model))
+        if data is None:
+            return None
+        try:
+            monitor = Monitor.restore(data["monitor"], self.model, self.profile, registry=self.registry)
+            return self._keep(GuardSession.load(data, monitor))
+        except (StateError, KeyError, TypeError, ValueError):
+            return None  # from another version, or damaged: start afresh
+
+    def _keep(self, session: GuardSession) -> GuardSession:
         session.saved = time.monotonic()  # ``max_age`` counts from when this process took it up
-        self.sessions[key] = session
+        self.sessions[session.key] = session
         while len(self.sessions) > self.max_sessions:
             old_key, old = self.sessions.popitem(last=False)
             if old.dirty:
                 self.store.save(old_key, old.dump())
         return session
 
-    def _key(self, adapter: WireAdapter, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
-        """The session: ``x-ctxhealth-session``; a continued response's; else the agent's own
-        session id (:func:`~ctxhealth.integrations.wire.harness.agent_session_id`) with the digest of
-        the first user message (an agent's sub-agents share its id but not their conversation);
-        else the digest of the system prompt and first user message. After the agent compacted
+    def _members(self, family: str) -> list[GuardSession]:
+        """The sessions of ``family`` (a name or a digest), as known in memory or in the store."""
+        keys = self._families.get(family)
+        if keys is None:
+            keys = []
+            for n in range(1, MAX_FORKS + 1):
+                if self._known(fork_key(family, n)) is None:
+                    break
+                keys.append(fork_key(family, n))
+            self._families[family] = keys
+            while len(self._families) > MAX_ALIASES:
+                self._families.popitem(last=False)
+        else:
+            self._families.move_to_end(family)
+        members = [s for s in map(self._known, keys) if s is not None]
+        if len(members) < len(keys):
+            keys[:] = [s.key for s in members]
+        return members
+
+    def _member(
+        self, adapter: WireAdapter, body: dict[str, Any], items: list[Any], family: str, named: bool
+    ) -> tuple[str, dict[int, bytes] | None]:
+        """Which session of ``family`` a request belongs to, and the chains it computed for that.
+
+        The one whose conversation the request extends (the longest, then the latest); for a name,
+        else the latest one with the same system prompt (its agent compacted or edited it: a reset);
+        else a new session of the family (another client with the same first message, or the same
+        name), so one conversation never resets another's session."""
+        members = self._members(family)
+        if not members:
+            self._families[family].append(family)
+            return family, None
+        marks = {len(items)}
+        for s in members:
+            marks.add(s.count)
+            if s.rewrite is not None:
+                marks.add(s.rewrite.count)
+        chains = chain_values(adapter.style.value, adapter.head(body), items, marks)
+        extended = [s for s in members if s.count == 0 or chains.get(s.count) == s.chain]
+        if extended:
+            return max(extended, key=lambda s: (s.count, s.touched)).key, chains
+        latest = sorted(members, key=lambda s: s.touched, reverse=True)
+        if named:
+            system = system_digest(adapter, body, items)
+            same = next((s for s in latest if s.system == system), None)
+            if same is not None:
+                return same.key, chains
+        keys = self._families[family]
+        if len(keys) >= MAX_FORKS:
+            return latest[-1].key, chains  # the least recently used one is reset
+        n = next(n for n in range(1, MAX_FORKS + 2) if fork_key(family, n) not in keys)
+        keys.append(fork_key(family, n))
+        return fork_key(family, n), chains
+
+    def _key(
+        self, adapter: WireAdapter, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> tuple[str, str | None]:
+        """The session, and the family it is chosen from (:meth:`_member`) when the key names a
+        family rather than one conversation: ``x-ctxhealth-session`` (a family); a continued
+        response's session; else the agent's own session id
+        (:func:`~ctxhealth.integrations.wire.harness.agent_session_id`) with the digest of the first
+        user message (an agent's sub-agents share its id but not their conversation); else the
+        digest of the system prompt and first user message (a family). After the agent compacted
         itself, its next request with a new digest joins the compacted session."""
         style = adapter.style.value
         given = headers.get(SESSION_HEADER)
@@ -162,28 +252,29 @@ class Guard:
             given = given.strip()[:200]
             if redact(given) != given:  # a secret used as a session id: keep only its digest
                 given = "id-" + hashlib.sha256(given.encode()).hexdigest()[:24]
-            return f"{style}:{given}"
+            return f"{style}:{given}", f"{style}:{given}"
         previous = body.get("previous_response_id")
         if isinstance(previous, str) and previous in self._responses:
-            return self._responses[previous]
+            return self._responses[previous], None
         agent_id = agent_session_id(headers, body)
         if agent_id is None:
-            return f"{style}:{session_digest(style, adapter.session_seed(dict(body)))}"
+            digest = f"{style}:{session_digest(style, adapter.session_seed(dict(body)))}"
+            return digest, digest
         first = next(
             (i for i in adapter.items(dict(body)) if isinstance(i, dict) and i.get("role") == "user"), None
         )
         key = f"{style}:{agent_id}:{session_digest(style, canonical(first).decode())}"
         alias = self._aliases.get(key)
         if alias is not None:
-            return alias
+            return alias, None
         if key not in self.sessions:
             compacted = self._compacted.pop(agent_id, None)
             if compacted is not None and compacted in self.sessions:
                 self._aliases[key] = compacted
                 while len(self._aliases) > MAX_ALIASES:
                     self._aliases.popitem(last=False)
-                return compacted
-        return key
+                return compacted, None
+        return key, None
 
     # ------------------------------------------------------------------ requests
 
@@ -215,21 +306,23 @@ class Guard:
         style = adapter.style
         self.metrics.requests[(style.value, self.mode.value)] += 1
         model = body.get("model") if isinstance(body.get("model"), str) else None
-        key = self._key(adapter, body, headers)
+        items = adapter.items(body)
+        continued = isinstance(body.get("previous_response_id"), str)
+        key, family = self._key(adapter, body, headers)
+        chains: dict[int, bytes] | None = None
+        if family is not None and not continued:
+            key, chains = self._member(adapter, body, items, family, SESSION_HEADER in headers)
         session = self._session(key, style, model)
         session.requests += 1
         session.dirty = True
         session.touched = time.monotonic()
-        items = adapter.items(body)
         if session.agent is None:
             agent = agent_of(headers)
             session.agent = agent.value if agent is not None else None
         harness = find_harness_request(items, adapter.head(body))
         if harness is not None:
             return self._harness(adapter, body, headers, session, items, harness)
-        continued = isinstance(body.get("previous_response_id"), str)
         reset = False
-        chains: dict[int, bytes] | None = None
         if continued:
             # the provider holds the history: every item here is new, nothing can be rewritten
             new_items, with_head = items, session.count == 0
@@ -238,7 +331,9 @@ class Guard:
             marks = {count, len(items)}
             if session.rewrite is not None:
                 marks.add(session.rewrite.count)
-            chains = chain_values(style.value, adapter.head(body), items, marks)
+            if chains is None or not marks <= chains.keys():
+                chains = chain_values(style.value, adapter.head(body), items, marks)
+            session.system = system_digest(adapter, body, items)
             if count and chains.get(count) != session.chain:
                 reset = True
                 session.resets += 1

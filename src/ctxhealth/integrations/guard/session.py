@@ -54,6 +54,7 @@ class GuardSession:
     self_compacting: bool = False  # the agent compacts itself (its compaction request was seen)
     compactions: int = 0
     cleared_at: int = -1  # the request length at the latest clearing in place of a restart
+    system: str = ""  # digest of the latest request's system prompt (see ``guard.system_digest``)
     dirty: bool = True
     touched: float = 0.0  # monotonic time of the latest request or response (not saved)
     saved: float = 0.0  # monotonic time of the latest hand-over to the store (not saved)
@@ -96,6 +97,7 @@ class GuardSession:
             "self_compacting": self.self_compacting,
             "compactions": self.compactions,
             "cleared_at": self.cleared_at,
+            "system": self.system,
         }
 
     @classmethod
@@ -133,6 +135,7 @@ class GuardSession:
             self_compacting=bool(data.get("self_compacting")),
             compactions=int(data.get("compactions", 0)),
             cleared_at=int(data.get("cleared_at", -1)),
+            system=str(data.get("system", "")),
             dirty=False,
         )
 

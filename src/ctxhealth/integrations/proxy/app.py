@@ -4,6 +4,8 @@
   the body (at most ``max_body_bytes``) goes through :meth:`Guard.plan`; the planned body is sent
   upstream, or the guard's API-shaped error is answered without calling upstream; the response is
   relayed as it arrives while its usage is read (:class:`~ctxhealth.integrations.wire.UsageTap`).
+  In observe mode the body goes upstream first and the guard reads it beside the relay
+  (:mod:`.background`), or in a process of its own with ``workers=2`` (:mod:`.worker`).
 * ``GET /ctxhealth/status`` (JSON) and ``GET /metrics`` (Prometheus text).
 
 starlette provides the request and response types; the app itself dispatches on the path. The
@@ -28,9 +30,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from ctxhealth.integrations.guard import Guard, LedgerStore, Plan, SessionStore
+from ctxhealth.integrations.guard import Guard, LedgerStore, Mode, Plan, SessionStore
+from ctxhealth.integrations.proxy.background import Background, Ticket
 from ctxhealth.integrations.proxy.config import ProxyConfig
 from ctxhealth.integrations.proxy.relay import Relay, request_headers, upstream_url
+from ctxhealth.integrations.proxy.worker import GuardProcess
 from ctxhealth.integrations.wire import UsageTap, adapter_for_path
 from ctxhealth.integrations.wire.base import ErrorKind, WireAdapter
 
@@ -76,6 +80,11 @@ class ProxyApp:
         self.config = config
         self.guard = guard
         self._session: aiohttp.ClientSession | None = None
+        self.worker: GuardProcess | None = None  # ``workers=2``: started with the app (lifespan)
+        # observe mode forwards the body as sent: the guard works beside the relay, not before it
+        self.background = (
+            Background(guard) if guard.mode is Mode.OBSERVE and not config.guard_inline else None
+        )
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -91,19 +100,38 @@ class ProxyApp:
             )
         return self._session
 
+    def start(self) -> None:
+        if self.config.workers == 2 and self.worker is None:
+            self.worker = GuardProcess(self.config)
+            self.background = None
+
     async def aclose(self) -> None:
+        if self.background is not None:
+            await self.background.aclose()
+        if self.worker is not None:
+            await self.worker.aclose()
         if self._session is not None:
             await self._session.close()
 
     # ------------------------------------------------------------------ routes
 
     async def status(self, request: Request) -> Response:
-        return JSONResponse(
-            {"schema_version": 1, "upstream": self.config.shown_upstream, **self.guard.status()}
-        )
+        if self.background is not None:
+            self.background.drain()
+        try:
+            doc = self.guard.status() if self.worker is None else await self.worker.ask("status")
+        except (RuntimeError, TimeoutError) as exc:
+            return PlainTextResponse(f"ctxhealth proxy: no status: {exc}", status_code=503)
+        return JSONResponse({"schema_version": 1, "upstream": self.config.shown_upstream, **doc})
 
     async def metrics(self, request: Request) -> Response:
-        return PlainTextResponse(self.guard.metrics_text(), media_type="text/plain; version=0.0.4")
+        if self.background is not None:
+            self.background.drain()
+        try:
+            text = self.guard.metrics_text() if self.worker is None else await self.worker.ask("metrics")
+        except (RuntimeError, TimeoutError) as exc:
+            return PlainTextResponse(f"ctxhealth proxy: no metrics: {exc}", status_code=503)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def forward(self, request: Request) -> Response | Relay:
         adapter = adapter_for_path(request.url.path) if request.method == "POST" else None
@@ -119,8 +147,19 @@ class ProxyApp:
         except ClientDisconnect:
             return Response(status_code=499)
         plan: Plan | None = None
+        ticket: Ticket | None = None
+        worker = self.worker
         if adapter is None:
-            self.guard.metrics.forwarded += 1
+            if worker is not None:
+                worker.forwarded()
+            else:
+                self.guard.metrics.forwarded += 1
+        elif worker is not None:
+            ticket = worker.plan(adapter.style, body, request.headers, f"{request.method} {request.url.path}")
+            if self.config.log_bodies:
+                log.info("request body: %s", body.decode("utf-8", "replace"))
+        elif self.background is not None:
+            pass  # assessed once the upstream has the request (below)
         else:
             plan = self.guard.plan(adapter.style, body, request.headers)
             self._log_plan(request, plan, body)
@@ -152,11 +191,25 @@ class ProxyApp:
         except aiohttp.ClientError as exc:
             message = f"ctxhealth proxy: upstream {self.config.upstream} unreachable: {upstream_problem(exc)}"
             return _error(adapter, ErrorKind.BAD_REQUEST, message, 502)
+        finally:
+            if adapter is not None and self.background is not None:
+                # observe mode: queued only now, so the guard's work never runs before the request
+                # is sent; its response's first bytes are relayed before the queue runs
+                ticket = self.background.plan(
+                    adapter.style, body, request.headers, lambda plan: self._log_plan(request, plan, body)
+                )
         tap = UsageTap(adapter.style, upstream.headers.get("content-type")) if adapter is not None else None
 
         def done(status: int, tap: UsageTap | None, seconds: float, complete: bool) -> None:
+            if worker is not None:
+                worker.latency(seconds)
+                if tap is not None and ticket is not None:
+                    worker.finish(ticket, status if complete else 499, tap.facts())
+                return
             self.guard.metrics.observe_latency(seconds)
-            if plan is not None and tap is not None:
+            if tap is not None and ticket is not None and self.background is not None:
+                self.background.finish(ticket, status if complete else 499, tap.facts())
+            elif plan is not None and tap is not None:
                 self.guard.finish(plan, status if complete else 499, tap.facts())
 
         return Relay(upstream, tap, done, started)
@@ -229,6 +282,7 @@ class ProxyASGI:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self.proxy.start()
                 self._flusher = asyncio.create_task(self._flush_periodically(config.flush_interval))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
@@ -236,9 +290,9 @@ class ProxyASGI:
                     self._flusher.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await self._flusher
+                await self.proxy.aclose()  # (runs what the guard still has queued)
                 guard.flush()
                 guard.store.close()
-                await self.proxy.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -253,6 +307,8 @@ def create_app(
 ) -> ProxyASGI:
     """The proxy as an ASGI app. Without ``guard``, one is made in ``config.mode`` over ``store``
     (default: the ledger under ``config.home`` when set)."""
+    if guard is None and config.workers == 2:
+        guard = Guard(config.mode)  # counts nothing: the guard process holds the sessions and the ledger
     if guard is None:
         if store is None and config.home is not None:
             store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))

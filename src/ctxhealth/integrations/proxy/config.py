@@ -32,6 +32,14 @@ class ProxyConfig:
     flush_interval: float = 0.25
     body_timeout: float = 30.0
     """Seconds a client may take to send a request body (a stalled client gets 408)."""
+    header_timeout: float = 5.0
+    """Seconds a client may take to send a request's head (line and headers), from the moment its
+    connection opened or its next request began; then the connection is closed (slowloris)."""
+    guard_inline: bool = False
+    """Observe mode: assess each request before sending it upstream (the default assesses it beside
+    the relay, :mod:`~ctxhealth.integrations.proxy.background`); advise and enforce always do."""
+    workers: int = 1
+    """2: the guard runs in a process of its own (observe mode; :mod:`.worker`)."""
     max_connections: int = 256
     """Open client connections served at once; beyond, a connection is answered 503 and closed
     (slow clients cannot hold the proxy open without bound)."""
@@ -41,6 +49,15 @@ class ProxyConfig:
             raise UsageError(
                 f"upstream {self.upstream!r} is not an http(s) URL",
                 hint="pass the API's base URL, e.g. --upstream https://api.anthropic.com",
+            )
+        if self.workers not in (1, 2):
+            raise UsageError(
+                f"--workers {self.workers}: 1 or 2", hint="2 runs the guard in a process of its own"
+            )
+        if self.workers == 2 and self.mode is not Mode.OBSERVE:
+            raise UsageError(
+                "--workers 2 needs --mode observe",
+                hint="advise and enforce change requests before they are sent: their guard runs in the relay",
             )
 
     @property

@@ -11,6 +11,7 @@ against 1.5-1.7 ms with httpx in the same minimal relay (measured, loopback).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 
@@ -19,6 +20,8 @@ import anyio
 from starlette.types import Receive, Scope, Send
 
 from ctxhealth.integrations.wire import UsageTap
+
+log = logging.getLogger("ctxhealth.proxy")
 
 HOP_BY_HOP = frozenset(
     {
@@ -100,9 +103,11 @@ class Relay:
                         if tap is not None:
                             tap.feed(chunk)
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                except (aiohttp.ClientError, TimeoutError):
+                except (aiohttp.ClientError, TimeoutError) as exc:
                     # the upstream died or stalled mid-body: the connection to the client is
                     # dropped (its response stays incomplete, as the upstream left it)
+                    what = "stalled" if isinstance(exc, TimeoutError) else "closed the connection"
+                    log.warning("the upstream %s mid-response: the client's response is cut there", what)
                     group.cancel_scope.cancel()
                     return
                 answered = True

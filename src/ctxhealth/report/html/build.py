@@ -2,7 +2,7 @@
 
 Two inputs, one page:
 
-* analysed sessions (:class:`~ctxhealth.fleet.SessionAnalysis`, ``ctxhealth report PATH...``):
+* analysed sessions (:class:`~ctxhealth.analysis.SessionAnalysis`, ``ctxhealth report PATH...``):
   the overview plus each session's timeline (fill against the window, zones shaded, one point per
   turn, markers for compactions, tool failures, drift, indicators and the policy's decisions) and
   its final signals with their evidence message indices;
@@ -14,9 +14,11 @@ Cost, the prompt-cache hit rate and the cache breaks in the overview are the aud
 (:class:`~ctxhealth.report.html.totals.AuditTotals`): the same figures ``ctxhealth audit --json``
 prints for the same inputs.
 
-The overview works on rows as dictionaries keyed by the fleet schema's column names, whichever
-input they came from. Sessions are ranked by how unhealthy they got (ever unhealthy first, then
-the largest pressure) and when (the earlier turn first).
+The overview works on rows as dictionaries keyed by the fleet schema's column names (the
+records' field names), whichever input they came from; a timeline reads turn records
+(:class:`~ctxhealth.analysis.TurnRecord`) and cache-break records, from either input. Sessions
+are ranked by how unhealthy they got (ever unhealthy first, then the largest pressure) and when
+(the earlier turn first).
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
+import msgspec
+
 from ctxhealth.accounting.types import Tier
-from ctxhealth.fleet.analysis import SessionAnalysis
-from ctxhealth.fleet.schema import COSTS, SESSIONS
+from ctxhealth.analysis import CacheBreakRow, SessionAnalysis, TurnRecord
 from ctxhealth.model import Message
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.report.check_report import DEPRECATED_DRIFT
@@ -100,8 +103,8 @@ def rows_of(analyses: Sequence[SessionAnalysis]) -> tuple[Rows, Rows]:
     costs: Rows = []
     for a in analyses:
         path = a.session.path
-        sessions.append(dict(zip(SESSIONS.names, a.session_row(path, 0), strict=True)))
-        costs.extend(dict(zip(COSTS.names, (path, *r), strict=True)) for r in a.rows.costs)
+        sessions.append(msgspec.structs.asdict(a.session_row(path, 0)))
+        costs.extend({"path": path, **msgspec.structs.asdict(r)} for r in a.rows.costs)
     return sessions, costs
 
 
@@ -360,12 +363,13 @@ def zone_bands(tier: Tier, window: int, usable: int, peak: int, profile: Profile
 
 
 def turn_points(
-    turns: Sequence[Sequence[Any]], window: int, reasons_at: Mapping[int, str], snippet_at: Mapping[int, str]
+    turns: Sequence[TurnRecord], window: int, reasons_at: Mapping[int, str], snippet_at: Mapping[int, str]
 ) -> list[Point]:
-    """One point per ``turns`` row (the fleet's column order, without ``path``), with its hover text."""
+    """One point per turn, with its hover text."""
     points = []
     for r in turns:
-        turn, index, _, fill, source, _, _, _, pressure, zone, _, risk, action = r[:13]
+        turn, index, fill, source, pressure = r.turn, r.message_index, r.fill, r.fill_source, r.pressure
+        zone, risk, action = r.zone, r.risk, r.action
         pct = 100.0 * fill / window if window else 0.0
         lines = [
             f"turn {turn} (message {index}): {fill:,} tokens, {pct:.1f}% of window [{source}]",
@@ -401,8 +405,12 @@ def session_section(analysis: SessionAnalysis, profile: Profile) -> str:
     """One session: figures, timeline, legend and the final signals with their evidence."""
     a, s, final = analysis.account, analysis.session, analysis.final
     messages = s.messages
-    reasons_at = {r[0]: r[6] for r in analysis.rows.decisions}
-    snippet_at = {r[1]: _snippet(messages[r[1]]) for r in analysis.rows.turns if r[1] < len(messages)}
+    reasons_at = {r.turn: r.reasons for r in analysis.rows.decisions}
+    snippet_at = {
+        r.message_index: _snippet(messages[r.message_index])
+        for r in analysis.rows.turns
+        if r.message_index < len(messages)
+    }
     points = turn_points(analysis.rows.turns, a.window, reasons_at, snippet_at)
     markers = []
     previous_action = "continue"
@@ -495,9 +503,7 @@ def render_report(
     if sessions is None or costs is None or totals is None:
         sessions, costs = rows_of(analyses)
         totals = totals_of(analyses)
-    drawn = sorted(
-        analyses, key=lambda a: severity(dict(zip(SESSIONS.names, a.session_row("", 0), strict=True)))
-    )
+    drawn = sorted(analyses, key=lambda a: severity(msgspec.structs.asdict(a.session_row("", 0))))
     shown = drawn[:max_timelines]
     linked = frozenset(a.session.path for a in shown)
     body = [
@@ -521,10 +527,10 @@ def render_report(
 
 def table_section(
     session: Mapping[str, Any],
-    turns: Sequence[Sequence[Any]],
-    decisions: Sequence[Sequence[Any]],
+    turns: Sequence[TurnRecord],
+    decisions: Sequence[Mapping[str, Any]],
     profile: Profile,
-    breaks: Sequence[Sequence[Any]] = (),
+    breaks: Sequence[CacheBreakRow] = (),
 ) -> str:
     """One session from the fleet tables: figures, the timeline (one point per ``turns`` row, the
     decisions marked where the action changes, the main thread's cache ``breaks`` marked) and the
@@ -533,12 +539,18 @@ def table_section(
     window = int(session.get("window") or 0)
     usable = int(session.get("usable_window") or window)
     peak = int(session.get("fill_peak") or 0)
-    reasons_at = {d[0]: d[6] for d in decisions}
+    reasons_at = {d["turn"]: d["reasons"] for d in decisions}
     points = turn_points(turns, window, reasons_at, {})
     markers = []
     previous = "continue"
     for d in decisions:
-        turn, index, _, action, rule, _, reasons = d[:7]
+        turn, index, action, rule, reasons = (
+            d["turn"],
+            d["message_index"],
+            d["action"],
+            d["rule"],
+            d["reasons"],
+        )
         if action == previous:
             continue
         previous = action
@@ -576,12 +588,20 @@ def table_section(
     return "".join(out)
 
 
-def break_markers(breaks: Sequence[Sequence[Any]]) -> list[Marker]:
-    """A marker per main-thread ``cache_breaks`` row (the fleet's column order, without ``path``);
-    the hover shows the cause, its evidence, the tokens lost and the cost."""
+def break_markers(breaks: Sequence[CacheBreakRow]) -> list[Marker]:
+    """A marker per main-thread cache break; the hover shows the cause, its evidence, the tokens
+    lost and the cost."""
     markers = []
     for b in breaks:
-        thread, turn, index, line, _, cause, detail, before, after, tokens, usd = b[:11]
+        thread, turn, index, line, cause, detail = (
+            b.thread,
+            b.turn,
+            b.message_index,
+            b.line,
+            b.cause,
+            b.detail,
+        )
+        before, after, tokens, usd = b.cached_before, b.cached_after, b.tokens_rewritten, b.cost_usd
         if thread != 0 or turn is None:
             continue
         where = f"message {index}, turn {turn}" + ("" if line is None else f", line {line}")
@@ -598,7 +618,7 @@ def _rate(value: object) -> str:
     return "–" if value is None else f"{100.0 * float(str(value)):.0f}%"
 
 
-Timeline = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]]]
+Timeline = tuple[Sequence[TurnRecord], Sequence[Mapping[str, Any]], Sequence[CacheBreakRow]]
 
 
 def render_overview(

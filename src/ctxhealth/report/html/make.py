@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.fleet.analysis import SessionAnalysis, analyse_session
+from ctxhealth.analysis import SessionAnalysis, analyse_session
 from ctxhealth.model import Session
 from ctxhealth.policy.profile import Profile
 from ctxhealth.report.html.build import (
@@ -23,7 +23,6 @@ from ctxhealth.report.html.build import (
     rows_of,
     severity,
 )
-from ctxhealth.report.html.tables import load_overview_rows
 from ctxhealth.report.html.totals import AuditTotals, totals_of
 
 
@@ -80,5 +79,7 @@ def report_tables(
 ) -> str:
     """The page from fleet tables (a DuckDB file or a Parquet folder): the overview, then the
     timelines of the ``max_timelines`` most unhealthy sessions."""
+    from ctxhealth.report.html.tables import load_overview_rows  # the fleet's store: only for --from
+
     sessions, costs, totals, timelines = load_overview_rows(source, max_timelines)
     return render_overview(sessions, costs, totals, title=title, timelines=timelines, profile=profile)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ctxhealth.analysis import CacheBreakRow, TurnRecord
 from ctxhealth.errors import InputError
 from ctxhealth.fleet.schema import BY_NAME, SCHEMA_VERSION, duckdb_ddl
 from ctxhealth.fleet.store import parquet_files, require
@@ -32,8 +33,9 @@ READ_TABLES = ("sessions", "costs", "responses", "cache_breaks", "turns", "decis
 
 def load_overview_rows(source: str | Path, timelines: int = 0) -> tuple[Rows, Rows, AuditTotals, Timelines]:
     """(sessions, costs, audit totals, timelines) from the fleet tables at ``source``; ``timelines``
-    maps the path of each of the ``timelines`` most unhealthy sessions to its ``turns``,
-    ``decisions`` and ``cache_breaks`` rows (without ``path``, in turn order).
+    maps the path of each of the ``timelines`` most unhealthy sessions to its turns (as
+    :class:`TurnRecord`), ``decisions`` rows (dictionaries) and cache breaks (as
+    :class:`CacheBreakRow`), each without ``path``, in turn order.
 
     Raises :class:`InputError` when ``source`` is not a fleet store of this schema version.
     """
@@ -82,9 +84,9 @@ def load_overview_rows(source: str | Path, timelines: int = 0) -> tuple[Rows, Ro
         for row in sorted(sessions, key=severity)[:timelines]:
             key = str(row["path"])
             drawn[key] = (
-                _rows_of(con, tables["turns"], "turns", key),
+                [TurnRecord(**r) for r in _rows_of(con, tables["turns"], "turns", key)],
                 _rows_of(con, tables["decisions"], "decisions", key),
-                _rows_of(con, tables["cache_breaks"], "cache_breaks", key),
+                [CacheBreakRow(**r) for r in _rows_of(con, tables["cache_breaks"], "cache_breaks", key)],
             )
     finally:
         con.close()
@@ -115,9 +117,10 @@ def _audit_totals(con: Any, tables: dict[str, str], paths: list[str]) -> AuditTo
     return totals
 
 
-def _rows_of(con: Any, source: str, name: str, path: str) -> list[tuple[Any, ...]]:
-    """One session's rows of ``name`` without the ``path`` column, in turn order."""
-    columns = ", ".join(f'"{c}"' for c in BY_NAME[name].names[1:])
+def _rows_of(con: Any, source: str, name: str, path: str) -> Rows:
+    """One session's rows of ``name`` without the ``path`` column, by column name, in turn order."""
+    names = BY_NAME[name].names[1:]
+    columns = ", ".join(f'"{c}"' for c in names)
     order = "thread, message_index" if name == "cache_breaks" else "turn"
     rows = con.execute(f"SELECT {columns} FROM {source} WHERE path = ? ORDER BY {order}", [path]).fetchall()
-    return [tuple(r) for r in rows]
+    return [dict(zip(names, r, strict=True)) for r in rows]

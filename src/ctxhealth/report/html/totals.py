@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ctxhealth.analysis import SessionAnalysis
 from ctxhealth.audit.cache import EXPECTED_CAUSES, BreakCause
 from ctxhealth.audit.cost import CostLedger, Priced
-from ctxhealth.fleet.analysis import SessionAnalysis
 
 
 @dataclass(frozen=True, slots=True)

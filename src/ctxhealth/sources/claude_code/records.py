@@ -40,6 +40,8 @@ from ctxhealth.sources.lines import (
     get_int,
     get_str,
     loads,
+    long_line,
+    max_line_bytes,
     type_name,
 )
 
@@ -166,11 +168,16 @@ def _iter_nodes(
     end = len(data)
     start = 0
     number = first_line - 1
+    limit = max_line_bytes()
     while start < end:
         stop = find(b"\n", start)
         if stop < 0:
             stop = end
         number += 1
+        if stop - start > limit:  # costs this line only; it is never decoded
+            sink.add(number, long_line(stop - start, limit))
+            start = stop + 1
+            continue
         node = _typed_node(view[start:stop], check_utf8) if typed and stop > start else None
         if node is None:
             raw = data[start:stop]

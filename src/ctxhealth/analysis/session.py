@@ -1,25 +1,25 @@
-"""One session, analysed once into the rows of every fleet table: :func:`analyse_session`.
+"""One session, analysed once into typed records: :func:`analyse_session`.
 
-The monitor runs over the session's messages once (as ``check`` does); at each model response the
-accounting's fill for that turn is joined with the monitor's assessment at the same message, which
-gives the ``turns`` rows (``check --json --series`` prints the same series), the ``decisions``
-rows (the turns whose decision is not ``continue``) and the session's first unhealthy turn. Tool
-calls are counted exactly as the accounting counts them (each call id once, sub-agents included),
-so the table's row count equals ``check``'s ``tool_calls``. Costs are split by the model that
-produced each response, at that model's list prices, so a session's rows add up to its
-``cost_usd``.
+The Monitor runs over the session's messages once (as ``check`` does) and gives a
+:class:`~ctxhealth.analysis.records.TurnRecord` at each model response
+(:mod:`ctxhealth.analysis.turns`); the turns whose decision is not ``continue`` are the session's
+decisions, and the first unhealthy one starts the "sent after unhealthy" count. Tool calls are
+counted exactly as the accounting counts them (each call id once, sub-agents included), so their
+number equals ``check``'s ``tool_calls``. Costs are split by the model that produced each
+response, at that model's list prices, so a session's cost lines add up to its ``cost_usd``.
 
 Everything about prices and the prompt cache comes from the audit, computed once per session:
-its priced responses (:func:`ctxhealth.audit.session_responses`) are the ``responses`` rows and,
-summed per model, the ``costs`` rows; its cache report (:func:`ctxhealth.audit.audit_cache`)
-gives the session's ``cache_hit_rate`` and the ``cache_breaks`` rows, so the tables list the same
-breaks, causes and costs as ``ctxhealth audit --json``.
+its priced responses (:func:`ctxhealth.audit.session_responses`) and, summed per model, the cost
+lines; its cache report (:func:`ctxhealth.audit.audit_cache`) gives the session's
+``cache_hit_rate`` and the cache breaks, so they list the same breaks, causes and costs as
+``ctxhealth audit --json``.
 
-Waste is defined here as the prompt tokens sent from the first turn whose decision was unhealthy
-on: the work done in a context the policy wanted to recover.
+``waste_tokens`` (shown as "sent after unhealthy") is the prompt tokens sent from the first turn
+whose decision was unhealthy on: the work done in a context the policy wanted to recover.
 
-Timeline events (compactions, tool failures, drift, indicators, decisions, cache breaks) are kept for the HTML
-report; they are not a table of their own (each is a row or a column elsewhere).
+Timeline events (compactions, tool failures, drift, indicators, decisions, cache breaks) are kept
+for the HTML report. ``check --json --series``, the report and the fleet tables all read this one
+analysis; the fleet maps its records to columns by name.
 """
 
 from __future__ import annotations
@@ -27,13 +27,22 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from ctxhealth.accounting.cost import iter_threads
-from ctxhealth.accounting.fill import SessionAccount, account_session
+from ctxhealth.accounting.fill import SessionAccount, account_session, session_model_id
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.analysis.records import (
+    CacheBreakRow,
+    CostRow,
+    ResponseRow,
+    SessionRow,
+    ToolCallRow,
+    TurnRecord,
+)
+from ctxhealth.analysis.turns import parse_time, turn_records
 from ctxhealth.audit.cache import CacheReport, audit_cache
 from ctxhealth.audit.responses import Response, session_responses
 from ctxhealth.failures import is_failure
@@ -41,10 +50,12 @@ from ctxhealth.model import Message, Session, ToolCall, ToolResult
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy.profile import Profile
 
-Row = tuple[Any, ...]
-
 SNIPPET_CHARS = 240
 """Characters of a message kept for a timeline event's hover text."""
+
+SERIES_FIELDS = ("turn", "message_index", "fill", "fill_source", "pressure", "zone", "risk", "action")
+"""The fields of a turn that ``check --json --series`` prints (``fill_source`` and ``message_index``
+included so a series can be joined with the log)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +72,13 @@ class TimelineEvent:
 
 @dataclass(slots=True)
 class SessionRows:
-    """The per-session rows and figures gathered in the one pass over the messages."""
+    """The per-session records and figures gathered in the one pass over the messages."""
 
-    turns: list[Row] = field(default_factory=list)
-    decisions: list[Row] = field(default_factory=list)
-    tool_calls: list[Row] = field(default_factory=list)
-    costs: list[Row] = field(default_factory=list)
-    cache_breaks: list[Row] = field(default_factory=list)
-    responses: list[Row] = field(default_factory=list)
+    turns: list[TurnRecord] = field(default_factory=list)
+    tool_calls: list[ToolCallRow] = field(default_factory=list)
+    costs: list[CostRow] = field(default_factory=list)
+    cache_breaks: list[CacheBreakRow] = field(default_factory=list)
+    responses: list[ResponseRow] = field(default_factory=list)
     events: list[TimelineEvent] = field(default_factory=list)
     first_unhealthy_turn: int | None = None
     first_unhealthy_at: datetime | None = None
@@ -76,6 +86,11 @@ class SessionRows:
     waste_tokens: int = 0
     prompt_tokens: int = 0
     cache_hit_rate: float | None = None
+
+    @property
+    def decisions(self) -> list[TurnRecord]:
+        """The turns whose decision is not ``continue``."""
+        return [t for t in self.turns if t.action != "continue"]
 
 
 @dataclass(slots=True)
@@ -107,41 +122,13 @@ class SessionAnalysis:
         return week_of(self.started_at)
 
     def series(self) -> list[dict[str, Any]]:
-        """The per-turn series ``check --json --series`` prints: turn, fill, pressure, zone, action."""
-        return [
-            {
-                "turn": r[0],
-                "message_index": r[1],
-                "fill": r[3],
-                "fill_source": r[4],
-                "pressure": r[8],
-                "zone": r[9],
-                "risk": r[11],
-                "action": r[12],
-            }
-            for r in self.rows.turns
-        ]
+        """The per-turn series ``check --json --series`` prints (:data:`SERIES_FIELDS` of each turn)."""
+        return [{name: getattr(t, name) for name in SERIES_FIELDS} for t in self.rows.turns]
 
-    def session_row(self, path: str, file_bytes: int) -> Row:
+    def session_row(self, path: str, file_bytes: int) -> SessionRow:
+        """The session's record, keyed ``path``."""
         a, f, s, r = self.account, self.assessed, self.session, self.rows
-        health: Row = (
-            (None,) * 11
-            if f is None
-            else (
-                f.zone.value,
-                round(f.pressure, 4),
-                round(r.max_pressure, 4),
-                None if f.risk is None else round(f.risk, 4),
-                f.action.value,
-                f.rule.value,
-                "\n".join(f.reasons),
-                f.healthy,
-                r.first_unhealthy_turn,
-                r.first_unhealthy_at,
-                r.waste_tokens,
-            )
-        )
-        return (
+        return SessionRow(
             path,
             s.session_id,
             s.format.value,
@@ -163,37 +150,22 @@ class SessionAnalysis:
             a.tool_errors,
             None if a.cost_usd is None else round(a.cost_usd, 6),
             r.cache_hit_rate,
-            *health,
+            None if f is None else f.zone.value,
+            None if f is None else round(f.pressure, 4),
+            None if f is None else round(r.max_pressure, 4),
+            None if f is None or f.risk is None else round(f.risk, 4),
+            None if f is None else f.action.value,
+            None if f is None else f.rule.value,
+            None if f is None else "\n".join(f.reasons),
+            None if f is None else f.healthy,
+            None if f is None else r.first_unhealthy_turn,
+            None if f is None else r.first_unhealthy_at,
+            None if f is None else r.waste_tokens,
             r.prompt_tokens,
             len(s.sidechains),
             len(s.warnings),
             file_bytes,
         )
-
-    def table_rows(self, path: str, file_bytes: int) -> dict[str, list[Row]]:
-        """Rows of every session table, each prefixed with ``path`` (the key)."""
-        key = (path,)
-        r = self.rows
-        return {
-            "sessions": [self.session_row(path, file_bytes)],
-            "turns": [key + row for row in r.turns],
-            "decisions": [key + row for row in r.decisions],
-            "tool_calls": [key + row for row in r.tool_calls],
-            "cache_breaks": [key + row for row in r.cache_breaks],
-            "responses": [key + row for row in r.responses],
-            "costs": [key + row for row in r.costs],
-        }
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """An ISO-8601 timestamp as an aware UTC datetime (naive ones are taken as UTC); None if unreadable."""
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def week_of(moment: datetime | None) -> date | None:
@@ -239,17 +211,17 @@ def _json_len(value: Any) -> int:
 
 
 def _tool_rows(
-    session: Session, turn_of: Callable[[int], int | None]
-) -> tuple[list[Row], list[TimelineEvent]]:
+    session: Session, turn_of: Callable[[int], int | None], events: bool
+) -> tuple[list[ToolCallRow], list[TimelineEvent]]:
     """Tool calls of every thread, each id once (as the accounting counts them), joined with their
-    results; and a timeline event for each failed result in the main thread."""
+    results; and (``events``) a timeline event for each failed result in the main thread."""
     results: dict[str, ToolResult] = {}
     for thread in iter_threads(session):
         for message in thread.messages:
             for block in message.blocks:
                 if isinstance(block, ToolResult) and block.tool_call_id and block.tool_call_id not in results:
                     results[block.tool_call_id] = block
-    rows: list[Row] = []
+    rows: list[ToolCallRow] = []
     names: dict[str, str] = {}
     seen: set[str] = set()
     for number, thread in enumerate(iter_threads(session)):
@@ -264,20 +236,21 @@ def _tool_rows(
                     seen.add(block.id)
                     names[block.id] = block.name
                 result = results.get(block.id) if block.id else None
-                failed = None if result is None else is_failure(result)
                 rows.append(
-                    (
+                    ToolCallRow(
                         number,
                         i,
                         turn_of(i) if main else None,
                         block.id or "",
                         block.name,
-                        failed,
+                        None if result is None else is_failure(result),
                         _json_len(block.input),
                         len(result.text) if result is not None else 0,
                     )
                 )
-    events: list[TimelineEvent] = []
+    found: list[TimelineEvent] = []
+    if not events:
+        return rows, found
     reported: set[str] = set()
     for i, message in enumerate(session.messages):
         for block in message.tool_results:
@@ -286,16 +259,16 @@ def _tool_rows(
             reported.add(block.tool_call_id)
             tool = names.get(block.tool_call_id, "tool")
             exit_note = f" (exit {block.exit_code})" if block.exit_code not in (None, 0) else ""
-            events.append(
+            found.append(
                 TimelineEvent(
                     "tool_failure", i, turn_of(i), f"{tool} failed{exit_note}", _snippet(block.text), (i,)
                 )
             )
-    return rows, events
+    return rows, found
 
 
-def _cost_rows(responses: Iterable[Response], project: str, week: date | None) -> list[Row]:
-    """Usage and cost per model: the audit's priced responses summed (a model's cost is NULL when
+def _cost_rows(responses: Iterable[Response], project: str, week: date | None) -> list[CostRow]:
+    """Usage and cost per model: the audit's priced responses summed (a model's cost is None when
     its prices are unknown)."""
     totals: dict[str, list[int]] = {}
     costs: dict[str, float | None] = {}
@@ -310,16 +283,18 @@ def _cost_rows(responses: Iterable[Response], project: str, week: date | None) -
         t[4] += usage.output_tokens
         so_far = costs.get(model_id, 0.0)
         costs[model_id] = None if r.usd is None or so_far is None else so_far + r.usd
-    rows: list[Row] = []
+    rows: list[CostRow] = []
     for model_id, (n, inp, cw, cr, out) in sorted(totals.items()):
         cost = costs[model_id]
-        rows.append((model_id, project, week, n, inp, cw, cr, out, None if cost is None else round(cost, 6)))
+        rows.append(
+            CostRow(model_id, project, week, n, inp, cw, cr, out, None if cost is None else round(cost, 6))
+        )
     return rows
 
 
-def _response_rows(responses: Iterable[Response]) -> list[Row]:
+def _response_rows(responses: Iterable[Response]) -> list[ResponseRow]:
     return [
-        (
+        ResponseRow(
             r.thread,
             r.position,
             r.line,
@@ -336,15 +311,18 @@ def _response_rows(responses: Iterable[Response]) -> list[Row]:
     ]
 
 
-def _cache_break_rows(cache: CacheReport, turn_at: dict[int, int]) -> tuple[list[Row], list[TimelineEvent]]:
-    """The audit's cache breaks as rows, and a timeline event for each one in the main thread."""
-    rows: list[Row] = []
-    events: list[TimelineEvent] = []
+def _cache_break_rows(
+    cache: CacheReport, turn_at: dict[int, int], events: bool
+) -> tuple[list[CacheBreakRow], list[TimelineEvent]]:
+    """The audit's cache breaks as rows, and (``events``) a timeline event for each one in the
+    main thread."""
+    rows: list[CacheBreakRow] = []
+    found: list[TimelineEvent] = []
     for b in cache.breaks:
         r = b.response
         turn = turn_at.get(r.position) if r.thread == 0 else None
         rows.append(
-            (
+            CacheBreakRow(
                 r.thread,
                 turn,
                 r.position,
@@ -358,9 +336,9 @@ def _cache_break_rows(cache: CacheReport, turn_at: dict[int, int]) -> tuple[list
                 None if b.usd is None else round(b.usd, 9),
             )
         )
-        if r.thread == 0:
+        if events and r.thread == 0:
             cost = "no prices" if b.usd is None else f"${b.usd:,.4f}"
-            events.append(
+            found.append(
                 TimelineEvent(
                     "cache_break",
                     r.position,
@@ -371,7 +349,38 @@ def _cache_break_rows(cache: CacheReport, turn_at: dict[int, int]) -> tuple[list
                     (r.position,),
                 )
             )
-    return rows, events
+    return rows, found
+
+
+def _turn_events(turns: Iterable[TurnRecord]) -> list[TimelineEvent]:
+    """Decision markers, and a marker where the drift detector starts drifting and where the zone
+    is first raised by the indicators (the Monitor's own reason says which fired)."""
+    out: list[TimelineEvent] = []
+    drifting = raised = False
+    for t in turns:
+        index = t.message_index
+        if t.action != "continue":
+            out.append(TimelineEvent("decision", index, t.turn, t.action, t.reasons, (index,)))
+        if t.drifting and not drifting:
+            out.append(
+                TimelineEvent(
+                    "drift",
+                    index,
+                    t.turn,
+                    f"off task: on-task {t.drift:.2f}",
+                    "output drifted from the instruction",
+                    (index,),
+                )
+            )
+        drifting = t.drifting
+        now_raised = t.zone != t.base_zone
+        if now_raised and not raised:
+            why = next((r for r in t.reasons.splitlines() if r.startswith("zone raised ")), "")
+            out.append(
+                TimelineEvent("indicators", index, t.turn, f"{t.indicators} indicators", why, (index,))
+            )
+        raised = now_raised
+    return out
 
 
 def analyse_session(
@@ -384,13 +393,13 @@ def analyse_session(
     events: bool = True,
     health: bool = True,
 ) -> SessionAnalysis:
-    """Account and assess ``session`` once; rows of every table and the timeline events.
+    """Account and assess ``session`` once; its records and the timeline events.
 
     ``model`` accounts every response as that model (as ``check --model``). ``events=False`` skips
     what only the HTML report reads (tool-failure snippets, drift and indicator markers).
-    ``health=False`` is the accounting level: no monitor runs, so there are no ``turns`` or
-    ``decisions`` rows, the session's health columns are NULL and ``final`` is None; every other
-    row is the same as with ``health=True``.
+    ``health=False`` is the accounting level: no monitor runs, so there are no turn records, the
+    session's health fields are None and ``final`` is None; every other record is the same as with
+    ``health=True``.
     """
     registry = registry or ModelRegistry.default()
     account = account or account_session(session, registry=registry, model=model)
@@ -399,98 +408,17 @@ def analyse_session(
     started, ended = _span(session.messages)
     project = project_of(session.path)
     result = SessionRows()
-    messages = session.messages
-    state = {"drifting": False, "raised": False}
-
-    def observe_turn(assessment: Assessment) -> None:
-        # (a function of its own so that no reference to the assessment outlives its turn: a held
-        # assessment makes the monitor snapshot every detector before the next message)
-        index = assessment.index
-        t = turn_at.get(index)
-        if t is None:
-            return
-        message = messages[index]
-        usage = message.usage
-        stamp = parse_time(message.timestamp)
-        action = assessment.action.value
-        drift = monitor.drift.similarity
-        fired = monitor.indicators.fired_count() + monitor.repetition.repeated_fired
-        result.turns.append(
-            (
-                t.turn,
-                index,
-                stamp,
-                t.tokens,
-                t.source.value,
-                usage.output_tokens if usage is not None else 0,
-                usage.cache_read_tokens if usage is not None else 0,
-                usage.cache_creation_tokens if usage is not None else 0,
-                round(assessment.pressure, 4),
-                assessment.zone.value,
-                assessment.base_zone.value,
-                None if assessment.risk is None else round(assessment.risk, 4),
-                action,
-                assessment.rule.value,
-                round(drift, 4),
-                int(fired),
-            )
-        )
-        result.prompt_tokens += t.tokens
-        if assessment.pressure > result.max_pressure:
-            result.max_pressure = assessment.pressure
-        healthy = assessment.healthy
-        if not healthy and result.first_unhealthy_turn is None:
-            result.first_unhealthy_turn = t.turn
-            result.first_unhealthy_at = stamp
-        if result.first_unhealthy_turn is not None:
-            result.waste_tokens += t.tokens
-        if action != "continue":
-            reasons = "\n".join(assessment.reasons)
-            result.decisions.append((t.turn, index, stamp, action, assessment.rule.value, healthy, reasons))
-            if events:
-                result.events.append(TimelineEvent("decision", index, t.turn, action, reasons, (index,)))
-        if events:
-            now_drifting = monitor.drift.drifting
-            if now_drifting and not state["drifting"]:
-                result.events.append(
-                    TimelineEvent(
-                        "drift",
-                        index,
-                        t.turn,
-                        f"off task: on-task {drift:.2f}",
-                        "output drifted from the instruction",
-                        (index,),
-                    )
-                )
-            state["drifting"] = now_drifting
-            now_raised = assessment.zone is not assessment.base_zone
-            if now_raised and not state["raised"]:
-                names = monitor.indicators.fired()
-                if monitor.repetition.repeated_fired:
-                    names.insert(0, "repeated tool calls")
-                result.events.append(
-                    TimelineEvent(
-                        "indicators",
-                        index,
-                        t.turn,
-                        f"{len(names)} indicators",
-                        ", ".join(names) + f": zone {assessment.base_zone.value} → {assessment.zone.value}",
-                        (index,),
-                    )
-                )
-            state["raised"] = now_raised
 
     final: Assessment | None = None
     if health:
         monitor = Monitor(model or session.model, profile, registry=registry)
-        seen = False
-        # assessed at each response (the turns' rows), and once after the last message
-        for index in monitor.update_session(session):
-            seen = True
-            if index in turn_at:
-                observe_turn(monitor.assess())
+        # the Monitor accounts the session as this account did when no model is forced and the log
+        # names its own (else it accounts again, with the model it was given)
+        same = model is None and session.model is not None and session_model_id(session) == session.model
+        result.turns = list(turn_records(monitor, session, turn_at, account if same else None))
         # a session without messages yields no assessment: observe_session gives "nothing seen yet"
-        final = monitor.assess() if seen else monitor.observe_session(session)
+        final = monitor.last if monitor.last is not None else monitor.observe_session(session)
+        _fold_turns(result)
     else:
         result.prompt_tokens = sum(t.tokens for t in account.turns)
     responses = session_responses(session, registry, model=model)
@@ -502,11 +430,14 @@ def analyse_session(
         k = bisect_right(turn_indices, i)
         return turn_at[turn_indices[k - 1]].turn if k else None
 
-    result.tool_calls, failures = _tool_rows(session, turn_of)
+    result.tool_calls, failures = _tool_rows(session, turn_of, events)
     result.costs = _cost_rows(responses, project, week_of(started))
     result.responses = _response_rows(responses)
-    result.cache_breaks, break_events = _cache_break_rows(cache, {i: t.turn for i, t in turn_at.items()})
+    result.cache_breaks, break_events = _cache_break_rows(
+        cache, {i: t.turn for i, t in turn_at.items()}, events
+    )
     if events:
+        result.events = _turn_events(result.turns)
         result.events.extend(failures)
         result.events.extend(break_events)
         for c in account.compactions:
@@ -519,9 +450,24 @@ def analyse_session(
                     c.message_index,
                     turn_of(c.message_index),
                     f"compaction{trigger}",
-                    f"{before} → {after} tokens: " + _snippet(messages[c.message_index].text),
+                    f"{before} → {after} tokens: " + _snippet(session.messages[c.message_index].text),
                     (c.message_index,),
                 )
             )
         result.events.sort(key=lambda e: (e.message_index, e.kind))
     return SessionAnalysis(session, account, final, project, started, ended, result, responses, cache)
+
+
+def _fold_turns(rows: SessionRows) -> None:
+    """The session's figures over its turns: prompt sent, the largest pressure, the first unhealthy
+    turn and what was sent from it on."""
+    for t in rows.turns:
+        rows.prompt_tokens += t.fill
+        if t.pressure > rows.max_pressure:
+            rows.max_pressure = t.pressure
+        if not t.healthy and rows.first_unhealthy_turn is None:
+            rows.first_unhealthy_turn = t.turn
+            rows.first_unhealthy_at = t.timestamp
+        if rows.first_unhealthy_turn is not None:
+            rows.waste_tokens += t.fill
+    return None

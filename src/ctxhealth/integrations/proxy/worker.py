@@ -1,0 +1,216 @@
+"""The guard in a process of its own (``ctxhealth proxy --workers 2``, observe mode): two cores serve.
+
+One process relays bytes (uvicorn, the event loop); the other holds the one :class:`Guard` with every
+session, its ledger and its periodic saving. Session state stays correct because there is still one
+guard: the relay hands it each request and each response's facts in arrival order over a pipe, as
+:class:`~ctxhealth.integrations.proxy.background.Background` does inside one process, and asks it
+for the status page and the metrics.
+
+Two uvicorn workers on one socket would each hold a guard of their own, and the kernel spreads
+connections over them, so a session's requests would land in both: its prefix would reset at every
+switch. That split is not offered.
+
+On the relay side the event loop only puts tuples on a queue; a thread pickles and writes them, so
+a slow guard never blocks the loop (the pipe's buffer does the waiting, in that thread). A guard
+process that dies costs its assessments, never the traffic: the relay goes on alone and says so once
+in the log. At shutdown the guard runs everything queued, saves every session and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import multiprocessing
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ctxhealth.integrations.guard import Guard, LedgerStore, Plan, SessionStore
+from ctxhealth.integrations.proxy.background import Ticket
+from ctxhealth.integrations.proxy.config import ProxyConfig
+from ctxhealth.integrations.wire import ApiStyle, ResponseFacts
+
+log = logging.getLogger("ctxhealth.proxy")
+
+ASK_TIMEOUT = 5.0
+MAX_OPEN_PLANS = 10_000
+"""Plans waiting for their response's facts, at most (a request whose upstream failed has none)."""
+FLUSH_IDLE = 60.0
+FLUSH_MAX_AGE = 300.0
+FLUSH_BATCH = 8
+
+
+class GuardProcess:
+    """The relay's handle on the guard process (see the module docstring)."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        verbose = log.isEnabledFor(logging.INFO)
+        self._process = context.Process(
+            target=serve_guard, args=(child, config, verbose), name="ctxhealth-guard", daemon=True
+        )
+        self._process.start()
+        child.close()
+        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._seq = itertools.count(1)
+        self._asks: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        self._lock = threading.Lock()
+        self.alive = True
+        self._closing = False
+        self._sender = threading.Thread(target=self._send_all, name="ctxhealth-guard-send", daemon=True)
+        self._reader = threading.Thread(target=self._read_all, name="ctxhealth-guard-read", daemon=True)
+        self._sender.start()
+        self._reader.start()
+
+    # the relay's calls (from the event loop): each only queues a message
+
+    def plan(self, style: ApiStyle, body: bytes, headers: Mapping[str, str], where: str) -> Ticket:
+        """Queue a request for the guard (``where``: its method and path, for the log line)."""
+        ticket = Ticket(next(self._seq))
+        self._outbox.put(("plan", ticket.seq, style.value, body, dict(headers), where))
+        return ticket
+
+    def finish(self, ticket: Ticket, status: int, facts: ResponseFacts) -> None:
+        self._outbox.put(("finish", ticket.seq, status, facts))
+
+    def forwarded(self) -> None:
+        """A request on a path the guard does not read: counted."""
+        self._outbox.put(("forwarded",))
+
+    def latency(self, seconds: float) -> None:
+        """How long the upstream took over a request, for the latency histogram."""
+        self._outbox.put(("latency", seconds))
+
+    async def ask(self, what: str) -> Any:
+        """The guard's ``status()`` or ``metrics_text()``, after everything queued before it."""
+        if not self.alive:
+            raise RuntimeError("the guard process has stopped")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        number = next(self._seq)
+        with self._lock:
+            self._asks[number] = (loop, future)
+        self._outbox.put(("ask", number, what))
+        try:
+            return await asyncio.wait_for(future, ASK_TIMEOUT)
+        finally:
+            with self._lock:
+                self._asks.pop(number, None)
+
+    async def aclose(self) -> None:
+        """Let the guard run what is queued, save every session and exit."""
+        self._closing = True
+        self._outbox.put(("close",))
+        self._outbox.put(None)
+        await asyncio.get_running_loop().run_in_executor(None, self._join)
+
+    def _join(self) -> None:
+        self._sender.join(timeout=30)
+        self._process.join(timeout=30)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+
+    # threads
+
+    def _send_all(self) -> None:
+        while (message := self._outbox.get()) is not None:
+            if not self.alive:
+                continue
+            try:
+                self._conn.send(message)
+            except (OSError, EOFError, ValueError):
+                self._stopped()
+
+    def _read_all(self) -> None:
+        while True:
+            try:
+                number, value = self._conn.recv()
+            except (OSError, EOFError):
+                self._stopped()
+                return
+            with self._lock:
+                waiting = self._asks.pop(number, None)
+            if waiting is not None:
+                loop, future = waiting
+                loop.call_soon_threadsafe(_resolve, future, value)
+
+    def _stopped(self) -> None:
+        if self.alive:
+            self.alive = False
+            if not self._closing:
+                log.warning("the guard process stopped: requests are relayed without assessment")
+
+
+def _resolve(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def serve_guard(conn: Connection, config: ProxyConfig, verbose: bool) -> None:
+    """The guard process: run the messages in order until ``close`` (or the relay is gone)."""
+    if verbose:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("ctxhealth proxy: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    store: SessionStore | None = None
+    if config.home is not None:
+        store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))
+    guard = Guard(config.mode, store=store, model=config.model)
+    plans: OrderedDict[int, Plan] = OrderedDict()
+    flushed = time.monotonic()
+    try:
+        while True:
+            try:
+                message = conn.recv() if conn.poll(config.flush_interval) else None
+            except (OSError, EOFError):
+                break
+            if time.monotonic() - flushed >= config.flush_interval:
+                guard.flush(idle=FLUSH_IDLE, max_age=FLUSH_MAX_AGE, limit=FLUSH_BATCH)
+                flushed = time.monotonic()
+            if message is None:
+                continue
+            kind = message[0]
+            if kind == "plan":
+                _, seq, style, body, headers, where = message
+                plan = guard.plan(ApiStyle(style), body, headers)
+                if plan.key is not None:
+                    plans[seq] = plan
+                    while len(plans) > MAX_OPEN_PLANS:
+                        plans.popitem(last=False)
+                if log.isEnabledFor(logging.INFO):
+                    log.info(
+                        "%s session=%s action=%s applied=%s reset=%s observed=%d",
+                        where,
+                        plan.key,
+                        plan.action.value,
+                        plan.applied.value,
+                        plan.reset,
+                        plan.observed,
+                    )
+            elif kind == "finish":
+                _, seq, status, facts = message
+                done = plans.pop(seq, None)
+                if done is not None:
+                    guard.finish(done, status, facts)
+            elif kind == "forwarded":
+                guard.metrics.forwarded += 1
+            elif kind == "latency":
+                guard.metrics.observe_latency(message[1])
+            elif kind == "ask":
+                _, number, what = message
+                answer = guard.status() if what == "status" else guard.metrics_text()
+                conn.send((number, answer))
+            elif kind == "close":
+                break
+    finally:
+        guard.flush()
+        guard.store.close()
+        conn.close()
