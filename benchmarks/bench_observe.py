@@ -7,7 +7,9 @@ Run: ``python benchmarks/bench_observe.py [--data ../shared/data] [--turns 4000]
 * per session: p50 / p99 / mean microseconds per ``observe`` over all observations; the same per
   message as the fastest of the repeats (``observe_best_of``: steadier on a busy machine, since a
   message's cost does not change between repeats, only the interference does) with the mean CPU time
-  per message; ``observe`` plus reading every signal of each assessment (``observe_plus_all_signals``:
+  per message; ``observe``'s two steps apart (``update_then_assess_best_of``, best of the repeats):
+  ``update`` on every message and ``assess`` at each assistant turn, as fleet, the hooks and the
+  proxy now call them; ``observe`` plus reading every signal of each assessment (``observe_plus_all_signals``:
   ``observe`` returns the decision, zone, pressure, risk and features and defers the per-signal
   snapshots and explanations until they are read, so this is the cost for a caller who reads them
   all); the retained memory (tracemalloc) of a monitor after 10% / 50% / 100% of the history,
@@ -124,6 +126,41 @@ def time_observe(session: Session, repeats: int) -> tuple[dict[str, float], dict
             "repeats": repeats,
         },
     )
+
+
+def time_update_assess(session: Session, repeats: int) -> dict[str, Any] | None:
+    """The two steps ``observe`` is made of, per message the fastest of the repeats: ``update`` on
+    every message (the per-message step) and ``assess`` at each assistant turn (where fleet, the
+    hooks and the proxy ask for an answer; ``check`` asks once per session). None on code without
+    the split (a baseline from before it)."""
+    if not hasattr(Monitor, "update"):
+        return None
+    n = len(session.messages)
+    update = [math.inf] * n
+    assess = [math.inf] * n
+    clock = time.perf_counter_ns
+    turns = [i for i, msg in enumerate(session.messages) if msg.role is Role.ASSISTANT]
+    wanted = set(turns)
+    for _ in range(repeats):
+        m = Monitor(session.model)
+        for i, msg in enumerate(session.messages):
+            t0 = clock()
+            m.update(msg)
+            t1 = clock()
+            if i in wanted:
+                m.assess()
+                assess[i] = min(assess[i], (clock() - t1) / 1000.0)
+            update[i] = min(update[i], (t1 - t0) / 1000.0)
+    at_turns = [assess[i] for i in turns] or [0.0]
+    return {
+        "update_p50_us": round(_percentile(update, 0.50), 2),
+        "update_p99_us": round(_percentile(update, 0.99), 2),
+        "update_max_us": round(max(update), 2),
+        "assess_p50_us": round(_percentile(at_turns, 0.50), 2),
+        "assess_p99_us": round(_percentile(at_turns, 0.99), 2),
+        "assessed_turns": len(turns),
+        "repeats": repeats,
+    }
 
 
 def time_observe_and_signals(session: Session, repeats: int) -> dict[str, float]:
@@ -257,6 +294,7 @@ def bench(session: Session, repeats: int) -> dict[str, Any]:
             "turns": session.assistant_turns,
             "observe": observed,
             "observe_best_of": best_of,
+            "update_then_assess_best_of": time_update_assess(session, repeats),
             "observe_plus_all_signals": time_observe_and_signals(session, repeats),
             "baseline_bare_call": time_bare_call(session, repeats),
             "baseline_naive_recompute": time_naive(session),

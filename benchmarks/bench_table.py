@@ -217,7 +217,15 @@ def row_observe(data: Path) -> dict[str, Any]:
     )
     real = doc.get("after", doc).get("real") or doc.get("real") or {}
     out = {"bench_observe": real, "aim_p99_us": 50, "load": load()}
-    log(f"observe (largest real session): {json.dumps(real)[:400]}; load {load()}")
+    best = real.get("observe_best_of") or {}
+    split = real.get("update_then_assess_best_of") or {}
+    log(
+        f"observe (largest real session, {real.get('messages')} messages, best of repeats): "
+        f"p50 {best.get('p50_us')} µs, p99 {best.get('p99_us')} µs, max {best.get('max_us')} µs; "
+        f"update p50 {split.get('update_p50_us')} / p99 {split.get('update_p99_us')} µs, "
+        f"assess per turn p50 {split.get('assess_p50_us')} / p99 {split.get('assess_p99_us')} µs "
+        f"(aim: p99 < 50 µs); load {load()}"
+    )
     return out
 
 

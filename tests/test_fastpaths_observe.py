@@ -365,3 +365,15 @@ _HEDGY = ["but", "But", "still", "seems", "hmm", "not sure", "wait", "maybe", "p
 @given(st.lists(st.sampled_from(_HEDGY + _ODD + ["—", "é"]) | st.text(max_size=2), max_size=30).map("".join))
 def test_hedge_count_from_word_runs_is_the_regex_count(text: str) -> None:
     assert count_hedges(text) == len(_PLAIN_HEDGE.findall(text.lower()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet=" \t\r\x0b\x0c\x1c\x1f\x85\xa0\u2003\u3000\x00ab.é\ud800", max_size=50), max_size=12
+    )
+)
+def test_sentence_hashes_normalise_whitespace_as_each_sentence_alone(found: list[str]) -> None:
+    """The one-pass normalisation (sentences glued, split, joined, cut apart) gives each sentence's own
+    hash, also for whitespace-only sentences, NULs and Unicode whitespace."""
+    assert indicators.sentence_hashes(found) == [stable_hash(" ".join(s.split())) for s in found]

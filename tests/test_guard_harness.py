@@ -213,7 +213,7 @@ def test_an_internal_failure_passes_the_request_through_and_is_recorded(
     def broken(self: Monitor, message: Any, *, fill: int | None = None) -> Any:
         raise RuntimeError("detector exploded")
 
-    monkeypatch.setattr(Monitor, "observe", broken)
+    monkeypatch.setattr(Monitor, "update", broken)  # what the guard feeds each message to
     store = MemoryStore()
     guard = Guard(Mode.ENFORCE, store=store)
     plan = guard.plan(ApiStyle.OPENAI_RESPONSES, orjson.dumps(responses_body(responses_history(2))), {})

@@ -169,7 +169,7 @@ def test_the_middleware_fails_open(mode: str, monkeypatch: pytest.MonkeyPatch) -
     def broken(self: Monitor, message: Any, *, fill: int | None = None) -> Any:
         raise RuntimeError("detector exploded")
 
-    monkeypatch.setattr(Monitor, "observe", broken)
+    monkeypatch.setattr(Monitor, "update", broken)  # what the middleware feeds each message to
     script = [reply(i, f, call=i < 2) for i, f in enumerate([5_000, 130_000, 170_000])]
     model = kit().ScriptedModel(messages=iter(script), seen=[])
     middleware = kit().CtxHealthMiddleware(mode)

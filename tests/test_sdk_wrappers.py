@@ -168,7 +168,7 @@ def test_the_wrapper_fails_open(upstream: Upstream, monkeypatch: pytest.MonkeyPa
     def broken(self: Monitor, message: object, *, fill: int | None = None) -> object:
         raise RuntimeError("detector exploded")
 
-    monkeypatch.setattr(Monitor, "observe", broken)
+    monkeypatch.setattr(Monitor, "update", broken)  # what the guard feeds each message to
     guard = Guard(Mode.ENFORCE)
     client = ch_openai.wrap(
         openai.OpenAI(base_url=upstream.url + "/v1", api_key="k", max_retries=0), guard=guard

@@ -39,7 +39,7 @@ import math
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ctxhealth.accounting.registry import ModelRegistry
@@ -47,7 +47,7 @@ from ctxhealth.accounting.running import RunningFill
 from ctxhealth.accounting.types import FillSource, ModelInfo
 from ctxhealth.errors import UsageError
 from ctxhealth.model import Format, Message, Role, Session
-from ctxhealth.policy import Action, Counters, Decision, Rule, decide, record, snapshot_of
+from ctxhealth.policy import Action, Counters, Decision, Rule, Snapshot, decide, record
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.risk.model import RiskModel, sigmoid
 from ctxhealth.signals.base import Detector, LazySignals, Signal
@@ -63,6 +63,7 @@ from ctxhealth.signals.repetition import RepetitionDetector
 
 if TYPE_CHECKING:
     from ctxhealth.accounting.fill import SessionAccount
+    from ctxhealth.signals.state import MonitorState
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,64 +134,6 @@ class Assessment:
         }
 
 
-_ASSESSMENT_FIELDS = (
-    "turn",
-    "index",
-    "zone",
-    "base_zone",
-    "pressure",
-    "risk",
-    "action",
-    "reasons",
-    "rule",
-    "fill",
-    "fill_source",
-    "model",
-    "signals",
-    "features",
-)
-assert tuple(f.name for f in fields(Assessment)) == _ASSESSMENT_FIELDS
-(_s0, _s1, _s2, _s3, _s4, _s5, _s6, _s7, _s8, _s9, _s10, _s11, _s12, _s13) = (
-    getattr(Assessment, name).__set__ for name in _ASSESSMENT_FIELDS
-)
-
-
-def _assessment(
-    turn: int,
-    index: int,
-    zone: Zone,
-    base_zone: Zone,
-    pressure: float,
-    risk: float | None,
-    action: Action,
-    reasons: tuple[str, ...],
-    rule: Rule,
-    fill: int,
-    fill_source: FillSource,
-    model: str,
-    signals: Mapping[str, Signal],
-    features: Mapping[str, float],
-) -> Assessment:
-    """``Assessment(...)`` without the frozen dataclass's per-field ``object.__setattr__`` calls
-    (several microseconds per turn): the slots are filled through their descriptors."""
-    a: Assessment = object.__new__(Assessment)
-    _s0(a, turn)
-    _s1(a, index)
-    _s2(a, zone)
-    _s3(a, base_zone)
-    _s4(a, pressure)
-    _s5(a, risk)
-    _s6(a, action)
-    _s7(a, reasons)
-    _s8(a, rule)
-    _s9(a, fill)
-    _s10(a, fill_source)
-    _s11(a, model)
-    _s12(a, signals)
-    _s13(a, features)
-    return a
-
-
 class Monitor:
     """Incremental health monitor for one session (one agent thread).
 
@@ -257,6 +200,11 @@ class Monitor:
         )
         self.last: Assessment | None = None
         self._pending: weakref.ref[LazySignals] | None = None
+        # what assess() needs from the latest update: the prompt pending since the latest response,
+        # whether the cooldown ran down after it, and whether ``last`` is still its assessment
+        self._pending_prompt: int | None = None
+        self._cooldown_ran = False
+        self._assessed = False
 
     # ------------------------------------------------------------------ model and instruction
 
@@ -286,6 +234,7 @@ class Monitor:
         """Use ``info`` (tier, window) from now on, e.g. the session's own, with the window its log
         states (``SessionAccount.model``)."""
         self._seal()
+        self._assessed = False
         self.info = info
         self.pressure.set_model(self.info)
         self.drift.sweet_spot = self.profile.zones(self.info).sweet_spot
@@ -296,20 +245,33 @@ class Monitor:
         """Pin the original request (otherwise the first real user request is used); drift is still
         measured against the person's current request (see :mod:`ctxhealth.signals.requests`)."""
         self._seal()
+        self._assessed = False
         self.drift.set_instruction(text, index)
 
     # ------------------------------------------------------------------ observing
 
     def observe(self, message: Message | Mapping[str, Any] | Any, *, fill: int | None = None) -> Assessment:
-        """Assess the session after ``message``; ``fill`` is its turn's fill when the caller knows it
-        (a precomputed series, a log-level count): taken as reported.
+        """Assess the session after ``message``: :meth:`update` then :meth:`assess`. ``fill`` is its
+        turn's fill when the caller knows it (a precomputed series, a log-level count): taken as
+        reported.
 
         ``message`` is a :class:`Message`, or one message as an agent holds it: an OpenAI Chat
         Completions or Anthropic Messages dict (or SDK object), read by the same readers as files
         (:func:`~ctxhealth.sources.messages.read_messages`)."""
+        self.update(message, fill=fill)
+        return self.assess()
+
+    def update(self, message: Message | Mapping[str, Any] | Any, *, fill: int | None = None) -> None:
+        """Take ``message`` into account without assessing: the cheap per-message step (the fill
+        account, the counters and every detector). :meth:`assess` then gives the assessment after
+        the latest message, the same one :meth:`observe` would have returned for it; a caller that
+        needs an answer only at some messages (a whole session, each assistant turn, each request)
+        updates on every message and assesses only there."""
         if not isinstance(message, Message):
-            return self._observe_raw(message, fill)
+            self._update_raw(message, fill)
+            return
         self.last = None
+        self._assessed = False
         if self._pending is not None:
             self._seal()
         self.index += 1
@@ -330,15 +292,14 @@ class Monitor:
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
         turn = self.account.observe(message, fill)
-        assessed_fill = self.account.fill
         # a message after the latest response is part of the prompt about to be sent
-        pending = self.account.pending if not turn and fill is None else None
+        self._pending_prompt = self.account.pending if not turn and fill is None else None
         usage = message.usage
         if assistant and usage is not None:
             self.output_tokens += usage.output_tokens
             self.reasoning_tokens += usage.reasoning_tokens
             self.usage_seen = True
-        event = self._events.build(index, message, self.turn, assessed_fill)
+        event = self._events.build(index, message, self.turn, self.account.fill)
         if assistant and self._track_hedges:
             if message.compaction is not None:
                 self.hedges += count_hedges(message.text)
@@ -347,14 +308,33 @@ class Monitor:
                 self.hedges += count_folded(event.text, event.folded, event.runs)
         for detector in self._detectors:
             detector.update(event)
-        assessment = self._assess(index, assessed_fill, pending)
+        # the cooldown runs down after the turn it was assessed at: assess() reads it one higher
         if assistant and self.counters.cooldown > 0:
             c = self.counters
             self.counters = Counters(c.restarts, c.truncations, c.cooldown - 1, c.steps)
+            self._cooldown_ran = True
+        else:
+            self._cooldown_ran = False
+
+    def assess(self) -> Assessment:
+        """The assessment after the latest message given to :meth:`update` (what a caller acts on:
+        action, reasons, rule, zone, pressure, risk, features, fill); computed once per update and
+        kept as :attr:`last` until the next change. Before any message: the reading of "nothing
+        seen yet"."""
+        last = self.last
+        if last is not None and self._assessed:
+            return last
+        counters = self.counters
+        if self._cooldown_ran:
+            counters = Counters(
+                counters.restarts, counters.truncations, counters.cooldown + 1, counters.steps
+            )
+        assessment = self._assess(max(self.index, 0), self.account.fill, self._pending_prompt, counters)
         self.last = assessment
+        self._assessed = True
         return assessment
 
-    def _observe_raw(self, raw: Any, fill: int | None) -> Assessment:
+    def _update_raw(self, raw: Any, fill: int | None) -> None:
         from ctxhealth.sources.messages import plain, read_messages
 
         item = plain(raw)
@@ -370,10 +350,8 @@ class Monitor:
                 f"cannot observe the message {str(item)[:80]!r}",
                 hint="; ".join(w.reason for w in session.warnings) or "give it a role and content",
             )
-        *head, last = session.messages
-        for message in head:
-            self.observe(message, fill=fill)
-        return self.observe(last, fill=fill)
+        for message in session.messages:
+            self.update(message, fill=fill)
 
     def _indicators_fired(self) -> list[str]:
         fired = self.indicators.fired()
@@ -381,7 +359,9 @@ class Monitor:
             fired.insert(0, "repeated tool calls")
         return fired
 
-    def _assess(self, index: int, fill: int, pending: int | None = None) -> Assessment:
+    def _assess(
+        self, index: int, fill: int, pending: int | None = None, counters: Counters | None = None
+    ) -> Assessment:
         """``pending``: the context with the messages since the latest response (the prompt about to
         be sent); it decides when it reads a worse zone than the latest response's fill (a huge
         tool result not sent yet), and is then the assessment's fill."""
@@ -410,23 +390,23 @@ class Monitor:
         failures = self.failures
         drift = self.drift
         cache = self.cache
-        snapshot = snapshot_of(
-            zone,
-            pressure,
-            fill,
-            capacity,
-            failures.rate,
-            len(failures.window),
-            drift.similarity,
-            drift.fill >= drift.sweet_spot,
-            failures.same_mistake_count,
-            failures.streak_len,
-            fired,
-            risk,
-            1.0 if cache.rate is None else cache.rate,
-            cache.low_turns,
+        snapshot = Snapshot(
+            zone=zone,
+            pressure=pressure,
+            fill=fill,
+            utilisation=capacity,
+            failure_rate=failures.rate,
+            recent_calls=len(failures.window),
+            drift=drift.similarity,
+            above_sweet_spot=drift.fill >= drift.sweet_spot,
+            same_mistake=failures.same_mistake_count,
+            consecutive_failures=failures.streak_len,
+            indicators=fired,
+            risk=risk,
+            cache_hit_rate=1.0 if cache.rate is None else cache.rate,
+            low_cache_turns=cache.low_turns,
         )
-        decision: Decision = decide(snapshot, self.counters, p)
+        decision: Decision = decide(snapshot, self.counters if counters is None else counters, p)
         reasons = (*decision.reasons, *pending_reason)
         if zone is not base_zone:
             names = ", ".join(self._indicators_fired())
@@ -436,21 +416,21 @@ class Monitor:
         # the signals' snapshots are taken when first read (or before the detectors next change)
         signals = LazySignals.deferred(self._detectors)
         self._pending = weakref.ref(signals)
-        return _assessment(
-            self.turn,
-            index,
-            zone,
-            base_zone,
-            pressure,
-            risk,
-            decision.action,
-            reasons,
-            decision.rule,
-            fill,
-            fill_source,
-            self.info.id,
-            signals,
-            features,
+        return Assessment(
+            turn=self.turn,
+            index=index,
+            zone=zone,
+            base_zone=base_zone,
+            pressure=pressure,
+            risk=risk,
+            action=decision.action,
+            reasons=reasons,
+            rule=decision.rule,
+            fill=fill,
+            fill_source=fill_source,
+            model=self.info.id,
+            signals=signals,
+            features=features,
         )
 
     def features(self, names: Iterable[str] | None = None) -> dict[str, float]:
@@ -474,6 +454,8 @@ class Monitor:
         corrects it).
         """
         self._seal()
+        self._assessed = False
+        self._cooldown_ran = False
         self.counters = record(self.counters, action, self.profile)
         if action is Action.RESTART:
             self.failures.reset()
@@ -484,26 +466,105 @@ class Monitor:
 
     # ------------------------------------------------------------------ saving and resuming
 
+    def serialize(self) -> MonitorState:
+        """The monitor's whole state, field by field (:class:`~ctxhealth.signals.state.MonitorState`:
+        bounded like the monitor's memory). The profile, the registry, the model's figures and the
+        last assessment are not part of it."""
+        from ctxhealth.signals.state import AccountState, CountersState, MonitorState
+
+        c = self.counters
+        a = self.account.dump_state()
+        return MonitorState(
+            index=self.index,
+            turn=self.turn,
+            output_tokens=self.output_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+            usage_seen=self.usage_seen,
+            hedges=self.hedges,
+            source_format=self.source_format,
+            track_hedges=self._track_hedges,
+            counters=CountersState(c.restarts, c.truncations, c.cooldown, c.steps),
+            account=AccountState(
+                chars_per_token=a["chars_per_token"],
+                fill=a["fill"],
+                peak=a["peak"],
+                turns=a["turns"],
+                source=a["source"],
+                chars=a["_chars"],
+                system_chars=a["_system_chars"],
+                anchor_fill=a["_anchor_fill"],
+                anchor_chars=a["_anchor_chars"],
+                hidden=a["_hidden"],
+                seen=a["_seen"],
+            ),
+            pending_calls=self._events.serialize(),
+            pressure=self.pressure.serialize(),
+            drift=self.drift.serialize(),
+            failures=self.failures.serialize(),
+            repetition=self.repetition.serialize(),
+            indicators=self.indicators.serialize(),
+            fidelity=self.fidelity.serialize(),
+            cache=self.cache.serialize(),
+            pending_prompt=self._pending_prompt,
+            cooldown_ran=self._cooldown_ran,
+        )
+
+    def _load(self, state: MonitorState) -> None:
+        """Take ``state`` (from :meth:`serialize`) as this freshly built monitor's own."""
+        self.index = state.index
+        self.turn = state.turn
+        self.output_tokens = state.output_tokens
+        self.reasoning_tokens = state.reasoning_tokens
+        self.usage_seen = state.usage_seen
+        self.hedges = state.hedges
+        self.source_format = state.source_format
+        self._track_hedges = state.track_hedges
+        c = state.counters
+        self.counters = Counters(
+            restarts=c.restarts, truncations=c.truncations, cooldown=c.cooldown, steps=c.steps
+        )
+        a = state.account
+        self.account.load_state(
+            {
+                "chars_per_token": a.chars_per_token,
+                "fill": a.fill,
+                "peak": a.peak,
+                "turns": a.turns,
+                "source": a.source,
+                "_chars": a.chars,
+                "_system_chars": a.system_chars,
+                "_anchor_fill": a.anchor_fill,
+                "_anchor_chars": a.anchor_chars,
+                "_hidden": a.hidden,
+                "_seen": a.seen,
+            }
+        )
+        self._events.restore(state.pending_calls)
+        self.pressure.restore(state.pressure)
+        self.drift.restore(state.drift)
+        self.failures.restore(state.failures)
+        self.repetition.restore(state.repetition)
+        self.indicators.restore(state.indicators)
+        self.fidelity.restore(state.fidelity)
+        self.cache.restore(state.cache)
+        self._pending_prompt = state.pending_prompt
+        self._cooldown_ran = state.cooldown_ran
+
     def snapshot(self) -> dict[str, Any]:
-        """The monitor's whole state as JSON-safe data (bounded like the monitor's memory).
+        """The monitor's whole state as versioned JSON-safe data (:meth:`serialize`, bounded like the
+        monitor's memory).
 
         :meth:`restore` in any process, with the same profile, gives a monitor that assesses the
         following messages exactly as this one would. The last assessment is not kept.
         """
-        from ctxhealth.signals.state import encode
+        from ctxhealth.signals.state import to_data
 
-        state: dict[str, Any] = {}
-        for name, value in vars(self).items():
-            if name in _TRANSIENT:
-                continue
-            dump = getattr(value, "dump_state", None)
-            state[name] = {"$x": dump()} if dump is not None else encode(value)
         return {
             "kind": SNAPSHOT_KIND,
             "version": SNAPSHOT_VERSION,
             "model": self.info.id,
             "model_fixed": self._model_fixed,
-            "state": state,
+            "state": to_data(self.serialize()),
         }
 
     @classmethod
@@ -516,34 +577,43 @@ class Monitor:
         registry: ModelRegistry | None = None,
         info: ModelInfo | None = None,
     ) -> Monitor:
-        """A monitor resumed from :meth:`snapshot` data. ``model`` / ``info`` fix the model (else
-        the saved one is looked up again); ``profile`` should be the one the snapshot was taken with.
+        """A monitor resumed from :meth:`snapshot` data (of this version, or of the version before:
+        the states the hooks and the proxy saved before this format). ``model`` / ``info`` fix the
+        model (else the saved one is looked up again); ``profile`` should be the one the snapshot
+        was taken with.
 
-        Raises :class:`~ctxhealth.errors.StateError` when ``data`` is not a snapshot of this version.
+        Raises :class:`~ctxhealth.errors.StateError` when ``data`` is not a snapshot of a version
+        this code reads, or is damaged.
         """
-        from ctxhealth.errors import StateError
-        from ctxhealth.signals.state import checked, decode
+        import msgspec
 
-        if data.get("kind") != SNAPSHOT_KIND or data.get("version") != SNAPSHOT_VERSION:
+        from ctxhealth.errors import StateError
+        from ctxhealth.signals.state import from_data
+
+        version = data.get("version")
+        if data.get("kind") != SNAPSHOT_KIND or version not in (SNAPSHOT_VERSION, LEGACY_SNAPSHOT_VERSION):
             raise StateError(
                 f"not a monitor snapshot of version {SNAPSHOT_VERSION}",
                 hint="start a fresh monitor (the saved state is from another ctxhealth version)",
             )
         fixed = model is not None or info is not None
         try:
+            state: MonitorState
+            if version == LEGACY_SNAPSHOT_VERSION:
+                from ctxhealth.signals.legacy_state import monitor_state
+
+                state = monitor_state(data["state"])
+            else:
+                state = from_data(data["state"])
             m = cls(model if fixed else str(data["model"]), profile, registry=registry, info=info)
             m._model_fixed = fixed or bool(data["model_fixed"])
-            for name, value in data["state"].items():
-                if isinstance(value, dict) and "$x" in value:
-                    getattr(m, name).load_state(value["$x"])
-                elif name != "_model_fixed":
-                    setattr(m, name, checked(m, name, decode(value)))
+            m._load(state)
             if m.source_format is not None:  # the risk model of the log format, as before the save
                 m.risk_model = m.profile.risk_for(m.source_format)[1]
                 m.profile = m.profile.for_format(m.source_format)
                 risk = m.profile.risk
                 m._scorer = _Scorer(risk) if risk is not None else None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, msgspec.ValidationError) as exc:
             raise StateError(
                 f"damaged monitor snapshot: {exc!r}",
                 hint="start a fresh monitor (the saved state cannot be read)",
@@ -561,6 +631,15 @@ class Monitor:
         ``check`` reports. Unless the caller fixed the model, the account's :class:`ModelInfo` is
         used, with the window the log states.
         """
+        for _ in self.update_session(session, upto, account=account):
+            yield self.assess()
+
+    def update_session(
+        self, session: Session, upto: float | None = None, *, account: SessionAccount | None = None
+    ) -> Iterator[int]:
+        """:meth:`update` with each message of ``session`` (its first ``upto`` fraction of turns),
+        yielding the message's index after each: the caller calls :meth:`assess` where it wants an
+        answer (see :meth:`iter_session` for the fill and the model)."""
         from ctxhealth.accounting.fill import account_session, session_model_id
 
         if account is None:
@@ -576,8 +655,10 @@ class Monitor:
         self._use_format(session.format.value)
         stop = cut_index(session, upto)
         fills = {t.message_index: t.tokens for t in account.turns}
+        update = self.update
         for i, message in enumerate(session.messages[:stop]):
-            yield self.observe(message, fill=fills.get(i))
+            update(message, fill=fills.get(i))
+            yield i
 
     def _use_format(self, format: str) -> None:
         """Score risk with the model for this log format (see :meth:`Profile.risk_for`: a model
@@ -599,12 +680,11 @@ class Monitor:
     ) -> Assessment:
         """Feed a whole session (or its first ``upto`` fraction of turns); the last assessment."""
         before = self.index
-        # Nothing here holds an assessment while the next message is observed (a held one would make
-        # every detector take its snapshot each turn: about a tenth of the CPU of a whole session).
-        deque(self.iter_session(session, upto, account=account), maxlen=0)
-        if self.index == before or self.last is None:
+        # one assessment, after the last message: the updates before it assess nothing
+        deque(self.update_session(session, upto, account=account), maxlen=0)
+        if self.index == before:
             return self._assess(max(self.index, 0), self.fill)
-        return self.last
+        return self.assess()
 
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
@@ -651,12 +731,11 @@ class _Scorer:
 
 
 SNAPSHOT_KIND = "ctxhealth.monitor"
-SNAPSHOT_VERSION = 3
-"""Bumped whenever the saved state changes shape; an older snapshot is refused, not misread."""
-_TRANSIENT = frozenset(
-    {"profile", "registry", "info", "_detectors", "last", "_scorer", "_pending", "risk_model"}
-)
-"""Monitor attributes rebuilt by :meth:`Monitor.restore` rather than saved."""
+SNAPSHOT_VERSION = 4
+"""Bumped whenever the saved state changes shape; a snapshot of another version is refused, not
+misread (but for :data:`LEGACY_SNAPSHOT_VERSION`, read by :mod:`ctxhealth.signals.legacy_state`)."""
+LEGACY_SNAPSHOT_VERSION = 3
+"""The reflective format before :class:`~ctxhealth.signals.state.MonitorState`: still read."""
 
 
 def _turns(m: Monitor) -> int:

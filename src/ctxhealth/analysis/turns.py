@@ -77,9 +77,13 @@ def turn_records(
     """One record per turn of ``session`` (``turns``: the accounting's turns by message index),
     in order, as ``monitor`` observes the session message by message (with ``account`` as its
     fill, when given; see :meth:`Monitor.iter_session`). ``monitor.last`` is the final assessment
-    afterwards (None when the session has no messages)."""
-    for assessment in monitor.iter_session(session, account=account):
-        turn = turns.get(assessment.index)
+    afterwards (None when the session has no messages). The Monitor is updated with every message
+    and assessed only at the turns and once after the last message."""
+    seen = False
+    for index in monitor.update_session(session, account=account):
+        seen = True
+        turn = turns.get(index)
         if turn is not None:
-            yield record_of(assessment, monitor, turn, session)
-        del assessment
+            yield record_of(monitor.assess(), monitor, turn, session)
+    if seen:
+        monitor.assess()

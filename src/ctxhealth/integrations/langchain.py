@@ -242,8 +242,10 @@ class CtxHealthMiddleware(AgentMiddleware):
             thread.noted = None
             count = 0
         for i in range(count, len(messages)):
-            thread.last = thread.monitor.observe(to_message(messages[i], i + 1))
+            thread.monitor.update(to_message(messages[i], i + 1))
         observed = len(messages) > count
+        if observed:
+            thread.last = thread.monitor.assess()
         thread.count = len(messages)
         thread.digest = _ids_digest(messages)
         if observed and thread.last is not None:

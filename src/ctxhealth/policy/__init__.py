@@ -64,14 +64,7 @@ _EXPORTS = {name: f".{module}" for name, module in _LAZY.items()}
 
 
 def __getattr__(name: str) -> Any:
-    value = load_export(globals(), _EXPORTS, __name__, name)
-    if name == "Counters":
-        # a monitor (which takes Counters from here) saves them with its detectors' state; the
-        # codec is registered here, not by the decision module, which stays cheap to import
-        from ctxhealth.signals.state import register_value
-
-        register_value(value)
-    return value
+    return load_export(globals(), _EXPORTS, __name__, name)
 
 
 def __dir__() -> list[str]:

@@ -28,15 +28,15 @@ reasons tell the user so. :func:`record` says how the counters change when a rec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from ctxhealth.failures import spiral_reason, streak_reason
 
 # The zone arithmetic imports nothing (signals.pressure and signals.state pull in the event builder,
 # the call parser and the transcript model), and the profile is only read here: importing the
-# decision costs a hook a few milliseconds. The monitor saves Counters in its snapshot: the package
-# registers it with the state codec when a monitor takes it (``ctxhealth.policy.__getattr__``).
+# decision costs a hook a few milliseconds. (The monitor saves Counters in its snapshot through
+# signals.state's explicit CountersState.)
 from ctxhealth.signals.zones import Zone
 
 TYPE_CHECKING = False
@@ -102,9 +102,6 @@ class Snapshot:
     low_cache_turns: int = 0
 
 
-_SNAPSHOT_SETTERS = tuple(getattr(Snapshot, f.name).__set__ for f in fields(Snapshot))
-
-
 def snapshot_of(
     zone: Zone,
     pressure: float,
@@ -121,25 +118,23 @@ def snapshot_of(
     cache_hit_rate: float = 1.0,
     low_cache_turns: int = 0,
 ) -> Snapshot:
-    """``Snapshot(...)`` with every field given in order, built without the frozen dataclass's
-    per-field ``object.__setattr__`` calls (the monitor builds one per turn)."""
-    s: Snapshot = object.__new__(Snapshot)
-    (z, pr, fi, ut, fr, rc, dr, ab, sm, cf, ind, ri, ch, lc) = _SNAPSHOT_SETTERS
-    z(s, zone)
-    pr(s, pressure)
-    fi(s, fill)
-    ut(s, utilisation)
-    fr(s, failure_rate)
-    rc(s, recent_calls)
-    dr(s, drift)
-    ab(s, above_sweet_spot)
-    sm(s, same_mistake)
-    cf(s, consecutive_failures)
-    ind(s, indicators)
-    ri(s, risk)
-    ch(s, cache_hit_rate)
-    lc(s, low_cache_turns)
-    return s
+    """``Snapshot(...)`` from its fields in order (kept for callers that build it positionally)."""
+    return Snapshot(
+        zone=zone,
+        pressure=pressure,
+        fill=fill,
+        utilisation=utilisation,
+        failure_rate=failure_rate,
+        recent_calls=recent_calls,
+        drift=drift,
+        above_sweet_spot=above_sweet_spot,
+        same_mistake=same_mistake,
+        consecutive_failures=consecutive_failures,
+        indicators=indicators,
+        risk=risk,
+        cache_hit_rate=cache_hit_rate,
+        low_cache_turns=low_cache_turns,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ Shared pieces: :mod:`~ctxhealth.signals.base` (``Signal``, the detector protocol
 :mod:`~ctxhealth.signals.events` (a message parsed once for all detectors),
 :mod:`~ctxhealth.signals.calls` (what a tool call does), :mod:`~ctxhealth.signals.text` (words),
 :mod:`~ctxhealth.signals.zones` (the zone arithmetic on plain numbers, importing nothing),
-:mod:`~ctxhealth.signals.state` (detector state as JSON-safe data, for ``Monitor.snapshot``).
+:mod:`~ctxhealth.signals.state` (each detector's saved state, one ``msgspec.Struct`` each, for
+``Monitor.snapshot``; :mod:`~ctxhealth.signals.legacy_state` reads the format before it).
 :class:`ctxhealth.monitor.Monitor` wires them together. Nothing is imported here, so importing one
 detector stays cheap.
 """

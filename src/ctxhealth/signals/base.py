@@ -13,7 +13,7 @@ import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -59,26 +59,16 @@ class Detector(Protocol):
 
 
 class CachedDetector:
-    """Base of the built-in detectors: a snapshot cached until :meth:`changed` is called."""
+    """Base of the built-in detectors: a snapshot cached until :meth:`changed` is called.
+
+    Each built-in detector saves its state explicitly: ``serialize()`` gives its struct of
+    :mod:`ctxhealth.signals.state` and ``restore(state)`` (on a detector built with the same
+    profile) reads one back.
+    """
 
     _snap: Any = None
-    TRANSIENT: ClassVar[frozenset[str]] = frozenset({"profile", "_snap"})
-    """Attributes not saved by :meth:`dump_state` (configuration and caches)."""
 
     def changed(self) -> None:
-        self._snap = None
-
-    def dump_state(self) -> dict[str, Any]:
-        """The detector's state as JSON-safe data (``signals.state``), for :meth:`load_state`."""
-        from ctxhealth.signals.state import dump_object
-
-        return dump_object(self, self.TRANSIENT)
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        """Resume from :meth:`dump_state` data (on a detector built with the same profile)."""
-        from ctxhealth.signals.state import load_object
-
-        load_object(self, state)
         self._snap = None
 
     def snapshot(self) -> Any:

@@ -15,11 +15,16 @@ cache problem the agent can fix). State is a few numbers.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.cache_rate import cache_hit_rate
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.thresholds import SignalThresholds
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import CacheState
 
 
 class CacheDetector(CachedDetector):
@@ -34,6 +39,29 @@ class CacheDetector(CachedDetector):
         self.run = 0
         self.run_start: int | None = None
         self.last_index: int | None = None
+
+    def serialize(self) -> CacheState:
+        from ctxhealth.signals.state import CacheState
+
+        return CacheState(
+            rate=self.rate,
+            read_tokens=self.read_tokens,
+            prompt_tokens=self.prompt_tokens,
+            seen_hit=self.seen_hit,
+            run=self.run,
+            run_start=self.run_start,
+            last_index=self.last_index,
+        )
+
+    def restore(self, state: CacheState) -> None:
+        self.rate = state.rate
+        self.read_tokens = state.read_tokens
+        self.prompt_tokens = state.prompt_tokens
+        self.seen_hit = state.seen_hit
+        self.run = state.run
+        self.run_start = state.run_start
+        self.last_index = state.last_index
+        self._snap = None
 
     def update(self, event: Event) -> None:
         msg = event.message

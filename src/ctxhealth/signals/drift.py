@@ -30,14 +30,17 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.requests import TaskTracker
-from ctxhealth.signals.text import content_words, run_stems
+from ctxhealth.signals.text import content_words
 from ctxhealth.signals.thresholds import SignalThresholds
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import DriftState
 
 INSTRUCTION_WORD_LIMIT = 400
 REQUEST_EXCERPT_CHARS = 60
@@ -89,6 +92,78 @@ class DriftDetector(CachedDetector):
         self.similarity = 1.0
         self.fill = 0
         self._last_output = 0
+
+    def serialize(self) -> DriftState:
+        from ctxhealth.signals.state import DriftRun, DriftState, TaskState
+
+        t = self.task
+        return DriftState(
+            sweet_spot=self.sweet_spot,
+            task=TaskState(
+                min_words=t.min_words,
+                original=t.original,
+                original_index=t.original_index,
+                current=t.current,
+                current_index=t.current_index,
+                follow_ups=list(t.follow_ups),
+                words=list(t.words),
+                requests=t.requests,
+            ),
+            instruction=self.instruction,
+            instruction_index=self.instruction_index,
+            request=self.request,
+            request_index=self.request_index,
+            pinned=self.pinned,
+            instruction_words=sorted(self.instruction_words),
+            runs=[
+                DriftRun(list(r[_STEMS]), r[_CUT], r[_EACH], r[_EXTRA], r[_INDEX], r[_BASE])
+                for r in self._runs
+            ],
+            chars=self._chars,
+            count=self._count,
+            next=self._next,
+            last=list(self._last.items()),
+            heap=list(self._heap),
+            hits=self._hits,
+            segments=[(text, None if stems is None else list(stems)) for text, stems in self._segs],
+            segment_chars=self._seg_chars,
+            similarity=self.similarity,
+            fill=self.fill,
+            last_output=self._last_output,
+        )
+
+    def restore(self, state: DriftState) -> None:
+        self.sweet_spot = state.sweet_spot
+        t = state.task
+        self.task = TaskTracker(
+            t.min_words,
+            t.original,
+            t.original_index,
+            t.current,
+            t.current_index,
+            list(t.follow_ups),
+            list(t.words),
+            t.requests,
+        )
+        self.instruction = state.instruction
+        self.instruction_index = state.instruction_index
+        self.request = state.request
+        self.request_index = state.request_index
+        self.pinned = state.pinned
+        self.instruction_words = frozenset(state.instruction_words)
+        self._runs = deque([list(r.stems), r.cut, r.each, r.extra, r.index, r.base] for r in state.runs)
+        self._chars = state.chars
+        self._count = state.count
+        self._next = state.next
+        self._last = dict(state.last)
+        self._heap = [(pos, w) for pos, w in state.heap]
+        self._hits = state.hits
+        self._segs = deque((text, None if stems is None else list(stems)) for text, stems in state.segments)
+        self._seg_chars = state.segment_chars
+        self.similarity = state.similarity
+        self.fill = state.fill
+        self._last_output = state.last_output
+        self._snap = None
 
     def set_instruction(self, text: str, index: int | None = None) -> None:
         """Pin the original request (a host that knows it); later requests still become the current
@@ -160,7 +235,7 @@ class DriftDetector(CachedDetector):
             self._last_output = event.index
             self._recompute()
             return
-        stems = run_stems(event.runs)
+        stems = event.stems
         self._append_segment(text, stems, limit)
         if len(text) * 4 >= limit:
             # a long reply: recounting the window from its text is cheaper than word-by-word updates

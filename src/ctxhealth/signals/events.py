@@ -9,13 +9,16 @@ their result, in a bounded map, so building an event is O(size of the message).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult
 from ctxhealth.signals.base import BoundedDict
-from ctxhealth.signals.calls import CallInfo, error_signature, parse_call
-from ctxhealth.signals.text import fold
+from ctxhealth.signals.calls import CallInfo, CallKind, error_signature, parse_call
+from ctxhealth.signals.text import fold, run_stems
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import PendingCall
 
 PENDING_LIMIT = 256
 PARSE_CACHE_LIMIT = 64
@@ -39,25 +42,62 @@ class ResultInfo:
         return error_signature(self.result)
 
 
-@dataclass(frozen=True, slots=True)
 class Event:
     """One message as the detectors see it.
 
     ``index`` is its position in the session, ``turn`` counts assistant responses so far (this one
     included), ``fill`` is the context fill after it, ``calls`` / ``results`` its parsed tool blocks.
-    For an assistant message, ``text`` is its text blocks joined with newlines, ``folded`` that text
-    through :func:`~ctxhealth.signals.text.fold` and ``runs`` the word runs of ``folded``.
+    For an assistant message, ``text`` is its text blocks joined with newlines (joined once). Its
+    word features are computed on first use and then shared by every detector that reads them:
+    ``folded`` (the text through :func:`~ctxhealth.signals.text.fold`), ``runs`` (the word runs of
+    ``folded``) and ``stems`` (their content words, :func:`~ctxhealth.signals.text.run_stems`). A
+    reply longer than the drift window is read by drift at its tail only, so its whole text is
+    folded only when a reader asks for it (the hedge count, when the risk model uses it).
     """
 
-    index: int
-    message: Message
-    turn: int
-    fill: int
-    calls: tuple[CallInfo, ...] = ()
-    results: tuple[ResultInfo, ...] = ()
-    text: str = ""
-    folded: bytes = b""
-    runs: tuple[bytes, ...] | list[bytes] = ()
+    __slots__ = ("_folded", "_runs", "_stems", "calls", "fill", "index", "message", "results", "text", "turn")
+
+    def __init__(
+        self,
+        index: int,
+        message: Message,
+        turn: int,
+        fill: int,
+        calls: tuple[CallInfo, ...] = (),
+        results: tuple[ResultInfo, ...] = (),
+        text: str = "",
+    ) -> None:
+        self.index = index
+        self.message = message
+        self.turn = turn
+        self.fill = fill
+        self.calls = calls
+        self.results = results
+        self.text = text
+        self._folded: bytes | None = None
+        self._runs: list[bytes] | None = None
+        self._stems: list[str] | None = None
+
+    @property
+    def folded(self) -> bytes:
+        folded = self._folded
+        if folded is None:
+            folded = self._folded = fold(self.text) if self.text else b""
+        return folded
+
+    @property
+    def runs(self) -> list[bytes]:
+        runs = self._runs
+        if runs is None:
+            runs = self._runs = self.folded.split()
+        return runs
+
+    @property
+    def stems(self) -> list[str]:
+        stems = self._stems
+        if stems is None:
+            stems = self._stems = run_stems(self.runs)
+        return stems
 
 
 class EventBuilder:
@@ -67,16 +107,46 @@ class EventBuilder:
         self._pending: BoundedDict[str, tuple[CallInfo, int]] = BoundedDict(PENDING_LIMIT)
         self._parsed: BoundedDict[tuple[str, str], CallInfo] = BoundedDict(PARSE_CACHE_LIMIT)
 
-    def dump_state(self) -> dict[str, Any]:
-        """The calls still waiting for their result, as JSON-safe data (the parse cache is dropped)."""
-        from ctxhealth.signals.state import encode
+    def serialize(self) -> list[PendingCall]:
+        """The calls still waiting for their result, oldest first (the parse cache is not saved)."""
+        from ctxhealth.signals.state import CallState, PendingCall
 
-        return {"pending": encode(self._pending)}
+        return [
+            PendingCall(
+                call_id,
+                CallState(
+                    key=c.key,
+                    tool=c.tool,
+                    kinds=sorted(k.value for k in c.kinds),
+                    reads=list(c.reads),
+                    edits=list(c.edits),
+                    deletes=list(c.deletes),
+                    mentions=list(c.mentions),
+                    change=c.change,
+                    runs=list(c.runs),
+                ),
+                index,
+            )
+            for call_id, (c, index) in self._pending.items()
+        ]
 
-    def load_state(self, state: dict[str, Any]) -> None:
-        from ctxhealth.signals.state import decode
-
-        self._pending = decode(state["pending"])
+    def restore(self, pending: list[PendingCall]) -> None:
+        out: BoundedDict[str, tuple[CallInfo, int]] = BoundedDict(PENDING_LIMIT)
+        for p in pending:
+            c = p.call
+            info = CallInfo(
+                key=c.key,
+                tool=c.tool,
+                kinds=frozenset(CallKind(k) for k in c.kinds),
+                reads=tuple(c.reads),
+                edits=tuple(c.edits),
+                deletes=tuple(c.deletes),
+                mentions=tuple(c.mentions),
+                change=None if c.change is None else (c.change[0], c.change[1]),
+                runs=tuple(c.runs),
+            )
+            out.put(p.call_id, (info, p.index))
+        self._pending = out
 
     def _parse(self, block: ToolCall) -> CallInfo:
         value = block.input
@@ -114,5 +184,4 @@ class EventBuilder:
         if message.role is not Role.ASSISTANT or not texts:
             return Event(index, message, turn, fill, tuple(calls), tuple(results))
         text = texts[0] if len(texts) == 1 else "\n".join(texts)
-        folded = fold(text) if text else b""
-        return Event(index, message, turn, fill, tuple(calls), tuple(results), text, folded, folded.split())
+        return Event(index, message, turn, fill, tuple(calls), tuple(results), text)

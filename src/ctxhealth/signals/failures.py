@@ -11,13 +11,18 @@ does not haunt a long healthy run; totals are kept as plain counters for the ris
 from __future__ import annotations
 
 from collections import Counter, deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, recent
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.thresholds import SignalThresholds
 
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import FailureState
+
 SIGNATURE_LIMIT = 32
+MISTAKE_HISTORY = 8
+"""Occurrences kept per mistake."""
 
 
 class FailureDetector(CachedDetector):
@@ -70,7 +75,7 @@ class FailureDetector(CachedDetector):
                     sig = f"{tool}|{signature}"
                     seen = self.mistakes.get(sig)
                     if seen is None:
-                        seen = deque(maxlen=8)
+                        seen = deque(maxlen=MISTAKE_HISTORY)
                     seen.append((event.turn, event.index))
                     self._prune(seen)
                     self.mistakes.put(sig, seen)
@@ -88,20 +93,48 @@ class FailureDetector(CachedDetector):
                         del self.tool_failures[old_tool]
         self._snap = None
 
-    def dump_state(self) -> dict[str, Any]:
-        state = super().dump_state()
-        sig, seen = self.worst_mistake
-        # the worst mistake's history is usually the very deque kept in ``mistakes``
-        state["_worst_shared"] = self.mistakes.get(sig) is seen
-        return state
+    def serialize(self) -> FailureState:
+        from ctxhealth.signals.state import FailureState
 
-    def load_state(self, state: dict[str, Any]) -> None:
-        state = dict(state)
-        shared = bool(state.pop("_worst_shared", False))
-        super().load_state(state)
-        sig = self.worst_mistake[0]
-        if shared and sig in self.mistakes:
-            self.worst_mistake = (sig, self.mistakes[sig])
+        sig, seen = self.worst_mistake
+        return FailureState(
+            window=list(self.window),
+            window_failures=self.window_failures,
+            tool_failures=list(self.tool_failures.items()),
+            streak=list(self.streak),
+            streak_len=self.streak_len,
+            max_streak=self.max_streak,
+            total_calls=self.total_calls,
+            total_failures=self.total_failures,
+            mistakes=[(k, list(v)) for k, v in self.mistakes.items()],
+            worst_mistake=sig,
+            worst_history=list(seen),
+            # the worst mistake's history is usually the very deque kept in ``mistakes``
+            worst_shared=self.mistakes.get(sig) is seen,
+            turn=self.turn,
+        )
+
+    def restore(self, state: FailureState) -> None:
+        self.window = deque((tool, failed, index) for tool, failed, index in state.window)
+        self.window_failures = state.window_failures
+        self.tool_failures = Counter(dict(state.tool_failures))
+        self.streak = deque(state.streak, maxlen=self.streak.maxlen)
+        self.streak_len = state.streak_len
+        self.max_streak = state.max_streak
+        self.total_calls = state.total_calls
+        self.total_failures = state.total_failures
+        mistakes: BoundedDict[str, deque[tuple[int, int]]] = BoundedDict(self.mistakes.limit)
+        for sig, seen in state.mistakes:
+            mistakes.put(sig, deque(seen, maxlen=MISTAKE_HISTORY))
+        self.mistakes = mistakes
+        sig = state.worst_mistake
+        if state.worst_shared and sig in mistakes:
+            self.worst_mistake = (sig, mistakes[sig])
+        else:
+            history = deque((t, i) for t, i in state.worst_history)
+            self.worst_mistake = (sig, deque(history, maxlen=MISTAKE_HISTORY) if sig else history)
+        self.turn = state.turn
+        self._snap = None
 
     def reset_mistakes(self) -> None:
         """Forget repeated-mistake history (after error output was purged)."""

@@ -7,13 +7,16 @@ builds, linters, reproduction scripts).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxhealth.model import Role, TextBlock
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.calls import CallKind
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.thresholds import SignalThresholds
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import FidelityState
 
 FILE_LIMIT = 256
 
@@ -38,6 +41,45 @@ class FidelityDetector(CachedDetector):
         self.verifications = 0
         self.turn = 0
         self.turn_index = 0
+
+    def serialize(self) -> FidelityState:
+        from ctxhealth.signals.state import FidelityState
+
+        return FidelityState(
+            block_start=self.block_start,
+            cur_files=sorted(self.cur_files),
+            prev_files=self.prev_files,
+            prev_files_index=self.prev_files_index,
+            cur_chars=self.cur_chars,
+            cur_turns=self.cur_turns,
+            early_plan=self.early_plan,
+            early_done=self.early_done,
+            early_chars=self.early_chars,
+            early_turns=self.early_turns,
+            last_verify_turn=self.last_verify_turn,
+            last_verify_index=self.last_verify_index,
+            verifications=self.verifications,
+            turn=self.turn,
+            turn_index=self.turn_index,
+        )
+
+    def restore(self, state: FidelityState) -> None:
+        self.block_start = state.block_start
+        self.cur_files = set(state.cur_files)
+        self.prev_files = state.prev_files
+        self.prev_files_index = state.prev_files_index
+        self.cur_chars = state.cur_chars
+        self.cur_turns = state.cur_turns
+        self.early_plan = state.early_plan
+        self.early_done = state.early_done
+        self.early_chars = state.early_chars
+        self.early_turns = state.early_turns
+        self.last_verify_turn = state.last_verify_turn
+        self.last_verify_index = state.last_verify_index
+        self.verifications = state.verifications
+        self.turn = state.turn
+        self.turn_index = state.turn_index
+        self._snap = None
 
     def update(self, event: Event) -> None:
         msg = event.message

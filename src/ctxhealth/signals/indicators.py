@@ -17,13 +17,16 @@ import re
 from functools import cache
 from itertools import repeat
 from operator import lshift, or_
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zlib import adler32, crc32
 
 from ctxhealth.model import Role
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, matches_at_anchors
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.thresholds import SignalThresholds
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import IndicatorState
 
 # Each pattern opens with a lookahead on the letters its alternatives start with: a position that
 # cannot start a match is rejected by one class test instead of trying every alternative (the same
@@ -177,9 +180,32 @@ def sentences(text: str) -> list[str]:
     return [p for p in pieces if len(p) >= SENTENCE_MIN]
 
 
+_GLUE = " \x00 "
+"""Joins the sentences of a reply so their whitespace is normalised in one pass: ``\x00`` is no
+whitespace, so it stays a word of its own between two sentences' words."""
+
+
 def sentence_hashes(found: list[str]) -> list[int]:
-    """``[stable_hash(" ".join(s.split())) for s in found]``, each step mapped at C speed (plain UTF-8
-    encodes the same bytes as ``surrogatepass`` on text without lone surrogates, and much faster)."""
+    """``[stable_hash(" ".join(s.split())) for s in found]``, computed at C speed: the sentences are
+    glued with :data:`_GLUE`, their whitespace normalised in one split and join, encoded once and cut
+    apart again at the glue (UTF-8 encodes the glue on its own; plain UTF-8 encodes the same bytes
+    as ``surrogatepass`` on text without lone surrogates, and much faster). A sentence of whitespace
+    only, or a ``\x00`` in the text, would blur the cuts: those take the sentence-by-sentence way."""
+    if not found:
+        return []
+    glued = _GLUE.join(found)
+    normed = " ".join(glued.split())
+    try:
+        data = normed.encode()
+    except UnicodeEncodeError:
+        data = normed.encode("utf-8", "surrogatepass")
+    pieces = data.split(b" \x00 ")
+    if len(pieces) != len(found) or "\x00" in glued.replace(_GLUE, ""):
+        return _sentence_hashes_one_by_one(found)
+    return list(map(or_, map(lshift, map(crc32, pieces), repeat(32)), map(adler32, pieces)))
+
+
+def _sentence_hashes_one_by_one(found: list[str]) -> list[int]:
     normed = list(map(" ".join, map(str.split, found)))
     try:
         data = list(map(str.encode, normed))
@@ -210,6 +236,35 @@ class IndicatorDetector(CachedDetector):
         self.repeated_sentences = 0
         self.assistant_chars = 0
         self._turn = 0
+
+    def serialize(self) -> IndicatorState:
+        from ctxhealth.signals.state import IndicatorState, pairs, window_state
+
+        return IndicatorState(
+            contradictions=window_state(self.contradictions),
+            missing=window_state(self.missing),
+            over_explained=window_state(self.over_explained),
+            stale=window_state(self.stale),
+            sentences=pairs(self.sentences),
+            deleted=pairs(self.deleted),
+            repeated_sentences=self.repeated_sentences,
+            assistant_chars=self.assistant_chars,
+            turn=self._turn,
+        )
+
+    def restore(self, state: IndicatorState) -> None:
+        from ctxhealth.signals.state import bounded, load_window
+
+        load_window(self.contradictions, state.contradictions)
+        load_window(self.missing, state.missing)
+        load_window(self.over_explained, state.over_explained)
+        load_window(self.stale, state.stale)
+        self.sentences = bounded(self.sentences.limit, state.sentences)
+        self.deleted = bounded(self.deleted.limit, state.deleted)
+        self.repeated_sentences = state.repeated_sentences
+        self.assistant_chars = state.assistant_chars
+        self._turn = state.turn
+        self._snap = None
 
     def update(self, event: Event) -> None:
         turn = event.turn

@@ -12,13 +12,16 @@ critical → RED, auto-compact → CRITICAL.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxhealth.accounting.types import ModelInfo
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.thresholds import SignalThresholds, TierLimits
 from ctxhealth.signals.zones import ZONES, Zone, tier_zone_of, window_zone_of, worse
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import PressureState
 
 __all__ = ["ZONES", "PressureTracker", "Zone", "tier_zone", "window_zone", "worse"]
 
@@ -34,9 +37,6 @@ def window_zone(fraction: float, profile: SignalThresholds) -> Zone:
 
 class PressureTracker(CachedDetector):
     """Fill → quality / capacity pressure and zones; remembers the peak and where the zone began."""
-
-    TRANSIENT = CachedDetector.TRANSIENT | {"info", "thresholds", "usable"}
-    """The model's figures come from the monitor's model, not from saved state."""
 
     def __init__(self, info: ModelInfo, profile: SignalThresholds) -> None:
         self.info = info
@@ -65,6 +65,36 @@ class PressureTracker(CachedDetector):
         zone = worse(tier_zone(fill, th), window_zone(capacity, self.profile))
         quality = fill / th.hard_limit
         return zone, quality if quality >= capacity else capacity
+
+    def serialize(self) -> PressureState:
+        """The saved state (the model's figures come from the monitor's model, not from it)."""
+        from ctxhealth.signals.state import PressureState
+
+        return PressureState(
+            fill=self.fill,
+            peak=self.peak,
+            first_fill=self.first_fill,
+            quality=self.quality,
+            capacity=self.capacity,
+            tier_zone=self.tier_zone.value,
+            window_zone=self.window_zone.value,
+            zone=self.zone.value,
+            zone_since=self.zone_since,
+            peak_index=self._peak_index,
+        )
+
+    def restore(self, state: PressureState) -> None:
+        self.fill = state.fill
+        self.peak = state.peak
+        self.first_fill = state.first_fill
+        self.quality = state.quality
+        self.capacity = state.capacity
+        self.tier_zone = Zone(state.tier_zone)
+        self.window_zone = Zone(state.window_zone)
+        self.zone = Zone(state.zone)
+        self.zone_since = state.zone_since
+        self._peak_index = state.peak_index
+        self._snap = None
 
     def set_model(self, info: ModelInfo) -> None:
         self.info = info

@@ -16,12 +16,15 @@ turn windows of ``indicator_window`` turns.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, pair_hash
 from ctxhealth.signals.calls import CallInfo, CallKind
 from ctxhealth.signals.events import Event
 from ctxhealth.signals.thresholds import SignalThresholds
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.state import RepetitionState
 
 KEY_LIMIT = 128
 ANY_EDIT = "*"
@@ -50,6 +53,40 @@ class RepetitionDetector(CachedDetector):
         self.files_edited: BoundedDict[str, None] = BoundedDict(KEY_LIMIT)
         # file (or ANY_EDIT) -> keys of seen calls that read or run it: an edit forgets them
         self.depends: BoundedDict[str, list[int]] = BoundedDict(KEY_LIMIT)
+
+    def serialize(self) -> RepetitionState:
+        from ctxhealth.signals.state import RepetitionState, pairs, window_state
+
+        return RepetitionState(
+            seen_calls=pairs(self.seen_calls),
+            read_since_edit=pairs(self.read_since_edit),
+            changes=pairs(self.changes),
+            edit_turns=[(path, list(turns)) for path, turns in self.edit_turns.items()],
+            repeats=window_state(self.repeats),
+            rereads=window_state(self.rereads),
+            thrash=window_state(self.thrash),
+            total_edits=self.total_edits,
+            turn=self._turn,
+            files_edited=list(self.files_edited),
+            depends=[(target, list(keys)) for target, keys in self.depends.items()],
+        )
+
+    def restore(self, state: RepetitionState) -> None:
+        from ctxhealth.signals.state import bounded, load_window
+
+        self.seen_calls = bounded(KEY_LIMIT, state.seen_calls)
+        self.read_since_edit = bounded(KEY_LIMIT, state.read_since_edit)
+        self.changes = bounded(KEY_LIMIT, state.changes)
+        thrash = self.profile.edit_thrash
+        self.edit_turns = bounded(KEY_LIMIT, ((p, deque(t, maxlen=thrash)) for p, t in state.edit_turns))
+        load_window(self.repeats, state.repeats)
+        load_window(self.rereads, state.rereads)
+        load_window(self.thrash, state.thrash)
+        self.total_edits = state.total_edits
+        self._turn = state.turn
+        self.files_edited = bounded(KEY_LIMIT, ((path, None) for path in state.files_edited))
+        self.depends = bounded(KEY_LIMIT, ((target, list(keys)) for target, keys in state.depends))
+        self._snap = None
 
     def update(self, event: Event) -> None:
         turn = event.turn

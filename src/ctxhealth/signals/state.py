@@ -1,150 +1,282 @@
-"""Detector state as JSON-safe data, so a monitor can be saved in one process and resumed in another.
+"""The saved state of every detector, one :class:`msgspec.Struct` each, so a monitor can be saved in one
+process and resumed in another.
 
-A small tagged encoding of the containers detectors keep: tuples, deques (with their ``maxlen``),
-counters, bounded maps (with their limit), sets, non-string dict keys, enums and the few value
-classes that appear in state. Anything else is a programming error and raises :class:`TypeError`,
-so a new kind of state cannot be dropped silently.
+Each detector writes its struct with ``serialize()`` and reads one back with ``restore(state)``: the
+fields are named here, so a new attribute is saved only when someone adds it to its struct (an
+attribute left out is configuration or a cache, rebuilt from the profile). The monitor composes
+them into :class:`MonitorState`; ``msgspec.to_builtins`` / ``msgspec.convert`` turn it into
+JSON-safe data and back, and refuse data of the wrong shape. Windows keep their order: bounded maps
+are saved as ``[key, value]`` pairs oldest first, sets sorted.
 
-Detectors save ``vars(self)`` minus their transient attributes (the profile, cached snapshots,
-values derived from the model) through :func:`dump_object` and read it back with
-:func:`load_object`; the monitor composes them into one versioned document.
+States saved before this format (version 3, a tagged encoding of the attributes) are read by
+:mod:`~ctxhealth.signals.legacy_state` into these structs. This module is imported only to save or
+resume a monitor.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter, deque
-from collections.abc import Callable, Iterable
-from dataclasses import fields, is_dataclass
-from enum import Enum
-from typing import Any
+from collections import deque
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
-from ctxhealth.accounting.types import FillSource
+import msgspec
+
 from ctxhealth.signals.base import BoundedDict, TurnWindow
-from ctxhealth.signals.calls import CallInfo, CallKind
-from ctxhealth.signals.pressure import Zone
-from ctxhealth.signals.requests import TaskTracker
 
-_ENUMS: dict[str, type[Enum]] = {cls.__name__: cls for cls in (Zone, FillSource, CallKind)}
-# value classes of layers above (the policy's counters) register themselves with register_value
-_VALUES: dict[str, Callable[..., Any]] = {"CallInfo": CallInfo, "TaskTracker": TaskTracker}
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-def register_value(cls: type[Any]) -> None:
-    """Allow instances of the frozen dataclass ``cls`` in saved state."""
-    _VALUES[cls.__name__] = cls
+class WindowState(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """A :class:`~ctxhealth.signals.base.TurnWindow`: its occurrences ``[turn, index]`` and total."""
+
+    items: list[tuple[int, int]]
+    total: int
 
 
-def _pairs(items: Iterable[tuple[Any, Any]]) -> list[list[Any]]:
-    return [[encode(k), encode(v)] for k, v in items]
+class CallState(msgspec.Struct, forbid_unknown_fields=True):
+    """A parsed tool call (:class:`~ctxhealth.signals.calls.CallInfo`)."""
+
+    key: int
+    tool: str
+    kinds: list[str]
+    reads: list[str]
+    edits: list[str]
+    deletes: list[str]
+    mentions: list[str]
+    change: tuple[str, str] | None
+    runs: list[str]
 
 
-def _sorted(values: Iterable[Any]) -> list[Any]:
-    items = [encode(v) for v in values]
-    try:
-        return sorted(items)
-    except TypeError:
-        return items
+class PendingCall(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """A call still waiting for its result: its id, the call and the message it was made in."""
+
+    call_id: str
+    call: CallState
+    index: int
 
 
-def encode(value: Any) -> Any:
-    """``value`` as JSON-safe data (see the module docstring for what is supported)."""
-    if isinstance(value, Enum):  # before str: zones are string enums
-        return {"$e": type(value).__name__, "v": value.value}
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"$f": repr(value)}
-    if isinstance(value, tuple):
-        return {"$t": [encode(v) for v in value]}
-    if isinstance(value, list):
-        return [encode(v) for v in value]
-    if isinstance(value, deque):
-        return {"$q": [encode(v) for v in value], "m": value.maxlen}
-    if isinstance(value, BoundedDict):
-        return {"$b": _pairs(value.items()), "l": value.limit}
-    if isinstance(value, Counter):
-        return {"$c": _pairs(value.items())}
-    if isinstance(value, dict):
-        return {"$d": _pairs(value.items())}
-    if isinstance(value, frozenset):
-        return {"$fs": _sorted(value)}
-    if isinstance(value, set):
-        return {"$s": _sorted(value)}
-    if isinstance(value, TurnWindow):
-        return {"$w": [value.size, value.limit, value.total, encode(value._items)]}
-    name = type(value).__name__
-    if is_dataclass(value) and _VALUES.get(name) is type(value):
-        return {"$o": name, "v": {f.name: encode(getattr(value, f.name)) for f in fields(value)}}
-    raise TypeError(f"cannot save a {name} in monitor state")
+class TaskState(msgspec.Struct, forbid_unknown_fields=True):
+    """A :class:`~ctxhealth.signals.requests.TaskTracker`."""
+
+    min_words: int
+    original: str
+    original_index: int | None
+    current: str
+    current_index: int | None
+    follow_ups: list[int]
+    words: list[str]
+    requests: int
 
 
-def decode(data: Any) -> Any:
-    """The value :func:`encode` turned into ``data``."""
-    if isinstance(data, list):
-        return [decode(v) for v in data]
-    if not isinstance(data, dict):
-        return data
-    if "$t" in data:
-        return tuple(decode(v) for v in data["$t"])
-    if "$q" in data:
-        return deque((decode(v) for v in data["$q"]), maxlen=data["m"])
-    if "$b" in data:
-        out: BoundedDict[Any, Any] = BoundedDict(int(data["l"]))
-        for k, v in data["$b"]:
-            out[decode(k)] = decode(v)
-        return out
-    if "$c" in data:
-        return Counter({decode(k): decode(v) for k, v in data["$c"]})
-    if "$d" in data:
-        return {decode(k): decode(v) for k, v in data["$d"]}
-    if "$fs" in data:
-        return frozenset(decode(v) for v in data["$fs"])
-    if "$s" in data:
-        return {decode(v) for v in data["$s"]}
-    if "$e" in data:
-        return _ENUMS[data["$e"]](data["v"])
-    if "$f" in data:
-        return float(data["$f"])
-    if "$w" in data:
-        size, limit, total, items = data["$w"]
-        window = TurnWindow(int(size), int(limit))
-        window._items = decode(items)
-        window.total = int(total)
-        window._ev = None
-        return window
-    if "$o" in data:
-        cls = _VALUES[data["$o"]]
-        return cls(**{k: decode(v) for k, v in data["v"].items()})
-    raise ValueError(f"unknown state tag in {sorted(data)[:3]}")
+class PressureState(msgspec.Struct, forbid_unknown_fields=True):
+    fill: int
+    peak: int
+    first_fill: int
+    quality: float
+    capacity: float
+    tier_zone: str
+    window_zone: str
+    zone: str
+    zone_since: int
+    peak_index: int
 
 
-def dump_object(obj: object, transient: Iterable[str] = ()) -> dict[str, Any]:
-    """The attributes of ``obj`` (its ``__dict__``) except ``transient`` ones, encoded."""
-    skip = set(transient)
-    return {k: encode(v) for k, v in vars(obj).items() if k not in skip}
+class DriftRun(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """One reply's words in the drift window (see :mod:`~ctxhealth.signals.drift`)."""
+
+    stems: list[str]
+    cut: int
+    each: int
+    extra: int
+    index: int
+    base: int
 
 
-def load_object(obj: object, state: dict[str, Any]) -> None:
-    """Set the attributes saved by :func:`dump_object` back on ``obj`` (a freshly built one: each
-    saved attribute must exist on it already, with a value of the same kind)."""
-    for k, v in state.items():
-        setattr(obj, k, checked(obj, k, decode(v)))
+class DriftState(msgspec.Struct, forbid_unknown_fields=True):
+    sweet_spot: int
+    task: TaskState
+    instruction: str
+    instruction_index: int | None
+    request: str
+    request_index: int | None
+    pinned: bool
+    instruction_words: list[str]
+    runs: list[DriftRun]
+    chars: int
+    count: int
+    next: int
+    last: list[tuple[str, int]]
+    heap: list[tuple[int, str]]
+    hits: int
+    segments: list[tuple[str, list[str] | None]]
+    segment_chars: int
+    similarity: float
+    fill: int
+    last_output: int
 
 
-def checked(obj: object, name: str, value: Any) -> Any:
-    """``value``, if it may replace attribute ``name`` of ``obj``; else :class:`ValueError`.
+class FailureState(msgspec.Struct, forbid_unknown_fields=True):
+    window: list[tuple[str, bool, int]]
+    window_failures: int
+    tool_failures: list[tuple[str, int]]
+    streak: list[int]
+    streak_len: int
+    max_streak: int
+    total_calls: int
+    total_failures: int
+    mistakes: list[tuple[str, list[tuple[int, int]]]]
+    worst_mistake: str
+    worst_history: list[tuple[int, int]]
+    worst_shared: bool
+    """The worst mistake's history is the one kept in ``mistakes`` (one deque, not a copy)."""
+    turn: int
 
-    A damaged or foreign snapshot must fail here, where it can be refused, rather than later in the
-    middle of an update.
-    """
-    if not hasattr(obj, name):
-        raise ValueError(f"unexpected attribute {name!r} in saved state")
-    current = getattr(obj, name)
-    if current is None or value is None or type(current) is type(value):
-        return value
-    if isinstance(current, (int, float)) and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    raise ValueError(f"saved {name!r} is a {type(value).__name__}, not a {type(current).__name__}")
+
+class RepetitionState(msgspec.Struct, forbid_unknown_fields=True):
+    seen_calls: list[tuple[int, int]]
+    read_since_edit: list[tuple[str, int]]
+    changes: list[tuple[tuple[str, int], int]]
+    edit_turns: list[tuple[str, list[int]]]
+    repeats: WindowState
+    rereads: WindowState
+    thrash: WindowState
+    total_edits: int
+    turn: int
+    files_edited: list[str]
+    depends: list[tuple[str, list[int]]]
+
+
+class IndicatorState(msgspec.Struct, forbid_unknown_fields=True):
+    contradictions: WindowState
+    missing: WindowState
+    over_explained: WindowState
+    stale: WindowState
+    sentences: list[tuple[int, int]]
+    deleted: list[tuple[str, int]]
+    repeated_sentences: int
+    assistant_chars: int
+    turn: int
+
+
+class FidelityState(msgspec.Struct, forbid_unknown_fields=True):
+    block_start: int
+    cur_files: list[str]
+    prev_files: int
+    prev_files_index: int
+    cur_chars: int
+    cur_turns: int
+    early_plan: float
+    early_done: bool
+    early_chars: int
+    early_turns: int
+    last_verify_turn: int
+    last_verify_index: int | None
+    verifications: int
+    turn: int
+    turn_index: int
+
+
+class CacheState(msgspec.Struct, forbid_unknown_fields=True):
+    rate: float | None
+    read_tokens: int
+    prompt_tokens: int
+    seen_hit: bool
+    run: int
+    run_start: int | None
+    last_index: int | None
+
+
+class AccountState(msgspec.Struct, forbid_unknown_fields=True):
+    """The fill account (:class:`~ctxhealth.accounting.running.RunningFill`, its ``dump_state``)."""
+
+    chars_per_token: float
+    fill: int
+    peak: int
+    turns: int
+    source: str
+    chars: int
+    system_chars: int
+    anchor_fill: int | None
+    anchor_chars: int
+    hidden: float
+    seen: list[str]
+
+
+class CountersState(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """The policy's counters: restarts, truncations, cooldown turns left, turns since a reset."""
+
+    restarts: int
+    truncations: int
+    cooldown: int
+    steps: int
+
+
+class MonitorState(msgspec.Struct, forbid_unknown_fields=True):
+    """Everything a :class:`~ctxhealth.monitor.Monitor` needs to go on where it was saved (with the
+    same profile): its counts, the fill account, the calls waiting for results and each detector."""
+
+    index: int
+    turn: int
+    output_tokens: int
+    reasoning_tokens: int
+    usage_seen: bool
+    hedges: int
+    source_format: str | None
+    track_hedges: bool
+    counters: CountersState
+    account: AccountState
+    pending_calls: list[PendingCall]
+    pressure: PressureState
+    drift: DriftState
+    failures: FailureState
+    repetition: RepetitionState
+    indicators: IndicatorState
+    fidelity: FidelityState
+    cache: CacheState
+    pending_prompt: int | None = None
+    """The prompt pending since the latest response, for the next ``assess`` (see ``Monitor.update``)."""
+    cooldown_ran: bool = False
+    """Whether the cooldown ran down after the latest message (``assess`` reads it one higher)."""
+
+
+# ---------------------------------------------------------------------- helpers for the detectors
+
+
+def window_state(window: TurnWindow) -> WindowState:
+    return WindowState(list(window._items), window.total)
+
+
+def load_window(window: TurnWindow, state: WindowState) -> None:
+    """Fill the (fresh) ``window`` with the saved occurrences; its size and limit stay the profile's."""
+    window.clear()
+    window._items.extend((int(t), int(i)) for t, i in state.items[-window.limit :])
+    window.total = state.total
+    window._ev = None
+
+
+def pairs(mapping: BoundedDict[K, V]) -> list[tuple[K, V]]:
+    return list(mapping.items())
+
+
+def bounded(limit: int, items: Iterable[tuple[K, V]]) -> BoundedDict[K, V]:
+    """A :class:`BoundedDict` of ``limit`` holding ``items`` in order (the oldest dropped beyond it)."""
+    out: BoundedDict[K, V] = BoundedDict(limit)
+    for k, v in items:
+        out.put(k, v)
+    return out
+
+
+def queue(items: Iterable[Any], maxlen: int | None = None) -> deque[Any]:
+    return deque(items, maxlen=maxlen)
+
+
+def to_data(state: MonitorState) -> dict[str, Any]:
+    """``state`` as JSON-safe data."""
+    data: dict[str, Any] = msgspec.to_builtins(state)
+    return data
+
+
+def from_data(data: Any) -> MonitorState:
+    """The :class:`MonitorState` in ``data``; :class:`msgspec.ValidationError` when it has another shape."""
+    return msgspec.convert(data, MonitorState, strict=True)

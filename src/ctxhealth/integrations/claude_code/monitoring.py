@@ -97,12 +97,12 @@ def observe_messages(
     if isinstance(stated, int) and stated > 0 and stated != monitor.info.window:
         # one ModelInfo per session: the window the host stated (status line) for pressure and zones
         monitor.set_info(session_info(counters.model, stated, registry or ModelRegistry.default()))
-    last: Assessment | None = None
     for message in messages:
         if message.compaction is not None:
             monitor.record_recovery(Action.TRUNCATE)
-        last = monitor.observe(redacted(message))
+        monitor.update(redacted(message))
         _note_observed(counters, message)
+    last: Assessment | None = monitor.assess()
     counters.monitor = monitor.snapshot()
     _KEPT.last = (counters.monitor, monitor)  # what :func:`assess_call` may go on from
     # the counters show the monitor's fill: one account for the hooks, the status line and check

@@ -369,7 +369,9 @@ class Guard:
         assessment: Assessment | None = None
         for message in messages:
             # redacted before the monitor sees it: its state (drift words, signatures) is saved
-            assessment = monitor.observe(redact_message(message))
+            monitor.update(redact_message(message))
+        if messages:
+            assessment = monitor.assess()
         session.observed += len(messages)
         session.count = len(items) if not continued else session.count + len(items)
         if chains is not None:
