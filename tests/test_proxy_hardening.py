@@ -274,9 +274,9 @@ def test_observe_mode_sends_the_request_before_the_guard_reads_it() -> None:
     seen: list[int] = []
 
     class Watched(Guard):
-        def plan(self, style: ApiStyle, raw: bytes, headers: Any) -> Plan:
+        def plan(self, style: ApiStyle, raw: bytes, headers: Any, *, path: str | None = None) -> Plan:
             seen.append(upstream.count("/v1/messages"))
-            return super().plan(style, raw, headers)
+            return super().plan(style, raw, headers, path=path)
 
     async def run() -> dict[str, Any]:
         app = create_app(ProxyConfig(upstream=upstream.url), guard=Watched())
