@@ -193,3 +193,28 @@ def test_this_version_writes_the_same_pair_the_previous_version_did(home: Path) 
     _run("install", "mcp", "user")
     for f in FIXTURE.iterdir():
         assert (folder / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+@pytest.mark.parametrize("removed_first", ["hooks", "mcp"])
+@pytest.mark.parametrize("force", [False, True], ids=["add-statusline", "replace-statusline"])
+def test_any_file_both_installers_write_shares_the_same_way(
+    home: Path, removed_first: str, force: bool
+) -> None:
+    # --config can point the MCP installer at Claude Code's settings.json (the hook file, status line too)
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = '{"statusLine": {"type": "command", "command": "mine"}, "model": "opus"}\n' if force else "{}"
+    settings.write_text(original)
+    hooks = ["claude-code", "--python", PY, *(["--force"] if force else [])]
+    mcp = ["mcp", "--agent", "claude-code", "--config", str(settings)]
+    assert invoke("install", *hooks, "--apply").exit_code == 0
+    assert invoke("install", *mcp, "--python", PY, "--apply").exit_code == 0
+    first, last = (hooks[:1], mcp) if removed_first == "hooks" else (mcp, hooks[:1])
+    assert invoke("uninstall", *first, "--apply").exit_code == 0
+    data = json.loads(settings.read_text())
+    assert ("ctxhealth" in data.get("mcpServers", {})) is (removed_first == "hooks")
+    assert bool(find_installation(settings.parent)[0]) is (removed_first == "mcp")
+    if removed_first == "hooks" and force:
+        assert data["statusLine"] == {"type": "command", "command": "mine"}
+    assert invoke("uninstall", *last, "--apply").exit_code == 0
+    assert settings.read_text() == original and _pair(settings) == []
