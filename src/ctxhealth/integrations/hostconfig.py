@@ -2,18 +2,19 @@
 bytes without touching disk (a :class:`FilePlan`, shown as a unified diff in a dry run), then
 ``apply_file_plan`` writes them atomically, keeping the user's original the first time.
 
-Every installer writes through here: the hook installers (``integrations.claude_code.install``), the MCP
-server entries (``integrations.mcp_install``) and the skill (``integrations.skill``). The first install
-keeps the original bytes
-in ``<file>.ctxhealth-backup`` and records in ``<file>.ctxhealth-install.json`` the digest of what
-it wrote; :func:`plan_uninstall_file` restores the backup byte for byte when the file is still
-exactly what install wrote, and otherwise removes only ctxhealth's own entries (the caller's
-``strip``). Installing again is a no-op when nothing changed. Host-specific shapes (JSON settings
-with an ``mcpServers`` table, a TOML ``[mcp_servers]`` table, a skill folder) live with their
-installers; this module only knows bytes, JSON objects and the backup/manifest pair (a plan may add its
-own fields to the manifest: :meth:`FilePlan.manifest_fields`). A file that is a symbolic link is written
-through to its target (:func:`ctxhealth.atomic.write_atomic`), so a link into a dotfiles repository stays
-a link.
+Every installer writes through here: the hook installers (``integrations.claude_code.install``), the
+MCP server entries (``integrations.mcp_install``) and the skill (``integrations.skill``). The first
+install keeps the original bytes in ``<file>.ctxhealth-backup`` and records in
+``<file>.ctxhealth-install.json`` the digest of what it wrote; :func:`plan_uninstall_file` restores the
+backup byte for byte when the file is still exactly what install wrote, and otherwise removes only
+ctxhealth's own entries (the caller's ``strip``). Two installers may write one file (Gemini CLI's
+settings.json: hooks and MCP server); they share the pair, and each uninstall takes out only its own
+entries until the last one restores the original (when nothing else changed the file). Installing
+again is a no-op when nothing changed. Host-specific shapes (JSON settings with an ``mcpServers`` table,
+a TOML ``[mcp_servers]`` table, a skill folder) live with their installers; this module only knows
+bytes, JSON objects and the backup/manifest pair (a plan may add its own fields to the manifest:
+:meth:`FilePlan.manifest_fields`). A file that is a symbolic link is written through to its target
+(:func:`ctxhealth.atomic.write_atomic`), so a link into a dotfiles repository stays a link.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from ctxhealth.errors import ConfigError, EnvironmentProblem
 __all__ = [
     "BACKUP_SUFFIX",
     "MANIFEST_SUFFIX",
+    "RESTORED_NOTE",
+    "SHARED_NOTE",
     "FilePlan",
     "apply_file_plan",
     "digest",
@@ -43,6 +46,8 @@ __all__ = [
     "plan_install_file",
     "plan_uninstall_file",
     "read_config",
+    "same_json",
+    "same_text",
     "unified_diff",
 ]
 
@@ -125,6 +130,9 @@ class FilePlan:
     keep_backup: bool = True
     """Keep the user's original on the first install (a shared settings file); False for a file that
     is wholly ctxhealth's (a skill's SKILL.md)."""
+    shared: bool = False
+    """Uninstall only: another installer's entries stay in the file, so the backup/manifest pair stays
+    too (its digest updated to ``after``)."""
 
     @property
     def changed(self) -> bool:
@@ -167,30 +175,66 @@ def plan_install_file(
     return FilePlan(path, before, render(before), installing=True, keep_backup=keep_backup)
 
 
-def plan_uninstall_file(path: Path, strip: Callable[[bytes], bytes | None]) -> FilePlan:
-    """The file without ctxhealth: the backup's exact bytes when it is still what install wrote,
-    else ``strip(current bytes)`` (which returns its argument when nothing of ours is there, None to
-    delete the file)."""
+RESTORED_NOTE = "restored the file as it was before install"
+SHARED_NOTE = "kept the backup for the other ctxhealth entries still in the file"
+
+
+def same_text(a: bytes | None, b: bytes | None) -> bool:
+    """Whether two versions of a text file say the same, blank lines at either end aside (a missing file
+    is an empty one)."""
+    return (a or b"").strip() == (b or b"").strip()
+
+
+def same_json(a: bytes | None, b: bytes | None) -> bool:
+    """Whether two versions of a JSON file hold the same object (a missing or blank file is ``{}``);
+    falls back to :func:`same_text` when either is not a JSON object."""
+    try:
+        return _json_object(a) == _json_object(b)
+    except ValueError:
+        return same_text(a, b)
+
+
+def _json_object(raw: bytes | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return data
+
+
+def plan_uninstall_file(
+    path: Path,
+    strip: Callable[[bytes], bytes | None],
+    *,
+    same: Callable[[bytes | None, bytes | None], bool] = same_text,
+) -> FilePlan:
+    """The file without this installer's entries (``strip`` removes them: it returns its argument when
+    nothing of ours is there, None to delete the file; it is called on the current bytes first).
+
+    Several installers may share one file and so one backup/manifest pair (Gemini CLI's settings.json
+    holds both the hooks and the MCP server). When the file is still exactly what the last install
+    wrote, and removing this installer's entries leaves what the backup holds (``same`` compares,
+    after ``strip`` has taken our entries out of both), the backup's exact bytes come back. When
+    another installer's entries remain, only ours go and the pair stays, its digest updated, so that
+    the last uninstall still restores the original byte for byte. A file changed since install loses
+    only our entries, and the pair goes."""
     probe = FilePlan(path, None, None)
     before = read_config(path)
-    manifest = load_manifest(probe.manifest_path)
-    backup = read_config(probe.backup_path)
-    original_existed = bool(manifest.get("original_existed", backup is not None))
-    untouched = bool(manifest) and before is not None and digest(before) == manifest.get("installed_sha256")
-    if untouched and (backup is not None or not original_existed):
-        return FilePlan(
-            path,
-            before,
-            backup if original_existed else None,
-            ("restored the file as it was before install",),
-            installing=False,
-            restore_backup=True,
-        )
     if before is None:
         return FilePlan(path, None, None, ("ctxhealth is not installed here",), installing=False)
     after = strip(before)
     if after == before:
         return FilePlan(path, before, before, ("ctxhealth is not installed here",), installing=False)
+    manifest = load_manifest(probe.manifest_path)
+    backup = read_config(probe.backup_path)
+    original_existed = bool(manifest.get("original_existed", backup is not None))
+    untouched = bool(manifest) and digest(before) == manifest.get("installed_sha256")
+    if untouched and (backup is not None or not original_existed):
+        original = backup if original_existed else None
+        if same(after, original if original is None else strip(original)):
+            return FilePlan(path, before, original, (RESTORED_NOTE,), installing=False, restore_backup=True)
+        return FilePlan(path, before, after, (SHARED_NOTE,), installing=False, shared=True)
     notes = ("the file changed since install: removed only ctxhealth's entries",) if manifest else ()
     return FilePlan(path, before, after, notes, installing=False, restore_backup=after == backup)
 
@@ -218,6 +262,13 @@ def apply_file_plan(plan: FilePlan) -> Path | None:
         plan.path.unlink(missing_ok=True)
     else:
         write_atomic(plan.path, plan.after, mode=file_mode(plan.path))
+    if plan.shared and plan.after is not None:
+        # another installer's entries remain in the file: its uninstall still restores the original
+        manifest = load_manifest(plan.manifest_path)
+        if manifest:
+            manifest["installed_sha256"] = digest(plan.after)
+            write_atomic(plan.manifest_path, dump_json_object(manifest))
+            return backup if backup.exists() else None
     for leftover in (plan.manifest_path, backup):
         leftover.unlink(missing_ok=True)
     return None

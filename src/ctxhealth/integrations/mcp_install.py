@@ -29,6 +29,7 @@ from ctxhealth.integrations.hostconfig import (
     parse_json_object,
     plan_install_file,
     plan_uninstall_file,
+    same_json,
 )
 
 __all__ = [
@@ -194,4 +195,4 @@ def plan_mcp_uninstall(target: McpTarget) -> FilePlan:
             del data["mcpServers"]
         return dump_json_object(data)
 
-    return plan_uninstall_file(target.path, strip)
+    return plan_uninstall_file(target.path, strip, same=same_json)

@@ -16,7 +16,8 @@ unified diff (dry run) before ``apply`` writes it. Installing adds one hook grou
 status line, leaving every other key, hook and matcher as it was; a status line the user already has is
 kept unless ``force`` (the plan says how to chain it instead; a replaced one is kept in the install
 manifest, and uninstall puts it back). Uninstall restores the backup byte for byte when the file is
-still exactly what install wrote, and otherwise removes only ctxhealth's own entries.
+still exactly what install wrote, and otherwise removes only ctxhealth's own entries (also while the MCP
+server ``ctxhealth install mcp`` put in the same Gemini settings.json is still there: it stays).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ctxhealth.errors import ConfigError
 from ctxhealth.integrations.claude_code.agents import Agent
 from ctxhealth.integrations.claude_code.payloads import HookEvent
 from ctxhealth.integrations.hostconfig import (
+    RESTORED_NOTE,
     FilePlan,
     apply_file_plan,
     dump_json_object,
@@ -40,6 +42,7 @@ from ctxhealth.integrations.hostconfig import (
     parse_json_object,
     plan_uninstall_file,
     read_config,
+    same_json,
 )
 
 __all__ = [
@@ -356,11 +359,13 @@ def plan_uninstall(settings_dir: Path, agent: Agent = Agent.CLAUDE_CODE) -> Inst
             return backup
         return dump_json_object(data)
 
-    plan = plan_uninstall_file(path, strip)
-    if stripped_statusline:
+    plan = plan_uninstall_file(path, strip, same=same_json)
+    if plan.notes == (RESTORED_NOTE,):  # the backup restored as it was
+        change = StatusLineChange.REMOVE
+    elif stripped_statusline:
         change = stripped_statusline[0]
-    else:  # the backup restored as it was (or nothing there)
-        change = StatusLineChange.REMOVE if plan.restore_backup else StatusLineChange.UNCHANGED
+    else:  # nothing there
+        change = StatusLineChange.UNCHANGED
     return InstallPlan(
         plan.path,
         plan.before,
@@ -368,6 +373,7 @@ def plan_uninstall(settings_dir: Path, agent: Agent = Agent.CLAUDE_CODE) -> Inst
         plan.notes,
         installing=False,
         restore_backup=plan.restore_backup,
+        shared=plan.shared,
         statusline=change,
     )
 
