@@ -68,15 +68,22 @@ def _transcript(path: Path, turns: int = 6) -> Path:
     return path
 
 
-def loaded_by(tmp_path: Path, args: list[str], stdin: str = "") -> set[str]:
+def loaded_by(
+    tmp_path: Path,
+    args: list[str],
+    stdin: str = "",
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> set[str]:
     out = tmp_path / "modules.json"
-    env = {**os.environ, "PROBE_OUT": str(out)}
+    env = {**(os.environ if env is None else env), "PROBE_OUT": str(out)}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *args],
         input=stdin.encode(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,  # not a terminal: no progress bar
         env=env,
+        cwd=cwd,
         timeout=120,
         check=False,
     )
@@ -96,6 +103,20 @@ def test_check_loads_no_fleet_numpy_rich_or_vocabulary(tmp_path: Path, as_dir: b
     modules = loaded_by(tmp_path, ["ctxhealth.cli.main", "check", str(target), "--json"])
     assert "ctxhealth.monitor" in modules  # the probe saw the command do its work
     assert heavy(modules) == set()
+
+
+def test_check_without_a_config_file_loads_no_toml_parser_or_traceback(tmp_path: Path) -> None:
+    """With no config file (and no ``CTXHEALTH_*`` value to parse) ``check`` needs neither the TOML
+    parser nor ``traceback`` (the internal-error path), nor compiles a secret rule for report
+    strings that hold no candidate."""
+    transcript = _transcript(tmp_path / "s1.jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXHEALTH_")}
+    env |= {"CTXHEALTH_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    args = ["ctxhealth.cli.main", "check", str(transcript), "--json"]
+    loaded_by(tmp_path, args, env=env, cwd=tmp_path)  # the first run derives the model catalog's cache
+    modules = loaded_by(tmp_path, args, env=env, cwd=tmp_path)
+    assert "ctxhealth.monitor" in modules and "ctxhealth.redact" in modules
+    assert {"tomllib", "traceback", "genai_prices"} & modules == set()
 
 
 def test_check_series_loads_no_fleet(tmp_path: Path) -> None:

@@ -210,3 +210,57 @@ def test_every_canary_format_is_redacted_in_text_and_in_serialised_json() -> Non
 )
 def test_ordinary_text_near_secret_words_is_untouched(text: str) -> None:
     assert redact(text) == text
+
+
+def test_each_rules_leading_literal_is_what_the_regex_parser_reads() -> None:
+    """A rule is skipped for text without its literal: the literal must be exactly the LITERAL
+    characters the pattern starts with (never a branch of a top-level alternation, never a character
+    a quantifier makes optional)."""
+    from re import _constants, _parser  # type: ignore[attr-defined]
+
+    from ctxhealth.redact import _RULES
+
+    for rule in _RULES:
+        parsed = list(_parser.parse(rule.source, rule.flags))
+        expected = ""
+        if not rule.flags & re.I:
+            for op, argument in parsed:
+                if op is not _constants.LITERAL:
+                    break
+                expected += chr(argument)
+        assert rule.literal == expected, rule.source
+
+
+def test_every_match_holds_its_rules_literal_and_a_hint() -> None:
+    """The literal and the hints are tests a text must pass before its rule's regex runs: every
+    match of a rule in the canaries (one per format) holds them."""
+    from canaries import canaries
+    from ctxhealth.redact import _RULES
+
+    texts = [text for text, _ in canaries().values()] + [text for text, _ in CANARIES.values()]
+    matched = set()
+    for rule in _RULES:
+        for text in texts:
+            for match in rule.pattern.finditer(text):
+                matched.add(rule.source)
+                assert match.group(0).startswith(rule.literal), rule.source
+                if rule.hints:
+                    window = text[max(0, match.start() - 64) : match.end()].lower()
+                    assert any(hint in window for hint in rule.hints), (rule.source, text)
+    assert len(matched) >= 30  # the canaries exercise the rules
+
+
+def test_redacting_text_without_candidates_compiles_no_rule() -> None:
+    """Patterns compile only for text that holds their literal or a hint: ``check`` redacts short
+    report strings, and compiling all of them cost a process ~10 ms."""
+    import subprocess
+    import sys
+
+    probe = (
+        "from ctxhealth import redact as r\n"
+        "assert r.redact_value({'model': 'claude-sonnet-4-5', 'fill': 0.5, 'zone': 'green'})"
+        " == {'model': 'claude-sonnet-4-5', 'fill': 0.5, 'zone': 'green'}\n"
+        "print(sum(rule._pattern is not None for rule in r._RULES))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0"

@@ -29,7 +29,6 @@ real environment.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +144,8 @@ def read_toml(path: Path) -> dict[str, Any]:
             hint="check the file's permissions or remove it",
             path=str(path),
         ) from None
+    import tomllib  # only when a config file exists: most runs have none
+
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -186,6 +187,8 @@ def _check_shape(key: Key, value: Any, origin: str) -> None:
 
 def _env_value(raw: str) -> Any:
     """A TOML literal when the text is one (numbers, booleans, arrays), else the text itself."""
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

@@ -79,10 +79,12 @@ class _Rule:
     (the regex engine skips ahead to a leading literal faster than a few substring tests do);
     empty: the rule always runs. ``source`` is compiled on first use (:func:`_compiled`).
     ``keep_prefix_group``: the group kept in front of the redaction (``Bearer ``, ``://user:``);
-    0 = none.
+    0 = none. ``literal``: the text every match starts with (:func:`_leading_literal`); a text
+    without it is not searched, and the pattern is compiled only when some text has it (most
+    processes redact only a few short strings, and compiling every rule costs more than that).
     """
 
-    __slots__ = ("flags", "hints", "keep_prefix_group", "kind", "source")
+    __slots__ = ("_pattern", "flags", "hints", "keep_prefix_group", "kind", "literal", "source")
 
     def __init__(
         self,
@@ -97,10 +99,43 @@ class _Rule:
         self.source = source
         self.keep_prefix_group = keep_prefix_group
         self.flags = flags
+        self.literal = _leading_literal(source, flags)
+        self._pattern: re.Pattern[str] | None = None
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        return _compiled(self.source, self.flags)
+        if self._pattern is None:
+            self._pattern = _compiled(self.source, self.flags)
+        return self._pattern
+
+
+_REGEX_META = frozenset(".^$*+?{}[]|()")
+
+
+def _leading_literal(source: str, flags: int) -> str:
+    """The literal characters ``source`` starts with, which every match therefore contains ("" when
+    it starts with anything else, or is case-insensitive). A character followed by a quantifier
+    is left out. The pattern must not be an alternation at its top level (a test checks each rule
+    against the regex parser)."""
+    if flags & re.I:
+        return ""
+    out: list[str] = []
+    at = 0
+    while at < len(source):
+        char = source[at]
+        if char == "\\":
+            if at + 1 >= len(source) or source[at + 1].isalnum():  # a class (``\d``), not an escape
+                break
+            char, step = source[at + 1], 2
+        elif char in _REGEX_META:
+            break
+        else:
+            step = 1
+        if source[at + step : at + step + 1] in ("*", "+", "?", "{"):
+            break
+        out.append(char)
+        at += step
+    return "".join(out)
 
 
 @cache
@@ -171,7 +206,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(SecretKind.SLACK, (), _word("xapp-") + r"[A-Za-z0-9-]{10,}"),
     _Rule(
         SecretKind.SLACK,
-        (),
+        ("hooks.slack.com/services/",),
         r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]{16,}",
         keep_prefix_group=1,
     ),
@@ -202,13 +237,13 @@ _RULES: tuple[_Rule, ...] = (
     # A bot token: the bot's numeric id, a colon, 35 characters starting with ``A``.
     _Rule(
         SecretKind.TELEGRAM,
-        (),
+        (":a",),
         r"(?<![A-Za-z0-9_:])[0-9]{5,16}:A[A-Za-z0-9_-]{34}(?![A-Za-z0-9_-])",
     ),
     # A DSN's public key sits where a URL's user name goes; an auth token has its own prefix.
     _Rule(
         SecretKind.SENTRY,
-        (),
+        ("://",),
         r"(://)[0-9a-f]{32}(?::[0-9a-f]{32})?(?=@)",
         keep_prefix_group=1,
     ),
@@ -243,20 +278,20 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(SecretKind.TWILIO, (), _word("SK") + r"[0-9a-fA-F]{32}\b"),
     _Rule(
         SecretKind.TWILIO,
-        (),
+        ("ac",),
         r"(AC(?<![A-Za-z0-9_]AC)[0-9a-fA-F]{32}:)[0-9a-fA-F]{32}\b",
         keep_prefix_group=1,
     ),
     _Rule(
         SecretKind.DISCORD,
-        (),
+        (".",),
         # A bot token: the user id in base64, a 6-character timestamp, an HMAC.
         r"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
         r"(?![A-Za-z0-9_-])",
     ),
     _Rule(
         SecretKind.DISCORD,
-        (),
+        ("discord",),
         r"(discord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_-]{40,}",
         keep_prefix_group=1,
     ),
@@ -275,7 +310,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.URL_CREDENTIALS,
-        (),
+        ("://",),
         # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
         r"(://[^\s:/@\"'\[\]\\]*:)(?!\[REDACTED)[^\s/@\"'\\]+(?=@)",
         keep_prefix_group=1,
@@ -292,7 +327,7 @@ _RULES: tuple[_Rule, ...] = (
     # password glued to -p), ``sshpass -p X``.
     _Rule(
         SecretKind.COMMAND_LINE,
-        (),
+        ("-u",),
         r"(-(?<![^\s\"']-)(?:u|-user)(?:\s+|=)[\"']?[^\s:\"'/@\\]+:)(?!\[REDACTED|" + _PLACEHOLDER_WORD + r")"
         r"[^\s\"'\\]+",
         keep_prefix_group=1,
@@ -305,7 +340,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.COMMAND_LINE,
-        (),
+        ("sshpass",),
         r"(sshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"'\\]+",
         keep_prefix_group=1,
     ),
@@ -525,18 +560,15 @@ def _redact_hinted_assignments(text: str, found: list[SecretKind] | None, lowere
     return "".join(pieces)
 
 
-@cache
-def _compiled_rules() -> tuple[tuple[_Rule, re.Pattern[str]], ...]:
-    """Every rule with its compiled pattern (compiled on the first redaction, not on import)."""
-    return tuple((rule, rule.pattern) for rule in _RULES)
-
-
 def _run(text: str, found: list[SecretKind] | None) -> str:
     original = text
     lowered = text.lower()
-    for rule, pattern in _compiled_rules():
+    for rule in _RULES:
         if rule.hints and not any(hint in lowered for hint in rule.hints):
             continue
+        if rule.literal and rule.literal not in text:  # no match can start anywhere
+            continue
+        pattern = rule.pattern
         if pattern.search(text) is not None:  # most text matches no rule: no replacer to build
             text = pattern.sub(_replacer(rule, found), text)
     if "-us" in lowered:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 
 import click
 
@@ -77,6 +76,8 @@ def main() -> None:
     try:
         cli.main(args=sys.argv[1:], prog_name="ctxhealth")
     except Exception as exc:  # the CLI's last resort; click handles its own errors and exits
+        import traceback  # only on this path: every command starts through here
+
         traceback.print_exc()
         click.echo(
             f"ctxhealth: internal error: {type(exc).__name__}: {exc}. "
