@@ -295,7 +295,7 @@ class DriftDetector(CachedDetector):
         self._chars = each * n
         self._count = n
         self._last = _last_positions(stems, self.instruction_words, base)
-        self._heap = sorted((pos, w) for w, pos in self._last.items())
+        self._heap = sorted(zip(self._last.values(), self._last.keys(), strict=True))
         self._hits = len(self._last)
 
     def _push(self, stems: list[str], chars: int, index: int) -> None:
