@@ -24,9 +24,10 @@ from ctxhealth.policy.profile import Profile
 from ctxhealth.risk.model import RiskModel
 from ctxhealth.signals import calls, indicators
 from ctxhealth.signals.base import stable_hash
-from ctxhealth.signals.drift import DriftDetector
-from ctxhealth.signals.events import EventBuilder
+from ctxhealth.signals.drift import DriftDetector, _last_positions
+from ctxhealth.signals.events import Event, EventBuilder
 from ctxhealth.signals.hedging import count_hedges
+from ctxhealth.signals.text import content_words
 
 # --------------------------------------------------------------------------- indicator patterns
 
@@ -377,3 +378,55 @@ def test_sentence_hashes_normalise_whitespace_as_each_sentence_alone(found: list
     """The one-pass normalisation (sentences glued, split, joined, cut apart) gives each sentence's own
     hash, also for whitespace-only sentences, NULs and Unicode whitespace."""
     assert indicators.sentence_hashes(found) == [stable_hash(" ".join(s.split())) for s in found]
+
+
+# --------------------------------------------------------------------------- long replies' fast paths
+
+_WIDE = [*_ODD, "✅", "×", "\u03a3", "\xa0", "\u2003", "\t", "  ", "\x00", "\ud800", "Word", "but ", "wait"]
+wide_texts = st.lists(st.sampled_from(_WIDE) | st.text(max_size=4), max_size=40).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(wide_texts, st.integers(min_value=1, max_value=60))
+def test_drift_tail_from_the_folded_text_is_the_tails_words(text: str, limit: int) -> None:
+    """A long reply's tail words from its folded text (already folded for the hedge count) are the
+    content words of the tail itself, also around ``İ``, the Kelvin sign and final sigma."""
+    fresh = Event(0, Message(Role.ASSISTANT, (TextBlock(text),)), 1, 0, text=text)
+    assert fresh.tail_stems(limit) == content_words(text[-limit:])
+    fresh.folded  # noqa: B018 (a reader folds the whole text first)
+    assert fresh.tail_stems(limit) == content_words(text[-limit:])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(alphabet=" ab.é✅\xa0\t\x00\ud800İ", max_size=60), max_size=10))
+def test_sentence_hashes_fast_path_is_the_definition(found: list[str]) -> None:
+    """Sentences with single spaces only (stripped at the ends) and the rest give the plain hashes."""
+    found = [*found, *(" ".join(s.split()) for s in found), *(f" {s.strip()} " for s in found)]
+    assert indicators.sentence_hashes(found) == [stable_hash(" ".join(s.split())) for s in found]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([*_REVERSALS, *_ODD, "didn't work", "do not see"]), max_size=12).map("".join))
+def test_hints_searched_in_bytes_are_the_substring_test(opening: str) -> None:
+    low = opening.lower()
+    assert indicators.hinted(low) == (
+        any(h in low for h in indicators._CONTRADICTION_HINTS),
+        any(h in low for h in indicators._MISSING_HINTS),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcdefghijkl"), max_size=40),
+    st.frozensets(st.sampled_from("abcdefghijklmnop"), max_size=14),
+    st.integers(min_value=0, max_value=50),
+    st.integers(min_value=0, max_value=45),
+)
+def test_last_positions_of_a_few_words_are_the_last_occurrences(
+    stems: list[str], words: frozenset[str], base: int, start: int
+) -> None:
+    found = words.intersection(stems[start:])
+    expected = {w: base + max(i for i, s in enumerate(stems) if s == w) for w in found}
+    got = _last_positions(stems, words, base, start)
+    assert got == expected
+    assert list(got) == list(expected)

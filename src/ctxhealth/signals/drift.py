@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 INSTRUCTION_WORD_LIMIT = 400
 REQUEST_EXCERPT_CHARS = 60
+FEW_FOUND = 8
+"""Up to this many task words found in a reply, each is searched from the reply's end; more, and one
+dict of every word's last position is built instead (the same positions)."""
 
 # a run of the window: [stems, trimmed (stems dropped from its front), each (characters per word),
 # extra (more characters of its first word), index (the message it came from), base (the running
@@ -56,6 +59,11 @@ def _last_positions(stems: list[str], words: frozenset[str], base: int, start: i
     found = words.intersection(stems[start:] if start else stems)
     if not found:
         return {}
+    if len(found) <= FEW_FOUND:
+        # a few words: each one's last occurrence, searched from the end
+        rev = stems[::-1]
+        top = base + len(stems) - 1
+        return {w: top - rev.index(w) for w in found}
     # a dict built from (stem, number) pairs keeps each stem's last number (built at C speed)
     last = dict(zip(stems, count(base)))
     return {w: last[w] for w in found}
@@ -228,7 +236,7 @@ class DriftDetector(CachedDetector):
         if len(text) >= limit:
             # the reply alone fills the window: only its last characters count
             tail = text[-limit:]
-            stems = content_words(tail)
+            stems = event.tail_stems(limit)
             self._segs = deque(((tail, stems),))
             self._seg_chars = len(tail)
             self._replace(stems, len(tail), event.index)
@@ -287,7 +295,7 @@ class DriftDetector(CachedDetector):
         self._chars = each * n
         self._count = n
         self._last = _last_positions(stems, self.instruction_words, base)
-        self._heap = sorted((pos, w) for w, pos in self._last.items())
+        self._heap = sorted(zip(self._last.values(), self._last.keys(), strict=True))
         self._hits = len(self._last)
 
     def _push(self, stems: list[str], chars: int, index: int) -> None:

@@ -15,7 +15,7 @@ from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult
 from ctxhealth.signals.base import BoundedDict
 from ctxhealth.signals.calls import CallInfo, CallKind, error_signature, parse_call
-from ctxhealth.signals.text import fold, run_stems
+from ctxhealth.signals.text import content_words, fold, run_stems
 
 if TYPE_CHECKING:
     from ctxhealth.signals.state import PendingCall
@@ -91,6 +91,15 @@ class Event:
         if runs is None:
             runs = self._runs = self.folded.split()
         return runs
+
+    def tail_stems(self, limit: int) -> list[str]:
+        """``content_words(self.text[-limit:])``: from the folded text when a reader already folded
+        it (folding is one byte per character, so the tail of the folded text is the folded tail,
+        unless the text holds ``İ``, whose lower case is two characters), else from the tail alone."""
+        folded = self._folded
+        if folded is None or "\u0130" in self.text:
+            return content_words(self.text[-limit:])
+        return run_stems(folded[-limit:].split())
 
     @property
     def stems(self) -> list[str]:

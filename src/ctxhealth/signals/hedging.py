@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ctxhealth.signals.text import fold, words_are_ascii
+from ctxhealth.signals.text import fold
 
 HEDGE_WORDS: tuple[str, ...] = (
     "however",
@@ -51,15 +51,16 @@ def count_hedges(text: str) -> int:
 def count_folded(text: str, folded: bytes, runs: Sequence[bytes]) -> int:
     """:func:`count_hedges` from ``folded = fold(text)`` and its runs, already computed.
 
-    A hedge is a whole ``\\w+`` word of the lower-cased text, and the word runs of ``folded`` are
-    exactly those words when no non-ASCII character is a word character, so most replies are
-    counted with a set intersection and a list count (C speed, no regex). Otherwise a run may
-    continue into a non-ASCII letter, so each candidate's neighbours are checked in the text itself.
+    A hedge is a whole ``\\w+`` word of the lower-cased text, and on an ASCII text the word runs of
+    ``folded`` are exactly those words, so most replies are counted with a set intersection and a
+    list count (C speed, no regex). On other text a run may continue into a non-ASCII letter, so
+    each candidate's occurrences are checked against their neighbours in the text itself (cheaper
+    than first asking whether any non-ASCII character is a letter: that scans all of them).
     """
     found = _WORD_RUNS.intersection(runs)
     n = 0
     if found:
-        n = sum(map(runs.count, found)) if words_are_ascii(text) else _verified(text, folded, found)
+        n = sum(map(runs.count, found)) if text.isascii() else _verified(text, folded, found)
     if b"hmm" in folded or b"not sure" in folded:
         n += len(_RARE.findall(text.lower()))
     return n

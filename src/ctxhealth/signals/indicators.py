@@ -173,6 +173,13 @@ def _opens_with(source: str, opening: str, plain: str | None) -> bool:
     return matches_at_anchors(_pattern(source, True).match, plain, _ANCHORS[source])
 
 
+def hinted(low: str) -> tuple[bool, bool]:
+    """Whether any contradiction hint, and any missing-context hint, occurs in ``low`` (substring
+    tests mapped at C speed, no generator)."""
+    has = low.__contains__
+    return any(map(has, _CONTRADICTION_HINTS)), any(map(has, _MISSING_HINTS))
+
+
 def sentences(text: str) -> list[str]:
     """``_SENTENCE.findall(text)``: the maximal runs of ``text`` without ``.!?`` or a newline that are
     at least :data:`SENTENCE_MIN` characters long, found by splitting at C speed."""
@@ -186,13 +193,22 @@ whitespace, so it stays a word of its own between two sentences' words."""
 
 
 def sentence_hashes(found: list[str]) -> list[int]:
-    """``[stable_hash(" ".join(s.split())) for s in found]``, computed at C speed: the sentences are
+    """``[stable_hash(" ".join(s.split())) for s in found]``, computed at C speed. Most replies'
+    sentences hold no whitespace but single spaces: each is stripped at its ends, and all are
+    encoded at once. Otherwise the sentences are
     glued with :data:`_GLUE`, their whitespace normalised in one split and join, encoded once and cut
     apart again at the glue (UTF-8 encodes the glue on its own; plain UTF-8 encodes the same bytes
     as ``surrogatepass`` on text without lone surrogates, and much faster). A sentence of whitespace
     only, or a ``\x00`` in the text, would blur the cuts: those take the sentence-by-sentence way."""
     if not found:
         return []
+    joined = "".join(found)
+    if "  " not in joined and joined.isprintable():
+        # no whitespace but single spaces (every other whitespace character is unprintable, as are
+        # lone surrogates and NUL): normalising a sentence is stripping its ends, and NUL cuts them
+        data = "\x00".join(map(str.strip, found)).encode()
+        pieces = data.split(b"\x00")
+        return list(map(or_, map(lshift, map(crc32, pieces), repeat(32)), map(adler32, pieces)))
     glued = _GLUE.join(found)
     normed = " ".join(glued.split())
     try:
@@ -307,8 +323,7 @@ class IndicatorDetector(CachedDetector):
             low_prose = prose.lower()
             low = low_prose[:OPENING_LIMIT]
             found = sentences(low_prose)
-        contradiction = any(h in low for h in _CONTRADICTION_HINTS)
-        missing = any(h in low for h in _MISSING_HINTS)
+        contradiction, missing = hinted(low)
         if contradiction or missing:
             if opening.isascii():
                 plain: str | None = low

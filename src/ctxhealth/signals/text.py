@@ -216,22 +216,6 @@ def fold(text: str) -> bytes:
     return data.translate(_RUN_TABLE)
 
 
-def words_are_ascii(text: str) -> bool:
-    """Whether no character of ``text`` outside ASCII is a word character (``\\w``): then the word runs
-    of :func:`fold` are exactly the ``\\w+`` words of the lower-cased text (emoji, dashes and curly
-    quotes separate words like spaces do). Linear in the non-ASCII characters after one encoding."""
-    if text.isascii():
-        return True
-    data = text.encode("ascii", "replace")
-    at = data.find(63)
-    while at >= 0:
-        c = text[at]
-        if c != "?" and c.isalnum():
-            return False
-        at = data.find(63, at + 1)
-    return True
-
-
 def _stem_run(run: bytes) -> str:
     word = run.lstrip(_LEADING).decode("ascii")
     return "" if len(word) < 3 or word in STOP_WORDS else stem(word)
