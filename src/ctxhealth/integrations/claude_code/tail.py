@@ -23,7 +23,7 @@ from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
 from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters
-from ctxhealth.model import Message, Role
+from ctxhealth.model import Format, Message, Role
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import scrub
 from ctxhealth.signals.requests import clean_user_text, is_user_request
@@ -89,27 +89,109 @@ def read_whole(
     registry: ModelRegistry | None = None,
     profile: Profile | None = None,
 ) -> list[Message]:
-    """Another agent's transcript (a Codex rollout, a Gemini chat): read whole by its reader, the
-    messages after the ``counters.line`` already observed folded in and returned.
+    """Another agent's transcript (a Codex rollout, a Gemini chat): read by its reader, the messages
+    after the ``counters.line`` already observed folded in and returned.
 
-    These formats have no tail reader yet, so a hook costs O(transcript) here; a transcript that
-    shrank starts over. Raises the reader's error when the format is not readable."""
-    from ctxhealth.sources import read_session
-
-    size = os.stat(transcript).st_size
+    A Codex rollout is append-only: it is read from the last cut its reader could resume at
+    (``counters.reader``, :func:`ctxhealth.sources.codex.resume`), so a hook costs O(bytes since
+    then). It is read whole when there is no such cut, or when the file is not the one the cut was
+    made in (it shrank, or its inode, device or first bytes changed), or when the reader cannot
+    resume (see there). A Gemini chat is read whole (its records are upserts by id and ``$set``
+    patches that restate the history), but not again while its size, mtime and inode are unchanged.
+    Raises the reader's error when the format is not readable."""
+    st = os.stat(transcript)
+    size = st.st_size
     if size < counters.offset:
         counters.reset()
-    if size == counters.offset and counters.thresholds is not None:
+    identity = [st.st_dev, st.st_ino, st.st_mtime_ns]
+    carried = counters.reader if isinstance(counters.reader, dict) else None
+    same = carried is None or (carried.get("file") == identity[:2] and carried.get("mtime") == identity[2])
+    if size == counters.offset and counters.thresholds is not None and same:
         return []
-    session = read_session(transcript)
-    if session.session_id and not counters.session_id:
-        counters.session_id = session.session_id
-    messages = list(session.messages[counters.line :])
-    counters.line, counters.offset, counters.size = len(session.messages), size, size
+    read = _resume_codex(counters, transcript, size, identity, carried)
+    if read is None:
+        read = _read_full(counters, transcript, size, identity)
+    messages, session_id, source_format = read
+    if session_id and not counters.session_id:
+        counters.session_id = session_id
     fold_messages(counters, messages, registry=registry)
-    observe_messages(counters, messages, registry=registry, profile=profile, source_format=session.format)
+    observe_messages(counters, messages, registry=registry, profile=profile, source_format=source_format)
     resolve_thresholds(counters, registry=registry, profile=profile)
     return messages
+
+
+HEAD_DIGEST_BYTES = 4096
+"""How much of a rollout's start must be unchanged for a cut in it to be resumed."""
+
+
+def _resume_codex(
+    counters: SessionCounters, transcript: str, size: int, identity: list[int], carried: dict[str, Any] | None
+) -> tuple[list[Message], str | None, Format] | None:
+    """The new messages read from the carried cut; None when it cannot be resumed there."""
+    from ctxhealth.sources import codex
+
+    if carried is None or carried.get("format") != Format.CODEX.value or carried.get("file") != identity[:2]:
+        return None
+    cut, head = carried.get("cut"), carried.get("head")
+    if not isinstance(cut, dict) or not isinstance(head, list) or len(head) != 2:
+        return None
+    offset, before = cut.get("offset"), cut.get("messages")
+    if not isinstance(offset, int) or not isinstance(before, int) or not 0 <= offset <= size:
+        return None
+    if before > counters.line or head[0] > size:
+        return None
+    with open(transcript, "rb") as f:
+        if _digest(f.read(head[0])) != head[1]:
+            return None  # replaced by another file of at least the same size
+        f.seek(offset)
+        data = f.read(size - offset)
+    resumed = codex.resume(data, transcript, cut)
+    if resumed is None:
+        return None
+    messages = resumed.messages[counters.line - before :]
+    counters.line = before + len(resumed.messages)
+    counters.offset = counters.size = offset + len(data)
+    counters.reader = _codex_state(resumed.carry, head, identity)
+    return messages, resumed.session_id, Format.CODEX
+
+
+def _read_full(
+    counters: SessionCounters, transcript: str, size: int, identity: list[int]
+) -> tuple[list[Message], str | None, Format]:
+    from ctxhealth.sources import codex
+    from ctxhealth.sources.reader import detect_head, read_data, read_regular_file
+
+    data = read_regular_file(transcript)
+    counters.reader = None
+    if detect_head(data) is Format.CODEX:
+        resumed = codex.resume(data, transcript)
+        assert resumed is not None  # a fresh read always gives an answer
+        all_messages, session_id, source_format = resumed.messages, resumed.session_id, Format.CODEX
+        head = data[:HEAD_DIGEST_BYTES]
+        counters.reader = _codex_state(resumed.carry, [len(head), _digest(head)], identity)
+    else:
+        session = read_data(data, transcript)
+        all_messages, session_id, source_format = list(session.messages), session.session_id, session.format
+        counters.reader = {"format": session.format.value, "file": identity[:2], "mtime": identity[2]}
+    messages = all_messages[counters.line :]
+    counters.line, counters.offset, counters.size = len(all_messages), len(data), len(data)
+    return messages, session_id, source_format
+
+
+def _codex_state(cut: dict[str, Any], head: list[Any], identity: list[int]) -> dict[str, Any]:
+    return {
+        "format": Format.CODEX.value,
+        "file": identity[:2],
+        "mtime": identity[2],
+        "head": head,
+        "cut": cut,
+    }
+
+
+def _digest(data: bytes) -> str:
+    import zlib
+
+    return f"{zlib.crc32(data):08x}{len(data):x}"
 
 
 def _feed(counters: SessionCounters, data: bytes, transcript: str) -> list[Message]:

@@ -85,6 +85,8 @@ class SessionCounters:
     last_final: list[Any] | None
     monitor: dict[str, Any] | None
     assessment: dict[str, Any] | None
+    reader: dict[str, Any] | None
+    """Another agent's reader state at the last cut, to resume there (:func:`.tail.read_whole`)."""
 
     # Not stored: whether this process holds the session's lock (only then may it save the state),
     # and how many of ``pending_events`` were loaded (queued by earlier processes).
