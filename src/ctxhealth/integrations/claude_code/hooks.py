@@ -49,6 +49,7 @@ from ctxhealth.integrations.claude_code.tailstate import (
     SessionLock,
     load_counters,
     save_counters,
+    unchanged,
 )
 from ctxhealth.integrations.claude_code.transcript import HookLimits
 
@@ -226,7 +227,7 @@ def _read_tail(counters: SessionCounters, agent: Agent = Agent.CLAUDE_CODE) -> s
     problem = transcript_problem(counters.path)
     if problem is not None:
         return problem
-    if os.stat(counters.path).st_size == counters.offset and counters.thresholds is not None:
+    if unchanged(counters, os.stat(counters.path)):
         return None  # nothing new: skip importing the reader
     if agent is not Agent.CLAUDE_CODE:
         from ctxhealth.errors import CtxHealthError

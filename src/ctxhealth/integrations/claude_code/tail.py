@@ -22,7 +22,12 @@ from typing import Any
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
-from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters
+from ctxhealth.integrations.claude_code.tailstate import (
+    INSTRUCTION_CHARS,
+    SessionCounters,
+    file_identity,
+    unchanged,
+)
 from ctxhealth.model import Format, Message, Role
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import scrub
@@ -103,10 +108,16 @@ def read_whole(
     size = st.st_size
     if size < counters.offset:
         counters.reset()
-    identity = [st.st_dev, st.st_ino, st.st_mtime_ns]
+    identity = file_identity(st)
     carried = counters.reader if isinstance(counters.reader, dict) else None
-    same = carried is None or (carried.get("file") == identity[:2] and carried.get("mtime") == identity[2])
-    if size == counters.offset and counters.thresholds is not None and same:
+    if (
+        carried is not None
+        and carried.get("format") == Format.CODEX.value
+        and _replaced(transcript, identity, carried)
+    ):
+        counters.reset()  # another file in its place: what was read of the old one is no part of it
+        carried = None
+    if unchanged(counters, st):
         return []
     read = _resume_codex(counters, transcript, size, identity, carried)
     if read is None:
@@ -130,19 +141,17 @@ def _resume_codex(
     """The new messages read from the carried cut; None when it cannot be resumed there."""
     from ctxhealth.sources import codex
 
-    if carried is None or carried.get("format") != Format.CODEX.value or carried.get("file") != identity[:2]:
+    if carried is None or carried.get("format") != Format.CODEX.value:
         return None
     cut, head = carried.get("cut"), carried.get("head")
-    if not isinstance(cut, dict) or not isinstance(head, list) or len(head) != 2:
+    if not isinstance(cut, dict) or not isinstance(head, list):
         return None
     offset, before = cut.get("offset"), cut.get("messages")
     if not isinstance(offset, int) or not isinstance(before, int) or not 0 <= offset <= size:
         return None
-    if before > counters.line or head[0] > size:
+    if before > counters.line:
         return None
     with open(transcript, "rb") as f:
-        if _digest(f.read(head[0])) != head[1]:
-            return None  # replaced by another file of at least the same size
         f.seek(offset)
         data = f.read(size - offset)
     resumed = codex.resume(data, transcript, cut)
@@ -176,6 +185,19 @@ def _read_full(
     messages = all_messages[counters.line :]
     counters.line, counters.offset, counters.size = len(all_messages), len(data), len(data)
     return messages, session_id, source_format
+
+
+def _replaced(transcript: str, identity: list[int], carried: dict[str, Any]) -> bool:
+    """Whether the rollout the carried cut was made in is no longer at ``transcript``: another
+    device or inode, or other first bytes (rewritten in place)."""
+    head = carried.get("head")
+    if carried.get("file") != identity[:2] or not isinstance(head, list) or len(head) != 2:
+        return True
+    length, digest = head
+    if not isinstance(length, int) or length < 0:
+        return True
+    with open(transcript, "rb") as f:
+        return bool(_digest(f.read(length)) != digest)
 
 
 def _codex_state(cut: dict[str, Any], head: list[Any], identity: list[int]) -> dict[str, Any]:

@@ -35,9 +35,11 @@ __all__ = [
     "STATE_VERSION",
     "SessionCounters",
     "SessionLock",
+    "file_identity",
     "load_counters",
     "save_counters",
     "tail_cache_path",
+    "unchanged",
 ]
 
 STATE_VERSION = 3
@@ -153,6 +155,24 @@ class SessionCounters:
         """Remember a hook event for the ledger (flushed with the next ledger write)."""
         self.pending_events.append([event, self.session_id, summary[:200]])
         del self.pending_events[:-MAX_PENDING_EVENTS]
+
+
+def file_identity(st: os.stat_result) -> list[int]:
+    """What says a transcript is the same file, not written since: device, inode, mtime (ns)."""
+    return [st.st_dev, st.st_ino, st.st_mtime_ns]
+
+
+def unchanged(counters: SessionCounters, st: os.stat_result) -> bool:
+    """Whether the transcript has nothing the counters have not read: its size is where they
+    stopped, and (for another agent's transcript, whose reader state says which file it read) it is
+    the same file, not written since."""
+    if st.st_size != counters.offset or counters.thresholds is None:
+        return False
+    reader = counters.reader
+    if not isinstance(reader, dict):
+        return True
+    file = reader.get("file")
+    return isinstance(file, list) and [*file, reader.get("mtime")] == file_identity(st)
 
 
 _TRANSIENT = frozenset({"lock_held", "events_loaded"})
