@@ -22,7 +22,11 @@ from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_c
 from ctxhealth.sources import codex
 
 FIXTURES = Path(__file__).parent / "fixtures"
-ROLLOUTS = [*sorted(FIXTURES.glob("agents/codex-*/*/rollout.jsonl")), FIXTURES / "codex-rollout.jsonl"]
+ROLLOUTS = [
+    *sorted(FIXTURES.glob("agents/codex-*/*/rollout.jsonl")),
+    FIXTURES / "codex-rollout.jsonl",
+    FIXTURES / "codex-rollout-0.60.jsonl",
+]
 CHATS = sorted(FIXTURES.glob("agents/gemini-*/*/chat.jsonl"))
 
 
