@@ -218,3 +218,23 @@ def test_gemini_hooks_fed_record_by_record_answer_as_before(chat: Path, tmp_path
         assert reads == ["x"]  # same size, but written again: read
     finally:
         tail._read_full = real  # type: ignore[method-assign]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not yet: a Gemini response read before its tool calls were written (the record is written "
+    "again with them) keeps them out of the monitor, which is given each message once",
+)
+def test_gemini_hooks_fed_record_by_record_assess_as_one_read(tmp_path: Path) -> None:
+    chat = next(p for p in CHATS if p.parent.name == "compression-resume")
+    path, home = tmp_path / "chat.jsonl", tmp_path / "home"
+    path.write_bytes(b"")
+    for step, line in enumerate(chat.read_bytes().splitlines(keepends=True)):
+        with path.open("ab") as f:
+            f.write(line)
+        _hook(home, "AfterAgent", path, step, Agent.GEMINI)
+    once = tmp_path / "once.jsonl"
+    once.write_bytes(chat.read_bytes())
+    _hook(tmp_path / "once", "AfterAgent", once, 0, Agent.GEMINI)
+    fed, read = load_counters(str(home), str(path)), load_counters(str(tmp_path / "once"), str(once))
+    assert fed is not None and read is not None and fed.assessment == read.assessment

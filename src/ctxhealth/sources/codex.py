@@ -42,6 +42,10 @@ encrypted (``message`` is empty, ``replacement_history`` ends with a ``compactio
 ``encrypted_content``): the summary is marked ``encrypted``. ``world_state`` (the harness's own
 environment snapshot), top-level ``ordinal`` and the rest of ``metadata`` carry nothing ctxhealth
 measures and are read without a warning.
+
+:func:`resume` reads a rollout incrementally (the hooks, on every call): from the last cut after
+which nothing already read can change, with the reader's lasting state carried as JSON data, giving
+exactly the messages :func:`parse` gives.
 """
 
 from __future__ import annotations

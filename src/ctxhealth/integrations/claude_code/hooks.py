@@ -221,7 +221,8 @@ def _home_path(home: str) -> Path:
 def _read_tail(counters: SessionCounters, agent: Agent = Agent.CLAUDE_CODE) -> str | None:
     """Fold the transcript's new tail into the counters; return why it could not be read (it is
     missing, a FIFO, a device, in a format no reader knows, ...) or None. Never opens anything but
-    a regular file. Another agent's transcript is read whole by its own reader (:func:`.tail.read_whole`)."""
+    a regular file. Another agent's transcript is read by its own reader (:func:`.tail.read_whole`: a
+    Codex rollout from the last cut its reader can resume at, a Gemini chat whole when it changed)."""
     from ctxhealth.integrations.claude_code.transcript import transcript_problem
 
     problem = transcript_problem(counters.path)

@@ -8,6 +8,10 @@ its head (the original request) and its last ``max_bytes``, and so does a read a
 ``max_bytes`` were appended, so every call is bounded; the file type is checked before any read
 (:mod:`.transcript`).
 
+Another agent's transcript is read by :func:`read_whole`: a Codex rollout from the last cut its
+reader can resume at (the reader's state there kept in ``counters.reader``), a Gemini chat whole
+when it changed.
+
 The new messages are also fed to the session's monitor (:mod:`.monitoring`), whose snapshot and last
 assessment travel in the counters. This is the slow path of a hook: it imports the reader, the model
 registry, the profile and the monitor. The thresholds it resolves are cached in the counters so the
