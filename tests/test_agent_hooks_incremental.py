@@ -4,7 +4,9 @@ A Codex rollout is read from the last cut its reader could resume at (:func:`cod
 line boundary of every recorded rollout, resuming gives exactly the messages a full parse gives, and
 the hooks fed the rollout line by line give the same output, assessment and monitor snapshot as
 hooks that read the whole file on every call. A truncated or replaced rollout is read afresh. A
-Gemini chat is read whole, but not again while it is unchanged."""
+Gemini chat is read whole, but not again while it is unchanged; its records are upserts (a response
+is written again with its tool calls), and fed record by record the session's monitor ends each step
+exactly as one read of the chat so far leaves it (its snapshot and assessment)."""
 
 from __future__ import annotations
 
@@ -195,7 +197,7 @@ def test_a_replaced_rollout_is_read_afresh(tmp_path: Path, in_place: bool) -> No
 
 
 @pytest.mark.parametrize("chat", CHATS, ids=lambda p: p.parent.name)
-def test_gemini_hooks_fed_record_by_record_answer_as_before(chat: Path, tmp_path: Path) -> None:
+def test_a_gemini_chat_is_read_when_it_changed_and_only_then(chat: Path, tmp_path: Path) -> None:
     # the chat is read whole at every change (its records are upserts); an unchanged one not again
     lines = chat.read_bytes().splitlines(keepends=True)
     path, home = tmp_path / "chat.jsonl", tmp_path / "home"
@@ -220,21 +222,19 @@ def test_gemini_hooks_fed_record_by_record_answer_as_before(chat: Path, tmp_path
         tail._read_full = real  # type: ignore[method-assign]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not yet: a Gemini response read before its tool calls were written (the record is written "
-    "again with them) keeps them out of the monitor, which is given each message once",
-)
-def test_gemini_hooks_fed_record_by_record_assess_as_one_read(tmp_path: Path) -> None:
-    chat = next(p for p in CHATS if p.parent.name == "compression-resume")
+@pytest.mark.parametrize("chat", CHATS, ids=lambda p: p.parent.name)
+def test_gemini_hooks_fed_record_by_record_assess_as_one_read(chat: Path, tmp_path: Path) -> None:
+    # a response is written again with its tool calls once they ran: the monitor sees its latest form
     path, home = tmp_path / "chat.jsonl", tmp_path / "home"
     path.write_bytes(b"")
+    events = ("AfterTool", "BeforeAgent", "AfterAgent")
     for step, line in enumerate(chat.read_bytes().splitlines(keepends=True)):
         with path.open("ab") as f:
             f.write(line)
-        _hook(home, "AfterAgent", path, step, Agent.GEMINI)
-    once = tmp_path / "once.jsonl"
-    once.write_bytes(chat.read_bytes())
-    _hook(tmp_path / "once", "AfterAgent", once, 0, Agent.GEMINI)
-    fed, read = load_counters(str(home), str(path)), load_counters(str(tmp_path / "once"), str(once))
-    assert fed is not None and read is not None and fed.assessment == read.assessment
+        _hook(home, events[step % 3], path, step, Agent.GEMINI)
+        once, fresh = tmp_path / f"once{step}.jsonl", tmp_path / f"once{step}"
+        once.write_bytes(path.read_bytes())
+        _hook(fresh, "AfterAgent", once, step, Agent.GEMINI)
+        fed, read = load_counters(str(home), str(path)), load_counters(str(fresh), str(once))
+        assert fed is not None and read is not None
+        assert fed.assessment == read.assessment and fed.monitor == read.monitor, step

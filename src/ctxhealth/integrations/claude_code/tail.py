@@ -106,7 +106,8 @@ def read_whole(
     then). It is read whole when there is no such cut, or when the file is not the one the cut was
     made in (it shrank, or its inode, device or first bytes changed), or when the reader cannot
     resume (see there). A Gemini chat is read whole (its records are upserts by id and ``$set``
-    patches that restate the history), but not again while its size, mtime and inode are unchanged.
+    patches that restate the history), but not again while its size, mtime and inode are unchanged;
+    its monitor goes on from the snapshot before the last model response (:func:`_observe_settled`).
     Raises the reader's error when the format is not readable."""
     st = os.stat(transcript)
     size = st.st_size
@@ -124,13 +125,19 @@ def read_whole(
     if unchanged(counters, st):
         return []
     read = _resume_codex(counters, transcript, size, identity, carried)
+    every: list[Message] | None = None
     if read is None:
-        read = _read_full(counters, transcript, size, identity)
-    messages, session_id, source_format = read
+        messages, session_id, source_format, every = _read_full(counters, transcript, size, identity)
+    else:
+        messages, session_id, source_format = read
     if session_id and not counters.session_id:
         counters.session_id = session_id
     fold_messages(counters, messages, registry=registry)
-    observe_messages(counters, messages, registry=registry, profile=profile, source_format=source_format)
+    if source_format is Format.GEMINI_CLI and every is not None:
+        settled = carried.get("settled") if carried is not None else None
+        _observe_settled(counters, every, settled, registry=registry, profile=profile)
+    else:
+        observe_messages(counters, messages, registry=registry, profile=profile, source_format=source_format)
     resolve_thresholds(counters, registry=registry, profile=profile)
     return messages
 
@@ -170,7 +177,7 @@ def _resume_codex(
 
 def _read_full(
     counters: SessionCounters, transcript: str, size: int, identity: list[int]
-) -> tuple[list[Message], str | None, Format]:
+) -> tuple[list[Message], str | None, Format, list[Message]]:
     from ctxhealth.sources import codex
     from ctxhealth.sources.reader import detect_head, read_data, read_regular_file
 
@@ -188,7 +195,62 @@ def _read_full(
         counters.reader = {"format": session.format.value, "file": identity[:2], "mtime": identity[2]}
     messages = all_messages[counters.line :]
     counters.line, counters.offset, counters.size = len(all_messages), len(data), len(data)
-    return messages, session_id, source_format
+    return messages, session_id, source_format, all_messages
+
+
+def _observe_settled(
+    counters: SessionCounters,
+    messages: list[Message],
+    settled: Any,
+    *,
+    registry: ModelRegistry | None,
+    profile: Profile | None,
+) -> None:
+    """Give a Gemini chat's messages to the session's monitor so that it has seen each one once, in
+    the form the chat holds now: what one read of the whole chat gives.
+
+    A Gemini record is an upsert by id: a response is written when it arrives and again with its
+    tool calls once they ran, so the messages from the last model response on may still change. The
+    monitor's snapshot from before them is kept (``counters.reader["settled"]``: the index, a digest
+    of the messages before it, the snapshot). When those messages are unchanged the monitor goes on
+    from that snapshot and is given the rest again, in their latest form; otherwise (or with no such
+    snapshot) it starts afresh and is given every message."""
+    start = 0
+    if isinstance(settled, dict):
+        at = settled.get("at")
+        if (
+            isinstance(at, int)
+            and 0 < at <= len(messages)
+            and _messages_digest(messages[:at]) == settled.get("digest")
+        ):
+            start = at
+    counters.monitor = settled.get("monitor") if start and isinstance(settled, dict) else None
+    last = next(
+        (k for k in range(len(messages) - 1, -1, -1) if messages[k].role is Role.ASSISTANT), len(messages)
+    )
+    at = max(last, start)
+    observe_messages(
+        counters, messages[start:at], registry=registry, profile=profile, source_format=Format.GEMINI_CLI
+    )
+    snapshot = counters.monitor
+    observe_messages(
+        counters, messages[at:], registry=registry, profile=profile, source_format=Format.GEMINI_CLI
+    )
+    if isinstance(counters.reader, dict):
+        counters.reader["settled"] = {
+            "at": at,
+            "digest": _messages_digest(messages[:at]),
+            "monitor": snapshot,
+        }
+
+
+def _messages_digest(messages: list[Message]) -> str:
+    import zlib
+
+    crc = 0
+    for message in messages:
+        crc = zlib.crc32(repr(message).encode("utf-8", "surrogatepass"), crc)
+    return f"{crc:08x}{len(messages):x}"
 
 
 def _replaced(transcript: str, identity: list[int], carried: dict[str, Any]) -> bool:

@@ -88,7 +88,8 @@ class SessionCounters:
     monitor: dict[str, Any] | None
     assessment: dict[str, Any] | None
     reader: dict[str, Any] | None
-    """Another agent's reader state at the last cut, to resume there (:func:`.tail.read_whole`)."""
+    """Another agent's transcript as last read (:func:`.tail.read_whole`): the file's identity, a
+    Codex reader's state at its last cut, a Gemini chat's monitor snapshot before its last response."""
 
     # Not stored: whether this process holds the session's lock (only then may it save the state),
     # and how many of ``pending_events`` were loaded (queued by earlier processes).
