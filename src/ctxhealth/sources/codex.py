@@ -528,12 +528,15 @@ class Resumed:
     carry: dict[str, Any]
 
 
-def _settled(state: _State) -> bool:
+def _settled(state: _State, since: int) -> bool:
     """True when nothing read so far can still change: no response is open (a later count or record
-    may close it), and no compaction reply waits for its ``compacted`` line (which takes it out)."""
+    may close it), and no compaction reply waits for its ``compacted`` line (which takes it out).
+    ``since``: the length of ``state.out`` when this was last true (only what came after is looked
+    at: before it no reply waited, and a ``compacted`` line takes out none from there)."""
     if state.open is not None or state.compaction_reply is not None:
         return False
-    for item in reversed(state.out):
+    for k in range(len(state.out) - 1, since - 1, -1):
+        item = state.out[k]
         if isinstance(item, _Response):
             if item.compaction:
                 return False
@@ -585,9 +588,11 @@ def resume(data: bytes, path: str, carry: dict[str, Any] | None = None) -> Resum
         state.instructions_seen = bool(carry.get("instructions_seen"))
     cut = {"line": first_line, "offset": 0, "messages": 0, **{n: getattr(state, n) for n in _CARRIED}}
     complete = data.rfind(b"\n") + 1  # a cut goes no further than the last complete line
+    since = 0
     for number, end, obj in records:
         _line(state, obj, number)
-        if end <= complete and _settled(state):
+        if end <= complete and _settled(state, min(since, len(state.out))):
+            since = len(state.out)
             cut = {"line": number + 1, "offset": end, "messages": len(state.out)}
             cut.update({n: getattr(state, n) for n in _CARRIED})
     messages, _ = _finish(state)

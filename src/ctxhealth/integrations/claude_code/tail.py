@@ -215,7 +215,7 @@ def _observe_settled(
     of the messages before it, the snapshot). When those messages are unchanged the monitor goes on
     from that snapshot and is given the rest again, in their latest form; otherwise (or with no such
     snapshot) it starts afresh and is given every message."""
-    start = 0
+    start, crc = 0, ""
     if isinstance(settled, dict):
         at = settled.get("at")
         if (
@@ -223,7 +223,7 @@ def _observe_settled(
             and 0 < at <= len(messages)
             and _messages_digest(messages[:at]) == settled.get("digest")
         ):
-            start = at
+            start, crc = at, settled["digest"]
     counters.monitor = settled.get("monitor") if start and isinstance(settled, dict) else None
     last = next(
         (k for k in range(len(messages) - 1, -1, -1) if messages[k].role is Role.ASSISTANT), len(messages)
@@ -239,18 +239,21 @@ def _observe_settled(
     if isinstance(counters.reader, dict):
         counters.reader["settled"] = {
             "at": at,
-            "digest": _messages_digest(messages[:at]),
+            "digest": _messages_digest(messages[start:at], crc),
             "monitor": snapshot,
         }
 
 
-def _messages_digest(messages: list[Message]) -> str:
+def _messages_digest(messages: list[Message], before: str = "") -> str:
+    """A digest of ``messages`` (their ``repr``: every field), going on from ``before``, the digest
+    of the messages before them."""
     import zlib
 
-    crc = 0
+    crc = int(before[:8], 16) if before else 0
+    count = int(before[8:], 16) if before else 0
     for message in messages:
         crc = zlib.crc32(repr(message).encode("utf-8", "surrogatepass"), crc)
-    return f"{crc:08x}{len(messages):x}"
+    return f"{crc:08x}{count + len(messages):x}"
 
 
 def _replaced(transcript: str, identity: list[int], carried: dict[str, Any]) -> bool:
