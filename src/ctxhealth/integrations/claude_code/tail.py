@@ -118,6 +118,7 @@ def read_whole(
     if (
         carried is not None
         and carried.get("format") == Format.CODEX.value
+        and "cut" in carried  # (a compressed rollout is read whole: it has none)
         and _replaced(transcript, identity, carried)
     ):
         counters.reset()  # another file in its place: what was read of the old one is no part of it
