@@ -16,7 +16,9 @@ The file is written atomically; the ledger is brought up to date whenever a hook
 matters (a checkpoint, a notice, a compaction, the end of a session), see :mod:`.hooks`.
 
 Bounded: observed ids and pending ledger events are capped and the monitor's snapshot is bounded by
-its windows, so the state stays within tens of kilobytes however long the session runs.
+its windows (a Gemini chat's state holds a second one, the monitor before the last response; a Codex
+rollout's, the reader's few values at its last cut), so the state stays within tens of kilobytes
+however long the session runs.
 """
 
 from __future__ import annotations
