@@ -62,6 +62,10 @@ def test_codex_hooks_fire_and_the_spiral_note_reaches_the_model(tmp_path: Path, 
     # the hooks ran in Codex's environment: ctxhealth's home is the scratch HOME's
     counters = load_counters(str(tmp_path / "home" / ".ctxhealth"), str(rollout_of(tmp_path)))
     assert counters is not None and tool_counts(counters).failed >= 3
+    # the hooks read the real rollout from the last cut its reader could resume at, not whole
+    cut = (counters.reader or {}).get("cut") or {}
+    assert counters.reader is not None and counters.reader["format"] == "codex"
+    assert 0 < cut["offset"] <= rollout_of(tmp_path).stat().st_size and cut["messages"] > 0
 
 
 def test_codex_checkpoint_is_given_back_after_a_real_compaction(tmp_path: Path, openai: FakeOpenAI) -> None:

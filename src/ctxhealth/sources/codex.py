@@ -42,6 +42,10 @@ encrypted (``message`` is empty, ``replacement_history`` ends with a ``compactio
 ``encrypted_content``): the summary is marked ``encrypted``. ``world_state`` (the harness's own
 environment snapshot), top-level ``ordinal`` and the rest of ``metadata`` carry nothing ctxhealth
 measures and are read without a warning.
+
+:func:`resume` reads a rollout incrementally (the hooks, on every call): from the last cut after
+which nothing already read can change, with the reader's lasting state carried as JSON data, giving
+exactly the messages :func:`parse` gives.
 """
 
 from __future__ import annotations
@@ -75,6 +79,8 @@ from ctxhealth.sources.lines import (
     get_str,
     head_objects,
     loads,
+    long_line,
+    max_line_bytes,
     split_lines,
     token_count,
     type_name,
@@ -456,25 +462,148 @@ def _line(state: _State, obj: dict[str, Any], line: int) -> None:
         _compacted(state, payload, line, timestamp)
 
 
+def _decode(sink: WarningSink, line: int, raw: bytes) -> dict[str, Any] | None:
+    try:
+        obj = loads(raw)
+    except BadJSON as exc:
+        sink.add(line, f"invalid JSON: {exc}")
+        return None
+    if not isinstance(obj, dict):
+        sink.add(line, f"line is a JSON {type_name(obj)}, expected an object")
+        return None
+    return obj
+
+
 def parse(data: bytes, path: str) -> Session:
     """Read one Codex rollout file into a :class:`Session`."""
     sink = WarningSink(path)
     records: list[tuple[int, dict[str, Any]]] = []
     for line, raw in split_lines(data, sink=sink):
-        try:
-            obj = loads(raw)
-        except BadJSON as exc:
-            sink.add(line, f"invalid JSON: {exc}")
-            continue
-        if not isinstance(obj, dict):
-            sink.add(line, f"line is a JSON {type_name(obj)}, expected an object")
-            continue
-        records.append((line, obj))
+        obj = _decode(sink, line, raw)
+        if obj is not None:
+            records.append((line, obj))
     # decided from the decoded records (a junk line that merely holds the words changes nothing)
     has_records = _RECORDS in data and any(obj.get("type") == _RECORD_TYPE for _, obj in records)
     state = _State(sink, records=has_records)
     for line, obj in records:
         _line(state, obj, line)
+    messages, reported = _finish(state)
+    return Session(
+        path=path,
+        format=Format.CODEX,
+        messages=tuple(messages),
+        session_id=state.session_id,
+        model=state.model,
+        context_window=state.window,
+        reported_fill=reported,
+        warnings=tuple(sorted(sink.result(), key=lambda w: (w.line is None, w.line or 0))),
+        cwd=state.cwd,
+    )
+
+
+RESUME_VERSION = 1
+"""The version of :func:`resume`'s carried state (another one is not resumed from: a full read)."""
+
+_CARRIED = (
+    "model",
+    "window",
+    "session_id",
+    "last_total",
+    "last_usage",
+    "records",
+    "cwd",
+    "instructions_seen",
+)
+"""The reader state that lasts across lines and is carried to a cut (the rest is empty there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What :func:`resume` read: the messages from ``data`` (the rollout's bytes from the cut it
+    resumed at), and the cut it may resume at next (``carry``)."""
+
+    messages: list[Message]
+    session_id: str | None
+    model: str | None
+    carry: dict[str, Any]
+
+
+def _settled(state: _State, since: int) -> bool:
+    """True when nothing read so far can still change: no response is open (a later count or record
+    may close it), and no compaction reply waits for its ``compacted`` line (which takes it out).
+    ``since``: the length of ``state.out`` when this was last true (only what came after is looked
+    at: before it no reply waited, and a ``compacted`` line takes out none from there)."""
+    if state.open is not None or state.compaction_reply is not None:
+        return False
+    for k in range(len(state.out) - 1, since - 1, -1):
+        item = state.out[k]
+        if isinstance(item, _Response):
+            if item.compaction:
+                return False
+        elif item.role is Role.USER:
+            return True
+    return True
+
+
+def resume(data: bytes, path: str, carry: dict[str, Any] | None = None) -> Resumed | None:
+    """Read a rollout incrementally: ``data`` is the whole file when ``carry`` is None, else its
+    bytes from the cut ``carry`` names (``carry["offset"]``, the ``carry`` of the previous call).
+
+    Rollouts are append-only, but a line's meaning depends on what came before: the open response a
+    count or record closes, the compaction reply a ``compacted`` line takes out, the last count (a
+    repeat is ignored), whether the rollout writes usage records. A cut is made only after a line
+    where nothing read can change any more (:func:`_settled`); the scalar state is carried in
+    ``carry`` (JSON data), so the messages read from a cut are exactly those a full :func:`parse`
+    gives after it (``carry["messages"]`` of them come before the cut). Only complete lines are cut
+    after. Returns None when resuming cannot give a full read's answer (the carry is of another
+    version, or the first usage record came after the cut: that changes how earlier counts read);
+    the caller reads the file whole then."""
+    sink = WarningSink(path)
+    first_line, base, before = 1, 0, 0
+    if carry is not None:
+        if carry.get("version") != RESUME_VERSION:
+            return None
+        first_line, base, before = int(carry["line"]), int(carry["offset"]), int(carry["messages"])
+    limit = max_line_bytes()
+    records: list[tuple[int, int, dict[str, Any]]] = []
+    pos = 0
+    for number, raw in enumerate(data.split(b"\n"), first_line):
+        end = pos + len(raw) + 1  # past its newline (one past the data for the last piece)
+        pos = end
+        if len(raw) > limit:
+            sink.add(number, long_line(len(raw), limit))
+            continue
+        if raw and not raw.isspace():
+            obj = _decode(sink, number, raw)
+            if obj is not None:
+                records.append((number, end, obj))
+    has_records = _RECORDS in data and any(obj.get("type") == _RECORD_TYPE for _, _, obj in records)
+    state = _State(sink, records=has_records)
+    if carry is not None:
+        if has_records and not carry.get("records"):
+            return None  # the first usage record: counts before the cut read otherwise now
+        for name in _CARRIED:
+            setattr(state, name, carry.get(name))
+        state.records = bool(carry.get("records"))
+        state.instructions_seen = bool(carry.get("instructions_seen"))
+    cut = {"line": first_line, "offset": 0, "messages": 0, **{n: getattr(state, n) for n in _CARRIED}}
+    complete = data.rfind(b"\n") + 1  # a cut goes no further than the last complete line
+    since = 0
+    for number, end, obj in records:
+        _line(state, obj, number)
+        if end <= complete and _settled(state, min(since, len(state.out))):
+            since = len(state.out)
+            cut = {"line": number + 1, "offset": end, "messages": len(state.out)}
+            cut.update({n: getattr(state, n) for n in _CARRIED})
+    messages, _ = _finish(state)
+    cut.update(
+        version=RESUME_VERSION, offset=base + int(cut["offset"]), messages=before + int(cut["messages"])
+    )
+    return Resumed(messages, state.session_id, state.model, cut)
+
+
+def _finish(state: _State) -> tuple[list[Message], dict[int, int]]:
+    """The messages of ``state.out`` in order, and the fill each response reported (by index)."""
     messages: list[Message] = []
     reported: dict[int, int] = {}
     for item in state.out:
@@ -494,14 +623,4 @@ def parse(data: bytes, path: str) -> Session:
                 line=item.line,
             )
         )
-    return Session(
-        path=path,
-        format=Format.CODEX,
-        messages=tuple(messages),
-        session_id=state.session_id,
-        model=state.model,
-        context_window=state.window,
-        reported_fill=reported,
-        warnings=tuple(sorted(sink.result(), key=lambda w: (w.line is None, w.line or 0))),
-        cwd=state.cwd,
-    )
+    return messages, reported

@@ -49,6 +49,7 @@ from ctxhealth.integrations.claude_code.tailstate import (
     SessionLock,
     load_counters,
     save_counters,
+    unchanged,
 )
 from ctxhealth.integrations.claude_code.transcript import HookLimits
 
@@ -220,13 +221,14 @@ def _home_path(home: str) -> Path:
 def _read_tail(counters: SessionCounters, agent: Agent = Agent.CLAUDE_CODE) -> str | None:
     """Fold the transcript's new tail into the counters; return why it could not be read (it is
     missing, a FIFO, a device, in a format no reader knows, ...) or None. Never opens anything but
-    a regular file. Another agent's transcript is read whole by its own reader (:func:`.tail.read_whole`)."""
+    a regular file. Another agent's transcript is read by its own reader (:func:`.tail.read_whole`: a
+    Codex rollout from the last cut its reader can resume at, a Gemini chat whole when it changed)."""
     from ctxhealth.integrations.claude_code.transcript import transcript_problem
 
     problem = transcript_problem(counters.path)
     if problem is not None:
         return problem
-    if os.stat(counters.path).st_size == counters.offset and counters.thresholds is not None:
+    if unchanged(counters, os.stat(counters.path)):
         return None  # nothing new: skip importing the reader
     if agent is not Agent.CLAUDE_CODE:
         from ctxhealth.errors import CtxHealthError

@@ -8,6 +8,10 @@ its head (the original request) and its last ``max_bytes``, and so does a read a
 ``max_bytes`` were appended, so every call is bounded; the file type is checked before any read
 (:mod:`.transcript`).
 
+Another agent's transcript is read by :func:`read_whole`: a Codex rollout from the last cut its
+reader can resume at (the reader's state there kept in ``counters.reader``), a Gemini chat whole
+when it changed.
+
 The new messages are also fed to the session's monitor (:mod:`.monitoring`), whose snapshot and last
 assessment travel in the counters. This is the slow path of a hook: it imports the reader, the model
 registry, the profile and the monitor. The thresholds it resolves are cached in the counters so the
@@ -22,8 +26,13 @@ from typing import Any
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
-from ctxhealth.integrations.claude_code.tailstate import INSTRUCTION_CHARS, SessionCounters
-from ctxhealth.model import Message, Role
+from ctxhealth.integrations.claude_code.tailstate import (
+    INSTRUCTION_CHARS,
+    SessionCounters,
+    file_identity,
+    unchanged,
+)
+from ctxhealth.model import Format, Message, Role
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import scrub
 from ctxhealth.signals.requests import clean_user_text, is_user_request
@@ -89,27 +98,192 @@ def read_whole(
     registry: ModelRegistry | None = None,
     profile: Profile | None = None,
 ) -> list[Message]:
-    """Another agent's transcript (a Codex rollout, a Gemini chat): read whole by its reader, the
-    messages after the ``counters.line`` already observed folded in and returned.
+    """Another agent's transcript (a Codex rollout, a Gemini chat): read by its reader, the messages
+    after the ``counters.line`` already observed folded in and returned.
 
-    These formats have no tail reader yet, so a hook costs O(transcript) here; a transcript that
-    shrank starts over. Raises the reader's error when the format is not readable."""
-    from ctxhealth.sources import read_session
-
-    size = os.stat(transcript).st_size
+    A Codex rollout is append-only: it is read from the last cut its reader could resume at
+    (``counters.reader``, :func:`ctxhealth.sources.codex.resume`), so a hook costs O(bytes since
+    then). It is read whole when there is no such cut, or when the file is not the one the cut was
+    made in (it shrank, or its inode, device or first bytes changed), or when the reader cannot
+    resume (see there). A Gemini chat is read whole (its records are upserts by id and ``$set``
+    patches that restate the history), but not again while its size, mtime and inode are unchanged;
+    its monitor goes on from the snapshot before the last model response (:func:`_observe_settled`).
+    Raises the reader's error when the format is not readable."""
+    st = os.stat(transcript)
+    size = st.st_size
     if size < counters.offset:
         counters.reset()
-    if size == counters.offset and counters.thresholds is not None:
+    identity = file_identity(st)
+    carried = counters.reader if isinstance(counters.reader, dict) else None
+    if (
+        carried is not None
+        and carried.get("format") == Format.CODEX.value
+        and "cut" in carried  # (a compressed rollout is read whole: it has none)
+        and _replaced(transcript, identity, carried)
+    ):
+        counters.reset()  # another file in its place: what was read of the old one is no part of it
+        carried = None
+    if unchanged(counters, st):
         return []
-    session = read_session(transcript)
-    if session.session_id and not counters.session_id:
-        counters.session_id = session.session_id
-    messages = list(session.messages[counters.line :])
-    counters.line, counters.offset, counters.size = len(session.messages), size, size
+    read = _resume_codex(counters, transcript, size, identity, carried)
+    every: list[Message] | None = None
+    if read is None:
+        messages, session_id, source_format, every = _read_full(counters, transcript, size, identity)
+    else:
+        messages, session_id, source_format = read
+    if session_id and not counters.session_id:
+        counters.session_id = session_id
     fold_messages(counters, messages, registry=registry)
-    observe_messages(counters, messages, registry=registry, profile=profile, source_format=session.format)
+    if source_format is Format.GEMINI_CLI and every is not None:
+        settled = carried.get("settled") if carried is not None else None
+        _observe_settled(counters, every, settled, registry=registry, profile=profile)
+    else:
+        observe_messages(counters, messages, registry=registry, profile=profile, source_format=source_format)
     resolve_thresholds(counters, registry=registry, profile=profile)
     return messages
+
+
+HEAD_DIGEST_BYTES = 4096
+"""How much of a rollout's start must be unchanged for a cut in it to be resumed."""
+
+
+def _resume_codex(
+    counters: SessionCounters, transcript: str, size: int, identity: list[int], carried: dict[str, Any] | None
+) -> tuple[list[Message], str | None, Format] | None:
+    """The new messages read from the carried cut; None when it cannot be resumed there."""
+    from ctxhealth.sources import codex
+
+    if carried is None or carried.get("format") != Format.CODEX.value:
+        return None
+    cut, head = carried.get("cut"), carried.get("head")
+    if not isinstance(cut, dict) or not isinstance(head, list):
+        return None
+    offset, before = cut.get("offset"), cut.get("messages")
+    if not isinstance(offset, int) or not isinstance(before, int) or not 0 <= offset <= size:
+        return None
+    if before > counters.line:
+        return None
+    with open(transcript, "rb") as f:
+        f.seek(offset)
+        data = f.read(size - offset)
+    resumed = codex.resume(data, transcript, cut)
+    if resumed is None:
+        return None
+    messages = resumed.messages[counters.line - before :]
+    counters.line = before + len(resumed.messages)
+    counters.offset = counters.size = offset + len(data)
+    counters.reader = _codex_state(resumed.carry, head, identity)
+    return messages, resumed.session_id, Format.CODEX
+
+
+def _read_full(
+    counters: SessionCounters, transcript: str, size: int, identity: list[int]
+) -> tuple[list[Message], str | None, Format, list[Message]]:
+    from ctxhealth.sources import codex
+    from ctxhealth.sources.reader import detect_head, read_data, read_regular_file
+
+    data = read_regular_file(transcript)
+    counters.reader = None
+    if detect_head(data) is Format.CODEX:
+        resumed = codex.resume(data, transcript)
+        assert resumed is not None  # a fresh read always gives an answer
+        all_messages, session_id, source_format = resumed.messages, resumed.session_id, Format.CODEX
+        head = data[:HEAD_DIGEST_BYTES]
+        counters.reader = _codex_state(resumed.carry, [len(head), _digest(head)], identity)
+    else:
+        session = read_data(data, transcript)
+        all_messages, session_id, source_format = list(session.messages), session.session_id, session.format
+        counters.reader = {"format": session.format.value, "file": identity[:2], "mtime": identity[2]}
+    messages = all_messages[counters.line :]
+    counters.line, counters.offset, counters.size = len(all_messages), len(data), len(data)
+    return messages, session_id, source_format, all_messages
+
+
+def _observe_settled(
+    counters: SessionCounters,
+    messages: list[Message],
+    settled: Any,
+    *,
+    registry: ModelRegistry | None,
+    profile: Profile | None,
+) -> None:
+    """Give a Gemini chat's messages to the session's monitor so that it has seen each one once, in
+    the form the chat holds now: what one read of the whole chat gives.
+
+    A Gemini record is an upsert by id: a response is written when it arrives and again with its
+    tool calls once they ran, so the messages from the last model response on may still change. The
+    monitor's snapshot from before them is kept (``counters.reader["settled"]``: the index, a digest
+    of the messages before it, the snapshot). When those messages are unchanged the monitor goes on
+    from that snapshot and is given the rest again, in their latest form; otherwise (or with no such
+    snapshot) it starts afresh and is given every message."""
+    start, crc = 0, ""
+    if isinstance(settled, dict):
+        at = settled.get("at")
+        if (
+            isinstance(at, int)
+            and 0 < at <= len(messages)
+            and _messages_digest(messages[:at]) == settled.get("digest")
+        ):
+            start, crc = at, settled["digest"]
+    counters.monitor = settled.get("monitor") if start and isinstance(settled, dict) else None
+    last = next(
+        (k for k in range(len(messages) - 1, -1, -1) if messages[k].role is Role.ASSISTANT), len(messages)
+    )
+    at = max(last, start)
+    observe_messages(
+        counters, messages[start:at], registry=registry, profile=profile, source_format=Format.GEMINI_CLI
+    )
+    snapshot = counters.monitor
+    observe_messages(
+        counters, messages[at:], registry=registry, profile=profile, source_format=Format.GEMINI_CLI
+    )
+    if isinstance(counters.reader, dict):
+        counters.reader["settled"] = {
+            "at": at,
+            "digest": _messages_digest(messages[start:at], crc),
+            "monitor": snapshot,
+        }
+
+
+def _messages_digest(messages: list[Message], before: str = "") -> str:
+    """A digest of ``messages`` (their ``repr``: every field), going on from ``before``, the digest
+    of the messages before them."""
+    import zlib
+
+    crc = int(before[:8], 16) if before else 0
+    count = int(before[8:], 16) if before else 0
+    for message in messages:
+        crc = zlib.crc32(repr(message).encode("utf-8", "surrogatepass"), crc)
+    return f"{crc:08x}{count + len(messages):x}"
+
+
+def _replaced(transcript: str, identity: list[int], carried: dict[str, Any]) -> bool:
+    """Whether the rollout the carried cut was made in is no longer at ``transcript``: another
+    device or inode, or other first bytes (rewritten in place)."""
+    head = carried.get("head")
+    if carried.get("file") != identity[:2] or not isinstance(head, list) or len(head) != 2:
+        return True
+    length, digest = head
+    if not isinstance(length, int) or length < 0:
+        return True
+    with open(transcript, "rb") as f:
+        return bool(_digest(f.read(length)) != digest)
+
+
+def _codex_state(cut: dict[str, Any], head: list[Any], identity: list[int]) -> dict[str, Any]:
+    return {
+        "format": Format.CODEX.value,
+        "file": identity[:2],
+        "mtime": identity[2],
+        "head": head,
+        "cut": cut,
+    }
+
+
+def _digest(data: bytes) -> str:
+    import zlib
+
+    return f"{zlib.crc32(data):08x}{len(data):x}"
 
 
 def _feed(counters: SessionCounters, data: bytes, transcript: str) -> list[Message]:

@@ -16,7 +16,9 @@ The file is written atomically; the ledger is brought up to date whenever a hook
 matters (a checkpoint, a notice, a compaction, the end of a session), see :mod:`.hooks`.
 
 Bounded: observed ids and pending ledger events are capped and the monitor's snapshot is bounded by
-its windows, so the state stays within tens of kilobytes however long the session runs.
+its windows (a Gemini chat's state holds a second one, the monitor before the last response; a Codex
+rollout's, the reader's few values at its last cut), so the state stays within tens of kilobytes
+however long the session runs.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ __all__ = [
     "STATE_VERSION",
     "SessionCounters",
     "SessionLock",
+    "file_identity",
     "load_counters",
     "save_counters",
     "tail_cache_path",
+    "unchanged",
 ]
 
 STATE_VERSION = 3
@@ -85,6 +89,9 @@ class SessionCounters:
     last_final: list[Any] | None
     monitor: dict[str, Any] | None
     assessment: dict[str, Any] | None
+    reader: dict[str, Any] | None
+    """Another agent's transcript as last read (:func:`.tail.read_whole`): the file's identity, a
+    Codex reader's state at its last cut, a Gemini chat's monitor snapshot before its last response."""
 
     # Not stored: whether this process holds the session's lock (only then may it save the state),
     # and how many of ``pending_events`` were loaded (queued by earlier processes).
@@ -151,6 +158,24 @@ class SessionCounters:
         """Remember a hook event for the ledger (flushed with the next ledger write)."""
         self.pending_events.append([event, self.session_id, summary[:200]])
         del self.pending_events[:-MAX_PENDING_EVENTS]
+
+
+def file_identity(st: os.stat_result) -> list[int]:
+    """What says a transcript is the same file, not written since: device, inode, mtime (ns)."""
+    return [st.st_dev, st.st_ino, st.st_mtime_ns]
+
+
+def unchanged(counters: SessionCounters, st: os.stat_result) -> bool:
+    """Whether the transcript has nothing the counters have not read: its size is where they
+    stopped, and (for another agent's transcript, whose reader state says which file it read) it is
+    the same file, not written since."""
+    if st.st_size != counters.offset or counters.thresholds is None:
+        return False
+    reader = counters.reader
+    if not isinstance(reader, dict):
+        return True
+    file = reader.get("file")
+    return isinstance(file, list) and [*file, reader.get("mtime")] == file_identity(st)
 
 
 _TRANSIENT = frozenset({"lock_held", "events_loaded"})
