@@ -126,7 +126,7 @@ class RepoPacker:
         if self._bm25 is None:
             index = self.index
             key = corpus_key([(p, f.digest) for p, f in index.facts.items()])
-            file = index.cache_file.with_suffix(".bm25.npz") if index.cache_file is not None else None
+            file = index.cache_file.with_suffix(".bm25") if index.cache_file is not None else None
             found = load_bm25(file, key) if file is not None else None
             if found is None:
                 found = build_bm25([f.bag for f in index.facts.values()])
