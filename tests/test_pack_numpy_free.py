@@ -1,6 +1,7 @@
 """A warm pack runs without numpy: MinHash in Python integers, BM25 summed over the query's posting
 lists, the index stored as flat arrays. Each is checked equal to the numpy computation it replaced
-(the same values, not approximately), and a warm pack is checked not to import numpy at all."""
+(the same values, not approximately), and a warm pack is checked not to import numpy at all (nor the
+tokenizer when every count is remembered, nor the transcript model without a history)."""
 
 from __future__ import annotations
 
@@ -165,7 +166,7 @@ main()
 
 
 @pytest.mark.parametrize("dedupe", [False, True])
-def test_a_warm_pack_imports_no_numpy(tmp_path: Path, dedupe: bool) -> None:
+def test_a_warm_pack_imports_no_numpy_tokenizer_or_transcript_model(tmp_path: Path, dedupe: bool) -> None:
     repo = write_repo(tmp_path / "repo")
     if dedupe:  # the same long paragraph in two files: dedup has work to do
         para = " ".join(f"word{i}" for i in range(60))
@@ -181,6 +182,11 @@ def test_a_warm_pack_imports_no_numpy(tmp_path: Path, dedupe: bool) -> None:
     (cold_out, cold_modules), (warm_out, warm_modules) = runs
     assert "numpy" in cold_modules  # building the index uses it
     assert "numpy" not in warm_modules
+    # every count remembered and no history given: neither the tokenizer nor the transcript model
+    assert "toktok" in cold_modules and "toktok" not in warm_modules
+    assert not {"ctxhealth.accounting.tokens", "ctxhealth.model", "ctxhealth.pack.history"} & set(
+        warm_modules
+    )
     assert warm_out == cold_out
     if dedupe:
         assert "near-duplicate paragraph" in warm_out
