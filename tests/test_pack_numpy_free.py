@@ -190,3 +190,12 @@ def test_a_warm_pack_imports_no_numpy_tokenizer_or_transcript_model(tmp_path: Pa
     assert warm_out == cold_out
     if dedupe:
         assert "near-duplicate paragraph" in warm_out
+
+
+def test_building_an_index_without_numpy_names_the_pack_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxhealth.errors import EnvironmentProblem
+
+    monkeypatch.setitem(sys.modules, "numpy", None)  # importing it now fails, as when not installed
+    with pytest.raises(EnvironmentProblem, match="numpy") as caught:
+        build_bm25([{"alpha": 1}])
+    assert "ctxhealth[pack]" in str(caught.value.hint)

@@ -11,6 +11,7 @@ levels left (:mod:`.select`); order the files by tier, then path; count the whol
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Sequence
@@ -135,6 +136,8 @@ class RepoPacker:
                 found = build_bm25([f.bag for f in index.facts.values()])
                 if file is not None:
                     save_bm25(file, key, found)
+                    with contextlib.suppress(OSError):  # the numpy file of earlier versions
+                        file.with_suffix(".bm25.npz").unlink(missing_ok=True)
             self._bm25 = found
         return self._bm25
 

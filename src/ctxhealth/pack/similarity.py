@@ -75,7 +75,15 @@ class Bm25Index:
 
 def build_bm25(bags: Sequence[Mapping[str, int]], k1: float = K1, b: float = B) -> Bm25Index:
     """A BM25 index of the documents given as word bags (in order)."""
-    import numpy as np
+    try:
+        import numpy as np
+    except ImportError as exc:
+        from ctxhealth.pack import missing_extra
+
+        problem = missing_extra(exc)
+        if problem is exc:
+            raise
+        raise problem from exc
 
     vocab: dict[str, int] = {}
     term_ids: list[int] = []
