@@ -206,6 +206,23 @@ def test_compression_strips_comments_but_not_hashes_in_strings() -> None:
     assert js == "const a = 1; // keep inline\nf();\n"
 
 
+def test_the_python_scan_finds_what_the_pattern_without_its_lookahead_finds() -> None:
+    import random
+
+    from ctxhealth.pack import compress
+
+    lookahead = r"(?=[rRbBuUfF\"'#])"
+    assert compress._PY_TOKEN.pattern.startswith(lookahead)
+    plain = re.compile(compress._PY_TOKEN.pattern.removeprefix(lookahead))
+    rng = random.Random(5)
+    alphabet = ["a", "r", "b", "f", "U", "rb", " ", "\n", "#", "'", '"', "'" * 3, '"' * 3, "\\", "x1", "("]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(3000)]
+    texts += [p.read_text() for p in sorted(Path(compress.__file__).parents[1].rglob("*.py"))]
+    for text in texts:
+        ours = [(m.span(), m.group("string"), m.group("comment")) for m in compress._PY_TOKEN.finditer(text)]
+        assert ours == [(m.span(), m.group("string"), m.group("comment")) for m in plain.finditer(text)]
+
+
 def test_near_duplicate_paragraphs_are_merged_only_above_the_jaccard_threshold() -> None:
     para = " ".join(f"word{i}" for i in range(60))
     deduper = ParagraphDeduper()
