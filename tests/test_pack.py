@@ -206,6 +206,23 @@ def test_compression_strips_comments_but_not_hashes_in_strings() -> None:
     assert js == "const a = 1; // keep inline\nf();\n"
 
 
+def test_the_python_scan_finds_what_the_pattern_without_its_lookahead_finds() -> None:
+    import random
+
+    from ctxhealth.pack import compress
+
+    lookahead = r"(?=[rRbBuUfF\"'#])"
+    assert compress._PY_TOKEN.pattern.startswith(lookahead)
+    plain = re.compile(compress._PY_TOKEN.pattern.removeprefix(lookahead))
+    rng = random.Random(5)
+    alphabet = ["a", "r", "b", "f", "U", "rb", " ", "\n", "#", "'", '"', "'" * 3, '"' * 3, "\\", "x1", "("]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(3000)]
+    texts += [p.read_text() for p in sorted(Path(compress.__file__).parents[1].rglob("*.py"))]
+    for text in texts:
+        ours = [(m.span(), m.group("string"), m.group("comment")) for m in compress._PY_TOKEN.finditer(text)]
+        assert ours == [(m.span(), m.group("string"), m.group("comment")) for m in plain.finditer(text)]
+
+
 def test_near_duplicate_paragraphs_are_merged_only_above_the_jaccard_threshold() -> None:
     para = " ".join(f"word{i}" for i in range(60))
     deduper = ParagraphDeduper()
@@ -423,7 +440,7 @@ def test_a_warm_cache_gives_the_same_pack(repo: Path, tmp_path: Path) -> None:
     assert {k: v for k, v in cold.manifest.items() if k not in strip} == {
         k: v for k, v in warm.manifest.items() if k not in strip
     }
-    assert (home / "pack-index").is_dir() and list((home / "pack-index").glob("*.bm25.npz"))
+    assert (home / "pack-index").is_dir() and list((home / "pack-index").glob("*.bm25"))
 
 
 def test_history_from_a_real_claude_code_session(repo: Path, claude_code_data: Path) -> None:
@@ -478,13 +495,13 @@ def test_minhash_estimates_jaccard_like_datasketch() -> None:
 def test_a_stored_bm25_index_answers_as_the_built_one(tmp_path: Path) -> None:
     bags = [{"alpha": 2, "beta": 1}, {"beta": 3, "gamma": 1, "δέλτα": 2}, {}, {"alpha": 1, "zeta": 4}]
     built = build_bm25(bags)
-    save_bm25(tmp_path / "i.bm25.npz", "k", built)
-    loaded = load_bm25(tmp_path / "i.bm25.npz", "k")
-    assert loaded is not None and load_bm25(tmp_path / "i.bm25.npz", "other") is None
+    save_bm25(tmp_path / "i.bm25", "k", built)
+    loaded = load_bm25(tmp_path / "i.bm25", "k")
+    assert loaded is not None and load_bm25(tmp_path / "i.bm25", "other") is None
     for word, term in built.vocab.items():
         assert loaded.vocab.get(word) == term == loaded.vocab[word]
     for missing in ("", "alph", "alpha\nbeta", "eta", "omega"):
         assert loaded.vocab.get(missing) is None
     assert dict(loaded.vocab) == dict(built.vocab)
     query = {"alpha": 1.0, "δέλτα": 2.0, "zeta": 1.0, "none": 3.0}
-    assert loaded.scores(query).tolist() == built.scores(query).tolist()
+    assert loaded.scores(query) == built.scores(query)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import ctxhealth.pack.counts as counts
+import ctxhealth.accounting.tokens as tokens
 from ctxhealth.pack import pack
 from ctxhealth.pack.cache import cache_path
 from ctxhealth.pack.counts import CountMemo, memo_path
@@ -22,13 +22,13 @@ def same(manifest: dict[str, object]) -> dict[str, object]:
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
-    real = counts.count_batch
+    real = tokens.count_batch  # the memo imports the counter only for a text it cannot answer
 
     def counting(texts: list[str], encoding: str | None = None) -> object:
         seen.append(len(texts))
         return real(texts, encoding)
 
-    monkeypatch.setattr(counts, "count_batch", counting)
+    monkeypatch.setattr(tokens, "count_batch", counting)
     return seen
 
 

@@ -2,7 +2,7 @@
 
 ``pack(repo, task, budget=..., ...) -> Pack`` (``.text``, ``.manifest``) is the entry point
 (:mod:`ctxhealth.pack.assemble`); ``TaskType`` and ``OutputFormat`` name its choices. Imports are
-lazy: the heavy parts (numpy, tree-sitter) load only when packing.
+lazy: the heavy parts (numpy, tree-sitter) load only when packing, numpy only to build a BM25 index.
 """
 
 from __future__ import annotations
@@ -21,15 +21,24 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
+def missing_extra(exc: ImportError) -> Exception:
+    """What to raise for an import that failed: the pack extra's numpy (imported only to build a
+    BM25 index) is named with the install hint; anything else is raised as it is."""
+    if exc.name != "numpy":
+        return exc
+    from ctxhealth.errors import EnvironmentProblem
+
+    return EnvironmentProblem(
+        f"packing needs {exc.name}, which is not installed",
+        hint="install the pack extra: pip install 'ctxhealth[pack]'",
+    )
+
+
 def __getattr__(name: str) -> Any:
     try:
         return load_export(globals(), _EXPORTS, __name__, name)
     except ImportError as exc:
-        if exc.name != "numpy":
+        problem = missing_extra(exc)
+        if problem is exc:
             raise
-        from ctxhealth.errors import EnvironmentProblem
-
-        raise EnvironmentProblem(
-            f"packing needs {exc.name}, which is not installed",
-            hint="install the pack extra: pip install 'ctxhealth[pack]'",
-        ) from exc
+        raise problem from exc

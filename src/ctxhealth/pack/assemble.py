@@ -11,18 +11,18 @@ levels left (:mod:`.select`); order the files by tier, then path; count the whol
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxhealth.errors import UsageError
 from ctxhealth.pack.budget import MIN_BUDGET, TaskType, allocate, payload_for_model
 from ctxhealth.pack.cache import cache_path
 from ctxhealth.pack.counts import CountMemo, memo_path
-from ctxhealth.pack.history import History, decay_factors, read_history
 from ctxhealth.pack.imports import import_distances, import_graph
 from ctxhealth.pack.index import RepoIndex, build_index
 from ctxhealth.pack.levels import (
@@ -44,6 +44,10 @@ from ctxhealth.pack.relevance import (
 )
 from ctxhealth.pack.render import OutputFormat, join_document, level_open, render_level
 from ctxhealth.pack.select import Ranked, Taken, pack_sources
+
+if TYPE_CHECKING:  # the history code (and the transcript model) loads only for a history
+    from ctxhealth.pack.history import History
+
 from ctxhealth.pack.similarity import (
     Bm25Index,
     build_bm25,
@@ -126,12 +130,14 @@ class RepoPacker:
         if self._bm25 is None:
             index = self.index
             key = corpus_key([(p, f.digest) for p, f in index.facts.items()])
-            file = index.cache_file.with_suffix(".bm25.npz") if index.cache_file is not None else None
+            file = index.cache_file.with_suffix(".bm25") if index.cache_file is not None else None
             found = load_bm25(file, key) if file is not None else None
             if found is None:
                 found = build_bm25([f.bag for f in index.facts.values()])
                 if file is not None:
                     save_bm25(file, key, found)
+                    with contextlib.suppress(OSError):  # the numpy file of earlier versions
+                        file.with_suffix(".bm25.npz").unlink(missing_ok=True)
             self._bm25 = found
         return self._bm25
 
@@ -163,7 +169,11 @@ class RepoPacker:
         graph = self.graph if a_files else {}
         distances = import_distances(graph, a_files) if a_files else {}
         paths = [p for p in all_paths if p not in exclude]
-        decay = decay_factors(history, paths) if history is not None else {}
+        decay: dict[str, float] = {}
+        if history is not None:
+            from ctxhealth.pack.history import decay_factors
+
+            decay = decay_factors(history, paths)
         active_set = set(active)
         scored: list[Scored] = []
         for i, path in enumerate(all_paths):
@@ -224,7 +234,11 @@ class RepoPacker:
         rule_files = read_level_files(root, rules, "rules")
         rule_files += discover_rules(root, rule_files)
         spec_files = read_level_files(root, specs, "specs")
-        past = read_history(history) if history is not None else None
+        past: History | None = None
+        if history is not None:
+            from ctxhealth.pack.history import read_history
+
+            past = read_history(history)
         alloc = allocate(
             payload,
             kind,

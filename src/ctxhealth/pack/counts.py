@@ -7,7 +7,9 @@ digest of its UTF-8 bytes; only on a miss is the vocabulary loaded and the text 
 The memo lives next to the repository's index cache (``<key>.counts.json``), written atomically,
 holding at most :data:`MAX_ENTRIES` counts (those used by the latest run first). A memo that
 cannot be read is ignored (every text is then counted again): it only ever holds exact counts,
-so the payload and the manifest are the same with or without it.
+so the payload and the manifest are the same with or without it. The tokenizer itself (and the
+accounting code around it) is imported only for a text the memo cannot answer: a warm pack whose
+texts were all counted before never imports it, and needs it installed only to count a new text.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from ctxhealth.accounting.tokens import count_batch, exact_available
 from ctxhealth.atomic import write_atomic
 from ctxhealth.errors import TokenizerUnavailable
+
+if TYPE_CHECKING:
+    from ctxhealth.accounting.types import FillSource
 
 MAX_ENTRIES = 50_000
 MEMO_SCHEMA = 1
@@ -32,6 +38,19 @@ def memo_path(index_cache: Path) -> Path:
     return index_cache.with_suffix(".counts.json")
 
 
+def _counter(encoding: str) -> Callable[..., tuple[list[int], FillSource]]:
+    """The exact counter (:func:`ctxhealth.accounting.tokens.count_batch`), or
+    :class:`TokenizerUnavailable` when ``encoding`` cannot be counted exactly here."""
+    from ctxhealth.accounting.tokens import count_batch, exact_available
+
+    if not exact_available(encoding):
+        raise TokenizerUnavailable(
+            f"exact {encoding} token counts are needed for a hard budget and toktok cannot be imported",
+            hint="install the tokenizer: pip install toktok-rs",
+        )
+    return count_batch
+
+
 def _key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
@@ -40,11 +59,6 @@ class CountMemo:
     """``count(text)``: exact ``encoding`` tokens, from the memo or counted (and remembered)."""
 
     def __init__(self, encoding: str, file: Path | None = None) -> None:
-        if not exact_available(encoding):
-            raise TokenizerUnavailable(
-                f"exact {encoding} token counts are needed for a hard budget and toktok cannot be imported",
-                hint="install the tokenizer: pip install toktok-rs",
-            )
         self.encoding = encoding
         self.file = file
         self.known: dict[str, int] = self._load(file) if file is not None else {}
@@ -54,6 +68,7 @@ class CountMemo:
         if not self.known:
             # nothing remembered (a cold run): start loading the vocabulary now, in a thread; it
             # releases the GIL, so it overlaps with indexing, and the first count waits for it
+            count_batch = _counter(encoding)
             self._loading = threading.Thread(target=count_batch, args=(["warm-up"], encoding), daemon=True)
             self._loading.start()
 
@@ -79,6 +94,7 @@ class CountMemo:
         if found is None:
             found = self.known.get(key)
         if found is None:
+            count_batch = _counter(self.encoding)
             if self._loading is not None and self._loading.is_alive():
                 self._loading.join()
             found = int(count_batch([text], self.encoding)[0][0])

@@ -16,12 +16,15 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctxhealth.errors import InputError
 from ctxhealth.pack.budget import Allocation, TaskType
 from ctxhealth.pack.errors_output import fit_error_output
-from ctxhealth.pack.history import History
 from ctxhealth.pack.render import OutputFormat, PackedPiece, render_level, render_piece
+
+if TYPE_CHECKING:  # the history code (and the transcript model) loads only for a history
+    from ctxhealth.pack.history import History
 
 RULE_FILES = ("CLAUDE.md", "AGENTS.md", ".claude/CLAUDE.md")
 TRIM_MARKER = "[... trimmed to fit the level's budget ...]"

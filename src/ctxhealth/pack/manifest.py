@@ -14,18 +14,20 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ctxhealth.pack.budget import LEVELS, Allocation, TaskType
-from ctxhealth.pack.history import History
 from ctxhealth.pack.index import RepoIndex
 from ctxhealth.pack.levels import FittedLevel, LevelFile
 from ctxhealth.pack.priority import Tier
 from ctxhealth.pack.relevance import THRESHOLD, Scored, Weights
 from ctxhealth.pack.render import OutputFormat
 from ctxhealth.pack.select import Taken
+
+if TYPE_CHECKING:  # the history code (and the transcript model) loads only for a history
+    from ctxhealth.pack.history import History
 
 SCHEMA_VERSION = 1
 KIND = "ctxhealth/pack-manifest"

@@ -1,7 +1,10 @@
 """Similarity of each file to the task: Okapi BM25 over the files' word bags, plus exact names.
 
-The index is built with numpy straight from the cached word counts (no per-token Python work, which
-is what makes a warm run fast): ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` and
+The index is built with numpy straight from the cached word counts (no per-token Python work), and
+stored as flat arrays that a warm run reads back without numpy: a query has a few dozen words, so
+its scores are summed over their posting lists in plain Python (float32 weights times the query
+weight rounded to float32, added in float64 in posting order: the values numpy's ``add.at`` gave).
+``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` and
 ``tf / (tf + k1 * (1 - b + b * len / avg_len))`` (Lucene's variant, as the ``bm25s`` package computes
 it; a test checks the two agree) with ``k1 = 1.5`` and ``b = 0.3``: source
 files vary in length by orders of magnitude, and the usual ``b = 0.75`` buries the long core modules
@@ -16,13 +19,13 @@ name-match bonus: :func:`similarity_scores` returns BM25 and the bonus blended, 
 
 from __future__ import annotations
 
+import struct
+import sys
+from array import array
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
 
 from ctxhealth.pack.facts import PATH_WORD_WEIGHT
 from ctxhealth.pack.words import named_identifiers, named_paths, split_identifier, text_words
@@ -34,7 +37,10 @@ NAMED_WEIGHT = 2
 NAME_MATCH_SHARE = 0.3
 """Share of the similarity that comes from declared names and paths the task names exactly."""
 
-FloatArray = npt.NDArray[np.float64]
+_MAGIC = b"ctxhealth-bm25\x01" + sys.byteorder[0].encode()
+"""Starts a stored index: the format and the byte order of its arrays (a file from a machine of the
+other order is rebuilt, not misread)."""
+_HEADER = struct.Struct("<5Q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,25 +48,43 @@ class Bm25Index:
     """Per-term posting lists of BM25 weights: ``weights[starts[t]:starts[t+1]]`` for docs ``docs[...]``."""
 
     vocab: Mapping[str, int]
-    starts: npt.NDArray[np.int64]
-    docs: npt.NDArray[np.int32]
-    weights: npt.NDArray[np.float32]
+    starts: array[int]
+    """``q`` (int64): ``len(vocab) + 1`` offsets into ``docs`` and ``weights``."""
+    docs: array[int]
+    """``i`` (int32): the document of each posting."""
+    weights: array[float]
+    """``f`` (float32): the BM25 weight of each posting."""
     n_docs: int
 
-    def scores(self, query: Mapping[str, float]) -> FloatArray:
+    def scores(self, query: Mapping[str, float]) -> list[float]:
         """The BM25 score of every document for a weighted bag of query words."""
-        out = np.zeros(self.n_docs, dtype=np.float64)
+        out = [0.0] * self.n_docs
         for word, weight in query.items():
             term = self.vocab.get(word)
             if term is None:
                 continue
             lo, hi = self.starts[term], self.starts[term + 1]
-            np.add.at(out, self.docs[lo:hi], self.weights[lo:hi] * weight)
+            factor = array("f", [weight])[0]
+            weights = self.weights[lo:hi]
+            if factor != 1.0:
+                weights = array("f", [w * factor for w in weights])  # float32 products, rounded once
+            for doc, value in zip(self.docs[lo:hi], weights, strict=True):
+                out[doc] += value
         return out
 
 
 def build_bm25(bags: Sequence[Mapping[str, int]], k1: float = K1, b: float = B) -> Bm25Index:
     """A BM25 index of the documents given as word bags (in order)."""
+    try:
+        import numpy as np
+    except ImportError as exc:
+        from ctxhealth.pack import missing_extra
+
+        problem = missing_extra(exc)
+        if problem is exc:
+            raise
+        raise problem from exc
+
     vocab: dict[str, int] = {}
     term_ids: list[int] = []
     counts: list[int] = []
@@ -83,7 +107,13 @@ def build_bm25(bags: Sequence[Mapping[str, int]], k1: float = K1, b: float = B) 
     order = np.argsort(terms, kind="stable")
     starts = np.zeros(len(vocab) + 1, dtype=np.int64)
     np.cumsum(np.bincount(terms, minlength=len(vocab)), out=starts[1:])
-    return Bm25Index(vocab, starts, docs[order], weights[order].astype(np.float32), n_docs)
+    return Bm25Index(
+        vocab,
+        array("q", starts.astype(np.int64).tobytes()),
+        array("i", docs[order].astype(np.int32).tobytes()),
+        array("f", weights[order].astype(np.float32).tobytes()),
+        n_docs,
+    )
 
 
 def task_query(task: str) -> dict[str, float]:
@@ -95,13 +125,13 @@ def task_query(task: str) -> dict[str, float]:
     return {word: float(count) for word, count in sorted(query.items())}
 
 
-def name_matches(task: str, paths: Sequence[str], defines: Sequence[Sequence[str]]) -> FloatArray:
+def name_matches(task: str, paths: Sequence[str], defines: Sequence[Sequence[str]]) -> list[float]:
     """1 for a file the task names by path, else the share of task-named identifiers it declares (0..1)."""
     named = {n for n in named_identifiers(task) if len(n) >= 3}
     lowered = {n.lower() for n in named}
     mentioned = named_paths(task)
     dotted = {n.replace(".", "/") for n in named if "." in n}
-    out = np.zeros(len(paths), dtype=np.float64)
+    out = [0.0] * len(paths)
     for i, path in enumerate(paths):
         stem = path.rsplit(".", 1)[0]
         module = stem.removesuffix("/__init__")
@@ -118,13 +148,14 @@ def name_matches(task: str, paths: Sequence[str], defines: Sequence[Sequence[str
 
 def similarity_scores(
     task: str, index: Bm25Index, paths: Sequence[str], defines: Sequence[Sequence[str]]
-) -> FloatArray:
+) -> list[float]:
     """Similarity of each document to ``task`` in 0..1: BM25 scaled by its best, blended with name matches."""
     bm25 = index.scores(task_query(task))
-    top = float(bm25.max()) if len(bm25) else 0.0
-    scaled = bm25 / top if top > 0 else bm25
+    top = max(bm25) if bm25 else 0.0
+    scaled = [x / top for x in bm25] if top > 0 else bm25
     names = name_matches(task, paths, defines)
-    return np.asarray((1.0 - NAME_MATCH_SHARE) * scaled + NAME_MATCH_SHARE * names, dtype=np.float64)
+    own = 1.0 - NAME_MATCH_SHARE
+    return [own * x + NAME_MATCH_SHARE * n for x, n in zip(scaled, names, strict=True)]
 
 
 def corpus_key(items: Sequence[tuple[str, str]]) -> str:
@@ -138,23 +169,23 @@ def corpus_key(items: Sequence[tuple[str, str]]) -> str:
 
 
 def save_bm25(file: Path, key: str, index: Bm25Index) -> None:
-    """Store ``index`` under ``key`` (atomically; numpy's ``.npz`` format)."""
-    import io
-
+    """Store ``index`` under ``key`` (atomically): a header, the key, the newline-joined vocabulary,
+    then the three arrays as they lie in memory."""
     from ctxhealth.atomic import write_atomic
 
-    words = "\n".join(sorted(index.vocab, key=index.vocab.__getitem__))
-    buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        key=np.frombuffer(key.encode(), dtype=np.uint8),
-        vocab=np.frombuffer(words.encode("utf-8"), dtype=np.uint8),
-        starts=index.starts,
-        docs=index.docs,
-        weights=index.weights,
-        n_docs=np.asarray([index.n_docs], dtype=np.int64),
-    )
-    write_atomic(file, buffer.getvalue())
+    key_bytes = key.encode()
+    words = "\n".join(sorted(index.vocab, key=index.vocab.__getitem__)).encode("utf-8")
+    header = _HEADER.pack(len(key_bytes), len(words), len(index.starts), len(index.docs), index.n_docs)
+    parts = [
+        _MAGIC,
+        header,
+        key_bytes,
+        words,
+        index.starts.tobytes(),
+        index.docs.tobytes(),
+        index.weights.tobytes(),
+    ]
+    write_atomic(file, b"".join(parts))
 
 
 class StoredVocab(Mapping[str, int]):
@@ -193,19 +224,32 @@ class StoredVocab(Mapping[str, int]):
 
 
 def load_bm25(file: Path, key: str) -> Bm25Index | None:
-    """The index stored under ``key`` in ``file``, or None (missing, stale or unreadable)."""
+    """The index stored under ``key`` in ``file``, or None (missing, stale, truncated or unreadable)."""
     try:
-        with np.load(file, allow_pickle=False) as data:
-            if bytes(data["key"]).decode() != key:
-                return None
-            vocab = bytes(data["vocab"])
-            vocab.decode("utf-8")  # a cache that does not decode is not trusted
-            return Bm25Index(
-                StoredVocab(vocab),
-                data["starts"],
-                data["docs"],
-                data["weights"],
-                int(data["n_docs"][0]),
-            )
-    except (OSError, ValueError, KeyError, UnicodeDecodeError):
+        data = file.read_bytes()
+    except OSError:
         return None
+    at = len(_MAGIC) + _HEADER.size
+    if len(data) < at or not data.startswith(_MAGIC):
+        return None
+    key_len, vocab_len, n_starts, n_postings, n_docs = _HEADER.unpack_from(data, len(_MAGIC))
+    if data[at : at + key_len] != key.encode():
+        return None
+    at += key_len
+    sizes = (vocab_len, 8 * n_starts, 4 * n_postings, 4 * n_postings)
+    if len(data) != at + sum(sizes):
+        return None
+    vocab = data[at : at + vocab_len]
+    try:
+        vocab.decode("utf-8")  # a cache that does not decode is not trusted
+    except UnicodeDecodeError:
+        return None
+    at += vocab_len
+    arrays = []
+    for code, size in zip("qif", sizes[1:], strict=True):
+        arrays.append(array(code, data[at : at + size]))
+        at += size
+    starts, docs, weights = arrays
+    if n_starts != vocab.count(b"\n") + 1 + (1 if vocab else 0) or (n_starts and starts[-1] != n_postings):
+        return None
+    return Bm25Index(StoredVocab(vocab), starts, docs, weights, n_docs)  # type: ignore[arg-type]
