@@ -20,7 +20,7 @@ from functools import cache
 # than the redaction itself, so they are left out (the types are for the type checker only).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any
 
     from ctxhealth.model import Message
@@ -422,41 +422,47 @@ def _env_value_is_secret(value: str) -> bool:
     return _is_secret_value(value) and not value.startswith(("/", "./", "../", "~/", "$", "%"))
 
 
-def _redact_env_assignments(text: str, found: list[SecretKind] | None) -> str:
+def _splice(
+    text: str, spans: Iterable[tuple[int, int]], kind: SecretKind, found: list[SecretKind] | None
+) -> str:
+    """``text`` with each of ``spans`` (in order of their starts; one that overlaps a span already
+    replaced is skipped) replaced by ``kind``'s marker, each replacement noted in ``found``."""
     pieces: list[str] = []
     position = 0
-    for match in _compiled(_ENV_ASSIGNMENT).finditer(text):
-        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
-        start, end = match.span(group)
-        if not _compiled(_ENV_SECRET_PART).search(match.group("name")):
+    for start, end in spans:
+        if start < position:
             continue
-        if not _env_value_is_secret(text[start:end]):
-            continue
-        pieces += [text[position:start], _marker(SecretKind.ASSIGNMENT)]
+        pieces += [text[position:start], _marker(kind)]
         position = end
         if found is not None:
-            found.append(SecretKind.ASSIGNMENT)
+            found.append(kind)
     if not pieces:
         return text
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+def _redact_env_assignments(text: str, found: list[SecretKind] | None) -> str:
+    def secret_values() -> Iterator[tuple[int, int]]:
+        for match in _compiled(_ENV_ASSIGNMENT).finditer(text):
+            group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+            start, end = match.span(group)
+            if _compiled(_ENV_SECRET_PART).search(match.group("name")) and _env_value_is_secret(
+                text[start:end]
+            ):
+                yield start, end
+
+    return _splice(text, secret_values(), SecretKind.ASSIGNMENT, found)
 
 
 def _redact_assignments(text: str, found: list[SecretKind] | None) -> str:
-    pieces: list[str] = []
-    position = 0
-    for match in _compiled(_ASSIGNMENT).finditer(_same_length_lower(text)):
-        start, end = match.span("value")
-        if not _assignment_is_secret(match.group("head"), text[start:end], match.group("space") is not None):
-            continue
-        pieces += [text[position:start], _marker(SecretKind.ASSIGNMENT)]
-        position = end
-        if found is not None:
-            found.append(SecretKind.ASSIGNMENT)
-    if not pieces:
-        return text
-    pieces.append(text[position:])
-    return "".join(pieces)
+    def secret_values() -> Iterator[tuple[int, int]]:
+        for match in _compiled(_ASSIGNMENT).finditer(_same_length_lower(text)):
+            start, end = match.span("value")
+            if _assignment_is_secret(match.group("head"), text[start:end], match.group("space") is not None):
+                yield start, end
+
+    return _splice(text, secret_values(), SecretKind.ASSIGNMENT, found)
 
 
 def _replacer(rule: _Rule, found: list[SecretKind] | None) -> Callable[[re.Match[str]], str]:
@@ -480,22 +486,16 @@ _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 
 def _redact_mailchimp(text: str, found: list[SecretKind] | None) -> str:
-    pieces: list[str] = []
-    position = 0
-    for match in _compiled(_MAILCHIMP_TAIL).finditer(text):
-        start = match.start() - 32
-        if start < position or not set(text[start : match.start()]) <= _LOWER_HEX:
-            continue
-        if start > 0 and text[start - 1] in _WORD_CHARS:
-            continue
-        pieces += [text[position:start], _marker(SecretKind.MAILCHIMP)]
-        position = match.end()
-        if found is not None:
-            found.append(SecretKind.MAILCHIMP)
-    if not pieces:
-        return text
-    pieces.append(text[position:])
-    return "".join(pieces)
+    def keys() -> Iterator[tuple[int, int]]:
+        for match in _compiled(_MAILCHIMP_TAIL).finditer(text):
+            start = match.start() - 32
+            if start < 0 or not set(text[start : match.start()]) <= _LOWER_HEX:
+                continue
+            if start > 0 and text[start - 1] in _WORD_CHARS:
+                continue
+            yield start, match.end()
+
+    return _splice(text, keys(), SecretKind.MAILCHIMP, found)
 
 
 # A value assigned to a name that only hints at a secret (``ibm_cloud_key``, ``cl_pw``,
@@ -545,19 +545,8 @@ def _redact_hinted_assignments(text: str, found: list[SecretKind] | None, lowere
             if match is not None:
                 spans.append(match.span("value"))
             at = lowered.find(hint, at + 1)
-    pieces: list[str] = []
-    position = 0
-    for start, end in sorted(set(spans)):
-        if start < position or not _looks_like_a_key(text[start:end]):
-            continue
-        pieces += [text[position:start], _marker(SecretKind.HIGH_ENTROPY)]
-        position = end
-        if found is not None:
-            found.append(SecretKind.HIGH_ENTROPY)
-    if not pieces:
-        return text
-    pieces.append(text[position:])
-    return "".join(pieces)
+    keys = (span for span in sorted(set(spans)) if _looks_like_a_key(text[span[0] : span[1]]))
+    return _splice(text, keys, SecretKind.HIGH_ENTROPY, found)
 
 
 def _run(text: str, found: list[SecretKind] | None) -> str:
