@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Any
 
 import aiohttp
 import anyio
@@ -117,20 +118,25 @@ class ProxyApp:
 
     # ------------------------------------------------------------------ routes
 
-    async def status(self, request: Request) -> Response:
+    async def _ask_guard(self, what: str) -> Any:
+        """The guard's ``status()`` or ``metrics_text()``, after the work queued before it (beside
+        the relay, or in the guard's own process)."""
         if self.background is not None:
             self.background.drain()
+        if self.worker is not None:
+            return await self.worker.ask(what)
+        return self.guard.status() if what == "status" else self.guard.metrics_text()
+
+    async def status(self, request: Request) -> Response:
         try:
-            doc = self.guard.status() if self.worker is None else await self.worker.ask("status")
+            doc = await self._ask_guard("status")
         except (RuntimeError, TimeoutError) as exc:
             return PlainTextResponse(f"ctxhealth proxy: no status: {exc}", status_code=503)
         return JSONResponse({"schema_version": 1, "upstream": self.config.shown_upstream, **doc})
 
     async def metrics(self, request: Request) -> Response:
-        if self.background is not None:
-            self.background.drain()
         try:
-            text = self.guard.metrics_text() if self.worker is None else await self.worker.ask("metrics")
+            text = await self._ask_guard("metrics")
         except (RuntimeError, TimeoutError) as exc:
             return PlainTextResponse(f"ctxhealth proxy: no metrics: {exc}", status_code=503)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
