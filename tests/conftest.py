@@ -53,6 +53,18 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user home made for the test (``tmp_path/home``, the working folder ``tmp_path``): where
+    installers write an agent's settings."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+@pytest.fixture
 def claude_code_data() -> Path:
     if not CLAUDE_CODE_DATA.is_dir():
         pytest.skip(f"real Claude Code transcripts not found at {CLAUDE_CODE_DATA}")

@@ -17,17 +17,6 @@ from ctxhealth.integrations.mcp_install import Agent, McpTarget, plan_mcp_instal
 from ctxhealth.integrations.skill import SKILL_NAME, front_matter, skill_files, validate_skill
 from ctxhealth.mcpserver.sessions import Host, find_transcript, host_from_environment
 
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.chdir(tmp_path)
-    return home
-
-
 CODEX_CONFIG = 'model = "gpt-5"\n\n[mcp_servers.other]\ncommand = "other-server"\nargs = ["--x"]\n'
 
 

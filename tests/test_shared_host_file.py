@@ -26,16 +26,6 @@ INSTALL = {"hooks": ["gemini"], "mcp": ["mcp", "--agent", "gemini"]}
 FIXTURE = Path(__file__).parent / "fixtures" / "install" / "gemini-main-hooks-and-mcp"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.chdir(tmp_path)
-    return home
-
-
 def _shared_files(home: Path, cwd: Path) -> set[tuple[str, str]]:
     """(agent, scope) where the hook file and the MCP file are the same file."""
     shared = set()
