@@ -8,9 +8,11 @@ fails them: a suite that silently skips is no conformance suite. :func:`run_agen
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -84,3 +86,26 @@ def run_agent(
     )
     assert done.returncode == 0 or not check, done.stderr[-3000:]
     return done
+
+
+def run_mini_jobs(
+    jobs: Sequence[Sequence[str]], home: Path, *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Every mini-swe-agent job (``run_mini.py``'s ``[BASE_URL, MODE, TASK, OUTPUT]``) in one process
+    (litellm takes seconds to import), with ``home`` as HOME, none of this machine's OpenAI or
+    mini-swe-agent settings, and litellm's local price map. The caller checks the exit code."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "MSWEA"))},
+        "HOME": str(home),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "MSWEA_CONFIGURED": "true",
+    }
+    return subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("run_mini.py")), json.dumps([list(j) for j in jobs])],
+        env=env,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

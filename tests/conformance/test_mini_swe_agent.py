@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .agents import REQUIRE_ENV
+from .agents import REQUIRE_ENV, run_mini_jobs
 from .fake_openai import FakeOpenAI
 from .truth import Truth, assert_matches, check_json, record, truth_of
 
@@ -50,21 +48,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[P
         for mode, server in servers.items():
             (scratch / mode).mkdir()
             jobs.append([f"{server.url}/v1", mode, TASK, str(scratch / mode / "traj.json")])
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "MSWEA"))},
-            "HOME": str(scratch),
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "MSWEA_CONFIGURED": "true",
-        }
-        done = subprocess.run(
-            [sys.executable, str(Path(__file__).with_name("run_mini.py")), json.dumps(jobs)],
-            env=env,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        done = run_mini_jobs(jobs, scratch, timeout=180)
         assert done.returncode == 0, done.stderr[-3000:]
         yield {mode: (scratch / mode / "traj.json", server, scratch) for mode, server in servers.items()}
     finally:

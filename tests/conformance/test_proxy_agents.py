@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from ctxhealth.model import Usage
 from ctxhealth.recovery.clear import PLACEHOLDER_PREFIX
 from proxy_process import ProxyProcess
 
-from .agents import agent_or_skip
+from .agents import agent_or_skip, run_mini_jobs
 from .claude_harness import ClaudeBox
 from .fake_anthropic import FakeAnthropic, default_scenario
 from .fake_gemini import FakeGemini
@@ -496,22 +495,8 @@ def _mini_runs(tmp: Path, script: str = MINI_SCRIPT, accounting: str = MINI_MODE
             server.__enter__()
             proxies[mode] = ProxyProcess(server.url, "--mode", mode, "--model", accounting)
             (tmp / mode).mkdir(parents=True)
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "MSWEA"))},
-            "HOME": str(tmp),
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "MSWEA_CONFIGURED": "true",
-        }
         jobs = [[f"{proxies[m].url}/v1", "toolcall", script, str(tmp / m / "traj.json")] for m in MODES]
-        done = subprocess.run(
-            [sys.executable, str(Path(__file__).with_name("run_mini.py")), json.dumps(jobs)],
-            env=env,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            timeout=240,
-            check=False,
-        )
+        done = run_mini_jobs(jobs, tmp, timeout=240)
         statuses = {mode: proxy.status() for mode, proxy in proxies.items()}
     finally:
         for proxy in proxies.values():
