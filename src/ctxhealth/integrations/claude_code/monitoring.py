@@ -62,6 +62,13 @@ def _monitor(
     registry: ModelRegistry | None,
     source_format: Format = Format.CLAUDE_CODE,
 ) -> Monitor:
+    """The session's monitor as ``counters.monitor`` holds it: the live one that snapshot was just
+    taken of in this thread when there is one (it is handed out once: whoever takes it changes it),
+    else restored from the snapshot, else a new one."""
+    kept: tuple[Any, Monitor] | None = getattr(_KEPT, "last", None)
+    if counters.monitor is not None and kept is not None and kept[0] is counters.monitor:
+        _KEPT.last = None
+        return kept[1]
     if counters.monitor is not None:
         try:
             return Monitor.restore(counters.monitor, profile=profile, registry=registry)
@@ -120,8 +127,9 @@ MAX_OBSERVED = 128
 
 _KEPT = threading.local()
 """``last``: (snapshot, monitor) of the latest :func:`observe_messages` in this thread (the per-turn
-helper runs each request in a thread of its own): the monitor that snapshot was taken of, so
-:func:`assess_call` need not restore it again."""
+helper runs each request in a thread of its own): the monitor that snapshot was taken of, so the
+next :func:`_monitor` of that snapshot (:func:`assess_call`, or a second feed in the same call)
+need not restore it again."""
 
 
 def _note_observed(counters: SessionCounters, message: Message) -> None:
@@ -151,12 +159,7 @@ def assess_call(
     transcript had it)."""
     if f"r:{result.tool_call_id}" in counters.observed:
         return None
-    kept: tuple[Any, Monitor] | None = getattr(_KEPT, "last", None)
-    _KEPT.last = None  # observing changes it: it is the snapshot's no more
-    if kept is not None and kept[0] is counters.monitor:
-        monitor = kept[1]
-    else:
-        monitor = _monitor(counters, claude_code_profile(profile), registry)
+    monitor = _monitor(counters, claude_code_profile(profile), registry)
     blocks: tuple[ToolCall | ToolResult, ...] = (result,)
     if f"c:{call.id}" not in counters.observed:
         blocks = (call, result)
