@@ -172,16 +172,45 @@ def _clear_instead(
     new items), leave the rest, and the compaction, to the agent."""
     if rewrite_at is None or (session.cleared_at >= 0 and rewrite_at[0] - session.cleared_at < CLEAR_EVERY):
         return Outcome()
-    parsed = adapter.to_messages(body, effective, with_head=True)
-    recovered, report = clear_tool_results(recovery_session(parsed, session.key), CLEAR_ON_DECISION)
+    clearing = _Clearing.of(adapter, body, session, effective)
     session.cleared_at = rewrite_at[0]
-    if report.tokens_after >= report.tokens_before:
+    if clearing.report.tokens_after >= clearing.report.tokens_before:
         return Outcome()  # nothing stale to clear
-    items = adapter.write(list(recovered.messages), effective, [m for m in parsed if m.line])
-    _keep_rewrite(session, rewrite_at, items)
-    session.monitor.record_recovery(Action.CLEAR_TOOL_RESULTS, fill=report.tokens_after)
-    session.noted = None
-    return Outcome(dump_body(adapter, body, items), applied=Applied.REWRITE, report=report)
+    return clearing.send(adapter, body, session, effective, rewrite_at, fill=clearing.report.tokens_after)
+
+
+@dataclass(frozen=True, slots=True)
+class _Clearing:
+    """Stale tool results cleared from a request (not sent yet): the request as messages, the
+    cleared session and its report."""
+
+    parsed: list[Message]
+    recovered: Session
+    report: RecoveryReport
+
+    @staticmethod
+    def of(adapter: WireAdapter, body: JSONDict, session: GuardSession, effective: list[Any]) -> _Clearing:
+        parsed = adapter.to_messages(body, effective, with_head=True)
+        recovered, report = clear_tool_results(recovery_session(parsed, session.key), CLEAR_ON_DECISION)
+        return _Clearing(parsed, recovered, report)
+
+    def send(
+        self,
+        adapter: WireAdapter,
+        body: JSONDict,
+        session: GuardSession,
+        effective: list[Any],
+        rewrite_at: tuple[int, bytes] | None,
+        *,
+        fill: int,
+    ) -> Outcome:
+        """The cleared request as the one to send, kept as the session's rewrite and recorded in its
+        monitor as a clearing that left ``fill``."""
+        items = adapter.write(list(self.recovered.messages), effective, [m for m in self.parsed if m.line])
+        _keep_rewrite(session, rewrite_at, items)
+        session.monitor.record_recovery(Action.CLEAR_TOOL_RESULTS, fill=fill)
+        session.noted = None
+        return Outcome(dump_body(adapter, body, items), applied=Applied.REWRITE, report=self.report)
 
 
 CLEAR_FIRST = frozenset({Action.TRUNCATE, Action.RESTART, Action.COMPRESS_HISTORY})
@@ -204,18 +233,14 @@ def _clear_if_enough(
     provider's figure less what the clearing removes) lies under the compact zone; else None (the
     decided recovery is carried out). Counted as a clearing, not as a truncation or a restart."""
     compact = session.monitor.pressure.thresholds.compact_zone
-    parsed = adapter.to_messages(body, effective, with_head=True)
-    recovered, report = clear_tool_results(recovery_session(parsed, session.key), CLEAR_ON_DECISION)
-    saved = report.tokens_before - report.tokens_after
+    clearing = _Clearing.of(adapter, body, session, effective)
+    saved = clearing.report.tokens_before - clearing.report.tokens_after
     after = max(0, assessment.fill - saved)
     if saved <= 0 or after >= compact:
         return None
-    items = adapter.write(list(recovered.messages), effective, [m for m in parsed if m.line])
-    _keep_rewrite(session, rewrite_at, items)
-    session.monitor.record_recovery(Action.CLEAR_TOOL_RESULTS, fill=after)
+    outcome = clearing.send(adapter, body, session, effective, rewrite_at, fill=after)
     session.cleared_at = rewrite_at[0] if rewrite_at is not None else session.cleared_at
-    session.noted = None
-    return Outcome(dump_body(adapter, body, items), applied=Applied.REWRITE, report=report)
+    return outcome
 
 
 def _keep_rewrite(session: GuardSession, rewrite_at: tuple[int, bytes] | None, items: list[Any]) -> None:
