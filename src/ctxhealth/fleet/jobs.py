@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.analysis import analyse_session
+from ctxhealth.analysis import SessionAnalysis, analyse_session
 from ctxhealth.errors import InputError, UnknownFormatError
 from ctxhealth.fleet.files import FileEntry
 from ctxhealth.fleet.rows import Row, table_rows
-from ctxhealth.model import Format
+from ctxhealth.model import Format, Session
 from ctxhealth.policy.profile import Profile
 from ctxhealth.sources.reader import SESSION_SEPARATOR, read_call_folder, read_data_all, read_regular_file
 
@@ -59,14 +59,7 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
             return FileOutcome(entry, "skipped", exc.render())
         except OSError as exc:
             return FileOutcome(entry, "skipped", f"cannot read file ({exc.strerror or exc})")
-        analysis = analyse_session(
-            session,
-            registry=options.registry,
-            profile=options.profile,
-            model=options.model,
-            events=False,
-            health=options.health,
-        )
+        analysis = _analyse(session, options)
         return FileOutcome(entry, "ok", "", table_rows(analysis, entry.path, entry.size), 1)
     try:
         raw = read_regular_file(entry.path)
@@ -82,18 +75,23 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
         return FileOutcome(entry, "skipped", exc.render())
     rows: dict[str, list[Row]] = {}
     for number, session in enumerate(sessions):
-        analysis = analyse_session(
-            session,
-            registry=options.registry,
-            profile=options.profile,
-            model=options.model,
-            events=False,
-            health=options.health,
-        )
+        analysis = _analyse(session, options)
         key = entry.path if len(sessions) == 1 else session_key(entry.path, session.session_id or str(number))
         for name, rows_of_table in table_rows(analysis, key, len(raw)).items():
             rows.setdefault(name, []).extend(rows_of_table)
     return FileOutcome(entry, "ok", "", rows, len(sessions))
+
+
+def _analyse(session: Session, options: JobOptions) -> SessionAnalysis:
+    """One session's analysis as the run's options ask for it (no timeline events: fleet writes none)."""
+    return analyse_session(
+        session,
+        registry=options.registry,
+        profile=options.profile,
+        model=options.model,
+        events=False,
+        health=options.health,
+    )
 
 
 def session_key(path: str, session_id: str) -> str:
