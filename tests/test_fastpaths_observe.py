@@ -122,6 +122,15 @@ _SHELL = [
     "perl -pi -e 's/x/y/' z.c",
     "nl f.py",
     "X=1 cat b.py",
+    "./build.sh",
+    "bin/run.py --fast",
+    "python3.11 t.py",
+    "node app.js",
+    "/usr/bin/python a.py",
+    "X=1 python r.py",
+    "Y=2 git checkout f.py",
+    "git status",
+    "patch -p1",
     " && ",
     " | ",
     "; ",
@@ -169,6 +178,44 @@ def _reference_segments(head: str) -> tuple[set[calls.CallKind], list[str], list
         elif verb in calls._SEARCH_VERBS:
             kinds.add(calls.CallKind.SEARCH)
     return kinds, reads, edits, deletes
+
+
+def _reference_runs(head: str) -> list[str]:
+    """The files the segments run (:attr:`CallInfo.runs`), every segment split into words: an
+    executed script, else the first path argument of an interpreter or test runner."""
+    runs: list[str] = []
+    for segment in calls._segments(head):
+        words = segment.split()
+        while words and ("=" in words[0] and not words[0].startswith("-")):
+            words = words[1:]
+        if not words:
+            continue
+        verb = words[0].rsplit("/", 1)[-1]
+        if verb in calls._PATH_VERBS or verb in calls._SEARCH_VERBS or verb == "patch":
+            continue
+        if "/" in words[0] and "." in verb and calls._PATH.fullmatch(words[0]):
+            runs.append(words[0])
+        elif verb in calls._RUNNERS or (verb.startswith("python") and verb[6:].replace(".", "").isdigit()):
+            for word in words[1:]:
+                arg = word.strip("'\"")
+                if not word.startswith("-") and "." in arg and calls._PATH.fullmatch(arg):
+                    runs.append(arg)
+                    break
+    return runs
+
+
+@settings(max_examples=400, deadline=None)
+@given(commands)
+def test_shell_parse_splits_only_segments_whose_words_matter(command: str) -> None:
+    """The shell parse splits a segment into words only when its first word makes the others matter
+    (a path verb, ``git``, a runner): the kinds, paths and runs are those of splitting every one."""
+    if "<<" in command or ">" in command or len(command) > calls.SHELL_HEAD:
+        command = command.replace("<", " ").replace(">", " ")[: calls.SHELL_HEAD]
+    runs: list[str] = []
+    kinds, reads, edits, deletes, _ = calls._parse_shell(command, runs)
+    ref_kinds, ref_reads, ref_edits, ref_deletes = _reference_segments(command)
+    assert (reads, edits, deletes, runs) == (ref_reads, ref_edits, ref_deletes, _reference_runs(command))
+    assert kinds - {calls.CallKind.VERIFY} == ref_kinds
 
 
 @settings(max_examples=400, deadline=None)
@@ -430,3 +477,63 @@ def test_last_positions_of_a_few_words_are_the_last_occurrences(
     got = _last_positions(stems, words, base, start)
     assert got == expected
     assert list(got) == list(expected)
+
+
+# --------------------------------------------------------------------------- call keys
+
+
+def _plain_normalise(value: Any) -> str:
+    """The canonical form of a tool input, written out: strings re-spaced up to 1,000 characters,
+    dict entries sorted by key, every other value by ``str``."""
+    if isinstance(value, str):
+        return " ".join(value.split()) if len(value) <= 1000 else value
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}={_plain_normalise(v)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_plain_normalise(v) for v in value) + "]"
+    return str(value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values | st.dictionaries(st.text(max_size=4), json_values | st.just("a b\n" * 300), max_size=5))
+def test_call_key_text_is_the_plain_canonical_form(value: Any) -> None:
+    from ctxhealth.signals.base import normalise_text
+
+    assert normalise_text(value) == _plain_normalise(value)
+
+
+# --------------------------------------------------------------------------- pressure readings
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 1_200_000), st.sampled_from(["gpt-4.1", "claude-sonnet-4-5", "gpt-4o-mini"])),
+        max_size=40,
+    )
+)
+def test_pressure_recomputed_only_on_a_new_fill_reads_as_recomputed_every_time(steps: list[int | str]) -> None:
+    """The tracker skips a message whose fill it has already read (unless the model changed): its
+    readings, zone and where the zone began are those of a tracker that recomputes on every one."""
+    from ctxhealth.accounting.registry import ModelRegistry
+    from ctxhealth.policy.profile import default_profile
+    from ctxhealth.signals.pressure import PressureTracker
+
+    registry = ModelRegistry.default()
+    profile = default_profile()
+    fast = PressureTracker(registry.lookup("gpt-4.1"), profile)
+    plain = PressureTracker(registry.lookup("gpt-4.1"), profile)
+    message = Message(Role.USER, (TextBlock("x"),))
+    fill = 0
+    for index, step in enumerate(steps):
+        if isinstance(step, str):
+            fast.set_model(registry.lookup(step))
+            plain.set_model(registry.lookup(step))
+        else:
+            fill = step if index % 3 else fill  # every third message repeats the fill before it
+        for tracker in (fast, plain):
+            if tracker is plain:
+                tracker._stale = True
+            tracker.update(Event(index, message, 1, fill))
+        assert fast.serialize() == plain.serialize()
+        assert (fast.zone, fast.pressure, fast.signals()) == (plain.zone, plain.pressure, plain.signals())

@@ -194,9 +194,19 @@ def normalise_text(value: Any) -> str:
         # long payloads (file bodies) are compared as they are: hashing them is cheap, re-spacing is not
         return " ".join(value.split()) if len(value) <= 1000 else value
     if isinstance(value, dict):
-        return "{" + ",".join(f"{k}={normalise_text(v)}" for k, v in sorted(value.items())) + "}"
+        # a string value (the usual one) is spaced here, not in a call per value
+        return (
+            "{"
+            + ",".join(
+                [
+                    f"{k}={(' '.join(v.split()) if len(v) <= 1000 else v) if type(v) is str else normalise_text(v)}"
+                    for k, v in sorted(value.items())
+                ]
+            )
+            + "}"
+        )
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(normalise_text(v) for v in value) + "]"
+        return "[" + ",".join([normalise_text(v) for v in value]) + "]"
     return str(value)
 
 

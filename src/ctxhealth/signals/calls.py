@@ -168,22 +168,36 @@ def _parse_shell(
             if target not in {"/dev/null", "&1", "&2"} and not target.startswith("/dev/"):
                 edits.append(target)
     for segment in _segments(head):
-        words = segment.split()
-        while words and ("=" in words[0] and not words[0].startswith("-")):
-            words = words[1:]
-        if not words:
+        # most segments of a long command are lines of a quoted payload: the first word decides
+        # whether any other word matters, so a segment is split whole only when one does
+        first = segment.split(None, 1)
+        if not first:
             continue
-        verb = words[0].rsplit("/", 1)[-1]
+        word = first[0]
+        words: list[str] | None = None
+        if "=" in word and not word.startswith("-"):
+            words = segment.split()
+            while words and ("=" in words[0] and not words[0].startswith("-")):
+                words = words[1:]
+            if not words:
+                continue
+            word = words[0]
+        verb = word[word.rfind("/") + 1 :]
         if verb not in _PATH_VERBS:
             # no path argument matters for this verb: only the kind of command (lines of a quoted
             # payload land here, so their words are never matched against the path pattern)
-            if verb in {"patch"} or (verb == "git" and len(words) > 1 and words[1] in {"apply", "checkout"}):
+            if verb == "git":
+                second = words if words is not None else segment.split(None, 2)
+                kinds.add(CallKind.EDIT if len(second) > 1 and second[1] in {"apply", "checkout"} else CallKind.SEARCH)
+            elif verb == "patch":
                 kinds.add(CallKind.EDIT)
             elif verb in _SEARCH_VERBS:
                 kinds.add(CallKind.SEARCH)
-            elif runs is not None and "." in segment:
-                _add_run_target(words, verb, runs)
+            elif runs is not None and "." in segment and _may_run(word, verb):
+                _add_run_target(words if words is not None else segment.split(), verb, runs)
             continue
+        if words is None:
+            words = segment.split()
         args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
         paths = [a for a in args if "." in a and _PATH.fullmatch(a)]
         if verb == "sed" and any(w.startswith("-i") for w in words[1:]):
@@ -253,6 +267,16 @@ def _verifies(probe: str) -> bool:
     return matches_at_anchors(pattern.match, probe, _VERIFY_ANCHORS)
 
 
+def _may_run(first: str, verb: str) -> bool:
+    """Whether :func:`_add_run_target` can find anything in a simple command starting with ``first``
+    (whose verb is ``verb``): an executed script or an interpreter or test runner."""
+    return (
+        ("/" in first and "." in verb)
+        or verb in _RUNNERS
+        or (verb.startswith("python") and verb[6:].replace(".", "").isdigit())
+    )
+
+
 def _add_run_target(words: list[str], verb: str, runs: list[str]) -> None:
     """The file a simple command runs: an executed script (``./build.sh``) or the first path given to
     an interpreter or test runner (``python repro.py``, ``pytest tests/test_x.py``)."""
@@ -272,53 +296,58 @@ def parse_call(call: ToolCall) -> CallInfo:
     name = call.name
     lname = name.lower()
     value = call.input
-    shell = lname in _SHELL_TOOLS
-    command = _command_text(value) if shell else ""
-    key = f"{name}:{' '.join(command.split())}" if shell else f"{name}:{normalise_text(value)}"
-    kinds: set[CallKind] = set()
+    kinds: set[CallKind]
     reads: list[str] = []
     edits: list[str] = []
     deletes: list[str] = []
     change: tuple[str, str] | None = None
-    path = ""
-    if isinstance(value, dict):
-        raw = value.get("file_path") or value.get("path") or value.get("notebook_path") or ""
-        path = raw if isinstance(raw, str) else ""
     runs: list[str] = []
-    if shell:
-        k, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT], runs)
-        kinds |= k
-    elif lname in _READ_TOOLS and path:
-        reads.append(path)
-    elif lname in _EDIT_TOOLS and path:
-        edits.append(path)
-        if isinstance(value, dict) and isinstance(value.get("old_string"), str):
-            change = (value["old_string"], str(value.get("new_string", "")))
-    elif lname == "apply_patch":
-        text = _command_text(value) if not isinstance(value, str) else value
-        edits.extend(_re("_PATCH_FILE").findall(text))
-    elif lname in _SEARCH_TOOLS:
-        kinds.add(CallKind.SEARCH)
+    if lname in _SHELL_TOOLS:
+        command = _command_text(value)
+        key = f"{name}:{' '.join(command.split())}"
+        kinds, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT], runs)
+    else:
+        key = f"{name}:{normalise_text(value)}"
+        kinds = set()
+        path = ""
+        if isinstance(value, dict):
+            raw = value.get("file_path") or value.get("path") or value.get("notebook_path") or ""
+            path = raw if isinstance(raw, str) else ""
+        if lname in _READ_TOOLS and path:
+            reads.append(path)
+        elif lname in _EDIT_TOOLS and path:
+            edits.append(path)
+            if isinstance(value, dict) and isinstance(value.get("old_string"), str):
+                change = (value["old_string"], str(value.get("new_string", "")))
+        elif lname == "apply_patch":
+            text = _command_text(value) if not isinstance(value, str) else value
+            edits.extend(_re("_PATCH_FILE").findall(text))
+        elif lname in _SEARCH_TOOLS:
+            kinds.add(CallKind.SEARCH)
+    # most calls touch one list or none: empty ones are the shared empty tuple, a lone list is its
+    # own mentions
+    read_paths = tuple(dict.fromkeys(reads)) if reads else ()
+    edit_paths = tuple(dict.fromkeys(edits)) if edits else ()
     if reads:
         kinds.add(CallKind.READ)
     if edits:
         kinds.add(CallKind.EDIT)
     if deletes:
         kinds.add(CallKind.DELETE)
-    if not kinds:
-        kinds.add(CallKind.OTHER)
-    mentions = tuple(dict.fromkeys(reads + edits))
     return CallInfo(
         key=stable_hash(key),
         tool=name,
-        kinds=frozenset(kinds),
-        reads=tuple(dict.fromkeys(reads)),
-        edits=tuple(dict.fromkeys(edits)),
-        deletes=tuple(dict.fromkeys(deletes)),
-        mentions=mentions,
+        kinds=frozenset(kinds) if kinds else _OTHER,
+        reads=read_paths,
+        edits=edit_paths,
+        deletes=tuple(dict.fromkeys(deletes)) if deletes else (),
+        mentions=(tuple(dict.fromkeys(reads + edits)) if edits else read_paths) if reads else edit_paths,
         change=change,
-        runs=tuple(dict.fromkeys(runs)),
+        runs=tuple(dict.fromkeys(runs)) if runs else (),
     )
+
+
+_OTHER = frozenset({CallKind.OTHER})
 
 
 _SIGNATURE_SOURCE = r"^\s*(\w*(?:Error|Exception)\b.*|error: .*|.*command not found.*|.*No such file.*)$"

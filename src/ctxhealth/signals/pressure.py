@@ -53,6 +53,9 @@ class PressureTracker(CachedDetector):
         self.zone = Zone.GREEN
         self.zone_since = 0
         self._peak_index = 0
+        # the readings are a function of the fill and the model's figures: recomputed only when
+        # either changed (a fill repeats on every message between two responses)
+        self._stale = True
 
     @property
     def pressure(self) -> float:
@@ -95,17 +98,20 @@ class PressureTracker(CachedDetector):
         self.zone_since = state.zone_since
         self._peak_index = state.peak_index
         self._snap = None
+        self._stale = True
 
     def set_model(self, info: ModelInfo) -> None:
         self.info = info
         self.thresholds = self.profile.zones(info)
         self.usable = max(1, info.usable_window)
+        self._stale = True
         self.changed()
 
     def update(self, event: Event) -> None:
         fill = event.fill
-        if fill == self.fill and self._snap is not None:
+        if fill == self.fill and not self._stale:
             return
+        self._stale = False
         self.fill = fill
         if not self.first_fill and fill:
             self.first_fill = fill
