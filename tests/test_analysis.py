@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.analysis import TurnRecord, analyse_session
 from ctxhealth.monitor import Monitor
@@ -53,3 +55,47 @@ def test_the_sessions_figures_fold_its_turn_records() -> None:
     assert r.waste_tokens == (0 if first is None else sum(t.fill for t in turns if t.turn >= first.turn))
     row = analysis.session_row("k", 0)
     assert (row.path, row.turns, row.action) == ("k", len(turns), analysis.final.action.value)
+
+
+def test_a_session_naming_no_model_is_accounted_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A log that names no model (tau-bench): the monitor is given the analysis's account instead of
+    accounting the session again, and every turn record is the one it gives accounting on its own."""
+    from dataclasses import replace
+
+    import ctxhealth.analysis.session as analysis_session
+
+    session = replace(read_session(EXAMPLE), model=None)
+    expected = [
+        (a.index, a.zone, a.action, a.rule, a.pressure, a.reasons, a.fill, a.model, a.risk)
+        for a in Monitor(None).iter_session(session)
+    ]
+    calls: list[str] = []
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append("account")
+        return account_session(*args, **kwargs)
+
+    monkeypatch.setattr(analysis_session, "account_session", counted)
+    monkeypatch.setattr("ctxhealth.accounting.fill.account_session", counted)
+    analysis = analyse_session(session)
+    assert calls == ["account"]
+    turn_at = {t.message_index for t in analysis.account.turns}
+    got = {t.message_index: (t.zone, t.action, t.rule, t.pressure, t.reasons) for t in analysis.rows.turns}
+    want = {
+        i: (z.value, act.value, rule.value, round(p, 4), "\n".join(r))
+        for i, z, act, rule, p, r, _, _, _ in expected
+        if i in turn_at
+    }
+    assert got == want and len(got) > 0
+    final = analysis.final
+    index, zone, action, _, _, _, fill, model, risk = expected[-1]
+    assert (final.index, final.zone, final.action, final.fill, final.model, final.risk) == (
+        index,
+        zone,
+        action,
+        fill,
+        model,
+        risk,
+    )

@@ -508,11 +508,15 @@ def test_call_key_text_is_the_plain_canonical_form(value: Any) -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
-        st.one_of(st.integers(0, 1_200_000), st.sampled_from(["gpt-4.1", "claude-sonnet-4-5", "gpt-4o-mini"])),
+        st.one_of(
+            st.integers(0, 1_200_000), st.sampled_from(["gpt-4.1", "claude-sonnet-4-5", "gpt-4o-mini"])
+        ),
         max_size=40,
     )
 )
-def test_pressure_recomputed_only_on_a_new_fill_reads_as_recomputed_every_time(steps: list[int | str]) -> None:
+def test_pressure_read_once_per_fill_is_the_reading_recomputed_each_time(
+    steps: list[int | str],
+) -> None:
     """The tracker skips a message whose fill it has already read (unless the model changed): its
     readings, zone and where the zone began are those of a tracker that recomputes on every one."""
     from ctxhealth.accounting.registry import ModelRegistry

@@ -413,8 +413,9 @@ def analyse_session(
     if health:
         monitor = Monitor(model or session.model, profile, registry=registry)
         # the Monitor accounts the session as this account did when no model is forced and the log
-        # names its own (else it accounts again, with the model it was given)
-        same = model is None and session.model is not None and session_model_id(session) == session.model
+        # names its own model or none (a Monitor without a model takes the session's, as this
+        # account did); else it accounts again, with the model it was given
+        same = model is None and (session.model is None or session_model_id(session) == session.model)
         result.turns = list(turn_records(monitor, session, turn_at, account if same else None))
         # a session without messages yields no assessment: observe_session gives "nothing seen yet"
         final = monitor.last if monitor.last is not None else monitor.observe_session(session)

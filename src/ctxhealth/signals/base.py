@@ -195,16 +195,11 @@ def normalise_text(value: Any) -> str:
         return " ".join(value.split()) if len(value) <= 1000 else value
     if isinstance(value, dict):
         # a string value (the usual one) is spaced here, not in a call per value
-        return (
-            "{"
-            + ",".join(
-                [
-                    f"{k}={(' '.join(v.split()) if len(v) <= 1000 else v) if type(v) is str else normalise_text(v)}"
-                    for k, v in sorted(value.items())
-                ]
-            )
-            + "}"
-        )
+        parts = [
+            f"{k}={(' '.join(v.split()) if len(v) <= 1000 else v) if type(v) is str else normalise_text(v)}"
+            for k, v in sorted(value.items())
+        ]
+        return "{" + ",".join(parts) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join([normalise_text(v) for v in value]) + "]"
     return str(value)

@@ -188,7 +188,11 @@ def _parse_shell(
             # payload land here, so their words are never matched against the path pattern)
             if verb == "git":
                 second = words if words is not None else segment.split(None, 2)
-                kinds.add(CallKind.EDIT if len(second) > 1 and second[1] in {"apply", "checkout"} else CallKind.SEARCH)
+                kinds.add(
+                    CallKind.EDIT
+                    if len(second) > 1 and second[1] in {"apply", "checkout"}
+                    else CallKind.SEARCH
+                )
             elif verb == "patch":
                 kinds.add(CallKind.EDIT)
             elif verb in _SEARCH_VERBS:
