@@ -541,3 +541,18 @@ def test_pressure_read_once_per_fill_is_the_reading_recomputed_each_time(
             tracker.update(Event(index, message, 1, fill))
         assert fast.serialize() == plain.serialize()
         assert (fast.zone, fast.pressure, fast.signals()) == (plain.zone, plain.pressure, plain.signals())
+
+
+# --------------------------------------------------------------------------- counted characters
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_values | st.dictionaries(st.text(max_size=3), json_values, max_size=4), max_size=3))
+def test_counted_characters_are_the_length_of_the_counted_text(inputs: list[Any]) -> None:
+    """``message_chars`` measures tool inputs on their JSON bytes when those are ASCII: it is the
+    length of ``message_text_for_count`` (non-ASCII text, lone surrogates and odd keys included)."""
+    from ctxhealth.accounting.tokens import message_chars, message_text_for_count
+
+    blocks = [ToolCall(f"c{i}", "Edit", value) for i, value in enumerate(inputs)]
+    message = Message(Role.ASSISTANT, (TextBlock("é ok"), *blocks, ToolResult("c0", "done")))
+    assert message_chars(message) == len(message_text_for_count(message))

@@ -87,6 +87,25 @@ def test_the_failure_fast_path_tries_every_alternative_of_the_pattern() -> None:
     assert "|".join(alternatives[4:]) == f"{failures._AT_LINE_START}|{failures._NAMED_ERROR}"
 
 
+def test_the_failure_hints_let_every_kind_of_error_text_through() -> None:
+    """The substring gate before the pattern passes one example of each alternative (and of each
+    spelling the line-start alternatives allow)."""
+    examples = [
+        "Traceback (most recent call last)",
+        "<tool_use_error>",
+        "sh: foo: command not found",
+        "cat: x: No such file or directory",
+        "Error: x",
+        "ERROR x",
+        "error\tx",
+        "KeyError: 'k'",
+        "ValueException: bad",
+        "ok\nMyException: e",
+    ]
+    for text in examples:
+        assert is_failure(ToolResult("c", text)) and reference_is_failure(text), text
+
+
 def test_error_signature_long_output_keeps_the_last_error_line() -> None:
     text = "ValueError: first 1\n" + "x" * 5000 + "\n  KeyError: 'k' at 12\nok\n"
     assert error_signature(ToolResult("c", text)) == reference_signature(text) == "KeyError: 'k' at N"

@@ -121,12 +121,37 @@ def _input_text(value: Any) -> str:
     """The JSON of a tool-call input as the model saw it (raw text stays raw)."""
     if isinstance(value, str):
         return value
-    import orjson  # the monitor imports this module and must not pull orjson in until needed
-
+    orjson = _orjson or _load_orjson()
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
         return str(value)
+
+
+def _input_len(value: Any) -> int:
+    """``len(_input_text(value))``, without decoding the JSON when it is ASCII (a character a byte;
+    orjson writes UTF-8 as it is, so the usual input is)."""
+    if isinstance(value, str):
+        return len(value)
+    orjson = _orjson or _load_orjson()
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return len(str(value))
+    return len(data) if data.isascii() else len(data.decode())
+
+
+_orjson: ModuleType | None = None
+
+
+def _load_orjson() -> ModuleType:
+    """orjson, imported on the first tool input counted: the monitor imports this module and must
+    not pull orjson in until needed."""
+    global _orjson
+    import orjson
+
+    _orjson = orjson
+    return orjson
 
 
 def message_text_for_count(message: Message) -> str:
@@ -157,7 +182,7 @@ def message_chars(message: Message) -> int:
             parts += 1
         elif isinstance(block, ToolCall):
             value = block.input
-            total += len(block.name) + len(value if isinstance(value, str) else _input_text(value))
+            total += len(block.name) + _input_len(value)
             parts += 2
         elif isinstance(block, ToolResult):
             total += len(block.text)
