@@ -556,3 +556,35 @@ def test_counted_characters_are_the_length_of_the_counted_text(inputs: list[Any]
     blocks = [ToolCall(f"c{i}", "Edit", value) for i, value in enumerate(inputs)]
     message = Message(Role.ASSISTANT, (TextBlock("é ok"), *blocks, ToolResult("c0", "done")))
     assert message_chars(message) == len(message_text_for_count(message))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    risk_models(),
+    st.lists(
+        st.none() | st.sampled_from([-0.0, 0.0, -1.0, math.inf, -math.inf]) | st.floats(-50, 1e6),
+        min_size=10,
+        max_size=10,
+    ),
+)
+def test_linear_score_is_the_formula_with_max_bit_for_bit(
+    model: RiskModel, values: list[float | None]
+) -> None:
+    """``linear_values`` clamps log inputs at zero without calling ``max``: the same float, bit for
+    bit (negative zero and infinities included), as the formula written with ``max``."""
+    row = values[: len(model.features)]
+    turns = row[model.features.index("turns")] if "turns" in model.features else None
+    phase = 1.0 if model.phase_in <= 0 or turns is None else min(1.0, max(turns, 0.0) / model.phase_in)
+    z = model.bias
+    for i, (name, w, mu, sd) in enumerate(
+        zip(model.features, model.weights, model.mean, model.scale, strict=True)
+    ):
+        raw = row[i]
+        if raw is None or w == 0.0:
+            continue
+        x = math.log1p(max(raw, 0.0)) if name in model.log_features else raw
+        z += (1.0 if name == model.anchor else phase) * w * (x - mu) / sd
+    got = model.linear_values(row)
+    assert (math.isnan(got) and math.isnan(z)) or (
+        got == z and math.copysign(1.0, got) == math.copysign(1.0, z)
+    )

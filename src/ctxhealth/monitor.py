@@ -407,7 +407,7 @@ class Monitor:
             low_cache_turns=cache.low_turns,
         )
         decision: Decision = decide(snapshot, self.counters if counters is None else counters, p)
-        reasons = (*decision.reasons, *pending_reason)
+        reasons = (*decision.reasons, *pending_reason) if pending_reason else decision.reasons
         if zone is not base_zone:
             names = ", ".join(self._indicators_fired())
             reasons = (*reasons, f"zone raised {base_zone.value} → {zone.value}: {names}")
@@ -726,7 +726,8 @@ class _Scorer:
 
     def __call__(self, monitor: Monitor) -> tuple[dict[str, float], float]:
         values = [None if f is None else f(monitor) for f in self.fns]
-        features = {n: v for n, v in zip(self.names, values, strict=True) if v is not None}
+        # ``fns`` is built from ``names``: the same length
+        features = {n: v for n, v in zip(self.names, values, strict=False) if v is not None}
         return features, sigmoid(self.model.linear_values(values))
 
 

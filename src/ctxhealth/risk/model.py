@@ -96,11 +96,14 @@ class RiskModel:
         turns = values[t] if t is not None else None
         phase = 1.0 if self.phase_in <= 0 or turns is None else min(1.0, max(turns, 0.0) / self.phase_in)
         z = self.bias
+        log1p = math.log1p
         for i, w, mu, sd, log, anchor in self._terms:
             raw = values[i]
             if raw is None:
                 continue
-            x = math.log1p(max(raw, 0.0)) if log else raw
+            # ``max(raw, 0.0)`` written out (the same value, -0.0 and NaN included: ``max`` keeps
+            # its first argument unless the second is larger), without a builtin call per term
+            x = log1p(0.0 if raw < 0.0 else raw) if log else raw
             z += (1.0 if anchor else phase) * w * (x - mu) / sd
         return z
 
