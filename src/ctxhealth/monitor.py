@@ -198,6 +198,8 @@ class Monitor:
             self.fidelity,
             self.cache,
         )
+        # each message goes to every detector: their update methods bound once
+        self._updates = tuple(d.update for d in self._detectors)
         self.last: Assessment | None = None
         self._pending: weakref.ref[LazySignals] | None = None
         # what assess() needs from the latest update: the prompt pending since the latest response,
@@ -277,40 +279,36 @@ class Monitor:
         self.index += 1
         index = self.index
         assistant = message.role is Role.ASSISTANT
+        c = self.counters
         if assistant:
             self.turn += 1
-            self.counters = Counters(
-                self.counters.restarts,
-                self.counters.truncations,
-                self.counters.cooldown,
-                self.counters.steps + 1,
-            )
+            c = self.counters = Counters(c.restarts, c.truncations, c.cooldown, c.steps + 1)
             if not self._model_fixed and message.model:
                 self._set_model(message.model)
-        elif message.compaction is not None and self.counters.steps:
+        elif c.steps and message.compaction is not None:
             # the agent compacted its own history: that is the reset the turn count waits for
-            c = self.counters
-            self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
-        turn = self.account.observe(message, fill)
+            c = self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
+        account = self.account
+        turn = account.observe(message, fill)
         # a message after the latest response is part of the prompt about to be sent
-        self._pending_prompt = self.account.pending if not turn and fill is None else None
-        usage = message.usage
-        if assistant and usage is not None:
-            self.output_tokens += usage.output_tokens
-            self.reasoning_tokens += usage.reasoning_tokens
-            self.usage_seen = True
-        event = self._events.build(index, message, self.turn, self.account.fill)
+        self._pending_prompt = account.pending if not turn and fill is None else None
+        if assistant:
+            usage = message.usage
+            if usage is not None:
+                self.output_tokens += usage.output_tokens
+                self.reasoning_tokens += usage.reasoning_tokens
+                self.usage_seen = True
+        event = self._events.build(index, message, self.turn, account.fill)
         if assistant and self._track_hedges:
             if message.compaction is not None:
                 self.hedges += count_hedges(message.text)
             elif event.text:
                 # the text blocks are the whole visible text: reuse the event's word runs
                 self.hedges += count_folded(event.text, event.folded, event.runs)
-        for detector in self._detectors:
-            detector.update(event)
+        for update in self._updates:
+            update(event)
         # the cooldown runs down after the turn it was assessed at: assess() reads it one higher
-        if assistant and self.counters.cooldown > 0:
-            c = self.counters
+        if assistant and c.cooldown > 0:
             self.counters = Counters(c.restarts, c.truncations, c.cooldown - 1, c.steps)
             self._cooldown_ran = True
         else:
