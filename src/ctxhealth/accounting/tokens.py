@@ -123,9 +123,10 @@ def _input_text(value: Any) -> str:
         return value
     orjson = _orjson or _load_orjson()
     try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        data: bytes = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:
         return str(value)
+    return data.decode()
 
 
 def _input_len(value: Any) -> int:
@@ -135,7 +136,7 @@ def _input_len(value: Any) -> int:
         return len(value)
     orjson = _orjson or _load_orjson()
     try:
-        data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        data: bytes = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:
         return len(str(value))
     return len(data) if data.isascii() else len(data.decode())
