@@ -198,8 +198,6 @@ class Monitor:
             self.fidelity,
             self.cache,
         )
-        # each message goes to every detector: their update methods bound once
-        self._updates = tuple(d.update for d in self._detectors)
         self.last: Assessment | None = None
         self._pending: weakref.ref[LazySignals] | None = None
         # what assess() needs from the latest update: the prompt pending since the latest response,
@@ -305,8 +303,8 @@ class Monitor:
             elif event.text:
                 # the text blocks are the whole visible text: reuse the event's word runs
                 self.hedges += count_folded(event.text, event.folded, event.runs)
-        for update in self._updates:
-            update(event)
+        for detector in self._detectors:
+            detector.update(event)
         # the cooldown runs down after the turn it was assessed at: assess() reads it one higher
         if assistant and c.cooldown > 0:
             self.counters = Counters(c.restarts, c.truncations, c.cooldown - 1, c.steps)
