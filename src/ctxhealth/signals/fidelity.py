@@ -93,7 +93,10 @@ class FidelityDetector(CachedDetector):
                 self.block_start = event.turn
                 self.cur_chars = 0
                 self.cur_turns = 0
-            chars = sum(len(b.text) for b in msg.blocks if isinstance(b, TextBlock))
+            chars = 0
+            for b in msg.blocks:  # a loop, not a generator per reply
+                if isinstance(b, TextBlock):
+                    chars += len(b.text)
             self.cur_chars += chars
             self.cur_turns += 1
             if not self.early_done:
