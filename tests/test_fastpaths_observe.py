@@ -588,3 +588,22 @@ def test_linear_score_is_the_formula_with_max_bit_for_bit(
     assert (math.isnan(got) and math.isnan(z)) or (
         got == z and math.copysign(1.0, got) == math.copysign(1.0, z)
     )
+
+
+def test_every_verify_anchor_holds_a_hint() -> None:
+    """A long command skips the hint gate and goes to the anchors: that is the same answer only if
+    every anchor (where each match of the pattern starts) contains one of the hints."""
+    for anchor in calls._VERIFY_ANCHORS:
+        assert any(hint in anchor for hint in calls._VERIFY_HINTS), anchor
+
+
+@settings(max_examples=300, deadline=None)
+@given(commands, st.integers(1, 12))
+def test_a_command_verifies_where_the_plain_pattern_finds_a_check(command: str, times: int) -> None:
+    """The shell parse marks VERIFY where the verify pattern, searched plainly, finds a check in the
+    probe it reads (the head and the tail of a long command), at every length."""
+    command = (command + "\n") * times
+    head, tail = calls.SHELL_HEAD, calls.SHELL_TAIL
+    probe = command if len(command) <= head + tail else f"{command[:head]}\n{command[-tail:]}"
+    kinds = calls._parse_shell(command)[0]
+    assert (calls.CallKind.VERIFY in kinds) == (calls._VERIFY.search(probe) is not None)

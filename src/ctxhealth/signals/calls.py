@@ -227,8 +227,9 @@ def _parse_shell(
         if len(command) <= SHELL_HEAD + SHELL_TAIL
         else f"{command[:SHELL_HEAD]}\n{command[-SHELL_TAIL:]}"
     )
-    hinted = _VERIFY_HINT.search(probe) if len(probe) < 256 else any(h in probe for h in _VERIFY_HINTS)
-    if hinted and _verifies(probe):
+    # a long probe goes straight to the anchors: each of them holds one of the hints, so the hint
+    # gate could only say yes where an anchor is found anyway
+    if (len(probe) >= 256 or _VERIFY_HINT.search(probe)) and _verifies(probe):
         kinds.add(CallKind.VERIFY)
     return kinds, reads, edits, deletes, change
 
