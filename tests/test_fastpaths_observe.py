@@ -17,7 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import PlainDriftWindow
-from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult, Usage
+from ctxhealth.model import (
+    CompactionSummary,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from ctxhealth.monitor import _FEATURES, Monitor, _Scorer
 from ctxhealth.policy import Action
 from ctxhealth.policy.profile import Profile
@@ -607,3 +617,46 @@ def test_a_command_verifies_where_the_plain_pattern_finds_a_check(command: str, 
     probe = command if len(command) <= head + tail else f"{command[:head]}\n{command[-tail:]}"
     kinds = calls._parse_shell(command)[0]
     assert (calls.CallKind.VERIFY in kinds) == (calls._VERIFY.search(probe) is not None)
+
+
+blocks = st.lists(
+    st.one_of(
+        st.text(max_size=6).map(TextBlock),
+        st.text(max_size=6).map(ThinkingBlock),
+        st.text(max_size=6).map(lambda t: CompactionSummary(t)),
+        st.builds(ToolCall, st.text(max_size=2), st.text(max_size=4), json_values),
+        st.builds(ToolResult, st.text(max_size=2), st.text(max_size=6)),
+        st.just(ImageBlock()),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(blocks)
+def test_size_parts_in_one_pass_are_the_counted_characters_and_the_framing(found: list[Any]) -> None:
+    """The running fill's one pass over a message's blocks gives what ``message_chars`` and
+    ``message_overhead`` give, block kinds and empty messages included."""
+    from ctxhealth.accounting.running import message_size
+    from ctxhealth.accounting.tokens import (
+        DEFAULT_CHARS_PER_TOKEN,
+        message_chars,
+        message_overhead,
+        message_size_parts,
+    )
+
+    message = Message(Role.ASSISTANT, tuple(found))
+    assert message_size_parts(message) == (message_chars(message), message_overhead(message))
+    assert message_size(message) == message_chars(message) + int(
+        message_overhead(message) * DEFAULT_CHARS_PER_TOKEN
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(commands, st.sampled_from(["bash", "Bash", "shell", "exec_command"]))
+def test_a_shell_command_parses_the_same_whatever_input_shape_holds_it(command: str, tool: str) -> None:
+    """``{"command": ...}`` is read without the general walk over input shapes: the call is the one
+    the walk gives for the same command under another key or as an argv list."""
+    fast = calls.parse_call(ToolCall("c", tool, {"command": command}))
+    for value in ({"cmd": command}, {"script": command, "x": 1}, ["bash", "-lc", command]):
+        assert calls.parse_call(ToolCall("c", tool, value)) == fast

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxhealth.accounting.cost import is_new_response
-from ctxhealth.accounting.tokens import DEFAULT_CHARS_PER_TOKEN, message_chars, message_overhead
+from ctxhealth.accounting.tokens import DEFAULT_CHARS_PER_TOKEN, message_size_parts
 from ctxhealth.accounting.types import FillSource
 from ctxhealth.model import Message, Role
 
@@ -52,7 +52,8 @@ def is_turn(message: Message, seen: set[str]) -> bool:
 def message_size(message: Message) -> int:
     """The characters ``message`` adds to the running context: its counted text plus its framing
     tokens at the default ratio (what the estimate divides by chars per token)."""
-    return message_chars(message) + int(message_overhead(message) * DEFAULT_CHARS_PER_TOKEN)
+    chars, overhead = message_size_parts(message)
+    return chars + int(overhead * DEFAULT_CHARS_PER_TOKEN)
 
 
 class RunningFill:

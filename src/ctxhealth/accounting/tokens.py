@@ -191,6 +191,29 @@ def message_chars(message: Message) -> int:
     return total + parts - 1 if parts else 0
 
 
+def message_size_parts(message: Message) -> tuple[int, int]:
+    """``(message_chars(message), message_overhead(message))`` in one pass over the blocks (what the
+    running fill adds for each message)."""
+    total = 0
+    parts = 0
+    extra = MESSAGE_OVERHEAD_TOKENS
+    for block in message.blocks:
+        if isinstance(block, (TextBlock, ThinkingBlock, CompactionSummary)):
+            total += len(block.text)
+            parts += 1
+        elif isinstance(block, ToolCall):
+            total += len(block.name) + _input_len(block.input)
+            parts += 2
+            extra += TOOL_BLOCK_OVERHEAD_TOKENS
+        elif isinstance(block, ToolResult):
+            total += len(block.text)
+            parts += 1
+            extra += TOOL_BLOCK_OVERHEAD_TOKENS
+        elif isinstance(block, ImageBlock):
+            extra += IMAGE_BLOCK_TOKENS
+    return (total + parts - 1 if parts else 0), extra
+
+
 def message_overhead(message: Message) -> int:
     """Fixed tokens for framing: per message, per tool block, per image (documented constants)."""
     extra = MESSAGE_OVERHEAD_TOKENS

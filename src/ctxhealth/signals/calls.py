@@ -308,7 +308,9 @@ def parse_call(call: ToolCall) -> CallInfo:
     change: tuple[str, str] | None = None
     runs: list[str] = []
     if lname in _SHELL_TOOLS:
-        command = _command_text(value)
+        # the usual shell input, ``{"command": "..."}``, without the general walk
+        raw = value.get("command") if type(value) is dict else None
+        command = raw if type(raw) is str else _command_text(value)
         key = f"{name}:{' '.join(command.split())}"
         kinds, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT], runs)
     else:
