@@ -14,6 +14,7 @@ Two or more fired indicators raise the zone one step (the monitor applies it).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from itertools import repeat
 from operator import lshift, or_
@@ -23,6 +24,7 @@ from zlib import adler32, crc32
 from ctxhealth.model import Role
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, matches_at_anchors
 from ctxhealth.signals.events import Event
+from ctxhealth.signals.native import KERNELS
 from ctxhealth.signals.thresholds import SignalThresholds
 
 if TYPE_CHECKING:
@@ -173,7 +175,7 @@ def _opens_with(source: str, opening: str, plain: str | None) -> bool:
     return matches_at_anchors(_pattern(source, True).match, plain, _ANCHORS[source])
 
 
-def hinted(low: str) -> tuple[bool, bool]:
+def hinted_py(low: str) -> tuple[bool, bool]:
     """Whether any contradiction hint, and any missing-context hint, occurs in ``low`` (substring
     tests mapped at C speed, no generator)."""
     has = low.__contains__
@@ -192,7 +194,7 @@ _GLUE = " \x00 "
 whitespace, so it stays a word of its own between two sentences' words."""
 
 
-def sentence_hashes(found: list[str]) -> list[int]:
+def sentence_hashes_py(found: list[str]) -> list[int]:
     """``[stable_hash(" ".join(s.split())) for s in found]``, computed at C speed. Most replies'
     sentences hold no whitespace but single spaces: each is stripped at its ends, and all are
     encoded at once. Otherwise the sentences are
@@ -229,6 +231,20 @@ def _sentence_hashes_one_by_one(found: list[str]) -> list[int]:
         data = [n.encode("utf-8", "surrogatepass") for n in normed]
     return list(map(or_, map(lshift, map(crc32, data), repeat(32)), map(adler32, data)))
 
+
+def _hinted_native(low: str) -> tuple[bool, bool]:
+    """:func:`hinted_py` in C (one pass over ``low`` per hint list, by the hints' first letters)."""
+    return _any_in(low, _CONTRADICTION_HINTS), _any_in(low, _MISSING_HINTS)
+
+
+hinted: Callable[[str], tuple[bool, bool]] = hinted_py
+"""The hint test the detector runs: :func:`hinted_py`, or the same in C (:mod:`~ctxhealth.signals.native`)."""
+sentence_hashes: Callable[[list[str]], list[int]] = sentence_hashes_py
+"""The sentence hashes the detector keeps: :func:`sentence_hashes_py`, or the same in C."""
+if KERNELS is not None:
+    _any_in: Callable[[str, tuple[str, ...]], bool] = KERNELS.any_in
+    hinted = _hinted_native
+    sentence_hashes = KERNELS.sentence_hashes
 
 SENTENCE_LIMIT = 512
 TEXT_LIMIT = 2000

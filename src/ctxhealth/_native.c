@@ -1,0 +1,474 @@
+/* ctxhealth._native: C versions of the text kernels the Monitor runs on every assistant reply.
+ *
+ * Each function here computes exactly what a Python function computes (named in its doc string);
+ * ctxhealth.signals.native picks these or the Python definitions, and the tests compare the two on
+ * any text (hypothesis) and on every text of the real sessions. No fixed-size buffers: every output
+ * is sized from its input before it is written; every C-API return is checked.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* fold(): ASCII letters lower-cased, digits and '_' kept, every other byte a space */
+static unsigned char RUN_TABLE[128];
+
+static void init_run_table(void) {
+    for (int c = 0; c < 128; c++) {
+        if (c >= 'A' && c <= 'Z')
+            RUN_TABLE[c] = (unsigned char)(c | 0x20);
+        else if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_')
+            RUN_TABLE[c] = (unsigned char)c;
+        else
+            RUN_TABLE[c] = ' ';
+    }
+}
+
+static Py_UCS4 fold_one(Py_UCS4 ch) {
+    if (ch < 128)
+        return RUN_TABLE[ch];
+    if (ch == 0x212A) /* Kelvin sign: lower-cases to 'k' */
+        return 'k';
+    return ' ';
+}
+
+PyDoc_STRVAR(fold_doc, "fold(text, /)\n--\n\nctxhealth.signals.text.fold_py(text).");
+
+static PyObject *native_fold(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "fold() takes a str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    Py_ssize_t extra = 0;
+    if (kind != PyUnicode_1BYTE_KIND) {
+        /* U+0130 lower-cases to two characters, 'i' and U+0307 */
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (PyUnicode_READ(kind, data, i) == 0x130)
+                extra++;
+    }
+    if (extra > PY_SSIZE_T_MAX - n) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n + extra);
+    if (out == NULL)
+        return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = (const Py_UCS1 *)data;
+        for (Py_ssize_t i = 0; i < n; i++)
+            o[i] = s[i] < 128 ? RUN_TABLE[s[i]] : ' ';
+        return out;
+    }
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch == 0x130) {
+            o[j++] = 'i';
+            o[j++] = ' ';
+        } else {
+            o[j++] = (unsigned char)fold_one(ch);
+        }
+    }
+    return out;
+}
+
+/* A cache of the table stems() reads: run bytes -> the table's value (a strong reference), so a
+ * known run costs a hash and a comparison, not a bytes object and a dict lookup. The table's value
+ * for a run never changes (it is a function of the run; the Python side may empty and refill the
+ * table, with the same values), so the cache gives what the table gives. Open addressing, emptied
+ * when it holds CACHE_LIMIT runs; runs longer than CACHE_RUN_MAX are looked up in the table only. */
+#define CACHE_SLOTS 16384 /* a power of two, twice CACHE_LIMIT */
+#define CACHE_LIMIT 8192
+#define CACHE_RUN_MAX 48
+
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t len; /* 0: an empty slot */
+    char *run;      /* PyMem_Malloc'd copy of the run */
+    PyObject *value;
+    int truth;
+} CacheEntry;
+
+static CacheEntry *cache; /* CACHE_SLOTS entries, allocated at module init */
+static Py_ssize_t cache_used;
+static PyObject *cache_table; /* the table the cache holds values of (a strong reference) */
+
+static void cache_clear(void) {
+    for (Py_ssize_t i = 0; i < CACHE_SLOTS; i++) {
+        CacheEntry *e = &cache[i];
+        if (e->len) {
+            PyMem_Free(e->run);
+            Py_DECREF(e->value);
+            e->len = 0;
+            e->run = NULL;
+            e->value = NULL;
+        }
+    }
+    cache_used = 0;
+}
+
+static inline uint64_t run_hash(const unsigned char *s, Py_ssize_t n) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* the entry of this run, or the empty slot where it would go */
+static inline CacheEntry *cache_slot(const unsigned char *s, Py_ssize_t n, uint64_t h) {
+    size_t i = (size_t)h & (CACHE_SLOTS - 1);
+    for (;;) {
+        CacheEntry *e = &cache[i];
+        if (e->len == 0 || (e->hash == h && e->len == n && memcmp(e->run, s, (size_t)n) == 0))
+            return e;
+        i = (i + 1) & (CACHE_SLOTS - 1);
+    }
+}
+
+PyDoc_STRVAR(stems_doc,
+             "stems(folded, table, learn, /)\n--\n\n"
+             "The values of table for the space-separated runs of folded, empty ones left out, in order;\n"
+             "a run not in table is given to learn(run), which returns its value (and may add it to table).\n"
+             "A run's value must never change (the runs seen are cached in C).");
+
+static PyObject *native_stems(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyDict_Check(args[1]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "stems() takes (bytes, dict, callable)");
+        return NULL;
+    }
+    PyObject *table = args[1];
+    PyObject *learn = args[2];
+    if (table != cache_table) {
+        /* another table: the cache is of the one before */
+        cache_clear();
+        Py_INCREF(table);
+        Py_XSETREF(cache_table, table);
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i < n && s[i] == ' ')
+            i++;
+        if (i >= n)
+            break;
+        Py_ssize_t start = i;
+        while (i < n && s[i] != ' ')
+            i++;
+        Py_ssize_t len = i - start;
+        CacheEntry *e = NULL;
+        uint64_t h = 0;
+        if (len <= CACHE_RUN_MAX) {
+            h = run_hash(s + start, len);
+            e = cache_slot(s + start, len, h);
+            if (e->len) {
+                if (e->truth && PyList_Append(out, e->value) < 0)
+                    goto error;
+                continue;
+            }
+        }
+        PyObject *key = PyBytes_FromStringAndSize((const char *)s + start, len);
+        if (key == NULL)
+            goto error;
+        PyObject *value = PyDict_GetItemWithError(table, key); /* borrowed */
+        if (value != NULL) {
+            Py_INCREF(value);
+        } else if (!PyErr_Occurred()) {
+            value = PyObject_CallOneArg(learn, key); /* may run any Python code */
+        }
+        Py_DECREF(key);
+        if (value == NULL)
+            goto error;
+        int truth = PyObject_IsTrue(value);
+        if (truth < 0 || (truth && PyList_Append(out, value) < 0)) {
+            Py_DECREF(value);
+            goto error;
+        }
+        if (e != NULL && table == cache_table) {
+            /* learn() may have run stems() again and moved the entries: find the slot afresh */
+            e = cache_slot(s + start, len, h);
+            if (e->len) {
+                Py_DECREF(value);
+                continue;
+            }
+            if (cache_used >= CACHE_LIMIT) {
+                cache_clear();
+                e = cache_slot(s + start, len, h);
+            }
+            char *copy = PyMem_Malloc((size_t)len);
+            if (copy == NULL) { /* not cached: the result is the same */
+                Py_DECREF(value);
+                continue;
+            }
+            memcpy(copy, s + start, (size_t)len);
+            e->hash = h; /* the cache keeps the reference */
+            e->len = len;
+            e->run = copy;
+            e->value = value;
+            e->truth = truth;
+            cache_used++;
+        } else {
+            Py_DECREF(value);
+        }
+    }
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+PyDoc_STRVAR(clear_cache_doc, "clear_cache()\n--\n\nEmpty the cache of stems() (for tests).");
+
+static PyObject *native_clear_cache(PyObject *self, PyObject *unused) {
+    cache_clear();
+    Py_RETURN_NONE;
+}
+
+static int is_word(Py_UCS4 ch) { return ch == '_' || Py_UNICODE_ISALNUM(ch); }
+
+PyDoc_STRVAR(whole_runs_doc,
+             "whole_runs(base, folded, words, /)\n--\n\n"
+             "How many space-separated runs of folded are one of words (a tuple of bytes) and adjoin no\n"
+             "word character of base (folded is base position for position, see hedging._verified).");
+
+static PyObject *native_whole_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyBytes_Check(args[1]) || !PyTuple_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "whole_runs() takes (str, bytes, tuple of bytes)");
+        return NULL;
+    }
+    PyObject *base = args[0];
+    PyObject *words = args[2];
+    Py_ssize_t nwords = PyTuple_GET_SIZE(words);
+    for (Py_ssize_t w = 0; w < nwords; w++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(words, w))) {
+            PyErr_SetString(PyExc_TypeError, "whole_runs() words must be bytes");
+            return NULL;
+        }
+    }
+    int kind = PyUnicode_KIND(base);
+    const void *data = PyUnicode_DATA(base);
+    Py_ssize_t blen = PyUnicode_GET_LENGTH(base);
+    const char *s = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[1]);
+    long count = 0;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i < n && s[i] == ' ')
+            i++;
+        if (i >= n)
+            break;
+        Py_ssize_t start = i;
+        while (i < n && s[i] != ' ')
+            i++;
+        Py_ssize_t len = i - start;
+        int found = 0;
+        for (Py_ssize_t w = 0; w < nwords && !found; w++) {
+            PyObject *word = PyTuple_GET_ITEM(words, w);
+            found = PyBytes_GET_SIZE(word) == len && memcmp(PyBytes_AS_STRING(word), s + start, len) == 0;
+        }
+        if (!found)
+            continue;
+        if (start > 0 && start - 1 < blen && is_word(PyUnicode_READ(kind, data, start - 1)))
+            continue;
+        if (i < n && i < blen && is_word(PyUnicode_READ(kind, data, i)))
+            continue;
+        count++;
+    }
+    return PyLong_FromLong(count);
+}
+
+/* CRC-32 (zlib's, reflected polynomial 0xEDB88320) and Adler-32, as zlib.crc32 / zlib.adler32 */
+static uint32_t CRC_TABLE[256];
+
+static void init_crc_table(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        CRC_TABLE[n] = c;
+    }
+}
+
+typedef struct {
+    uint32_t crc; /* the running register, complemented */
+    uint32_t a, b;
+    uint32_t pending; /* bytes since the last Adler reduction */
+} Hash;
+
+#define ADLER_MOD 65521u
+#define ADLER_NMAX 5552u
+
+static inline void hash_byte(Hash *h, unsigned char c) {
+    h->crc = CRC_TABLE[(h->crc ^ c) & 0xFF] ^ (h->crc >> 8);
+    h->a += c;
+    h->b += h->a;
+    if (++h->pending == ADLER_NMAX) {
+        h->a %= ADLER_MOD;
+        h->b %= ADLER_MOD;
+        h->pending = 0;
+    }
+}
+
+/* one code point as UTF-8; a lone surrogate as three bytes, as "surrogatepass" writes it */
+static inline void hash_char(Hash *h, Py_UCS4 ch) {
+    if (ch < 0x80) {
+        hash_byte(h, (unsigned char)ch);
+    } else if (ch < 0x800) {
+        hash_byte(h, (unsigned char)(0xC0 | (ch >> 6)));
+        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+    } else if (ch < 0x10000) {
+        hash_byte(h, (unsigned char)(0xE0 | (ch >> 12)));
+        hash_byte(h, (unsigned char)(0x80 | ((ch >> 6) & 0x3F)));
+        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+    } else {
+        hash_byte(h, (unsigned char)(0xF0 | (ch >> 18)));
+        hash_byte(h, (unsigned char)(0x80 | ((ch >> 12) & 0x3F)));
+        hash_byte(h, (unsigned char)(0x80 | ((ch >> 6) & 0x3F)));
+        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+    }
+}
+
+PyDoc_STRVAR(sentence_hashes_doc,
+             "sentence_hashes(found, /)\n--\n\n"
+             "ctxhealth.signals.indicators.sentence_hashes_py(found): for each str, its whitespace\n"
+             "normalised (' '.join(s.split())), as UTF-8 (surrogatepass), crc32 << 32 | adler32.");
+
+static PyObject *native_sentence_hashes(PyObject *self, PyObject *arg) {
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "sentence_hashes() takes a list of str");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(arg);
+    PyObject *out = PyList_New(count);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *s = PyList_GET_ITEM(arg, k);
+        if (!PyUnicode_Check(s)) {
+            PyErr_SetString(PyExc_TypeError, "sentence_hashes() takes a list of str");
+            Py_DECREF(out);
+            return NULL;
+        }
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+        Hash h = {0xFFFFFFFFu, 1, 0, 0};
+        int started = 0, space = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+            if (Py_UNICODE_ISSPACE(ch)) {
+                space = started;
+                continue;
+            }
+            if (space) {
+                hash_byte(&h, ' ');
+                space = 0;
+            }
+            started = 1;
+            hash_char(&h, ch);
+        }
+        uint64_t crc = (uint64_t)(h.crc ^ 0xFFFFFFFFu);
+        uint64_t adler = ((uint64_t)(h.b % ADLER_MOD) << 16) | (h.a % ADLER_MOD);
+        PyObject *value = PyLong_FromUnsignedLongLong((crc << 32) | adler);
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, value);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(any_in_doc,
+             "any_in(text, needles, /)\n--\n\n"
+             "any(needle in text for needle in needles), for a tuple of non-empty ASCII str needles.");
+
+static PyObject *native_any_in(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "any_in() takes (str, tuple of str)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    PyObject *needles = args[1];
+    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
+    for (Py_ssize_t k = 0; k < nn; k++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, k);
+        if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle) || PyUnicode_GET_LENGTH(needle) == 0) {
+            PyErr_SetString(PyExc_ValueError, "any_in() needles must be non-empty ASCII str");
+            return NULL;
+        }
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* the needles chained by their first character: head[c] is the first, chain[k] the next */
+    Py_ssize_t head[128];
+    for (int c = 0; c < 128; c++)
+        head[c] = -1;
+    Py_ssize_t *chain = PyMem_New(Py_ssize_t, nn ? nn : 1);
+    if (chain == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = nn - 1; k >= 0; k--) {
+        Py_UCS1 c = PyUnicode_1BYTE_DATA(PyTuple_GET_ITEM(needles, k))[0];
+        chain[k] = head[c];
+        head[c] = k;
+    }
+    int found = 0;
+    for (Py_ssize_t i = 0; i < n && !found; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch >= 128)
+            continue;
+        for (Py_ssize_t k = head[ch]; k >= 0 && !found; k = chain[k]) {
+            PyObject *needle = PyTuple_GET_ITEM(needles, k);
+            const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
+            Py_ssize_t m = PyUnicode_GET_LENGTH(needle);
+            if (m > n - i)
+                continue;
+            Py_ssize_t j = 1;
+            while (j < m && PyUnicode_READ(kind, data, i + j) == p[j])
+                j++;
+            found = j == m;
+        }
+    }
+    PyMem_Free(chain);
+    return PyBool_FromLong(found);
+}
+
+static PyMethodDef methods[] = {
+    {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
+    {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
+    {"clear_cache", (PyCFunction)native_clear_cache, METH_NOARGS, clear_cache_doc},
+    {"whole_runs", (PyCFunction)(void (*)(void))native_whole_runs, METH_FASTCALL, whole_runs_doc},
+    {"sentence_hashes", (PyCFunction)native_sentence_hashes, METH_O, sentence_hashes_doc},
+    {"any_in", (PyCFunction)(void (*)(void))native_any_in, METH_FASTCALL, any_in_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "ctxhealth._native",
+    "C versions of ctxhealth's text kernels (picked by ctxhealth.signals.native).",
+    -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    init_run_table();
+    init_crc_table();
+    if (cache == NULL) {
+        cache = PyMem_Calloc(CACHE_SLOTS, sizeof(CacheEntry));
+        if (cache == NULL)
+            return PyErr_NoMemory();
+        cache_used = 0;
+    }
+    return PyModule_Create(&module);
+}
