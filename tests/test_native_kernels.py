@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxhealth.model import Message, Role, TextBlock
-from ctxhealth.signals import hedging, indicators, native, text
+from ctxhealth.signals import drift, hedging, indicators, native, text
 from ctxhealth.signals.base import stable_hash
 from ctxhealth.signals.events import Event
 
@@ -229,3 +229,31 @@ def test_the_extension_is_loaded_when_required() -> None:
     assert native.KERNELS is not None
     assert text.fold is native.KERNELS.fold
     assert indicators.sentence_hashes is native.KERNELS.sentence_hashes
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["test", "pars", "offset", "x", "İ", "\ud800", "中", ""]), max_size=60),
+    st.frozensets(st.sampled_from(["test", "pars", "offset", "zzz", "中", "", "\ud800"]), max_size=7),
+    st.integers(min_value=0, max_value=10**12),
+    st.integers(min_value=-3, max_value=70),
+)
+def test_task_word_search_is_its_python_definition(
+    stems: list[str], words: frozenset[str], base: int, start: int
+) -> None:
+    """The same positions, in the same order (the drift state is saved in that order)."""
+    expected = drift._last_positions_py(stems, words, base, max(start, 0))
+    got = _native.last_positions(stems, words, base, start)
+    assert got == expected
+    assert list(got.items()) == list(expected.items())
+
+
+def test_task_word_search_many_found_and_bad_arguments() -> None:
+    stems = [f"w{i % 40}" for i in range(5_000)]
+    words = frozenset(f"w{i}" for i in range(0, 80, 3))
+    expected = drift._last_positions_py(stems, words, 7, 100)
+    assert list(_native.last_positions(stems, words, 7, 100).items()) == list(expected.items())
+    with pytest.raises(TypeError):
+        _native.last_positions(tuple(stems), words, 0, 0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _native.last_positions(stems, set(words), 0, 0)  # type: ignore[arg-type]

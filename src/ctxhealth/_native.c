@@ -443,6 +443,96 @@ static PyObject *native_any_in(PyObject *self, PyObject *const *args, Py_ssize_t
     return PyBool_FromLong(found);
 }
 
+PyDoc_STRVAR(last_positions_doc,
+             "last_positions(stems, words, base, start, /)\n--\n\n"
+             "ctxhealth.signals.drift._last_positions_py(stems, words, base, start): for each of words\n"
+             "(a frozenset of str) found in stems[start:], base + the index of its last occurrence in\n"
+             "stems; the dict in the order of words.intersection(stems[start:]).");
+
+static PyObject *native_last_positions(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyList_Check(args[0]) || !PyFrozenSet_Check(args[1]) || !PyLong_Check(args[2]) ||
+        !PyLong_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "last_positions() takes (list, frozenset, int, int)");
+        return NULL;
+    }
+    PyObject *stems = args[0];
+    PyObject *words = args[1];
+    Py_ssize_t base = PyLong_AsSsize_t(args[2]);
+    if (base == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[3]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(stems);
+    if (start < 0)
+        start = 0;
+    PyObject *found = PySet_New(NULL);
+    if (found == NULL)
+        return NULL;
+    PyObject *last = NULL, *out = NULL, *iter = NULL, *item;
+    /* found: words.intersection(stems[start:]), built as set.intersection builds it (same order) */
+    for (Py_ssize_t i = start; i < PyList_GET_SIZE(stems); i++) {
+        item = PyList_GET_ITEM(stems, i);
+        Py_INCREF(item);
+        int has = PySet_Contains(words, item);
+        if (has > 0)
+            has = PySet_Add(found, item) < 0 ? -1 : 1;
+        Py_DECREF(item);
+        if (has < 0)
+            goto error;
+    }
+    Py_ssize_t want = PySet_GET_SIZE(found);
+    out = PyDict_New();
+    if (out == NULL || want == 0)
+        goto done;
+    /* the last occurrence of each: scanning from the end, the first time a word is met */
+    last = PyDict_New();
+    if (last == NULL)
+        goto error;
+    n = PyList_GET_SIZE(stems);
+    for (Py_ssize_t i = n - 1; i >= 0 && PyDict_GET_SIZE(last) < want; i--) {
+        item = PyList_GET_ITEM(stems, i);
+        Py_INCREF(item);
+        int has = PySet_Contains(found, item);
+        if (has > 0) {
+            has = PyDict_Contains(last, item);
+            if (has == 0) {
+                PyObject *pos = PyLong_FromSsize_t(base + i);
+                has = pos == NULL ? -1 : PyDict_SetItem(last, item, pos);
+                Py_XDECREF(pos);
+            }
+        }
+        Py_DECREF(item);
+        if (has < 0)
+            goto error;
+    }
+    iter = PyObject_GetIter(found);
+    if (iter == NULL)
+        goto error;
+    while ((item = PyIter_Next(iter)) != NULL) {
+        PyObject *pos = PyDict_GetItemWithError(last, item); /* borrowed */
+        int bad = pos == NULL ? -1 : PyDict_SetItem(out, item, pos);
+        if (pos == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "last_positions(): the list changed while read");
+        Py_DECREF(item);
+        if (bad < 0)
+            goto error;
+    }
+    if (PyErr_Occurred())
+        goto error;
+done:
+    Py_DECREF(found);
+    Py_XDECREF(last);
+    Py_XDECREF(iter);
+    return out;
+error:
+    Py_DECREF(found);
+    Py_XDECREF(last);
+    Py_XDECREF(iter);
+    Py_XDECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
     {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
@@ -450,6 +540,7 @@ static PyMethodDef methods[] = {
     {"whole_runs", (PyCFunction)(void (*)(void))native_whole_runs, METH_FASTCALL, whole_runs_doc},
     {"sentence_hashes", (PyCFunction)native_sentence_hashes, METH_O, sentence_hashes_doc},
     {"any_in", (PyCFunction)(void (*)(void))native_any_in, METH_FASTCALL, any_in_doc},
+    {"last_positions", (PyCFunction)(void (*)(void))native_last_positions, METH_FASTCALL, last_positions_doc},
     {NULL, NULL, 0, NULL},
 };
 
