@@ -34,35 +34,58 @@ static Py_UCS4 fold_one(Py_UCS4 ch) {
 
 PyDoc_STRVAR(fold_doc, "fold(text, /)\n--\n\nctxhealth.signals.text.fold_py(text).");
 
-static PyObject *native_fold(PyObject *self, PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "fold() takes a str");
-        return NULL;
-    }
+/* one pass per string kind; NULL without an error when the text holds U+0130 (see native_fold) */
+#define FOLD_LOOP(TYPE)                                                                             \
+    do {                                                                                            \
+        const TYPE *p = (const TYPE *)data;                                                         \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                        \
+            Py_UCS4 ch = p[i];                                                                      \
+            if (ch < 128) {                                                                         \
+                o[i] = RUN_TABLE[ch];                                                               \
+            } else if (ch == 0x130) {                                                               \
+                Py_DECREF(out);                                                                     \
+                return NULL;                                                                        \
+            } else {                                                                                \
+                o[i] = ch == 0x212A ? 'k' : ' ';                                                    \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+static PyObject *fold_plain(PyObject *arg) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
     int kind = PyUnicode_KIND(arg);
     const void *data = PyUnicode_DATA(arg);
-    Py_ssize_t extra = 0;
-    if (kind != PyUnicode_1BYTE_KIND) {
-        /* U+0130 lower-cases to two characters, 'i' and U+0307 */
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (PyUnicode_READ(kind, data, i) == 0x130)
-                extra++;
-    }
-    if (extra > PY_SSIZE_T_MAX - n) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n + extra);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n);
     if (out == NULL)
         return NULL;
     unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
     if (kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *s = (const Py_UCS1 *)data;
+        const Py_UCS1 *p = (const Py_UCS1 *)data;
         for (Py_ssize_t i = 0; i < n; i++)
-            o[i] = s[i] < 128 ? RUN_TABLE[s[i]] : ' ';
-        return out;
+            o[i] = p[i] < 128 ? RUN_TABLE[p[i]] : ' ';
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        FOLD_LOOP(Py_UCS2);
+    } else {
+        FOLD_LOOP(Py_UCS4);
     }
+    return out;
+}
+
+/* a text holding U+0130, which lower-cases to two characters ('i' and U+0307) */
+static PyObject *fold_dotted(PyObject *arg) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    Py_ssize_t extra = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyUnicode_READ(kind, data, i) == 0x130)
+            extra++;
+    if (extra > PY_SSIZE_T_MAX - n)
+        return PyErr_NoMemory();
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n + extra);
+    if (out == NULL)
+        return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
     Py_ssize_t j = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 ch = PyUnicode_READ(kind, data, i);
@@ -76,57 +99,69 @@ static PyObject *native_fold(PyObject *self, PyObject *arg) {
     return out;
 }
 
+static PyObject *native_fold(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "fold() takes a str");
+        return NULL;
+    }
+    PyObject *out = fold_plain(arg);
+    if (out == NULL && !PyErr_Occurred())
+        out = fold_dotted(arg);
+    return out;
+}
+
 /* A cache of the table stems() reads: run bytes -> the table's value (a strong reference), so a
  * known run costs a hash and a comparison, not a bytes object and a dict lookup. The table's value
  * for a run never changes (it is a function of the run; the Python side may empty and refill the
- * table, with the same values), so the cache gives what the table gives. Open addressing, emptied
- * when it holds CACHE_LIMIT runs; runs longer than CACHE_RUN_MAX are looked up in the table only. */
-#define CACHE_SLOTS 16384 /* a power of two, twice CACHE_LIMIT */
-#define CACHE_LIMIT 8192
-#define CACHE_RUN_MAX 48
+ * table, with the same values), so the cache gives what the table gives. Compact, to stay in the
+ * CPU's caches between replies: a dense array of entries (the run stored inline) and an open-
+ * addressing index of 16-bit entry numbers; emptied when it holds CACHE_LIMIT runs. Runs longer than
+ * CACHE_RUN_MAX are looked up in the table only. */
+#define CACHE_SLOTS 8192 /* a power of two, at least twice CACHE_LIMIT */
+#define CACHE_LIMIT 4096 /* below 65535: an entry number fits the 16-bit index */
+#define CACHE_RUN_MAX 20
+#define NO_ENTRY 0xFFFFu
 
 typedef struct {
-    uint64_t hash;
-    Py_ssize_t len; /* 0: an empty slot */
-    char *run;      /* PyMem_Malloc'd copy of the run */
     PyObject *value;
-    int truth;
-} CacheEntry;
+    uint32_t hash;
+    uint8_t len;
+    uint8_t truth;
+    char run[CACHE_RUN_MAX];
+} CacheEntry; /* 32 bytes on 64-bit platforms */
 
-static CacheEntry *cache; /* CACHE_SLOTS entries, allocated at module init */
+static CacheEntry *cache;   /* CACHE_LIMIT entries, allocated at module init */
+static uint16_t *cache_ix;  /* CACHE_SLOTS entry numbers or NO_ENTRY */
 static Py_ssize_t cache_used;
 static PyObject *cache_table; /* the table the cache holds values of (a strong reference) */
 
 static void cache_clear(void) {
-    for (Py_ssize_t i = 0; i < CACHE_SLOTS; i++) {
-        CacheEntry *e = &cache[i];
-        if (e->len) {
-            PyMem_Free(e->run);
-            Py_DECREF(e->value);
-            e->len = 0;
-            e->run = NULL;
-            e->value = NULL;
-        }
+    for (Py_ssize_t i = 0; i < cache_used; i++) {
+        Py_CLEAR(cache[i].value);
     }
+    memset(cache_ix, 0xFF, CACHE_SLOTS * sizeof(uint16_t));
     cache_used = 0;
 }
 
-static inline uint64_t run_hash(const unsigned char *s, Py_ssize_t n) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+static inline uint32_t run_hash(const unsigned char *s, Py_ssize_t n) {
+    uint32_t h = 2166136261u; /* FNV-1a */
     for (Py_ssize_t i = 0; i < n; i++) {
         h ^= s[i];
-        h *= 1099511628211ull;
+        h *= 16777619u;
     }
     return h;
 }
 
-/* the entry of this run, or the empty slot where it would go */
-static inline CacheEntry *cache_slot(const unsigned char *s, Py_ssize_t n, uint64_t h) {
+/* the index slot of this run: holding its entry, or NO_ENTRY where it would go */
+static inline uint16_t *cache_slot(const unsigned char *s, Py_ssize_t n, uint32_t h) {
     size_t i = (size_t)h & (CACHE_SLOTS - 1);
     for (;;) {
-        CacheEntry *e = &cache[i];
-        if (e->len == 0 || (e->hash == h && e->len == n && memcmp(e->run, s, (size_t)n) == 0))
-            return e;
+        uint16_t *slot = &cache_ix[i];
+        if (*slot == NO_ENTRY)
+            return slot;
+        CacheEntry *e = &cache[*slot];
+        if (e->hash == h && e->len == n && memcmp(e->run, s, (size_t)n) == 0)
+            return slot;
         i = (i + 1) & (CACHE_SLOTS - 1);
     }
 }
@@ -165,12 +200,13 @@ static PyObject *native_stems(PyObject *self, PyObject *const *args, Py_ssize_t 
         while (i < n && s[i] != ' ')
             i++;
         Py_ssize_t len = i - start;
-        CacheEntry *e = NULL;
-        uint64_t h = 0;
+        uint16_t *slot = NULL;
+        uint32_t h = 0;
         if (len <= CACHE_RUN_MAX) {
             h = run_hash(s + start, len);
-            e = cache_slot(s + start, len, h);
-            if (e->len) {
+            slot = cache_slot(s + start, len, h);
+            if (*slot != NO_ENTRY) {
+                CacheEntry *e = &cache[*slot];
                 if (e->truth && PyList_Append(out, e->value) < 0)
                     goto error;
                 continue;
@@ -193,28 +229,24 @@ static PyObject *native_stems(PyObject *self, PyObject *const *args, Py_ssize_t 
             Py_DECREF(value);
             goto error;
         }
-        if (e != NULL && table == cache_table) {
-            /* learn() may have run stems() again and moved the entries: find the slot afresh */
-            e = cache_slot(s + start, len, h);
-            if (e->len) {
+        if (slot != NULL && table == cache_table) {
+            /* learn() may have run stems() again and filled the cache: find the slot afresh */
+            slot = cache_slot(s + start, len, h);
+            if (*slot != NO_ENTRY) {
                 Py_DECREF(value);
                 continue;
             }
             if (cache_used >= CACHE_LIMIT) {
                 cache_clear();
-                e = cache_slot(s + start, len, h);
+                slot = cache_slot(s + start, len, h);
             }
-            char *copy = PyMem_Malloc((size_t)len);
-            if (copy == NULL) { /* not cached: the result is the same */
-                Py_DECREF(value);
-                continue;
-            }
-            memcpy(copy, s + start, (size_t)len);
-            e->hash = h; /* the cache keeps the reference */
-            e->len = len;
-            e->run = copy;
-            e->value = value;
-            e->truth = truth;
+            CacheEntry *e = &cache[cache_used];
+            e->value = value; /* the cache keeps the reference */
+            e->hash = h;
+            e->len = (uint8_t)len;
+            e->truth = (uint8_t)truth;
+            memcpy(e->run, s + start, (size_t)len);
+            *slot = (uint16_t)cache_used;
             cache_used++;
         } else {
             Py_DECREF(value);
@@ -556,9 +588,16 @@ PyMODINIT_FUNC PyInit__native(void) {
     init_run_table();
     init_crc_table();
     if (cache == NULL) {
-        cache = PyMem_Calloc(CACHE_SLOTS, sizeof(CacheEntry));
-        if (cache == NULL)
+        cache = PyMem_Calloc(CACHE_LIMIT, sizeof(CacheEntry));
+        cache_ix = PyMem_Malloc(CACHE_SLOTS * sizeof(uint16_t));
+        if (cache == NULL || cache_ix == NULL) {
+            PyMem_Free(cache);
+            PyMem_Free(cache_ix);
+            cache = NULL;
+            cache_ix = NULL;
             return PyErr_NoMemory();
+        }
+        memset(cache_ix, 0xFF, CACHE_SLOTS * sizeof(uint16_t));
         cache_used = 0;
     }
     return PyModule_Create(&module);
