@@ -257,3 +257,41 @@ def test_task_word_search_many_found_and_bad_arguments() -> None:
         _native.last_positions(tuple(stems), words, 0, 0)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         _native.last_positions(stems, set(words), 0, 0)  # type: ignore[arg-type]
+
+
+_RUN_LETTERS = "abcdeilmnostyz0123456789_"
+_RUN_PIECES = [
+    "ization",
+    "ations",
+    "ments",
+    "ingly",
+    "ings",
+    "ing",
+    "edly",
+    "ies",
+    "ied",
+    "ed",
+    "es",
+    "ly",
+    "s",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.one_of(st.text(_RUN_LETTERS, max_size=6), st.sampled_from(_RUN_PIECES)), max_size=5).map(
+        "".join
+    )
+    | st.sampled_from(sorted(text.STOP_WORDS))
+    | st.text(st.characters(max_codepoint=127), max_size=12)
+)
+def test_stemming_a_run_is_its_python_definition(word: str) -> None:
+    run = word.encode("ascii")
+    assert _native.stem_run(run, text.STOP_WORDS) == text._stem_run_py(run)
+
+
+def test_stemming_refuses_what_python_refuses() -> None:
+    with pytest.raises(ValueError):
+        _native.stem_run("testé".encode(), text.STOP_WORDS)
+    with pytest.raises(UnicodeDecodeError):
+        text._stem_run_py("testé".encode())

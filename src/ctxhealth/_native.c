@@ -565,6 +565,68 @@ error:
     return NULL;
 }
 
+/* stem(): the suffixes in the order they are tried (text._SUFFIXES) */
+static const char *const SUFFIXES[] = {"ization", "ations", "ation", "ments", "ment", "ingly", "ings", "ing",
+                                       "edly",    "ies",    "ied",   "ed",    "es",   "ly",    "s"};
+
+PyDoc_STRVAR(stem_run_doc,
+             "stem_run(run, stop_words, /)\n--\n\n"
+             "ctxhealth.signals.text._stem_run_py(run) for an ASCII run: its word from the first byte\n"
+             "that is not a digit or '_' on, '' when shorter than 3 or one of stop_words, else stem(word).");
+
+static PyObject *native_stem_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyAnySet_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "stem_run() takes (bytes, frozenset)");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] >= 128) {
+            PyErr_SetString(PyExc_ValueError, "stem_run() takes an ASCII run");
+            return NULL;
+        }
+    }
+    Py_ssize_t start = 0;
+    while (start < n && ((s[start] >= '0' && s[start] <= '9') || s[start] == '_'))
+        start++;
+    Py_ssize_t len = n - start;
+    if (len < 3)
+        return PyUnicode_FromStringAndSize("", 0);
+    PyObject *word = PyUnicode_DecodeASCII((const char *)s + start, len, NULL);
+    if (word == NULL)
+        return NULL;
+    int stop = PySet_Contains(args[1], word);
+    if (stop != 0) {
+        Py_DECREF(word);
+        return stop < 0 ? NULL : PyUnicode_FromStringAndSize("", 0);
+    }
+    Py_DECREF(word);
+    /* the word lower-cased (ASCII), then its first suffix that leaves 3 characters stripped */
+    char *w = PyMem_Malloc((size_t)len + 1);
+    if (w == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < len; i++) {
+        unsigned char c = s[start + i];
+        w[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+    }
+    Py_ssize_t keep = len;
+    int add_y = 0;
+    for (size_t k = 0; k < sizeof SUFFIXES / sizeof SUFFIXES[0]; k++) {
+        Py_ssize_t m = (Py_ssize_t)strlen(SUFFIXES[k]);
+        if (len - m >= 3 && memcmp(w + len - m, SUFFIXES[k], (size_t)m) == 0) {
+            keep = len - m;
+            add_y = strcmp(SUFFIXES[k], "ies") == 0 || strcmp(SUFFIXES[k], "ied") == 0;
+            break;
+        }
+    }
+    if (add_y)
+        w[keep++] = 'y'; /* keep < len: within the buffer */
+    PyObject *out = PyUnicode_DecodeASCII(w, keep, NULL);
+    PyMem_Free(w);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
     {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
@@ -572,6 +634,7 @@ static PyMethodDef methods[] = {
     {"whole_runs", (PyCFunction)(void (*)(void))native_whole_runs, METH_FASTCALL, whole_runs_doc},
     {"sentence_hashes", (PyCFunction)native_sentence_hashes, METH_O, sentence_hashes_doc},
     {"any_in", (PyCFunction)(void (*)(void))native_any_in, METH_FASTCALL, any_in_doc},
+    {"stem_run", (PyCFunction)(void (*)(void))native_stem_run, METH_FASTCALL, stem_run_doc},
     {"last_positions", (PyCFunction)(void (*)(void))native_last_positions, METH_FASTCALL, last_positions_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -218,9 +218,19 @@ def fold_py(text: str) -> bytes:
     return data.translate(_RUN_TABLE)
 
 
-def _stem_run(run: bytes) -> str:
+def _stem_run_py(run: bytes) -> str:
+    """The table's value for a word run: the stem of its word, or "" (see :data:`_STEMS`)."""
     word = run.lstrip(_LEADING).decode("ascii")
     return "" if len(word) < 3 or word in STOP_WORDS else stem(word)
+
+
+_stem_run: Callable[[bytes], str] = _stem_run_py
+if KERNELS is not None:
+    _native_stem_run: Callable[[bytes, frozenset[str]], str] = KERNELS.stem_run
+
+    def _stem_run(run: bytes) -> str:
+        """:func:`_stem_run_py` in C (the first sight of a run: every new word of ``check``)."""
+        return _native_stem_run(run, STOP_WORDS)
 
 
 def run_stems(runs: Sequence[bytes]) -> list[str]:
