@@ -87,6 +87,13 @@ def _assert_kernels_agree(value: str) -> None:
     assert indicators._hinted_native(low) == indicators.hinted_py(low)
     found = indicators.sentences(low)
     assert _native.sentence_hashes(found) == indicators.sentence_hashes_py(found)
+    assert _native.text_sentence_hashes(low, indicators.SENTENCE_MIN) == indicators.text_sentence_hashes_py(
+        low
+    )
+    assert _native.text_sentence_hashes(value, 3) == indicators.sentence_hashes_py(
+        [p for p in value.replace("!", ".").replace("?", ".").replace("\n", ".").split(".") if len(p) >= 3]
+    )
+    assert _native.ascii_stand_in(value) == indicators._ascii_stand_in_py(value)
     assert _native.sentence_hashes(indicators.sentences(value)) == indicators.sentence_hashes_py(
         indicators.sentences(value)
     )

@@ -369,6 +369,28 @@ static inline void hash_char(Hash *h, Py_UCS4 ch) {
     }
 }
 
+/* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
+static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    Hash h = {0xFFFFFFFFu, 1, 0, 0};
+    int started = 0, space = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (Py_UNICODE_ISSPACE(ch)) {
+            space = started;
+            continue;
+        }
+        if (space) {
+            hash_byte(&h, ' ');
+            space = 0;
+        }
+        started = 1;
+        hash_char(&h, ch);
+    }
+    uint64_t crc = (uint64_t)(h.crc ^ 0xFFFFFFFFu);
+    uint64_t adler = ((uint64_t)(h.b % ADLER_MOD) << 16) | (h.a % ADLER_MOD);
+    return PyLong_FromUnsignedLongLong((crc << 32) | adler);
+}
+
 PyDoc_STRVAR(sentence_hashes_doc,
              "sentence_hashes(found, /)\n--\n\n"
              "ctxhealth.signals.indicators.sentence_hashes_py(found): for each str, its whitespace\n"
@@ -390,27 +412,7 @@ static PyObject *native_sentence_hashes(PyObject *self, PyObject *arg) {
             Py_DECREF(out);
             return NULL;
         }
-        int kind = PyUnicode_KIND(s);
-        const void *data = PyUnicode_DATA(s);
-        Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-        Hash h = {0xFFFFFFFFu, 1, 0, 0};
-        int started = 0, space = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-            if (Py_UNICODE_ISSPACE(ch)) {
-                space = started;
-                continue;
-            }
-            if (space) {
-                hash_byte(&h, ' ');
-                space = 0;
-            }
-            started = 1;
-            hash_char(&h, ch);
-        }
-        uint64_t crc = (uint64_t)(h.crc ^ 0xFFFFFFFFu);
-        uint64_t adler = ((uint64_t)(h.b % ADLER_MOD) << 16) | (h.a % ADLER_MOD);
-        PyObject *value = PyLong_FromUnsignedLongLong((crc << 32) | adler);
+        PyObject *value = span_hash(PyUnicode_KIND(s), PyUnicode_DATA(s), 0, PyUnicode_GET_LENGTH(s));
         if (value == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -627,6 +629,76 @@ static PyObject *native_stem_run(PyObject *self, PyObject *const *args, Py_ssize
     return out;
 }
 
+PyDoc_STRVAR(text_sentence_hashes_doc,
+             "text_sentence_hashes(text, minimum, /)\n--\n\n"
+             "sentence_hashes(the maximal runs of text without '.', '!', '?' or a newline, at least\n"
+             "minimum characters long): indicators.sentence_hashes_py(indicators.sentences(text)).");
+
+static PyObject *native_text_sentence_hashes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "text_sentence_hashes() takes (str, int)");
+        return NULL;
+    }
+    Py_ssize_t minimum = PyLong_AsSsize_t(args[1]);
+    if (minimum == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *text = args[0];
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        Py_UCS4 ch = i < n ? PyUnicode_READ(kind, data, i) : '.';
+        if (ch != '.' && ch != '!' && ch != '?' && ch != '\n')
+            continue;
+        if (i - start >= minimum) {
+            PyObject *value = span_hash(kind, data, start, i);
+            if (value == NULL || PyList_Append(out, value) < 0) {
+                Py_XDECREF(value);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(value);
+        }
+        start = i + 1;
+    }
+    return out;
+}
+
+PyDoc_STRVAR(ascii_stand_in_doc,
+             "ascii_stand_in(text, /)\n--\n\n"
+             "indicators._ascii_stand_in_py(text): each non-ASCII character '_' when alphanumeric, else\n"
+             "'?'; None when text holds one of U+0130, U+0131, U+017F, U+212A.");
+
+static PyObject *native_ascii_stand_in(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "ascii_stand_in() takes a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    PyObject *out = PyUnicode_New(n, 127);
+    if (out == NULL)
+        return NULL;
+    Py_UCS1 *o = PyUnicode_1BYTE_DATA(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch < 128) {
+            o[i] = (Py_UCS1)ch;
+        } else if (ch == 0x130 || ch == 0x131 || ch == 0x17F || ch == 0x212A) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        } else {
+            o[i] = Py_UNICODE_ISALNUM(ch) ? '_' : '?';
+        }
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
     {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
@@ -634,6 +706,9 @@ static PyMethodDef methods[] = {
     {"whole_runs", (PyCFunction)(void (*)(void))native_whole_runs, METH_FASTCALL, whole_runs_doc},
     {"sentence_hashes", (PyCFunction)native_sentence_hashes, METH_O, sentence_hashes_doc},
     {"any_in", (PyCFunction)(void (*)(void))native_any_in, METH_FASTCALL, any_in_doc},
+    {"text_sentence_hashes", (PyCFunction)(void (*)(void))native_text_sentence_hashes, METH_FASTCALL,
+     text_sentence_hashes_doc},
+    {"ascii_stand_in", (PyCFunction)native_ascii_stand_in, METH_O, ascii_stand_in_doc},
     {"stem_run", (PyCFunction)(void (*)(void))native_stem_run, METH_FASTCALL, stem_run_doc},
     {"last_positions", (PyCFunction)(void (*)(void))native_last_positions, METH_FASTCALL, last_positions_doc},
     {NULL, NULL, 0, NULL},
