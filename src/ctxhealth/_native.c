@@ -280,11 +280,20 @@ static PyObject *native_whole_runs(PyObject *self, PyObject *const *args, Py_ssi
     PyObject *base = args[0];
     PyObject *words = args[2];
     Py_ssize_t nwords = PyTuple_GET_SIZE(words);
+    /* the lengths and first bytes of the words: most runs are rejected on these */
+    Py_ssize_t minlen = PY_SSIZE_T_MAX, maxlen = 0;
+    unsigned char firsts[256];
+    memset(firsts, 0, sizeof firsts);
     for (Py_ssize_t w = 0; w < nwords; w++) {
-        if (!PyBytes_Check(PyTuple_GET_ITEM(words, w))) {
-            PyErr_SetString(PyExc_TypeError, "whole_runs() words must be bytes");
+        PyObject *word = PyTuple_GET_ITEM(words, w);
+        if (!PyBytes_Check(word) || PyBytes_GET_SIZE(word) == 0) {
+            PyErr_SetString(PyExc_TypeError, "whole_runs() words must be non-empty bytes");
             return NULL;
         }
+        Py_ssize_t len = PyBytes_GET_SIZE(word);
+        minlen = len < minlen ? len : minlen;
+        maxlen = len > maxlen ? len : maxlen;
+        firsts[(unsigned char)PyBytes_AS_STRING(word)[0]] = 1;
     }
     int kind = PyUnicode_KIND(base);
     const void *data = PyUnicode_DATA(base);
@@ -302,6 +311,8 @@ static PyObject *native_whole_runs(PyObject *self, PyObject *const *args, Py_ssi
         while (i < n && s[i] != ' ')
             i++;
         Py_ssize_t len = i - start;
+        if (len < minlen || len > maxlen || !firsts[(unsigned char)s[start]])
+            continue;
         int found = 0;
         for (Py_ssize_t w = 0; w < nwords && !found; w++) {
             PyObject *word = PyTuple_GET_ITEM(words, w);
