@@ -24,6 +24,11 @@ Before and after in the same run: with ``--baseline REV`` (default ``main``; ``'
 benchmark is first run on the code of that revision, exported with ``git archive`` and run in a child
 process (``PYTHONPATH``), and the document holds both (``before``, ``after``) with the ratios of
 the per-message figures (``after_vs_before``: below 1 is faster).
+
+Native against pure Python in the same run: with ``--pure`` this tree is also measured with the C
+text kernels switched off (``CTXHEALTH_NATIVE=0``, in a child process), and the document holds
+both (``native``, ``pure``) with the ratios (``native_vs_pure``; the ``kernels`` field of each
+says which ran).
 """
 
 from __future__ import annotations
@@ -310,6 +315,26 @@ def bench(session: Session, repeats: int) -> dict[str, Any]:
     return result
 
 
+def run_pure(argv: list[str]) -> dict[str, Any]:
+    """This benchmark on this tree with the C text kernels switched off, in a child process."""
+    from ctxhealth.signals.native import SWITCH
+
+    env = {**os.environ, SWITCH: "0"}
+    command = [sys.executable, __file__, *argv, "--baseline", ""]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def kernels() -> str:
+    """Which text kernels this process runs: "native" (the C extension) or "python"."""
+    try:
+        from ctxhealth.signals.native import KERNELS
+    except ImportError:  # a baseline from before the switch
+        return "python"
+    return "python" if KERNELS is None else "native"
+
+
 def run_baseline(rev: str, argv: list[str]) -> dict[str, Any]:
     """This benchmark on the code of git revision ``rev`` (its ``src`` tree), in a child process."""
     root = Path(__file__).resolve().parents[1]
@@ -336,6 +361,12 @@ def _ratios(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             for key in ("p50_us", "p99_us")
             if before[session][part][key]
         }
+        split_before = before[session].get("update_then_assess_best_of")
+        split_after = after[session].get("update_then_assess_best_of")
+        if split_before and split_after:
+            for key in ("update_p50_us", "update_p99_us", "update_max_us"):
+                if split_before[key]:
+                    out[session][key] = round(split_after[key] / split_before[key], 3)
     return out
 
 
@@ -345,22 +376,34 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=4_000, help="turns of the generated 1M-token session")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", default="main", help="git revision measured as 'before' ('' to skip)")
+    parser.add_argument(
+        "--pure", action="store_true", help="also measure with the C text kernels off (CTXHEALTH_NATIVE=0)"
+    )
     args = parser.parse_args()
     before = None
+    argv = ["--data", args.data, "--turns", str(args.turns), "--repeats", str(args.repeats)]
     if args.baseline:
-        argv = ["--data", args.data, "--turns", str(args.turns), "--repeats", str(args.repeats)]
         before = run_baseline(args.baseline, argv)
-    report: dict[str, Any] = {"benchmark": "observe", "machine": machine_calibration()}
+    pure = run_pure(argv) if args.pure else None
+    report: dict[str, Any] = {"benchmark": "observe", "kernels": kernels(), "machine": machine_calibration()}
     real = largest_real(Path(args.data))
     report["real"] = bench(real, args.repeats) if real is not None else None
     report["generated"] = bench(generated_session(args.turns), max(1, args.repeats - 1))
+    measured = report
+    if pure is not None:
+        report = {
+            "benchmark": "observe",
+            "native": report,
+            "pure": pure,
+            "native_vs_pure": _ratios(pure, report),
+        }
     if before is not None:
         report = {
             "benchmark": "observe",
             "baseline": args.baseline,
             "before": before,
             "after": report,
-            "after_vs_before": _ratios(before, report),
+            "after_vs_before": _ratios(before, measured),
         }
     print(json.dumps(report, indent=2))
 

@@ -4,7 +4,8 @@ Rows (``--rows``, default all but ``proxy``):
 
 * ``check_mini_swe_agent`` — ``ctxhealth check --json`` as a fresh process on the 249 mini-swe-agent
   trajectories, MB per CPU-second; anchor: orjson decoding the same bytes (in this process);
-* ``check_claude_code`` — ``ctxhealth check --json`` on the Claude Code sessions; anchors: the
+* ``check_claude_code`` — ``ctxhealth check --json`` on the Claude Code sessions (and, as for the
+  mini-swe-agent row, again with the C text kernels off: ``ctxhealth_pure_python``); anchors: the
   ``contextrot`` CLI (``--json``, every day) and ``ccusage session --json --offline`` (a
   ``CLAUDE_CONFIG_DIR`` whose ``projects`` is the sessions' folder), each as a fresh process, and
   bare ``python -c pass``;
@@ -49,6 +50,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parents[1] / "shared" / "data"
+PURE_ENV = {**os.environ, "CTXHEALTH_NATIVE": "0"}
+"""The environment of a ``check`` with the C text kernels off (``ctxhealth_pure_python``)."""
 ROWS = ("check_mini_swe_agent", "check_claude_code", "observe", "fleet", "pack", "hook_turn", "proxy")
 
 
@@ -115,6 +118,7 @@ def row_check_mini(data: Path, repeat: int) -> dict[str, Any]:
     root = data / "mini-swe-agent"
     files, total = files_bytes(root / "trajs", "**/*.json")
     ours = median_cpu([ctxhealth_bin(), "check", str(root / "trajs"), "--json"], repeat, ok=(0, 1, 2))
+    pure = median_cpu([ctxhealth_bin(), "check", str(root / "trajs"), "--json"], repeat, PURE_ENV, (0, 1, 2))
     import orjson
 
     blobs = [f.read_bytes() for f in files]
@@ -130,6 +134,7 @@ def row_check_mini(data: Path, repeat: int) -> dict[str, Any]:
         "files": len(files),
         "mb": round(mb, 1),
         "ctxhealth": {**ours, "mb_per_cpu_s": round(mb / ours["cpu_s"], 1)},
+        "ctxhealth_pure_python": {**pure, "mb_per_cpu_s": round(mb / pure["cpu_s"], 1)},
         "orjson_decode": {"cpu_s": round(floor, 3), "mb_per_cpu_s": round(mb / floor, 1), "load": load()},
     }
     out["gap"] = round(out["orjson_decode"]["mb_per_cpu_s"] / out["ctxhealth"]["mb_per_cpu_s"], 1)
@@ -145,6 +150,9 @@ def row_check_claude(data: Path, repeat: int, ccusage: str | None) -> dict[str, 
     root = data / "claude-code"
     out: dict[str, Any] = {"sessions": len(list(root.glob("*/*.jsonl")))}
     out["ctxhealth"] = median_cpu([ctxhealth_bin(), "check", str(root), "--json"], repeat, ok=(0, 1, 2))
+    out["ctxhealth_pure_python"] = median_cpu(
+        [ctxhealth_bin(), "check", str(root), "--json"], repeat, PURE_ENV, (0, 1, 2)
+    )
     out["python_pass"] = median_cpu([sys.executable, "-c", "pass"], repeat)
     if importlib.util.find_spec("contextrot") is not None:
         out["contextrot"] = median_cpu(
@@ -183,7 +191,8 @@ def row_check_claude(data: Path, repeat: int, ccusage: str | None) -> dict[str, 
             "then --ccusage DIR/node_modules/.bin/ccusage): skipped"
         )
     log(
-        f"check Claude Code ({out['sessions']} sessions): ctxhealth {out['ctxhealth']['cpu_s']} s CPU; "
+        f"check Claude Code ({out['sessions']} sessions): ctxhealth {out['ctxhealth']['cpu_s']} s CPU "
+        f"(pure Python kernels {out['ctxhealth_pure_python']['cpu_s']}); "
         f"contextrot {(out['contextrot'] or {}).get('cpu_s')}; "
         f"ccusage {(out['ccusage'] or {}).get('cpu_s')}; "
         f"python -c pass {out['python_pass']['cpu_s']}; load {load()}"

@@ -56,7 +56,7 @@ from ctxhealth.signals.drift import DriftDetector
 from ctxhealth.signals.events import EventBuilder
 from ctxhealth.signals.failures import FailureDetector
 from ctxhealth.signals.fidelity import FidelityDetector
-from ctxhealth.signals.hedging import count_folded, count_hedges
+from ctxhealth.signals.hedging import count_event, count_hedges
 from ctxhealth.signals.indicators import IndicatorDetector
 from ctxhealth.signals.pressure import PressureTracker, Zone
 from ctxhealth.signals.repetition import RepetitionDetector
@@ -302,7 +302,7 @@ class Monitor:
                 self.hedges += count_hedges(message.text)
             elif event.text:
                 # the text blocks are the whole visible text: reuse the event's word runs
-                self.hedges += count_folded(event.text, event.folded, event.runs)
+                self.hedges += count_event(event)
         for detector in self._detectors:
             detector.update(event)
         # the cooldown runs down after the turn it was assessed at: assess() reads it one higher

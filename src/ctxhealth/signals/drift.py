@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from ctxhealth.model import Role
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
+from ctxhealth.signals.native import KERNELS
 from ctxhealth.signals.requests import TaskTracker
 from ctxhealth.signals.text import content_words
 from ctxhealth.signals.thresholds import SignalThresholds
@@ -54,7 +56,7 @@ dict of every word's last position is built instead (the same positions)."""
 _STEMS, _CUT, _EACH, _EXTRA, _INDEX, _BASE = range(6)
 
 
-def _last_positions(stems: list[str], words: frozenset[str], base: int, start: int = 0) -> dict[str, int]:
+def _last_positions_py(stems: list[str], words: frozenset[str], base: int, start: int = 0) -> dict[str, int]:
     """The running number of the last occurrence in ``stems[start:]`` of each of ``words`` found."""
     found = words.intersection(stems[start:] if start else stems)
     if not found:
@@ -67,6 +69,13 @@ def _last_positions(stems: list[str], words: frozenset[str], base: int, start: i
     # a dict built from (stem, number) pairs keeps each stem's last number (built at C speed)
     last = dict(zip(stems, count(base)))
     return {w: last[w] for w in found}
+
+
+_last_positions: Callable[[list[str], frozenset[str], int, int], dict[str, int]] = _last_positions_py
+"""The task-word search drift runs: :func:`_last_positions_py`, or the same in C (one pass for the
+words found, one from the end for their last positions: the same dict, in the same order)."""
+if KERNELS is not None:
+    _last_positions = KERNELS.last_positions
 
 
 class DriftDetector(CachedDetector):
@@ -294,7 +303,7 @@ class DriftDetector(CachedDetector):
         self._runs = deque(([stems, 0, each, 0, index, base],)) if n else deque()
         self._chars = each * n
         self._count = n
-        self._last = _last_positions(stems, self.instruction_words, base)
+        self._last = _last_positions(stems, self.instruction_words, base, 0)
         self._heap = sorted(zip(self._last.values(), self._last.keys(), strict=True))
         self._hits = len(self._last)
 
@@ -311,7 +320,7 @@ class DriftDetector(CachedDetector):
             self._count += n
             last = self._last
             heap = self._heap
-            for w, pos in _last_positions(stems, self.instruction_words, base).items():
+            for w, pos in _last_positions(stems, self.instruction_words, base, 0).items():
                 if w not in last:
                     self._hits += 1
                 last[w] = pos

@@ -15,7 +15,7 @@ from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult
 from ctxhealth.signals.base import BoundedDict
 from ctxhealth.signals.calls import CallInfo, CallKind, error_signature, parse_call
-from ctxhealth.signals.text import content_words, fold, run_stems
+from ctxhealth.signals.text import content_words, fold, folded_stems, run_stems
 
 if TYPE_CHECKING:
     from ctxhealth.signals.state import PendingCall
@@ -99,13 +99,15 @@ class Event:
         folded = self._folded
         if folded is None or "\u0130" in self.text:
             return content_words(self.text[-limit:])
-        return run_stems(folded[-limit:].split())
+        return folded_stems(folded[-limit:])
 
     @property
     def stems(self) -> list[str]:
         stems = self._stems
         if stems is None:
-            stems = self._stems = run_stems(self.runs)
+            # the runs when a reader already split them, else straight from the folded text
+            runs = self._runs
+            stems = self._stems = run_stems(runs) if runs is not None else folded_stems(self.folded)
         return stems
 
 

@@ -10,9 +10,14 @@ regular expression is only run for "hmm" and "not sure" when they may occur.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
+from ctxhealth.signals.native import KERNELS
 from ctxhealth.signals.text import fold
+
+if TYPE_CHECKING:
+    from ctxhealth.signals.events import Event
 
 HEDGE_WORDS: tuple[str, ...] = (
     "however",
@@ -40,6 +45,7 @@ _RARE = re.compile(r"\b(?:hm{2,}|not sure)\b")
 """The two alternatives that are not one fixed word (counted apart, only when they may occur)."""
 _WORD_RUNS = frozenset(w.encode("ascii") for w in (*HEDGE_WORDS, "seem") if " " not in w)
 """The hedges that are one fixed word, as :func:`~ctxhealth.signals.text.fold` runs."""
+_WORD_TUPLE = tuple(sorted(_WORD_RUNS))
 
 
 def count_hedges(text: str) -> int:
@@ -64,6 +70,31 @@ def count_folded(text: str, folded: bytes, runs: Sequence[bytes]) -> int:
     if b"hmm" in folded or b"not sure" in folded:
         n += len(_RARE.findall(text.lower()))
     return n
+
+
+def count_event_py(event: Event) -> int:
+    """:func:`count_hedges` of an assistant event's text, from its folded text and word runs (the
+    runs stay on the event for the content words)."""
+    return count_folded(event.text, event.folded, event.runs)
+
+
+def _count_event_native(event: Event) -> int:
+    """:func:`count_event_py` in C: the fixed hedge words are counted on the folded text, each run
+    checked against its neighbours in the text (as :func:`_verified` does), without splitting it."""
+    text = event.text
+    folded = event.folded
+    base = text.lower() if not text.isascii() and ("\u0130" in text or "\u212a" in text) else text
+    n = _whole_runs(base, folded, _WORD_TUPLE)
+    if b"hmm" in folded or b"not sure" in folded:
+        n += len(_RARE.findall(text.lower()))
+    return n
+
+
+count_event: Callable[[Event], int] = count_event_py
+"""The hedge count the Monitor runs on each reply: :func:`count_event_py`, or the same in C."""
+if KERNELS is not None:
+    _whole_runs: Callable[[str, bytes, tuple[bytes, ...]], int] = KERNELS.whole_runs
+    count_event = _count_event_native
 
 
 def _verified(text: str, folded: bytes, words: frozenset[bytes]) -> int:

@@ -14,6 +14,7 @@ Two or more fired indicators raise the zone one step (the monitor applies it).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from itertools import repeat
 from operator import lshift, or_
@@ -23,6 +24,7 @@ from zlib import adler32, crc32
 from ctxhealth.model import Role
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, matches_at_anchors
 from ctxhealth.signals.events import Event
+from ctxhealth.signals.native import KERNELS
 from ctxhealth.signals.thresholds import SignalThresholds
 
 if TYPE_CHECKING:
@@ -142,7 +144,7 @@ _FOLDS_TO_ASCII = frozenset("\u0130\u0131\u017f\u212a")
 """The characters that match an ASCII letter case-insensitively (``İ ı ſ`` and the Kelvin sign)."""
 
 
-def _ascii_stand_in(text: str) -> str | None:
+def _ascii_stand_in_py(text: str) -> str | None:
     """``text`` with each non-ASCII character replaced by ``_`` when it is a word character, else by
     ``?``: the indicator patterns match the lower-cased stand-in where they match ``text``
     case-insensitively (word boundaries stay; neither ``_`` nor ``?`` occurs in a pattern) unless a
@@ -173,7 +175,7 @@ def _opens_with(source: str, opening: str, plain: str | None) -> bool:
     return matches_at_anchors(_pattern(source, True).match, plain, _ANCHORS[source])
 
 
-def hinted(low: str) -> tuple[bool, bool]:
+def hinted_py(low: str) -> tuple[bool, bool]:
     """Whether any contradiction hint, and any missing-context hint, occurs in ``low`` (substring
     tests mapped at C speed, no generator)."""
     has = low.__contains__
@@ -192,7 +194,7 @@ _GLUE = " \x00 "
 whitespace, so it stays a word of its own between two sentences' words."""
 
 
-def sentence_hashes(found: list[str]) -> list[int]:
+def sentence_hashes_py(found: list[str]) -> list[int]:
     """``[stable_hash(" ".join(s.split())) for s in found]``, computed at C speed. Most replies'
     sentences hold no whitespace but single spaces: each is stripped at its ends, and all are
     encoded at once. Otherwise the sentences are
@@ -221,6 +223,11 @@ def sentence_hashes(found: list[str]) -> list[int]:
     return list(map(or_, map(lshift, map(crc32, pieces), repeat(32)), map(adler32, pieces)))
 
 
+def text_sentence_hashes_py(text: str) -> list[int]:
+    """The hashes of the sentences of ``text``: ``sentence_hashes_py(sentences(text))``."""
+    return sentence_hashes_py(sentences(text))
+
+
 def _sentence_hashes_one_by_one(found: list[str]) -> list[int]:
     normed = list(map(" ".join, map(str.split, found)))
     try:
@@ -228,6 +235,31 @@ def _sentence_hashes_one_by_one(found: list[str]) -> list[int]:
     except UnicodeEncodeError:
         data = [n.encode("utf-8", "surrogatepass") for n in normed]
     return list(map(or_, map(lshift, map(crc32, data), repeat(32)), map(adler32, data)))
+
+
+def _hinted_native(low: str) -> tuple[bool, bool]:
+    """:func:`hinted_py` in C (one pass over ``low`` per hint list, by the hints' first letters)."""
+    return _any_in(low, _CONTRADICTION_HINTS), _any_in(low, _MISSING_HINTS)
+
+
+hinted: Callable[[str], tuple[bool, bool]] = hinted_py
+"""The hint test the detector runs: :func:`hinted_py`, or the same in C (:mod:`~ctxhealth.signals.native`)."""
+sentence_hashes: Callable[[list[str]], list[int]] = sentence_hashes_py
+"""The sentence hashes the detector keeps: :func:`sentence_hashes_py`, or the same in C."""
+text_sentence_hashes: Callable[[str], list[int]] = text_sentence_hashes_py
+"""The hashes of a text's sentences: :func:`text_sentence_hashes_py`, or in C (one pass, no pieces)."""
+_ascii_stand_in: Callable[[str], str | None] = _ascii_stand_in_py
+"""The indicators' ASCII stand-in of an opening: :func:`_ascii_stand_in_py`, or the same in C."""
+if KERNELS is not None:
+    _any_in: Callable[[str, tuple[str, ...]], bool] = KERNELS.any_in
+    _text_hashes: Callable[[str, int], list[int]] = KERNELS.text_sentence_hashes
+    hinted = _hinted_native
+    sentence_hashes = KERNELS.sentence_hashes
+    _ascii_stand_in = KERNELS.ascii_stand_in
+
+    def text_sentence_hashes(text: str) -> list[int]:
+        """:func:`text_sentence_hashes_py` in C."""
+        return _text_hashes(text, SENTENCE_MIN)
 
 
 SENTENCE_LIMIT = 512
@@ -318,11 +350,11 @@ class IndicatorDetector(CachedDetector):
         # them the prose is lowered once and its sentences are the same spans of the lowered text
         if _LOWER_CONTEXT[0] in prose or _LOWER_CONTEXT[1] in prose:
             low = opening.lower()
-            found = [s.lower() for s in sentences(prose)]
+            hashes = sentence_hashes([s.lower() for s in sentences(prose)])
         else:
             low_prose = prose.lower()
             low = low_prose[:OPENING_LIMIT]
-            found = sentences(low_prose)
+            hashes = text_sentence_hashes(low_prose)
         contradiction, missing = hinted(low)
         if contradiction or missing:
             if opening.isascii():
@@ -340,7 +372,7 @@ class IndicatorDetector(CachedDetector):
         sentences_seen = self.sentences
         limit = sentences_seen.limit
         move = sentences_seen.move_to_end
-        for h in sentence_hashes(found):
+        for h in hashes:
             # BoundedDict.put, inlined
             if h in sentences_seen:
                 repeated += 1
@@ -348,7 +380,7 @@ class IndicatorDetector(CachedDetector):
             sentences_seen[h] = index
             if len(sentences_seen) > limit:
                 sentences_seen.popitem(last=False)
-        total = len(found)
+        total = len(hashes)
         self.repeated_sentences += repeated
         if total and (repeated >= 2 or (repeated and repeated * 2 >= total)):
             self.over_explained.add(turn, index)

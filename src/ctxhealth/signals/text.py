@@ -12,8 +12,10 @@ of known runs (stop-word test and stemming in one). The folded text is shared wi
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+
+from ctxhealth.signals.native import KERNELS
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
 
@@ -198,7 +200,7 @@ _NOT_ASCII_LOWER = ("\u0130", "\u212a")
 """The characters whose lower case contains ASCII letters (``İ`` -> ``i̇``, Kelvin sign -> ``k``)."""
 
 
-def fold(text: str) -> bytes:
+def fold_py(text: str) -> bytes:
     """``text`` lower-cased as ASCII bytes with every character that is not an ASCII letter, digit or
     ``_`` turned into a space, one byte per character of ``text.lower()``.
 
@@ -216,9 +218,19 @@ def fold(text: str) -> bytes:
     return data.translate(_RUN_TABLE)
 
 
-def _stem_run(run: bytes) -> str:
+def _stem_run_py(run: bytes) -> str:
+    """The table's value for a word run: the stem of its word, or "" (see :data:`_STEMS`)."""
     word = run.lstrip(_LEADING).decode("ascii")
     return "" if len(word) < 3 or word in STOP_WORDS else stem(word)
+
+
+_stem_run: Callable[[bytes], str] = _stem_run_py
+if KERNELS is not None:
+    _native_stem_run: Callable[[bytes, frozenset[str]], str] = KERNELS.stem_run
+
+    def _stem_run(run: bytes) -> str:
+        """:func:`_stem_run_py` in C (the first sight of a run: every new word of ``check``)."""
+        return _native_stem_run(run, STOP_WORDS)
 
 
 def run_stems(runs: Sequence[bytes]) -> list[str]:
@@ -236,6 +248,38 @@ def run_stems(runs: Sequence[bytes]) -> list[str]:
     return list(filter(None, map(table.__getitem__, runs)))
 
 
+def folded_stems_py(folded: bytes) -> list[str]:
+    """Content words (stems) of a :func:`fold`-ed text: :func:`run_stems` of its word runs."""
+    return run_stems(folded.split())
+
+
+def _learn(run: bytes) -> str:
+    """Add a run to the table of known runs (emptied first past its limit, as :func:`run_stems`
+    does) and give its value."""
+    table = _STEMS
+    if len(table) > STEM_TABLE_LIMIT:
+        table.clear()
+        table.update(_stop_runs())
+    value = table[run] = _stem_run(run)
+    return value
+
+
+def _folded_stems_native(folded: bytes) -> list[str]:
+    """:func:`folded_stems_py` in C: each run looked up (in a C cache of the table, then in the
+    table) without building the list of runs; a run not seen yet is learnt (:func:`_learn`)."""
+    return _native_stems(folded, _STEMS, _learn)
+
+
+fold: Callable[[str], bytes] = fold_py
+"""The folding the Monitor runs: :func:`fold_py`, or the same in C (:mod:`~ctxhealth.signals.native`)."""
+folded_stems: Callable[[bytes], list[str]] = folded_stems_py
+"""The content words of a folded text the Monitor computes: :func:`folded_stems_py`, or in C."""
+if KERNELS is not None:
+    _native_stems: Callable[[bytes, dict[bytes, str], Callable[[bytes], str]], list[str]] = KERNELS.stems
+    fold = KERNELS.fold
+    folded_stems = _folded_stems_native
+
+
 def content_words(text: str) -> list[str]:
     """Stems of the words of ``text`` that carry meaning, in order (duplicates kept).
 
@@ -243,7 +287,7 @@ def content_words(text: str) -> list[str]:
     computed from the byte runs of :func:`fold` (C-speed translation and splitting) and one table
     lookup per run.
     """
-    return run_stems(fold(text).split())
+    return folded_stems(fold(text))
 
 
 def weighted_words(text: str) -> list[tuple[str, int]]:

@@ -1,0 +1,753 @@
+/* ctxhealth._native: C versions of the text kernels the Monitor runs on every assistant reply.
+ *
+ * Each function here computes exactly what a Python function computes (named in its doc string);
+ * ctxhealth.signals.native picks these or the Python definitions, and the tests compare the two on
+ * any text (hypothesis) and on every text of the real sessions. No fixed-size buffers: every output
+ * is sized from its input before it is written; every C-API return is checked.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* fold(): ASCII letters lower-cased, digits and '_' kept, every other byte a space */
+static unsigned char RUN_TABLE[128];
+
+static void init_run_table(void) {
+    for (int c = 0; c < 128; c++) {
+        if (c >= 'A' && c <= 'Z')
+            RUN_TABLE[c] = (unsigned char)(c | 0x20);
+        else if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_')
+            RUN_TABLE[c] = (unsigned char)c;
+        else
+            RUN_TABLE[c] = ' ';
+    }
+}
+
+static Py_UCS4 fold_one(Py_UCS4 ch) {
+    if (ch < 128)
+        return RUN_TABLE[ch];
+    if (ch == 0x212A) /* Kelvin sign: lower-cases to 'k' */
+        return 'k';
+    return ' ';
+}
+
+PyDoc_STRVAR(fold_doc, "fold(text, /)\n--\n\nctxhealth.signals.text.fold_py(text).");
+
+/* one pass per string kind; NULL without an error when the text holds U+0130 (see native_fold) */
+#define FOLD_LOOP(TYPE)                                                                             \
+    do {                                                                                            \
+        const TYPE *p = (const TYPE *)data;                                                         \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                        \
+            Py_UCS4 ch = p[i];                                                                      \
+            if (ch < 128) {                                                                         \
+                o[i] = RUN_TABLE[ch];                                                               \
+            } else if (ch == 0x130) {                                                               \
+                Py_DECREF(out);                                                                     \
+                return NULL;                                                                        \
+            } else {                                                                                \
+                o[i] = ch == 0x212A ? 'k' : ' ';                                                    \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+static PyObject *fold_plain(PyObject *arg) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n);
+    if (out == NULL)
+        return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *p = (const Py_UCS1 *)data;
+        for (Py_ssize_t i = 0; i < n; i++)
+            o[i] = p[i] < 128 ? RUN_TABLE[p[i]] : ' ';
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        FOLD_LOOP(Py_UCS2);
+    } else {
+        FOLD_LOOP(Py_UCS4);
+    }
+    return out;
+}
+
+/* a text holding U+0130, which lower-cases to two characters ('i' and U+0307) */
+static PyObject *fold_dotted(PyObject *arg) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    Py_ssize_t extra = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyUnicode_READ(kind, data, i) == 0x130)
+            extra++;
+    if (extra > PY_SSIZE_T_MAX - n)
+        return PyErr_NoMemory();
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n + extra);
+    if (out == NULL)
+        return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch == 0x130) {
+            o[j++] = 'i';
+            o[j++] = ' ';
+        } else {
+            o[j++] = (unsigned char)fold_one(ch);
+        }
+    }
+    return out;
+}
+
+static PyObject *native_fold(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "fold() takes a str");
+        return NULL;
+    }
+    PyObject *out = fold_plain(arg);
+    if (out == NULL && !PyErr_Occurred())
+        out = fold_dotted(arg);
+    return out;
+}
+
+/* A cache of the table stems() reads: run bytes -> the table's value (a strong reference), so a
+ * known run costs a hash and a comparison, not a bytes object and a dict lookup. The table's value
+ * for a run never changes (it is a function of the run; the Python side may empty and refill the
+ * table, with the same values), so the cache gives what the table gives. Compact, to stay in the
+ * CPU's caches between replies: a dense array of entries (the run stored inline) and an open-
+ * addressing index of 16-bit entry numbers; emptied when it holds CACHE_LIMIT runs. Runs longer than
+ * CACHE_RUN_MAX are looked up in the table only. */
+#define CACHE_SLOTS 8192 /* a power of two, at least twice CACHE_LIMIT */
+#define CACHE_LIMIT 4096 /* below 65535: an entry number fits the 16-bit index */
+#define CACHE_RUN_MAX 20
+#define NO_ENTRY 0xFFFFu
+
+typedef struct {
+    PyObject *value;
+    uint32_t hash;
+    uint8_t len;
+    uint8_t truth;
+    char run[CACHE_RUN_MAX];
+} CacheEntry; /* 32 bytes on 64-bit platforms */
+
+static CacheEntry *cache;   /* CACHE_LIMIT entries, allocated at module init */
+static uint16_t *cache_ix;  /* CACHE_SLOTS entry numbers or NO_ENTRY */
+static Py_ssize_t cache_used;
+static PyObject *cache_table; /* the table the cache holds values of (a strong reference) */
+
+static void cache_clear(void) {
+    for (Py_ssize_t i = 0; i < cache_used; i++) {
+        Py_CLEAR(cache[i].value);
+    }
+    memset(cache_ix, 0xFF, CACHE_SLOTS * sizeof(uint16_t));
+    cache_used = 0;
+}
+
+static inline uint32_t run_hash(const unsigned char *s, Py_ssize_t n) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/* the index slot of this run: holding its entry, or NO_ENTRY where it would go */
+static inline uint16_t *cache_slot(const unsigned char *s, Py_ssize_t n, uint32_t h) {
+    size_t i = (size_t)h & (CACHE_SLOTS - 1);
+    for (;;) {
+        uint16_t *slot = &cache_ix[i];
+        if (*slot == NO_ENTRY)
+            return slot;
+        CacheEntry *e = &cache[*slot];
+        if (e->hash == h && e->len == n && memcmp(e->run, s, (size_t)n) == 0)
+            return slot;
+        i = (i + 1) & (CACHE_SLOTS - 1);
+    }
+}
+
+PyDoc_STRVAR(stems_doc,
+             "stems(folded, table, learn, /)\n--\n\n"
+             "The values of table for the space-separated runs of folded, empty ones left out, in order;\n"
+             "a run not in table is given to learn(run), which returns its value (and may add it to table).\n"
+             "A run's value must never change (the runs seen are cached in C).");
+
+static PyObject *native_stems(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyDict_Check(args[1]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "stems() takes (bytes, dict, callable)");
+        return NULL;
+    }
+    PyObject *table = args[1];
+    PyObject *learn = args[2];
+    if (table != cache_table) {
+        /* another table: the cache is of the one before */
+        cache_clear();
+        Py_INCREF(table);
+        Py_XSETREF(cache_table, table);
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i < n && s[i] == ' ')
+            i++;
+        if (i >= n)
+            break;
+        Py_ssize_t start = i;
+        while (i < n && s[i] != ' ')
+            i++;
+        Py_ssize_t len = i - start;
+        uint16_t *slot = NULL;
+        uint32_t h = 0;
+        if (len <= CACHE_RUN_MAX) {
+            h = run_hash(s + start, len);
+            slot = cache_slot(s + start, len, h);
+            if (*slot != NO_ENTRY) {
+                CacheEntry *e = &cache[*slot];
+                if (e->truth && PyList_Append(out, e->value) < 0)
+                    goto error;
+                continue;
+            }
+        }
+        PyObject *key = PyBytes_FromStringAndSize((const char *)s + start, len);
+        if (key == NULL)
+            goto error;
+        PyObject *value = PyDict_GetItemWithError(table, key); /* borrowed */
+        if (value != NULL) {
+            Py_INCREF(value);
+        } else if (!PyErr_Occurred()) {
+            value = PyObject_CallOneArg(learn, key); /* may run any Python code */
+        }
+        Py_DECREF(key);
+        if (value == NULL)
+            goto error;
+        int truth = PyObject_IsTrue(value);
+        if (truth < 0 || (truth && PyList_Append(out, value) < 0)) {
+            Py_DECREF(value);
+            goto error;
+        }
+        if (slot != NULL && table == cache_table) {
+            /* learn() may have run stems() again and filled the cache: find the slot afresh */
+            slot = cache_slot(s + start, len, h);
+            if (*slot != NO_ENTRY) {
+                Py_DECREF(value);
+                continue;
+            }
+            if (cache_used >= CACHE_LIMIT) {
+                cache_clear();
+                slot = cache_slot(s + start, len, h);
+            }
+            CacheEntry *e = &cache[cache_used];
+            e->value = value; /* the cache keeps the reference */
+            e->hash = h;
+            e->len = (uint8_t)len;
+            e->truth = (uint8_t)truth;
+            memcpy(e->run, s + start, (size_t)len);
+            *slot = (uint16_t)cache_used;
+            cache_used++;
+        } else {
+            Py_DECREF(value);
+        }
+    }
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+PyDoc_STRVAR(clear_cache_doc, "clear_cache()\n--\n\nEmpty the cache of stems() (for tests).");
+
+static PyObject *native_clear_cache(PyObject *self, PyObject *unused) {
+    cache_clear();
+    Py_RETURN_NONE;
+}
+
+static int is_word(Py_UCS4 ch) { return ch == '_' || Py_UNICODE_ISALNUM(ch); }
+
+PyDoc_STRVAR(whole_runs_doc,
+             "whole_runs(base, folded, words, /)\n--\n\n"
+             "How many space-separated runs of folded are one of words (a tuple of bytes) and adjoin no\n"
+             "word character of base (folded is base position for position, see hedging._verified).");
+
+static PyObject *native_whole_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyBytes_Check(args[1]) || !PyTuple_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "whole_runs() takes (str, bytes, tuple of bytes)");
+        return NULL;
+    }
+    PyObject *base = args[0];
+    PyObject *words = args[2];
+    Py_ssize_t nwords = PyTuple_GET_SIZE(words);
+    /* the lengths and first bytes of the words: most runs are rejected on these */
+    Py_ssize_t minlen = PY_SSIZE_T_MAX, maxlen = 0;
+    unsigned char firsts[256];
+    memset(firsts, 0, sizeof firsts);
+    for (Py_ssize_t w = 0; w < nwords; w++) {
+        PyObject *word = PyTuple_GET_ITEM(words, w);
+        if (!PyBytes_Check(word) || PyBytes_GET_SIZE(word) == 0) {
+            PyErr_SetString(PyExc_TypeError, "whole_runs() words must be non-empty bytes");
+            return NULL;
+        }
+        Py_ssize_t len = PyBytes_GET_SIZE(word);
+        minlen = len < minlen ? len : minlen;
+        maxlen = len > maxlen ? len : maxlen;
+        firsts[(unsigned char)PyBytes_AS_STRING(word)[0]] = 1;
+    }
+    int kind = PyUnicode_KIND(base);
+    const void *data = PyUnicode_DATA(base);
+    Py_ssize_t blen = PyUnicode_GET_LENGTH(base);
+    const char *s = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[1]);
+    long count = 0;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i < n && s[i] == ' ')
+            i++;
+        if (i >= n)
+            break;
+        Py_ssize_t start = i;
+        while (i < n && s[i] != ' ')
+            i++;
+        Py_ssize_t len = i - start;
+        if (len < minlen || len > maxlen || !firsts[(unsigned char)s[start]])
+            continue;
+        int found = 0;
+        for (Py_ssize_t w = 0; w < nwords && !found; w++) {
+            PyObject *word = PyTuple_GET_ITEM(words, w);
+            found = PyBytes_GET_SIZE(word) == len && memcmp(PyBytes_AS_STRING(word), s + start, len) == 0;
+        }
+        if (!found)
+            continue;
+        if (start > 0 && start - 1 < blen && is_word(PyUnicode_READ(kind, data, start - 1)))
+            continue;
+        if (i < n && i < blen && is_word(PyUnicode_READ(kind, data, i)))
+            continue;
+        count++;
+    }
+    return PyLong_FromLong(count);
+}
+
+/* CRC-32 (zlib's, reflected polynomial 0xEDB88320) and Adler-32, as zlib.crc32 / zlib.adler32 */
+static uint32_t CRC_TABLE[256];
+
+static void init_crc_table(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        CRC_TABLE[n] = c;
+    }
+}
+
+typedef struct {
+    uint32_t crc; /* the running register, complemented */
+    uint32_t a, b;
+    uint32_t pending; /* bytes since the last Adler reduction */
+} Hash;
+
+#define ADLER_MOD 65521u
+#define ADLER_NMAX 5552u
+
+static inline void hash_byte(Hash *h, unsigned char c) {
+    h->crc = CRC_TABLE[(h->crc ^ c) & 0xFF] ^ (h->crc >> 8);
+    h->a += c;
+    h->b += h->a;
+    if (++h->pending == ADLER_NMAX) {
+        h->a %= ADLER_MOD;
+        h->b %= ADLER_MOD;
+        h->pending = 0;
+    }
+}
+
+/* one code point as UTF-8; a lone surrogate as three bytes, as "surrogatepass" writes it */
+static inline void hash_char(Hash *h, Py_UCS4 ch) {
+    if (ch < 0x80) {
+        hash_byte(h, (unsigned char)ch);
+    } else if (ch < 0x800) {
+        hash_byte(h, (unsigned char)(0xC0 | (ch >> 6)));
+        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+    } else if (ch < 0x10000) {
+        hash_byte(h, (unsigned char)(0xE0 | (ch >> 12)));
+        hash_byte(h, (unsigned char)(0x80 | ((ch >> 6) & 0x3F)));
+        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+    } else {
+        hash_byte(h, (unsigned char)(0xF0 | (ch >> 18)));
+        hash_byte(h, (unsigned char)(0x80 | ((ch >> 12) & 0x3F)));
+        hash_byte(h, (unsigned char)(0x80 | ((ch >> 6) & 0x3F)));
+        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+    }
+}
+
+/* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
+static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    Hash h = {0xFFFFFFFFu, 1, 0, 0};
+    int started = 0, space = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (Py_UNICODE_ISSPACE(ch)) {
+            space = started;
+            continue;
+        }
+        if (space) {
+            hash_byte(&h, ' ');
+            space = 0;
+        }
+        started = 1;
+        hash_char(&h, ch);
+    }
+    uint64_t crc = (uint64_t)(h.crc ^ 0xFFFFFFFFu);
+    uint64_t adler = ((uint64_t)(h.b % ADLER_MOD) << 16) | (h.a % ADLER_MOD);
+    return PyLong_FromUnsignedLongLong((crc << 32) | adler);
+}
+
+PyDoc_STRVAR(sentence_hashes_doc,
+             "sentence_hashes(found, /)\n--\n\n"
+             "ctxhealth.signals.indicators.sentence_hashes_py(found): for each str, its whitespace\n"
+             "normalised (' '.join(s.split())), as UTF-8 (surrogatepass), crc32 << 32 | adler32.");
+
+static PyObject *native_sentence_hashes(PyObject *self, PyObject *arg) {
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "sentence_hashes() takes a list of str");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(arg);
+    PyObject *out = PyList_New(count);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *s = PyList_GET_ITEM(arg, k);
+        if (!PyUnicode_Check(s)) {
+            PyErr_SetString(PyExc_TypeError, "sentence_hashes() takes a list of str");
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *value = span_hash(PyUnicode_KIND(s), PyUnicode_DATA(s), 0, PyUnicode_GET_LENGTH(s));
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, value);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(any_in_doc,
+             "any_in(text, needles, /)\n--\n\n"
+             "any(needle in text for needle in needles), for a tuple of non-empty ASCII str needles.");
+
+static PyObject *native_any_in(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "any_in() takes (str, tuple of str)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    PyObject *needles = args[1];
+    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
+    for (Py_ssize_t k = 0; k < nn; k++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, k);
+        if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle) || PyUnicode_GET_LENGTH(needle) == 0) {
+            PyErr_SetString(PyExc_ValueError, "any_in() needles must be non-empty ASCII str");
+            return NULL;
+        }
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* the needles chained by their first character: head[c] is the first, chain[k] the next */
+    Py_ssize_t head[128];
+    for (int c = 0; c < 128; c++)
+        head[c] = -1;
+    Py_ssize_t *chain = PyMem_New(Py_ssize_t, nn ? nn : 1);
+    if (chain == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = nn - 1; k >= 0; k--) {
+        Py_UCS1 c = PyUnicode_1BYTE_DATA(PyTuple_GET_ITEM(needles, k))[0];
+        chain[k] = head[c];
+        head[c] = k;
+    }
+    int found = 0;
+    for (Py_ssize_t i = 0; i < n && !found; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch >= 128)
+            continue;
+        for (Py_ssize_t k = head[ch]; k >= 0 && !found; k = chain[k]) {
+            PyObject *needle = PyTuple_GET_ITEM(needles, k);
+            const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
+            Py_ssize_t m = PyUnicode_GET_LENGTH(needle);
+            if (m > n - i)
+                continue;
+            Py_ssize_t j = 1;
+            while (j < m && PyUnicode_READ(kind, data, i + j) == p[j])
+                j++;
+            found = j == m;
+        }
+    }
+    PyMem_Free(chain);
+    return PyBool_FromLong(found);
+}
+
+PyDoc_STRVAR(last_positions_doc,
+             "last_positions(stems, words, base, start, /)\n--\n\n"
+             "ctxhealth.signals.drift._last_positions_py(stems, words, base, start): for each of words\n"
+             "(a frozenset of str) found in stems[start:], base + the index of its last occurrence in\n"
+             "stems; the dict in the order of words.intersection(stems[start:]).");
+
+static PyObject *native_last_positions(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyList_Check(args[0]) || !PyFrozenSet_Check(args[1]) || !PyLong_Check(args[2]) ||
+        !PyLong_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "last_positions() takes (list, frozenset, int, int)");
+        return NULL;
+    }
+    PyObject *stems = args[0];
+    PyObject *words = args[1];
+    Py_ssize_t base = PyLong_AsSsize_t(args[2]);
+    if (base == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[3]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(stems);
+    if (start < 0)
+        start = 0;
+    PyObject *found = PySet_New(NULL);
+    if (found == NULL)
+        return NULL;
+    PyObject *last = NULL, *out = NULL, *iter = NULL, *item;
+    /* found: words.intersection(stems[start:]), built as set.intersection builds it (same order) */
+    for (Py_ssize_t i = start; i < PyList_GET_SIZE(stems); i++) {
+        item = PyList_GET_ITEM(stems, i);
+        Py_INCREF(item);
+        int has = PySet_Contains(words, item);
+        if (has > 0)
+            has = PySet_Add(found, item) < 0 ? -1 : 1;
+        Py_DECREF(item);
+        if (has < 0)
+            goto error;
+    }
+    Py_ssize_t want = PySet_GET_SIZE(found);
+    out = PyDict_New();
+    if (out == NULL || want == 0)
+        goto done;
+    /* the last occurrence of each: scanning from the end, the first time a word is met */
+    last = PyDict_New();
+    if (last == NULL)
+        goto error;
+    n = PyList_GET_SIZE(stems);
+    for (Py_ssize_t i = n - 1; i >= 0 && PyDict_GET_SIZE(last) < want; i--) {
+        item = PyList_GET_ITEM(stems, i);
+        Py_INCREF(item);
+        int has = PySet_Contains(found, item);
+        if (has > 0) {
+            has = PyDict_Contains(last, item);
+            if (has == 0) {
+                PyObject *pos = PyLong_FromSsize_t(base + i);
+                has = pos == NULL ? -1 : PyDict_SetItem(last, item, pos);
+                Py_XDECREF(pos);
+            }
+        }
+        Py_DECREF(item);
+        if (has < 0)
+            goto error;
+    }
+    iter = PyObject_GetIter(found);
+    if (iter == NULL)
+        goto error;
+    while ((item = PyIter_Next(iter)) != NULL) {
+        PyObject *pos = PyDict_GetItemWithError(last, item); /* borrowed */
+        int bad = pos == NULL ? -1 : PyDict_SetItem(out, item, pos);
+        if (pos == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "last_positions(): the list changed while read");
+        Py_DECREF(item);
+        if (bad < 0)
+            goto error;
+    }
+    if (PyErr_Occurred())
+        goto error;
+done:
+    Py_DECREF(found);
+    Py_XDECREF(last);
+    Py_XDECREF(iter);
+    return out;
+error:
+    Py_DECREF(found);
+    Py_XDECREF(last);
+    Py_XDECREF(iter);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* stem(): the suffixes in the order they are tried (text._SUFFIXES) */
+static const char *const SUFFIXES[] = {"ization", "ations", "ation", "ments", "ment", "ingly", "ings", "ing",
+                                       "edly",    "ies",    "ied",   "ed",    "es",   "ly",    "s"};
+
+PyDoc_STRVAR(stem_run_doc,
+             "stem_run(run, stop_words, /)\n--\n\n"
+             "ctxhealth.signals.text._stem_run_py(run) for an ASCII run: its word from the first byte\n"
+             "that is not a digit or '_' on, '' when shorter than 3 or one of stop_words, else stem(word).");
+
+static PyObject *native_stem_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyAnySet_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "stem_run() takes (bytes, frozenset)");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] >= 128) {
+            PyErr_SetString(PyExc_ValueError, "stem_run() takes an ASCII run");
+            return NULL;
+        }
+    }
+    Py_ssize_t start = 0;
+    while (start < n && ((s[start] >= '0' && s[start] <= '9') || s[start] == '_'))
+        start++;
+    Py_ssize_t len = n - start;
+    if (len < 3)
+        return PyUnicode_FromStringAndSize("", 0);
+    PyObject *word = PyUnicode_DecodeASCII((const char *)s + start, len, NULL);
+    if (word == NULL)
+        return NULL;
+    int stop = PySet_Contains(args[1], word);
+    if (stop != 0) {
+        Py_DECREF(word);
+        return stop < 0 ? NULL : PyUnicode_FromStringAndSize("", 0);
+    }
+    Py_DECREF(word);
+    /* the word lower-cased (ASCII), then its first suffix that leaves 3 characters stripped */
+    char *w = PyMem_Malloc((size_t)len + 1);
+    if (w == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < len; i++) {
+        unsigned char c = s[start + i];
+        w[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+    }
+    Py_ssize_t keep = len;
+    int add_y = 0;
+    for (size_t k = 0; k < sizeof SUFFIXES / sizeof SUFFIXES[0]; k++) {
+        Py_ssize_t m = (Py_ssize_t)strlen(SUFFIXES[k]);
+        if (len - m >= 3 && memcmp(w + len - m, SUFFIXES[k], (size_t)m) == 0) {
+            keep = len - m;
+            add_y = strcmp(SUFFIXES[k], "ies") == 0 || strcmp(SUFFIXES[k], "ied") == 0;
+            break;
+        }
+    }
+    if (add_y)
+        w[keep++] = 'y'; /* keep < len: within the buffer */
+    PyObject *out = PyUnicode_DecodeASCII(w, keep, NULL);
+    PyMem_Free(w);
+    return out;
+}
+
+PyDoc_STRVAR(text_sentence_hashes_doc,
+             "text_sentence_hashes(text, minimum, /)\n--\n\n"
+             "sentence_hashes(the maximal runs of text without '.', '!', '?' or a newline, at least\n"
+             "minimum characters long): indicators.sentence_hashes_py(indicators.sentences(text)).");
+
+static PyObject *native_text_sentence_hashes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "text_sentence_hashes() takes (str, int)");
+        return NULL;
+    }
+    Py_ssize_t minimum = PyLong_AsSsize_t(args[1]);
+    if (minimum == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *text = args[0];
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        Py_UCS4 ch = i < n ? PyUnicode_READ(kind, data, i) : '.';
+        if (ch != '.' && ch != '!' && ch != '?' && ch != '\n')
+            continue;
+        if (i - start >= minimum) {
+            PyObject *value = span_hash(kind, data, start, i);
+            if (value == NULL || PyList_Append(out, value) < 0) {
+                Py_XDECREF(value);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(value);
+        }
+        start = i + 1;
+    }
+    return out;
+}
+
+PyDoc_STRVAR(ascii_stand_in_doc,
+             "ascii_stand_in(text, /)\n--\n\n"
+             "indicators._ascii_stand_in_py(text): each non-ASCII character '_' when alphanumeric, else\n"
+             "'?'; None when text holds one of U+0130, U+0131, U+017F, U+212A.");
+
+static PyObject *native_ascii_stand_in(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "ascii_stand_in() takes a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    PyObject *out = PyUnicode_New(n, 127);
+    if (out == NULL)
+        return NULL;
+    Py_UCS1 *o = PyUnicode_1BYTE_DATA(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch < 128) {
+            o[i] = (Py_UCS1)ch;
+        } else if (ch == 0x130 || ch == 0x131 || ch == 0x17F || ch == 0x212A) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        } else {
+            o[i] = Py_UNICODE_ISALNUM(ch) ? '_' : '?';
+        }
+    }
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
+    {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
+    {"clear_cache", (PyCFunction)native_clear_cache, METH_NOARGS, clear_cache_doc},
+    {"whole_runs", (PyCFunction)(void (*)(void))native_whole_runs, METH_FASTCALL, whole_runs_doc},
+    {"sentence_hashes", (PyCFunction)native_sentence_hashes, METH_O, sentence_hashes_doc},
+    {"any_in", (PyCFunction)(void (*)(void))native_any_in, METH_FASTCALL, any_in_doc},
+    {"text_sentence_hashes", (PyCFunction)(void (*)(void))native_text_sentence_hashes, METH_FASTCALL,
+     text_sentence_hashes_doc},
+    {"ascii_stand_in", (PyCFunction)native_ascii_stand_in, METH_O, ascii_stand_in_doc},
+    {"stem_run", (PyCFunction)(void (*)(void))native_stem_run, METH_FASTCALL, stem_run_doc},
+    {"last_positions", (PyCFunction)(void (*)(void))native_last_positions, METH_FASTCALL, last_positions_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "ctxhealth._native",
+    "C versions of ctxhealth's text kernels (picked by ctxhealth.signals.native).",
+    -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    init_run_table();
+    init_crc_table();
+    if (cache == NULL) {
+        cache = PyMem_Calloc(CACHE_LIMIT, sizeof(CacheEntry));
+        cache_ix = PyMem_Malloc(CACHE_SLOTS * sizeof(uint16_t));
+        if (cache == NULL || cache_ix == NULL) {
+            PyMem_Free(cache);
+            PyMem_Free(cache_ix);
+            cache = NULL;
+            cache_ix = NULL;
+            return PyErr_NoMemory();
+        }
+        memset(cache_ix, 0xFF, CACHE_SLOTS * sizeof(uint16_t));
+        cache_used = 0;
+    }
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,307 @@
+"""The C text kernels (``ctxhealth._native``) against their Python definitions: any text under
+hypothesis (any Unicode, lone surrogates, the characters whose lower case is special, many kinds of
+whitespace, huge texts) and every assistant text of the real sessions; and the switch that picks them.
+
+The tests skip when the C kernels are not in use (the extension not built, or ``CTXHEALTH_NATIVE=0``);
+with ``CTXHEALTH_NATIVE=require`` (CI) a missing extension is an error already at import.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxhealth.model import Message, Role, TextBlock
+from ctxhealth.signals import drift, hedging, indicators, native, text
+from ctxhealth.signals.base import stable_hash
+from ctxhealth.signals.events import Event
+
+if native.KERNELS is None:
+    pytest.skip(
+        "the C text kernels are not in use (not built, or CTXHEALTH_NATIVE=0)", allow_module_level=True
+    )
+_native = native.KERNELS
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+# Characters that exercise every branch: ASCII word and separator characters, the two whose lower
+# case is ASCII (İ, Kelvin sign), final-sigma, dotless i and long s (fold case-insensitively to ASCII),
+# every kind of Unicode whitespace, NUL, lone surrogates, letters and digits of other scripts, emoji.
+_SPECIAL = (
+    "İKΣσςıſ"
+    " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2028\u2029\u202f\u205f\u3000"
+    "\x00\ud800\udfff\udc00"
+    "éßÆ中文٣४\u0301\u0307😀𝔘_.!?\"'`,;:-"
+)
+_chars = st.one_of(
+    st.characters(codec=None, exclude_categories=()),
+    st.sampled_from(_SPECIAL),
+    st.characters(min_codepoint=32, max_codepoint=126),
+)
+_words = st.sampled_from(
+    [
+        "the",
+        "tests",
+        "testing",
+        "Still",
+        "BUT",
+        "maybe",
+        "hmm",
+        "hmmm",
+        "not sure",
+        "actually, that",
+        "wait,",
+        "I was wrong",
+        "could you provide",
+        "don't have",
+        "_x9_parser",
+        "seem",
+        "seems",
+        "İs",
+        "Kelvin",
+        "fooİbar",
+        "ações",
+        "   ",
+        "\n\n",
+        "```",
+    ]
+)
+texts = st.lists(st.one_of(_words, st.text(_chars, max_size=12)), max_size=60).map("".join)
+
+
+def _event(value: str) -> Event:
+    return Event(0, Message(Role.ASSISTANT, (TextBlock(value),)), 1, 0, text=value)
+
+
+def _assert_kernels_agree(value: str) -> None:
+    folded = text.fold_py(value)
+    assert _native.fold(value) == folded
+    assert text._folded_stems_native(folded) == text.folded_stems_py(folded)
+    assert text._folded_stems_native(folded[-2000:]) == text.folded_stems_py(folded[-2000:])
+    if value:
+        assert hedging._count_event_native(_event(value)) == hedging.count_event_py(_event(value))
+    low = value.lower()
+    assert indicators._hinted_native(low) == indicators.hinted_py(low)
+    found = indicators.sentences(low)
+    assert _native.sentence_hashes(found) == indicators.sentence_hashes_py(found)
+    assert _native.text_sentence_hashes(low, indicators.SENTENCE_MIN) == indicators.text_sentence_hashes_py(
+        low
+    )
+    assert _native.text_sentence_hashes(value, 3) == indicators.sentence_hashes_py(
+        [p for p in value.replace("!", ".").replace("?", ".").replace("\n", ".").split(".") if len(p) >= 3]
+    )
+    assert _native.ascii_stand_in(value) == indicators._ascii_stand_in_py(value)
+    assert _native.sentence_hashes(indicators.sentences(value)) == indicators.sentence_hashes_py(
+        indicators.sentences(value)
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_every_kernel_is_its_python_definition(value: str) -> None:
+    _assert_kernels_agree(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(_chars, max_size=80), max_size=12))
+def test_sentence_hashes_are_the_definition_on_any_strings(found: list[str]) -> None:
+    assert _native.sentence_hashes(found) == indicators.sentence_hashes_py(found)
+    assert _native.sentence_hashes(found) == [stable_hash(" ".join(s.split())) for s in found]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(_chars, max_size=40), st.lists(st.text(st.characters(max_codepoint=127), min_size=1), max_size=8)
+)
+def test_substring_search_is_the_in_operator(value: str, needles: list[str]) -> None:
+    assert _native.any_in(value, tuple(needles)) == any(n in value for n in needles)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        " " * 100_000,
+        "x",
+        "İ" * 5_000 + "KELVIN" + "\u212a" * 3,
+        "word " * 200_000,
+        "a" * 1_000_000,
+        "Still testing, but maybe not sure. " * 20_000,
+        ("é" * 60 + ".") * 2_000,
+        "\ud800" * 1_000 + " but " + "\udfff" * 1_000,
+        "😀 however 😀. " * 5_000,
+    ],
+    ids=[
+        "empty",
+        "spaces",
+        "one",
+        "dotted-i",
+        "many-words",
+        "one-huge-run",
+        "hedges",
+        "latin",
+        "surrogates",
+        "emoji",
+    ],
+)
+def test_kernels_agree_on_extreme_texts(value: str) -> None:
+    _assert_kernels_agree(value)
+
+
+def test_the_stem_cache_follows_the_table_it_is_given() -> None:
+    """The C cache holds the values of one table: another table (or a learn() that itself calls
+    the kernel) never gets the first table's values."""
+    folded = text.fold_py("alpha beta gamma alpha")
+    first = _native.stems(folded, {b"alpha": "A", b"beta": "", b"gamma": "G"}, lambda run: "?")
+    assert first == ["A", "G", "A"]
+    other = _native.stems(folded, {}, lambda run: run.decode().upper())
+    assert other == ["ALPHA", "BETA", "GAMMA", "ALPHA"]
+    seen: list[bytes] = []
+
+    def learn(run: bytes) -> str:
+        seen.append(run)
+        # re-entrant: the kernel run again from inside learn, on the same table
+        assert _native.stems(b"beta", table, learn) == ["b"]
+        table[run] = run.decode()[:1]
+        return table[run]
+
+    table: dict[bytes, str] = {b"beta": "b"}
+    assert _native.stems(folded, table, learn) == ["a", "b", "g", "a"]
+    assert seen == [b"alpha", b"gamma"]
+    with pytest.raises(ZeroDivisionError):
+        _native.stems(b"new", {}, lambda run: 1 // 0)
+    with pytest.raises(TypeError):
+        _native.stems("not bytes", {}, str)  # type: ignore[arg-type]
+    _native.clear_cache()
+    assert text._folded_stems_native(folded) == text.folded_stems_py(folded)
+
+
+def test_the_stem_cache_survives_more_runs_than_it_holds() -> None:
+    """Past its limit the cache (and the table) are emptied and refilled: the stems stay the same."""
+    value = " ".join(f"word{i}x tested{i}ing" for i in range(20_000))
+    folded = text.fold_py(value)
+    assert text._folded_stems_native(folded) == text.folded_stems_py(folded)
+    assert text._folded_stems_native(folded) == text.folded_stems_py(folded)
+
+
+def _real_texts() -> list[str]:
+    from ctxhealth.sources import read_sessions
+
+    out: list[str] = []
+    for session in read_sessions([str(DATA)]):
+        for message in session.messages:
+            value = "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+            if value:
+                out.append(value)
+    return out
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the real sessions are not here")
+def test_kernels_agree_on_every_text_of_the_real_sessions() -> None:
+    found = _real_texts()
+    assert len(found) > 1_000
+    for value in found:
+        _assert_kernels_agree(value)
+
+
+def test_the_switch_picks_the_python_definitions() -> None:
+    """``CTXHEALTH_NATIVE=0`` binds every kernel to its Python definition; by default the C ones."""
+    probe = (
+        "from ctxhealth.signals import hedging, indicators, native, text;"
+        "print(native.KERNELS is None, text.fold is text.fold_py, text.folded_stems is text.folded_stems_py,"
+        " hedging.count_event is hedging.count_event_py, indicators.hinted is indicators.hinted_py,"
+        " indicators.sentence_hashes is indicators.sentence_hashes_py)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != native.SWITCH}
+    off = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**env, native.SWITCH: "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert off.stdout.split() == ["True"] * 6
+    on = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert on.stdout.split() == ["False"] * 6
+
+
+def test_the_extension_is_loaded_when_required() -> None:
+    """CI sets ``CTXHEALTH_NATIVE=require``: then the C kernels must be the ones in use (a build that
+    silently fell back to Python fails here, and already at import)."""
+    if os.environ.get(native.SWITCH, "").strip().lower() != "require":
+        pytest.skip(f"{native.SWITCH}=require is not set")
+    assert native.KERNELS is not None
+    assert text.fold is native.KERNELS.fold
+    assert indicators.sentence_hashes is native.KERNELS.sentence_hashes
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["test", "pars", "offset", "x", "İ", "\ud800", "中", ""]), max_size=60),
+    st.frozensets(st.sampled_from(["test", "pars", "offset", "zzz", "中", "", "\ud800"]), max_size=7),
+    st.integers(min_value=0, max_value=10**12),
+    st.integers(min_value=-3, max_value=70),
+)
+def test_task_word_search_is_its_python_definition(
+    stems: list[str], words: frozenset[str], base: int, start: int
+) -> None:
+    """The same positions, in the same order (the drift state is saved in that order)."""
+    expected = drift._last_positions_py(stems, words, base, max(start, 0))
+    got = _native.last_positions(stems, words, base, start)
+    assert got == expected
+    assert list(got.items()) == list(expected.items())
+
+
+def test_task_word_search_many_found_and_bad_arguments() -> None:
+    stems = [f"w{i % 40}" for i in range(5_000)]
+    words = frozenset(f"w{i}" for i in range(0, 80, 3))
+    expected = drift._last_positions_py(stems, words, 7, 100)
+    assert list(_native.last_positions(stems, words, 7, 100).items()) == list(expected.items())
+    with pytest.raises(TypeError):
+        _native.last_positions(tuple(stems), words, 0, 0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _native.last_positions(stems, set(words), 0, 0)  # type: ignore[arg-type]
+
+
+_RUN_LETTERS = "abcdeilmnostyz0123456789_"
+_RUN_PIECES = [
+    "ization",
+    "ations",
+    "ments",
+    "ingly",
+    "ings",
+    "ing",
+    "edly",
+    "ies",
+    "ied",
+    "ed",
+    "es",
+    "ly",
+    "s",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.one_of(st.text(_RUN_LETTERS, max_size=6), st.sampled_from(_RUN_PIECES)), max_size=5).map(
+        "".join
+    )
+    | st.sampled_from(sorted(text.STOP_WORDS))
+    | st.text(st.characters(max_codepoint=127), max_size=12)
+)
+def test_stemming_a_run_is_its_python_definition(word: str) -> None:
+    run = word.encode("ascii")
+    assert _native.stem_run(run, text.STOP_WORDS) == text._stem_run_py(run)
+
+
+def test_stemming_refuses_what_python_refuses() -> None:
+    with pytest.raises(ValueError):
+        _native.stem_run("testé".encode(), text.STOP_WORDS)
+    with pytest.raises(UnicodeDecodeError):
+        text._stem_run_py("testé".encode())
