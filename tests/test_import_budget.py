@@ -105,6 +105,23 @@ def test_check_loads_no_fleet_numpy_rich_or_vocabulary(tmp_path: Path, as_dir: b
     assert heavy(modules) == set()
 
 
+OTHER_READERS = tuple(
+    f"ctxhealth.sources.{name}"
+    for name in ("codex", "gemini_cli", "mini_swe_agent", "swe_agent", "tau_bench", "openhands")
+)
+
+
+def test_check_of_claude_code_sessions_imports_no_other_reader(tmp_path: Path) -> None:
+    """Every format is sniffed (``ctxhealth.sources.sniff``) for a file no reader recognises, but a
+    format's reader is imported only to read a file of it."""
+    folder = tmp_path / "sessions" / "proj"
+    _transcript(folder / "s1.jsonl")
+    (folder / "NOTES.txt").write_text("not a transcript: every sniffer is asked about it\n")
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.main", "check", str(folder.parent), "--json"])
+    assert set(OTHER_READERS) & modules == set()
+    assert {"ctxhealth.sources.sniff", "ctxhealth.monitor"} <= modules
+
+
 def test_check_without_a_config_file_loads_no_toml_parser_or_traceback(tmp_path: Path) -> None:
     """With no config file (and no ``CTXHEALTH_*`` value to parse) ``check`` needs neither the TOML
     parser nor ``traceback`` (the internal-error path), nor compiles a secret rule for report

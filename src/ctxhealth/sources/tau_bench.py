@@ -20,16 +20,6 @@ from ctxhealth.sources.lines import WarningSink, as_float, as_int, get_list, loa
 from ctxhealth.sources.openai_chat import chat_messages
 
 _ERROR = re.compile(r"\s*error\b", re.IGNORECASE)
-_RUN_KEYS = (b'"traj"', b'"task_id"')
-
-
-def detect(head: bytes) -> bool:
-    """True for a JSON array whose first run has ``task_id`` and ``traj`` keys."""
-    stripped = head.lstrip()
-    if not stripped.startswith(b"["):
-        return False
-    opening = stripped[1:].lstrip()[:1]
-    return opening == b"{" and all(key in head for key in _RUN_KEYS)
 
 
 def parse(data: bytes, path: str) -> Session:
