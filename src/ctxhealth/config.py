@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+import msgspec
 
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import ConfigError
@@ -52,8 +53,7 @@ _TABLES_OF_TABLES = frozenset({"models"})
 _SCALAR_OR_TABLE = frozenset({"profile"})
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(msgspec.Struct, frozen=True):
     """Resolved settings: flat ``key path -> value`` plus ``key path -> origin``.
 
     ``origin`` strings read ``default``, ``flag --model``, ``env CTXHEALTH_MODEL``,
@@ -61,8 +61,8 @@ class Settings:
     """
 
     home: Path
-    values: Mapping[Key, Any] = field(default_factory=lambda: MappingProxyType({}))
-    origins: Mapping[Key, str] = field(default_factory=lambda: MappingProxyType({}))
+    values: Mapping[Key, Any] = msgspec.field(default_factory=lambda: MappingProxyType({}))
+    origins: Mapping[Key, str] = msgspec.field(default_factory=lambda: MappingProxyType({}))
     files: tuple[Path, ...] = ()
 
     @property

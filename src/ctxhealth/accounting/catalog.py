@@ -29,9 +29,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ctxhealth.accounting.types import Prices
 
@@ -53,8 +54,7 @@ _SCHEMA = 1
 Clause = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class CatalogModel:
+class CatalogModel(msgspec.Struct, frozen=True):
     """One model of the package: its id, provider, window (None: the package does not say) and prices."""
 
     id: str

@@ -20,11 +20,12 @@ the outcome when present.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec.structs
 
 from ctxhealth.model import (
     Block,
@@ -199,7 +200,7 @@ def _with_outcome(message: Message) -> Message:
             failed = _exited_badly(code) or _EDITOR_ERROR.match(block.text) is not None
             block = ToolResult(block.tool_call_id, block.text, failed, code)
         blocks.append(block)
-    return dataclasses.replace(message, blocks=tuple(blocks))
+    return msgspec.structs.replace(message, blocks=tuple(blocks))
 
 
 def _rewritten(size: int) -> Message:
@@ -258,7 +259,7 @@ def _instance(doc: dict[str, Any], line: int, path: str, sink: WarningSink) -> S
         if messages and _same_response(messages[-1], message):
             # One model response that asked for several actions: one assistant message.
             previous = messages.pop()
-            message = dataclasses.replace(previous, blocks=previous.blocks + message.blocks)
+            message = msgspec.structs.replace(previous, blocks=previous.blocks + message.blocks)
         messages.append(message)
     metadata = get_dict(doc, "metadata")
     llm = get_dict(metadata, "llm_config") if metadata else None

@@ -32,16 +32,17 @@ Policy choices:
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import msgspec
+from msgspec.structs import replace
 
 from ctxhealth.errors import InputError, StrictModeError, TranscriptError, UnknownFormatError, UsageError
 from ctxhealth.model import Format, ReadWarning, Session
@@ -62,8 +63,7 @@ _TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
 _FORMAT_NAMES = ", ".join(f.value for f in Format)
 
 
-@dataclass(frozen=True, slots=True)
-class ReaderSpec:
+class ReaderSpec(msgspec.Struct, frozen=True):
     """One transcript format: how to recognise it and how to read it.
 
     ``parse_all`` is set for formats that hold several sessions in one file (tau-bench results,
@@ -135,7 +135,7 @@ def _parse_gemini_cli(data: bytes, path: str) -> Session:
         cwd = gemini_cli.project_path(path, projects.read_bytes())
     except OSError:
         return session
-    return dataclasses.replace(session, cwd=cwd) if cwd else session
+    return replace(session, cwd=cwd) if cwd else session
 
 
 def _parse_openhands_all(data: bytes, path: str) -> list[Session]:
@@ -463,7 +463,7 @@ _MAX_UTF8_WARNINGS = 50
 
 
 def _with_warnings(session: Session, warnings: list[ReadWarning]) -> Session:
-    return dataclasses.replace(session, warnings=(*warnings, *session.warnings))
+    return replace(session, warnings=(*warnings, *session.warnings))
 
 
 def _all_warnings(session: Session) -> list[ReadWarning]:
@@ -530,8 +530,7 @@ def _sniff(file: Path) -> tuple[Format | None, bool]:
     return detect_head(head.removeprefix(_BOM), tail), True
 
 
-@dataclass(frozen=True, slots=True)
-class SkippedFile:
+class SkippedFile(msgspec.Struct, frozen=True):
     """A file a directory walk stepped over: ``error`` when it looked like a transcript but failed
     to read (bad input), not when it simply is not one."""
 

@@ -11,9 +11,10 @@ failed tool results. The log has no usage: fill is counted from the text by acco
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any
+
+import msgspec.structs
 
 from ctxhealth.model import Format, Message, Role, Session, ToolResult
 from ctxhealth.sources.lines import WarningSink, as_float, as_int, get_list, load_document, type_name
@@ -46,7 +47,7 @@ def parse_all(data: bytes, path: str) -> list[Session]:
         sessions.append(_run(run, index, path))
     if sink.result() and sessions:
         first = sessions[0]
-        sessions[0] = dataclasses.replace(first, warnings=(*sink.result(), *first.warnings))
+        sessions[0] = msgspec.structs.replace(first, warnings=(*sink.result(), *first.warnings))
     return sessions
 
 
@@ -81,7 +82,7 @@ def _mark_errors(message: Message) -> Message:
     if message.role is not Role.TOOL:
         return message
     blocks = tuple(
-        dataclasses.replace(b, is_error=True) if isinstance(b, ToolResult) and _ERROR.match(b.text) else b
+        msgspec.structs.replace(b, is_error=True) if isinstance(b, ToolResult) and _ERROR.match(b.text) else b
         for b in message.blocks
     )
-    return dataclasses.replace(message, blocks=blocks)
+    return msgspec.structs.replace(message, blocks=blocks)
