@@ -159,6 +159,21 @@ def test_the_hot_commands_create_no_other_dataclass(tmp_path: Path, command: str
     assert built <= DATACLASSES_ALLOWED
 
 
+@pytest.mark.parametrize("event", ["Stop", "UserPromptSubmit"])
+def test_a_warm_hook_without_a_helper_loads_no_msgspec_or_dataclasses(tmp_path: Path, event: str) -> None:
+    """A turn with nothing new in the transcript (answered from the saved tail) imports the model
+    catalog only to point its cache at the home: not the accounting's value types, so neither
+    msgspec nor ``dataclasses`` (and its ``inspect``)."""
+    transcript = _transcript(tmp_path / "t.jsonl")
+    name = {"Stop": "stop", "UserPromptSubmit": "user-prompt-submit"}[event]
+    payload = (FIXTURES / f"claude-hook-{name}.json").read_text().replace("TRANSCRIPT", str(transcript))
+    env = {**os.environ, "CTXHEALTH_HELPER": "off"}
+    loaded_by(tmp_path, ["ctxhealth.cli.hook", event], payload, env)  # reads the transcript once
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.hook", event], payload, env)
+    assert "ctxhealth.accounting.catalog" in modules
+    assert {"msgspec", "dataclasses", "inspect", "ctxhealth.accounting.types"} & modules == set()
+
+
 def test_check_without_a_config_file_loads_no_toml_parser_or_traceback(tmp_path: Path) -> None:
     """With no config file (and no ``CTXHEALTH_*`` value to parse) ``check`` needs neither the TOML
     parser nor ``traceback`` (the internal-error path), nor compiles a secret rule for report

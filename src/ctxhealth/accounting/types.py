@@ -43,6 +43,16 @@ class Prices(msgspec.Struct, frozen=True):
     long_context: Prices | None = None
 
 
+class CatalogModel(msgspec.Struct, frozen=True):
+    """One model of the price package (:mod:`ctxhealth.accounting.catalog`): its id, provider, window
+    (None: the package does not say) and prices."""
+
+    id: str
+    provider: str
+    window: int | None
+    prices: Prices | None
+
+
 class ModelInfo(msgspec.Struct, frozen=True):
     """What the registry knows about a model id, and where each fact came from.
 
