@@ -75,3 +75,24 @@ def test_the_status_line_and_hook_commands_start_as_small_clients() -> None:
         }, ours
         for heavy in ("dataclasses", "typing", "socket", "subprocess", "sqlite3", "msgspec", "orjson"):
             assert heavy not in modules, (module, heavy)
+
+
+def test_the_sniffers_config_and_failure_rules_compile_no_pattern_at_import() -> None:
+    # a walk of Claude Code sessions never asks the other formats' sniffers; a config error is rare
+    loaded_after(
+        "import ctxhealth.sources.sniff, ctxhealth.config, ctxhealth.failures; from ctxhealth import lazy; "
+        "assert not lazy._patterns, lazy._patterns; "
+        'from ctxhealth.sources import sniff; assert sniff.swe_agent(b\'{"history": [], "info": {}}\'); '
+        "assert list(lazy._patterns) == [(sniff._SWE_AGENT_HEAD, 0)]"
+    )
+
+
+def test_a_lazy_pattern_is_the_compiled_pattern_kept_per_source_and_flags() -> None:
+    import re
+
+    from ctxhealth.lazy import pattern
+
+    assert pattern(r"ab+c") is pattern(r"ab+c")
+    assert pattern(r"ab+c") == re.compile(r"ab+c")
+    assert pattern(r"ab+c", re.I).match("ABBC") and not pattern(r"ab+c").match("ABBC")
+    assert pattern(rb"x\d").match(b"x1")

@@ -38,6 +38,7 @@ import msgspec
 
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import ConfigError
+from ctxhealth.lazy import pattern
 
 ENV_PREFIX = "CTXHEALTH_"
 PROJECT_FILE = ".ctxhealth.toml"
@@ -131,7 +132,8 @@ def _flatten(table: Mapping[str, Any], prefix: Key = ()) -> Iterator[tuple[Key, 
             yield key, value
 
 
-_LINE_RE = re.compile(r"at line (\d+)")
+_LINE_RE = r"at line (\d+)"
+"""Where tomllib's message names the line (compiled only for a bad config file)."""
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -153,9 +155,9 @@ def read_toml(path: Path) -> dict[str, Any]:
             "config file is not UTF-8 text", hint="save it as UTF-8 TOML", path=str(path)
         ) from None
     except tomllib.TOMLDecodeError as exc:
-        match = _LINE_RE.search(str(exc))
+        match = pattern(_LINE_RE).search(str(exc))
         line = int(match.group(1)) if match else None
-        reason = _LINE_RE.split(str(exc))[0].rstrip(" (")
+        reason = pattern(_LINE_RE).split(str(exc))[0].rstrip(" (")
         raise ConfigError(
             f"invalid TOML: {reason}",
             hint="fix the syntax (see https://toml.io) or remove the file",

@@ -10,8 +10,7 @@ function here is that format's one definition of "looks like mine"; its reader m
 
 from __future__ import annotations
 
-import re
-
+from ctxhealth.lazy import pattern
 from ctxhealth.sources.lines import get_str, head_objects
 
 CODEX_LINE_TYPES = frozenset(
@@ -26,16 +25,15 @@ CODEX_LINE_TYPES = frozenset(
     }
 )
 """The ``type`` of every Codex rollout line (the reader steps over a line of another type)."""
-_CODEX_CUT_LINE = re.compile(
-    rb'"type"\s*:\s*"(?:session_meta|turn_context|response_item|event_msg)"\s*,\s*"payload"'
-)
+# compiled on first use (``pattern``): a walk of Claude Code sessions asks only the Claude Code sniffer
+_CODEX_CUT_LINE = rb'"type"\s*:\s*"(?:session_meta|turn_context|response_item|event_msg)"\s*,\s*"payload"'
 GEMINI_HEADER_KEYS = ("sessionId", "projectHash")
 """The string keys of a Gemini CLI conversation header."""
-_MINI_SWE_AGENT_HEAD = re.compile(rb'^\s*\{\s*"info"\s*:\s*\{\s*"exit_status"')
-_SWE_AGENT_HEAD = re.compile(rb'\s*\{\s*"(?:environment|trajectory|history|info|replay_config)"\s*:')
+_MINI_SWE_AGENT_HEAD = rb'^\s*\{\s*"info"\s*:\s*\{\s*"exit_status"'
+_SWE_AGENT_HEAD = rb'\s*\{\s*"(?:environment|trajectory|history|info|replay_config)"\s*:'
 _TAU_BENCH_RUN_KEYS = (b'"traj"', b'"task_id"')
-_OPENHANDS_COMPLETION_HEAD = re.compile(rb'\s*\{\s*"messages"\s*:')
-_OPENHANDS_OUTPUT_HEAD = re.compile(rb'\s*\{\s*"instance_id"\s*:')
+_OPENHANDS_COMPLETION_HEAD = rb'\s*\{\s*"messages"\s*:'
+_OPENHANDS_OUTPUT_HEAD = rb'\s*\{\s*"instance_id"\s*:'
 
 
 def codex(head: bytes) -> bool:
@@ -47,7 +45,7 @@ def codex(head: bytes) -> bool:
             return True
     if not checked:
         first = head.lstrip()[:1024]
-        return first.startswith(b"{") and _CODEX_CUT_LINE.search(first) is not None
+        return first.startswith(b"{") and pattern(_CODEX_CUT_LINE).search(first) is not None
     return False
 
 
@@ -66,12 +64,12 @@ def mini_swe_agent(head: bytes) -> bool:
         return False
     if b'"trajectory_format"' in head or b'"mini_version"' in head:
         return True
-    return _MINI_SWE_AGENT_HEAD.match(stripped) is not None
+    return pattern(_MINI_SWE_AGENT_HEAD).match(stripped) is not None
 
 
 def swe_agent(head: bytes) -> bool:
     """A JSON object opening with one of a trajectory's top-level keys, holding steps or history."""
-    if _SWE_AGENT_HEAD.match(head) is None or b'"trajectory_format"' in head:
+    if pattern(_SWE_AGENT_HEAD).match(head) is None or b'"trajectory_format"' in head:
         return False
     return b'"observation"' in head or b'"history"' in head or b'"model_stats"' in head
 
@@ -88,7 +86,7 @@ def tau_bench(head: bytes) -> bool:
 def openhands(head: bytes) -> bool:
     """An OpenHands completion file small enough that its ``response`` is in ``head``, or an
     ``output.jsonl`` line."""
-    if _OPENHANDS_COMPLETION_HEAD.match(head):
+    if pattern(_OPENHANDS_COMPLETION_HEAD).match(head):
         return b'"response"' in head and b'"choices"' in head
     return openhands_output(head)
 
@@ -96,14 +94,18 @@ def openhands(head: bytes) -> bool:
 def openhands_tail(head: bytes, tail: bytes) -> bool:
     """An OpenHands completion file whose ``messages`` fill the head: its last bytes hold the
     call's ``timestamp`` and ``cost``."""
-    return _OPENHANDS_COMPLETION_HEAD.match(head) is not None and b'"timestamp"' in tail and b'"cost"' in tail
+    return (
+        pattern(_OPENHANDS_COMPLETION_HEAD).match(head) is not None
+        and b'"timestamp"' in tail
+        and b'"cost"' in tail
+    )
 
 
 def openhands_completion(head: bytes) -> bool:
     """True for one OpenHands model call's file (as opposed to an ``output.jsonl``)."""
-    return _OPENHANDS_COMPLETION_HEAD.match(head) is not None
+    return pattern(_OPENHANDS_COMPLETION_HEAD).match(head) is not None
 
 
 def openhands_output(head: bytes) -> bool:
     """True for an OpenHands evaluation ``output.jsonl`` (one run per line)."""
-    return _OPENHANDS_OUTPUT_HEAD.match(head) is not None and b'"history"' in head
+    return pattern(_OPENHANDS_OUTPUT_HEAD).match(head) is not None and b'"history"' in head
