@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
+
+import msgspec.structs
 
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.accounting.types import FillSource
@@ -21,8 +22,8 @@ def test_estimates_calibrated_on_the_other_half_are_close(claude_code_data: Path
         messages = list(session.messages)
         responses = [i for i, m in enumerate(messages) if m.role is Role.ASSISTANT and m.usage is not None]
         for i in responses[1::2]:  # every other response loses its usage (and looks like another model)
-            messages[i] = dataclasses.replace(messages[i], usage=None, model="acme-model")
-        mixed = account_session(dataclasses.replace(session, messages=tuple(messages)))
+            messages[i] = msgspec.structs.replace(messages[i], usage=None, model="acme-model")
+        mixed = account_session(msgspec.structs.replace(session, messages=tuple(messages)))
         assert len(mixed.turns) == len(truth.turns)
         errors = [
             abs(m.tokens - t.tokens) / t.tokens

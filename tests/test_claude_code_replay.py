@@ -9,11 +9,11 @@ made here from the raw JSON lines.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import pytest
 
 from ctxhealth.integrations.claude_code.assess import tool_counts
@@ -191,7 +191,7 @@ def test_replay_real_session_with_hooks(
         if message.compaction is not None:
             monitor.record_recovery(Action.TRUNCATE)
         blocks = tuple(TextBlock(redact(b.text)) if isinstance(b, TextBlock) else b for b in message.blocks)
-        last = monitor.observe(dataclasses.replace(message, blocks=blocks))
+        last = monitor.observe(msgspec.structs.replace(message, blocks=blocks))
     assert last is not None and counters.assessment == summarise(last, monitor)
     assert counters.assessment["index"] == len(messages) - 1
 

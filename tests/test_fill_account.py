@@ -98,7 +98,7 @@ def test_a_stand_in_is_no_turn_whatever_the_format() -> None:
     """Accounting reads the reader's mark (``Message.synthetic``), not the log format: a stand-in
     in an OpenAI-chat session is no more a turn than one in a Claude Code log, for the whole-session
     account and for the account fed message by message."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ctxhealth.accounting.running import RunningFill
     from ctxhealth.model import Format, Message, Session, TextBlock, Usage

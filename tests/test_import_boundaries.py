@@ -32,7 +32,9 @@ def test_package_import_is_lazy() -> None:
     assert not {m for m in modules if m.startswith(("ctxhealth.monitor", "ctxhealth.sources", "click"))}
 
 
-def test_a_small_tail_feed_does_not_import_msgspec(tmp_path: Path) -> None:
+def test_a_small_tail_feed_does_not_import_the_typed_schema(tmp_path: Path) -> None:
+    """The model's classes are ``msgspec.Struct`` (so msgspec itself is loaded), but a small feed
+    takes the lenient path: the typed schema and its decoder are not built."""
     transcript = tmp_path / "t.jsonl"
     transcript.write_bytes((REPO / "examples" / "claude-code-session.jsonl").read_bytes())
     modules = loaded_after(
@@ -41,8 +43,7 @@ def test_a_small_tail_feed_does_not_import_msgspec(tmp_path: Path) -> None:
         f"assert ClaudeCodeTail().feed(open({str(transcript)!r}, 'rb').read())"
     )
     assert "ctxhealth.integrations.claude_code.tail" in modules
-    assert not {m for m in modules if m.startswith("msgspec")}
-    assert "ctxhealth.sources.claude_code.typed" not in modules
+    assert {"ctxhealth.sources.claude_code.typed", "ctxhealth.sources.claude_code.schema"} & modules == set()
 
 
 def test_the_hooks_per_turn_path_compiles_no_rarely_used_patterns() -> None:
@@ -74,3 +75,24 @@ def test_the_status_line_and_hook_commands_start_as_small_clients() -> None:
         }, ours
         for heavy in ("dataclasses", "typing", "socket", "subprocess", "sqlite3", "msgspec", "orjson"):
             assert heavy not in modules, (module, heavy)
+
+
+def test_the_sniffers_config_and_failure_rules_compile_no_pattern_at_import() -> None:
+    # a walk of Claude Code sessions never asks the other formats' sniffers; a config error is rare
+    loaded_after(
+        "import ctxhealth.sources.sniff, ctxhealth.config, ctxhealth.failures; from ctxhealth import lazy; "
+        "assert not lazy._patterns, lazy._patterns; "
+        'from ctxhealth.sources import sniff; assert sniff.swe_agent(b\'{"history": [], "info": {}}\'); '
+        "assert list(lazy._patterns) == [(sniff._SWE_AGENT_HEAD, 0)]"
+    )
+
+
+def test_a_lazy_pattern_is_the_compiled_pattern_kept_per_source_and_flags() -> None:
+    import re
+
+    from ctxhealth.lazy import pattern
+
+    assert pattern(r"ab+c") is pattern(r"ab+c")
+    assert pattern(r"ab+c") == re.compile(r"ab+c")
+    assert pattern(r"ab+c", re.I).match("ABBC") and not pattern(r"ab+c").match("ABBC")
+    assert pattern(rb"x\d").match(b"x1")

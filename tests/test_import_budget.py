@@ -20,6 +20,15 @@ import atexit, json, os, runpy, sys
 def dump():
     with open(os.environ["PROBE_OUT"], "w") as f:
         json.dump(sorted(sys.modules), f)
+    if os.environ.get("PROBE_CLASSES"):  # the dataclasses our modules created
+        built = sorted(
+            f"{name}.{value.__qualname__}"
+            for name, module in list(sys.modules.items()) if name.startswith("ctxhealth")
+            for value in list(vars(module).values())
+            if isinstance(value, type) and value.__module__ == name and "__dataclass_fields__" in vars(value)
+        )
+        with open(os.environ["PROBE_CLASSES"], "w") as f:
+            json.dump(built, f)
 atexit.register(dump)
 module, sys.argv = sys.argv[1], sys.argv[1:]
 if module == "ctxhealth.cli.main":
@@ -103,6 +112,66 @@ def test_check_loads_no_fleet_numpy_rich_or_vocabulary(tmp_path: Path, as_dir: b
     modules = loaded_by(tmp_path, ["ctxhealth.cli.main", "check", str(target), "--json"])
     assert "ctxhealth.monitor" in modules  # the probe saw the command do its work
     assert heavy(modules) == set()
+
+
+OTHER_READERS = tuple(
+    f"ctxhealth.sources.{name}"
+    for name in ("codex", "gemini_cli", "mini_swe_agent", "swe_agent", "tau_bench", "openhands")
+)
+
+
+def test_check_of_claude_code_sessions_imports_no_other_reader(tmp_path: Path) -> None:
+    """Every format is sniffed (``ctxhealth.sources.sniff``) for a file no reader recognises, but a
+    format's reader is imported only to read a file of it."""
+    folder = tmp_path / "sessions" / "proj"
+    _transcript(folder / "s1.jsonl")
+    (folder / "NOTES.txt").write_text("not a transcript: every sniffer is asked about it\n")
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.main", "check", str(folder.parent), "--json"])
+    assert set(OTHER_READERS) & modules == set()
+    assert {"ctxhealth.sources.sniff", "ctxhealth.monitor"} <= modules
+
+
+#: Dataclasses still created on the hot paths: each costs about 1 ms of a fresh process (a
+#: ``msgspec.Struct`` class is created in C); ``RiskModel`` keeps derived fields out of its
+#: ``__init__``, ``repr`` and comparison, which a Struct cannot express.
+DATACLASSES_ALLOWED = {"ctxhealth.risk.model.RiskModel"}
+
+
+@pytest.mark.parametrize("command", ["check", "statusline", "hook"])
+def test_the_hot_commands_create_no_other_dataclass(tmp_path: Path, command: str) -> None:
+    transcript = _transcript(tmp_path / "sessions" / "proj" / "s1.jsonl")
+    classes = tmp_path / "classes.json"
+    env = {**os.environ, "PROBE_CLASSES": str(classes), "CTXHEALTH_HELPER": "off"}
+    if command == "check":
+        loaded_by(tmp_path, ["ctxhealth.cli.main", "check", str(transcript), "--json"], env=env)
+    elif command == "statusline":
+        payload = (FIXTURES / "claude-statusline-current.json").read_text()
+        loaded_by(tmp_path, ["ctxhealth.cli.statusline"], payload.replace("TRANSCRIPT", str(transcript)), env)
+    else:
+        payload = (FIXTURES / "claude-hook-post-tool-use.json").read_text()
+        loaded_by(
+            tmp_path,
+            ["ctxhealth.cli.hook", "PostToolUse"],
+            payload.replace("TRANSCRIPT", str(transcript)),
+            env,
+        )
+    built = set(json.loads(classes.read_text()))
+    assert built <= DATACLASSES_ALLOWED
+
+
+@pytest.mark.parametrize("event", ["Stop", "UserPromptSubmit"])
+def test_a_warm_hook_without_a_helper_loads_no_msgspec_or_dataclasses(tmp_path: Path, event: str) -> None:
+    """A turn with nothing new in the transcript (answered from the saved tail) imports the model
+    catalog only to point its cache at the home: not the accounting's value types, so neither
+    msgspec nor ``dataclasses`` (and its ``inspect``)."""
+    transcript = _transcript(tmp_path / "t.jsonl")
+    name = {"Stop": "stop", "UserPromptSubmit": "user-prompt-submit"}[event]
+    payload = (FIXTURES / f"claude-hook-{name}.json").read_text().replace("TRANSCRIPT", str(transcript))
+    env = {**os.environ, "CTXHEALTH_HELPER": "off"}
+    loaded_by(tmp_path, ["ctxhealth.cli.hook", event], payload, env)  # reads the transcript once
+    modules = loaded_by(tmp_path, ["ctxhealth.cli.hook", event], payload, env)
+    assert "ctxhealth.accounting.catalog" in modules
+    assert {"msgspec", "dataclasses", "inspect", "ctxhealth.accounting.types"} & modules == set()
 
 
 def test_check_without_a_config_file_loads_no_toml_parser_or_traceback(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec.structs
 import pytest
 
 from ctxhealth.accounting.types import FillSource
@@ -367,7 +368,6 @@ def test_prompt_cache_misses_reach_the_decision() -> None:
 
 
 def test_snapshot_of_builds_the_same_snapshot_as_the_constructor() -> None:
-    from dataclasses import fields
 
     from ctxhealth.policy import Snapshot, snapshot_of
     from ctxhealth.signals.pressure import Zone
@@ -375,7 +375,7 @@ def test_snapshot_of_builds_the_same_snapshot_as_the_constructor() -> None:
     values = (Zone.ORANGE, 0.71, 123_456, 0.8, 0.5, 6, 0.12, True, 2, 3, 1, 0.42, 0.25, 4)
     built = snapshot_of(*values)
     assert built == Snapshot(*values)
-    assert tuple(getattr(built, f.name) for f in fields(Snapshot)) == values
+    assert tuple(getattr(built, f.name) for f in msgspec.structs.fields(Snapshot)) == values
 
 
 def test_observe_takes_a_message_dict_as_the_readme_shows() -> None:

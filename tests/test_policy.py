@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from ctxhealth.policy import Action, Counters, Rule, Snapshot, decide, record, tick
 from ctxhealth.policy.profile import Profile

@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import msgspec
+
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import ConfigError
+from ctxhealth.lazy import pattern
 
 ENV_PREFIX = "CTXHEALTH_"
 PROJECT_FILE = ".ctxhealth.toml"
@@ -52,8 +54,7 @@ _TABLES_OF_TABLES = frozenset({"models"})
 _SCALAR_OR_TABLE = frozenset({"profile"})
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(msgspec.Struct, frozen=True):
     """Resolved settings: flat ``key path -> value`` plus ``key path -> origin``.
 
     ``origin`` strings read ``default``, ``flag --model``, ``env CTXHEALTH_MODEL``,
@@ -61,8 +62,8 @@ class Settings:
     """
 
     home: Path
-    values: Mapping[Key, Any] = field(default_factory=lambda: MappingProxyType({}))
-    origins: Mapping[Key, str] = field(default_factory=lambda: MappingProxyType({}))
+    values: Mapping[Key, Any] = msgspec.field(default_factory=lambda: MappingProxyType({}))
+    origins: Mapping[Key, str] = msgspec.field(default_factory=lambda: MappingProxyType({}))
     files: tuple[Path, ...] = ()
 
     @property
@@ -131,7 +132,8 @@ def _flatten(table: Mapping[str, Any], prefix: Key = ()) -> Iterator[tuple[Key, 
             yield key, value
 
 
-_LINE_RE = re.compile(r"at line (\d+)")
+_LINE_RE = r"at line (\d+)"
+"""Where tomllib's message names the line (compiled only for a bad config file)."""
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -153,9 +155,9 @@ def read_toml(path: Path) -> dict[str, Any]:
             "config file is not UTF-8 text", hint="save it as UTF-8 TOML", path=str(path)
         ) from None
     except tomllib.TOMLDecodeError as exc:
-        match = _LINE_RE.search(str(exc))
+        match = pattern(_LINE_RE).search(str(exc))
         line = int(match.group(1)) if match else None
-        reason = _LINE_RE.split(str(exc))[0].rstrip(" (")
+        reason = pattern(_LINE_RE).split(str(exc))[0].rstrip(" (")
         raise ConfigError(
             f"invalid TOML: {reason}",
             hint="fix the syntax (see https://toml.io) or remove the file",

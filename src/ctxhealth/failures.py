@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 
+from ctxhealth.lazy import pattern
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ctxhealth.model import ToolResult
@@ -64,14 +66,6 @@ _ERROR_HINTS = (
 ``<tool_use_error>``; "RROR" covers ERROR; "Exception" and the three phrases the rest)."""
 
 _DECLINED = r"^\s*(\[request interrupted|the user doesn't want to proceed)"
-_compiled: dict[str, re.Pattern[str]] = {}
-
-
-def _pattern(source: str, flags: int = 0) -> re.Pattern[str]:
-    found = _compiled.get(source)
-    if found is None:
-        found = _compiled[source] = re.compile(source, flags)
-    return found
 
 
 def flagged(result: ToolResult) -> bool:
@@ -119,11 +113,11 @@ def text_looks_failed(text: str) -> bool:
     for phrase in _PHRASES:
         if phrase in probe:
             return True
-    if ("Error: " in probe or "Exception: " in probe) and _pattern(_NAMED_ERROR, re.M).search(probe):
+    if ("Error: " in probe or "Exception: " in probe) and pattern(_NAMED_ERROR, re.M).search(probe):
         return True
     return (
         probe.startswith(_OPENINGS) or "\nError" in probe or "\nERROR" in probe or "\nerror" in probe
-    ) and _pattern(_AT_LINE_START, re.M).search(probe) is not None
+    ) and pattern(_AT_LINE_START, re.M).search(probe) is not None
 
 
 def is_failure(result: ToolResult) -> bool:
@@ -143,7 +137,7 @@ def output_failed(text: str, *, is_error: bool = False, exit_code: int | None = 
 
 def declined(result: ToolResult) -> bool:
     """The person declined or interrupted the call (Claude Code's own texts for these)."""
-    return result.is_error and _pattern(_DECLINED, re.I).match(result.text) is not None
+    return result.is_error and pattern(_DECLINED, re.I).match(result.text) is not None
 
 
 def spiral_reason(calls: int, failure_rate: float, *, min_calls: int, rate: float) -> str | None:

@@ -39,8 +39,10 @@ import math
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec.structs import replace
 
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.running import RunningFill
@@ -66,8 +68,7 @@ if TYPE_CHECKING:
     from ctxhealth.signals.state import MonitorState
 
 
-@dataclass(frozen=True, slots=True)
-class Assessment:
+class Assessment(msgspec.Struct, frozen=True):
     """The health of a session after one message.
 
     ``turn`` counts assistant responses so far; ``index`` is the message's position; ``zone``
@@ -88,8 +89,8 @@ class Assessment:
     fill: int
     fill_source: FillSource
     model: str
-    signals: Mapping[str, Signal] = field(default_factory=dict)
-    features: Mapping[str, float] = field(default_factory=dict)
+    signals: Mapping[str, Signal] = msgspec.field(default_factory=dict)
+    features: Mapping[str, float] = msgspec.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {

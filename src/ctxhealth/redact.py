@@ -658,7 +658,7 @@ def redact_message(message: Message) -> Message:
     Anything that keeps excerpts of messages redacts them with this *before* it normalises them:
     a failure signature with its digits masked (``sk-proj-abcNNN``) no longer looks like a key.
     """
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ctxhealth.model import CompactionSummary, TextBlock, ThinkingBlock, ToolCall, ToolResult
 

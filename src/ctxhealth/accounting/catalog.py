@@ -29,16 +29,18 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ctxhealth.accounting.types import Prices
+if TYPE_CHECKING:
+    from ctxhealth.accounting.types import CatalogModel, Prices
+
+# The value types are imported where a model is looked up: the hooks import this module only to
+# point its cache at their home (``configure_cache_dir``) and must not pay for msgspec then.
 
 __all__ = [
     "PACKAGE",
     "Catalog",
-    "CatalogModel",
     "configure_cache_dir",
     "default_catalog",
     "derive_catalog",
@@ -51,16 +53,6 @@ _MODULE = "genai_prices"
 _SCHEMA = 1
 
 Clause = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogModel:
-    """One model of the package: its id, provider, window (None: the package does not say) and prices."""
-
-    id: str
-    provider: str
-    window: int | None
-    prices: Prices | None
 
 
 def _matches(clause: Clause | None, text: str) -> bool:
@@ -85,6 +77,8 @@ def _matches(clause: Clause | None, text: str) -> bool:
 
 
 def _prices_from(data: Any) -> Prices | None:
+    from ctxhealth.accounting.types import Prices
+
     if not isinstance(data, dict):
         return None
     long = _prices_from(data.get("long"))
@@ -133,6 +127,8 @@ class Catalog:
         return found
 
     def _in_provider(self, provider: dict[str, Any], key: str, *, fallback: bool) -> CatalogModel | None:
+        from ctxhealth.accounting.types import CatalogModel
+
         for model in provider.get("models") or ():
             if _matches(model.get("match"), key):
                 return CatalogModel(

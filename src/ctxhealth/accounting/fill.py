@@ -30,7 +30,9 @@ Window: the log's own (``Session.context_window``) when stated, else the registr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+
+import msgspec
+from msgspec.structs import replace
 
 from ctxhealth.accounting.cost import iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
@@ -53,8 +55,7 @@ MAX_CHARS_PER_TOKEN = 8.0
 _TRUST = {FillSource.REPORTED: 2, FillSource.EXACT: 1, FillSource.ESTIMATED: 0}
 
 
-@dataclass(frozen=True, slots=True)
-class SessionAccount:
+class SessionAccount(msgspec.Struct, frozen=True):
     """Accounting of one session: fill per turn, compactions, tools and cost.
 
     ``source`` is the least trustworthy source among the turns (all ``reported`` only when
@@ -127,18 +128,17 @@ def session_model_info(
     return info
 
 
-@dataclass(slots=True)
-class _Scan:
+class _Scan(msgspec.Struct):
     """What one pass over the messages collects."""
 
-    turns: list[int] = field(default_factory=list)
-    compactions: list[tuple[int, CompactionSummary]] = field(default_factory=list)
+    turns: list[int] = msgspec.field(default_factory=list)
+    compactions: list[tuple[int, CompactionSummary]] = msgspec.field(default_factory=list)
     calls: int = 0
     errors: int = 0
     main_calls: int = 0
     main_errors: int = 0
-    call_ids: set[str] = field(default_factory=set)
-    result_ids: set[str] = field(default_factory=set)
+    call_ids: set[str] = msgspec.field(default_factory=set)
+    result_ids: set[str] = msgspec.field(default_factory=set)
 
     def blocks(self, blocks: Sequence[Block]) -> CompactionSummary | None:
         """Count tool calls / failed results (each id once); return the compaction summary."""

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from ctxhealth.accounting.catalog import Catalog, default_catalog
 from ctxhealth.accounting.types import ModelInfo, Prices, Tier
@@ -59,8 +61,7 @@ def claude_code_reserve(max_output: int) -> int:
     return min(max_output, CLAUDE_CODE_MAX_RESERVE)
 
 
-@dataclass(frozen=True, slots=True)
-class Family:
+class Family(msgspec.Struct, frozen=True):
     """One row of our table: a family of models by the words in their ids, and what no price
     package knows about it. ``window`` is used only when the package gives none."""
 
@@ -178,8 +179,7 @@ _ENTRY_FIELDS = {
 _PRICE_FIELDS = ("input", "output", "cache_write", "cache_read", "cache_write_1h")
 
 
-@dataclass(frozen=True, slots=True)
-class Override:
+class Override(msgspec.Struct, frozen=True):
     """One config table: the fields it sets for ids with this prefix, and where it was set."""
 
     prefix: str

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+import msgspec
 
 from ctxhealth.accounting.types import FillSource
 from ctxhealth.model import (
@@ -54,8 +55,7 @@ TokenCounter = Callable[[str], int]
 """Counts the tokens of one text (exact or estimated)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TokenCount:
+class TokenCount(msgspec.Struct, frozen=True):
     """A token count and where it came from (``EXACT`` tokenizer or ``ESTIMATED``)."""
 
     tokens: int

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from enum import StrEnum
+
+import msgspec
+from msgspec.structs import replace
 
 
 class Tier(StrEnum):
@@ -22,8 +24,7 @@ class FillSource(StrEnum):
     ESTIMATED = "estimated"
 
 
-@dataclass(frozen=True, slots=True)
-class Prices:
+class Prices(msgspec.Struct, frozen=True):
     """USD per million tokens.
 
     ``cache_write`` is the default (Anthropic: 5-minute) cache write; ``cache_write_1h`` the
@@ -42,8 +43,17 @@ class Prices:
     long_context: Prices | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
+class CatalogModel(msgspec.Struct, frozen=True):
+    """One model of the price package (:mod:`ctxhealth.accounting.catalog`): its id, provider, window
+    (None: the package does not say) and prices."""
+
+    id: str
+    provider: str
+    window: int | None
+    prices: Prices | None
+
+
+class ModelInfo(msgspec.Struct, frozen=True):
     """What the registry knows about a model id, and where each fact came from.
 
     ``reserved_output`` is kept free for the response (the harness's reserve: Claude Code keeps
@@ -87,8 +97,7 @@ class ModelInfo:
         return replace(self, window=window, window_from=origin)
 
 
-@dataclass(frozen=True, slots=True)
-class TurnFill:
+class TurnFill(msgspec.Struct, frozen=True):
     """Context fill at one model response (turn ``turn``, 0-based, main thread)."""
 
     turn: int
@@ -98,8 +107,7 @@ class TurnFill:
     output_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionRecord:
+class CompactionRecord(msgspec.Struct, frozen=True):
     """One compaction: fill before (last turn before) and after (first turn after). ``encrypted``: the log
     keeps its summary only encrypted (:attr:`ctxhealth.model.CompactionSummary.encrypted`)."""
 

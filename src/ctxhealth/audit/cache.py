@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
+
+from msgspec.structs import replace
 
 from ctxhealth.accounting.cost import iter_threads, usage_cost
 from ctxhealth.audit.responses import Response

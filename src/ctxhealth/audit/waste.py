@@ -29,8 +29,10 @@ import hashlib
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
+
+from msgspec.structs import replace
 
 from ctxhealth.accounting.tokens import estimate_tokens
 from ctxhealth.accounting.types import Prices

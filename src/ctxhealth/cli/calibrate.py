@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
+from msgspec.structs import replace
 
 from ctxhealth.cli.check import count_inputs
 from ctxhealth.cli.common import echo_json, guarded, transcripts_argument, write_output

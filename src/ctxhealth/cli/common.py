@@ -72,8 +72,17 @@ def write_output(path: str, data: str | bytes, what: str = "output") -> str:
 
 
 def dump_json(obj: Any) -> str:
-    """Serialise to one compact JSON line (orjson; dataclasses and enums supported)."""
-    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+    """Serialise to one compact JSON line (orjson; dataclasses, ``msgspec.Struct`` values and enums
+    supported: a Struct is written as orjson writes a dataclass, its fields in order)."""
+    return orjson.dumps(obj, default=_struct_fields, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _struct_fields(value: Any) -> dict[str, Any]:
+    import msgspec  # only called for a value orjson cannot write itself
+
+    if isinstance(value, msgspec.Struct):
+        return {name: getattr(value, name) for name in value.__struct_fields__}
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
 def echo_json(obj: Any) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import csv
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
+
+from msgspec.structs import replace
 
 from ctxhealth.errors import ConfigError
 

@@ -28,8 +28,10 @@ reasons tell the user so. :func:`record` says how the counters change when a rec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from enum import StrEnum
+
+import msgspec
+from msgspec.structs import replace
 
 from ctxhealth.failures import spiral_reason, streak_reason
 
@@ -74,8 +76,7 @@ class Rule(StrEnum):
     HEALTHY = "healthy"
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(msgspec.Struct, frozen=True):
     """The signal readings the decision needs (a monitor builds one per turn).
 
     ``zone`` already includes the early-warning raise; ``utilisation`` is fill / usable window;
@@ -137,8 +138,7 @@ def snapshot_of(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Counters:
+class Counters(msgspec.Struct, frozen=True):
     """Per-session recovery state: restarts and truncations done, cooldown turns left, turns since
     the last reset (restart, truncation or history compression)."""
 
@@ -148,8 +148,7 @@ class Counters:
     steps: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     action: Action
     reasons: tuple[str, ...]
     rule: Rule

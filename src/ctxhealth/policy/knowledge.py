@@ -9,8 +9,9 @@ inside the usable window: :meth:`~ctxhealth.policy.profile.Profile.zones`).
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
+
+import msgspec
 
 from ctxhealth.accounting.catalog import PACKAGE
 from ctxhealth.accounting.registry import (
@@ -65,7 +66,7 @@ def describe_model(
         "autocompact_buffer": info.autocompact_buffer,
         "usable_window": info.usable_window,
         "prices": {
-            "value": None if info.prices is None else asdict(info.prices),
+            "value": None if info.prices is None else msgspec.to_builtins(info.prices),
             "from": info.prices_from or None,
             "priced_as": info.priced_as,
         },

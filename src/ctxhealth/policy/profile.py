@@ -10,13 +10,14 @@ written by ``ctxhealth calibrate``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from ctxhealth.accounting.types import ModelInfo, Tier
 from ctxhealth.errors import ConfigError
@@ -26,8 +27,7 @@ from ctxhealth.risk import RiskModel
 PROFILE_SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class TierThresholds:
+class TierThresholds(msgspec.Struct, frozen=True):
     """Absolute-token zones of a model tier: quality degrades with absolute length.
 
     ``sweet_spot`` ends the sweet spot, ``compact_zone`` starts the compact zone, ``hard_limit``
@@ -89,8 +89,7 @@ DEFAULT_TIERS: dict[Tier, TierThresholds] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class SlipRise:
+class SlipRise(msgspec.Struct, frozen=True):
     """Where a user's own sessions of one model family start slipping more (``ctxhealth calibrate
     --zones``): the fill ``at_tokens`` above which the slip rate is higher with the Wilson 95%
     intervals apart, and the steps and slipped steps below and above it behind that."""
@@ -103,12 +102,12 @@ class SlipRise:
     sessions: int
 
     def to_dict(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in self.__struct_fields__}
 
     @classmethod
     def from_dict(cls, family: str, data: Any) -> SlipRise:
         try:
-            return cls(**{f.name: int(data[f.name]) for f in dataclasses.fields(cls)})
+            return cls(**{name: int(data[name]) for name in cls.__struct_fields__})
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(
                 f"invalid slip_rise entry for {family!r}: {exc}",
@@ -116,8 +115,7 @@ class SlipRise:
             ) from exc
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True):
     """Thresholds and weights. Window zones are fractions of the usable window; pressure gates 0..1.
 
     Counts (``failure_min_calls`` ...) are numbers of tool calls, turns or occurrences; windows
@@ -125,7 +123,7 @@ class Profile:
     """
 
     name: str = "default"
-    tiers: Mapping[Tier, TierThresholds] = field(default_factory=lambda: dict(DEFAULT_TIERS))
+    tiers: Mapping[Tier, TierThresholds] = msgspec.field(default_factory=lambda: dict(DEFAULT_TIERS))
     # how the tier zones scale for a window larger than the reference (see fit_zones)
     zone_reference_window: int = defaults.ZONE_REFERENCE_WINDOW
     zone_window_exponent: float = defaults.ZONE_WINDOW_EXPONENT
@@ -170,7 +168,7 @@ class Profile:
     risk: RiskModel | None = None
     #: risk models fitted on one agent's labelled runs, by log format (``Format`` value); a session
     #: of that format is scored with its own model, any other with ``risk``
-    risk_by_format: Mapping[str, RiskModel] = dataclasses.field(default_factory=dict)
+    risk_by_format: Mapping[str, RiskModel] = msgspec.field(default_factory=dict)
     #: the log formats ``risk`` was fitted on (empty: any format, e.g. a model a user fitted on
     #: their own runs before this was recorded); a session of another format with no model of its
     #: own in ``risk_by_format`` is scored by :func:`~ctxhealth.risk.model.fill_fallback`
@@ -178,7 +176,7 @@ class Profile:
     #: where the user's own slip rate rises, by model family (``ctxhealth calibrate --zones``): a
     #: session of that family leaves the sweet spot (zone yellow, drift checked) there when it is
     #: below the tier's sweet spot
-    slip_rise: Mapping[str, SlipRise] = dataclasses.field(default_factory=dict)
+    slip_rise: Mapping[str, SlipRise] = msgspec.field(default_factory=dict)
 
     def for_format(self, format: str | None) -> Profile:
         """This profile with the risk model that scores ``format`` (a log format): its own model,
@@ -233,7 +231,7 @@ class Profile:
 
     def with_overrides(self, table: Mapping[str, Any]) -> Profile:
         """A copy with values from a config table (``tiers`` is ``{tier: {sweet_spot: ...}}``)."""
-        known = {f.name: f for f in dataclasses.fields(self)}
+        known = self.__struct_fields__
         changes: dict[str, Any] = {}
         for key, value in table.items():
             if key not in known:
@@ -273,9 +271,9 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema_version": PROFILE_SCHEMA_VERSION}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name == "tiers":
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == "tiers":
                 out["tiers"] = {
                     str(t): {
                         "sweet_spot": th.sweet_spot,
@@ -284,16 +282,16 @@ class Profile:
                     }
                     for t, th in sorted(value.items())
                 }
-            elif f.name == "risk":
+            elif name == "risk":
                 out["risk"] = None if value is None else value.to_dict()
-            elif f.name == "risk_by_format":
-                out[f.name] = {k: m.to_dict() for k, m in sorted(value.items())}
-            elif f.name == "risk_formats":
-                out[f.name] = list(value)
-            elif f.name == "slip_rise":
-                out[f.name] = {k: r.to_dict() for k, r in sorted(value.items())}
+            elif name == "risk_by_format":
+                out[name] = {k: m.to_dict() for k, m in sorted(value.items())}
+            elif name == "risk_formats":
+                out[name] = list(value)
+            elif name == "slip_rise":
+                out[name] = {k: r.to_dict() for k, r in sorted(value.items())}
             else:
-                out[f.name] = value
+                out[name] = value
         return out
 
     @classmethod

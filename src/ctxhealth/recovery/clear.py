@@ -11,11 +11,12 @@ on the live context (after the last compaction, see :mod:`.live`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 import orjson
+from msgspec.structs import replace
 
 from ctxhealth.model import Block, Message, Session, ToolCall, ToolResult
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens, texts_tokens

@@ -14,8 +14,10 @@ results paired.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
+
+from msgspec.structs import replace
 
 from ctxhealth.model import Message, Role, Session, ToolCall, ToolResult
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens, texts_tokens

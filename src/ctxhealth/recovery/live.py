@@ -12,7 +12,9 @@ the original request (the first real user request, tool results stripped from it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from msgspec.structs import replace
 
 from ctxhealth.model import Message, Role, Session
 from ctxhealth.recovery.parts import instruction_index, instruction_message

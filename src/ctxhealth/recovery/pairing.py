@@ -13,8 +13,10 @@ result) and drops messages left without content.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
+
+from msgspec.structs import replace
 
 from ctxhealth.model import Block, Message, Role, ToolCall, ToolResult
 

@@ -6,7 +6,8 @@ helpers that shorten one tool result without losing what kind of output it was.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from ctxhealth.errors import UsageError
 from ctxhealth.model import CompactionSummary, Message, Role, Session, TextBlock, ToolResult

@@ -15,7 +15,7 @@ against the current task: |task words ∩ words of the last 2,000 characters of 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from ctxhealth.model import Role, Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens

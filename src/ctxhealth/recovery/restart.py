@@ -8,7 +8,7 @@ the step-counter reset that follow.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from ctxhealth.model import Session
 from ctxhealth.recovery.budget import DEFAULT_ENCODING, messages_tokens, text_tokens

@@ -10,7 +10,10 @@ is built smaller; if the system prompt and instruction alone do not fit, ``Usage
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import dataclasses
+from dataclasses import dataclass
+
+from msgspec.structs import replace
 
 from ctxhealth.errors import UsageError
 from ctxhealth.model import Message, Session, ToolResult
@@ -184,7 +187,8 @@ def truncate(
         messages_after=len(repaired),
         removals=tuple(
             sorted(
-                (replace(r, index=live.original(r.index)) for r in removals), key=lambda r: (r.index, r.kind)
+                (dataclasses.replace(r, index=live.original(r.index)) for r in removals),
+                key=lambda r: (r.index, r.kind),
             )
         ),
         injected=tuple(m.text for m in fit.injected),

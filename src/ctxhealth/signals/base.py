@@ -12,8 +12,9 @@ from __future__ import annotations
 import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
+
+import msgspec
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -22,8 +23,7 @@ EVIDENCE_LIMIT = 8
 """At most this many message indices are kept as evidence per signal (the most recent)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Signal:
+class Signal(msgspec.Struct, frozen=True):
     """One reading: ``value`` (its unit depends on the signal), ``fired`` when its threshold is
     crossed, ``evidence`` the message indices behind it, ``detail`` a short human explanation."""
 

@@ -11,10 +11,11 @@ on purpose: cheap, deterministic, and wrong only in the direction of "other".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from typing import Any
+
+import msgspec
 
 from ctxhealth.model import ToolCall, ToolResult
 from ctxhealth.signals.base import matches_at_anchors, normalise_text, stable_hash
@@ -29,8 +30,7 @@ class CallKind(StrEnum):
     OTHER = "other"
 
 
-@dataclass(frozen=True, slots=True)
-class CallInfo:
+class CallInfo(msgspec.Struct, frozen=True):
     """A parsed tool call: its key (a stable digest of tool + normalised input), its kinds and the
     paths involved."""
 

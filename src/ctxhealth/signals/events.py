@@ -8,8 +8,9 @@ their result, in a bounded map, so building an event is O(size of the message).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from ctxhealth.failures import is_failure
 from ctxhealth.model import Message, Role, TextBlock, ToolCall, ToolResult
@@ -25,8 +26,7 @@ PARSE_CACHE_LIMIT = 64
 """Agents repeat commands: the last few parsed shell commands are remembered."""
 
 
-@dataclass(frozen=True, slots=True)
-class ResultInfo:
+class ResultInfo(msgspec.Struct, frozen=True):
     """A tool result with the call it answers (when known), where that call was, and its verdict."""
 
     result: ToolResult

@@ -20,7 +20,8 @@ so its words are added to that task's words instead of standing alone.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from ctxhealth.model import Message, Role
 from ctxhealth.signals.text import content_words
@@ -150,8 +151,7 @@ TASK_WORD_LIMIT = 1_000
 """Content words a tracker keeps for the current task (its state stays bounded)."""
 
 
-@dataclass(slots=True)
-class TaskTracker:
+class TaskTracker(msgspec.Struct):
     """The original and the current request of a session, fed one user message at a time.
 
     ``original`` / ``original_index`` are the first request; ``current`` / ``current_index`` the
@@ -166,8 +166,8 @@ class TaskTracker:
     original_index: int | None = None
     current: str = ""
     current_index: int | None = None
-    follow_ups: list[int] = field(default_factory=list)
-    words: list[str] = field(default_factory=list)
+    follow_ups: list[int] = msgspec.field(default_factory=list)
+    words: list[str] = msgspec.field(default_factory=list)
     requests: int = 0
 
     def observe(self, message: Message, index: int | None) -> bool:

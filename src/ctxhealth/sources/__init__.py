@@ -17,8 +17,10 @@ reason and a hint). Inside a directory such files are skipped and reported to ``
 (path, reason, and whether it was bad input). A FIFO, socket or device is refused without being read.
 
 One module per format (``claude_code``, ``codex``, ``mini_swe_agent``, ``openai_chat``,
-``anthropic_messages``), each with ``detect(head) -> bool`` and ``parse(data, path) -> Session``;
-``reader`` registers them; ``lines`` holds the shared JSON / line / warning helpers;
+``anthropic_messages``, ...), each with ``parse(data, path) -> Session``; the content sniffer of each
+(``detect(head) -> bool``) is in its module for Claude Code and the two chat formats, in ``sniff``
+for the others, whose modules ``reader`` imports only to read a file of theirs; ``reader``
+registers them all; ``lines`` holds the shared JSON / line / warning helpers;
 ``claude_code.ClaudeCodeTail`` parses a growing Claude Code transcript incrementally (hooks);
 ``writers`` turns sessions back into provider message lists.
 """

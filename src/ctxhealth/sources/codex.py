@@ -77,7 +77,6 @@ from ctxhealth.sources.lines import (
     get_int,
     get_list,
     get_str,
-    head_objects,
     loads,
     long_line,
     max_line_bytes,
@@ -85,44 +84,18 @@ from ctxhealth.sources.lines import (
     token_count,
     type_name,
 )
+from ctxhealth.sources.sniff import CODEX_LINE_TYPES
 
-_LINE_TYPES = frozenset(
-    {
-        "session_meta",
-        "turn_context",
-        "response_item",
-        "event_msg",
-        "compacted",
-        "token_usage_record",
-        "world_state",
-    }
-)
 _RECORD_TYPE = "token_usage_record"
 _RECORDS = b'"token_usage_record"'
 """A rollout holding this writes one usage record per response (0.171+)."""
 _EXIT_CODE = re.compile(r"(?m)^(?:Exit code:|Process exited with code)\s*(-?\d{1,9})\b")
-_CUT_LINE = re.compile(
-    rb'"type"\s*:\s*"(?:session_meta|turn_context|response_item|event_msg)"\s*,\s*"payload"'
-)
 _CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 _HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 _PATCH_FAILED = "apply_patch verification failed"
 """What Codex writes as the output of a patch it could not apply (the tool call failed)."""
 _ROLES = {"user": Role.USER, "developer": Role.SYSTEM, "system": Role.SYSTEM}
-
-
-def detect(head: bytes) -> bool:
-    """True when the first complete lines are ``{timestamp, type, payload}`` rollout records."""
-    checked = False
-    for obj in head_objects(head):
-        checked = True
-        if isinstance(obj, dict) and get_str(obj, "type") in _LINE_TYPES and "payload" in obj:
-            return True
-    if not checked:
-        first = head.lstrip()[:1024]
-        return first.startswith(b"{") and _CUT_LINE.search(first) is not None
-    return False
 
 
 def _parts(content: Any) -> list[Block]:
@@ -428,7 +401,7 @@ def _line(state: _State, obj: dict[str, Any], line: int) -> None:
     kind = get_str(obj, "type")
     payload = obj.get("payload")
     timestamp = get_str(obj, "timestamp")
-    if kind not in _LINE_TYPES:
+    if kind not in CODEX_LINE_TYPES:
         state.sink.add(line, f"unknown record type {dumps(obj.get('type'))[:40]}")
         return
     if not isinstance(payload, dict):

@@ -58,28 +58,19 @@ from ctxhealth.sources.lines import (
     get_dict,
     get_list,
     get_str,
-    head_objects,
     load_document,
     loads,
     split_lines,
     token_count,
     type_name,
 )
+from ctxhealth.sources.sniff import GEMINI_HEADER_KEYS
 
 _EXIT_CODE = re.compile(r"(?m)^Exit Code:\s*(-?\d{1,9})\b")
 SNAPSHOT = "<state_snapshot>"
 ENVIRONMENT = "<session_context>"
 _NOTICES = frozenset({"info", "error", "warning"})
 _FAILED_STATUS = frozenset({"error", "cancelled"})
-_HEADER_KEYS = ("sessionId", "projectHash")
-
-
-def detect(head: bytes) -> bool:
-    """True for a chat whose first object is a Gemini CLI conversation header (or whole record)."""
-    for obj in head_objects(head):
-        return isinstance(obj, dict) and all(isinstance(obj.get(k), str) for k in _HEADER_KEYS)
-    first = head.lstrip()[:2048]
-    return first.startswith(b"{") and b'"projectHash"' in first and b'"sessionId"' in first
 
 
 def _text(content: Any) -> str:
@@ -207,7 +198,7 @@ def _read_lines(data: bytes, log: _Log) -> None:
             continue
         if "$rewindTo" in obj:
             continue
-        if "type" not in obj and all(k in obj for k in _HEADER_KEYS):
+        if "type" not in obj and all(k in obj for k in GEMINI_HEADER_KEYS):
             log.session_id = log.session_id or get_str(obj, "sessionId")
             continue
         log.upsert(obj, line)

@@ -10,20 +10,15 @@ The steps several readers share live here too: :func:`head_objects` (what ``dete
 format looks at), :func:`load_document`, :func:`message_list` and :func:`each_message` (the outer
 layers of a chat-style JSON document), and :func:`valid_utf8` (the guard before a typed decode).
 
-The ``make_*`` functions build model values the way their dataclass ``__init__`` would, only
-faster (a reader builds thousands per file): they create the instance and set every slot
-directly. Each is checked at import against the model's field list and falls back to the
-class itself if the model ever changes shape (fields, slots, a ``__post_init__``), so the values
-are always identical.
+The ``make_*`` functions build model values with every field given positionally (a reader builds
+thousands per file); the model's classes are ``msgspec.Struct``, whose ``__init__`` runs in C.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json as _json
 import math
 import os
-import types
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -413,91 +408,29 @@ def valid_utf8(data: bytes | memoryview) -> bool:
     return True
 
 
-# --- fast construction of model values ----------------------------------------------------------
-
-_new = object.__new__
-
-
-def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...] | None:
-    """Slot setters of ``cls`` in field order; None (use the class) unless its fields are exactly
-    ``names``, each a slot, and it has no ``__post_init__``."""
-    if tuple(f.name for f in dataclasses.fields(cls)) != names or hasattr(cls, "__post_init__"):
-        return None
-    slots = [cls.__dict__.get(name) for name in names]
-    if not all(isinstance(slot, types.MemberDescriptorType) for slot in slots):
-        return None
-    return tuple(slot.__set__ for slot in slots)  # type: ignore[union-attr]
-
-
-_TEXT = _slot_setters(TextBlock, ("text",))
-_CALL = _slot_setters(ToolCall, ("id", "name", "input"))
-_RESULT = _slot_setters(ToolResult, ("tool_call_id", "text", "is_error", "exit_code"))
-_USAGE = _slot_setters(
-    Usage,
-    (
-        "input_tokens",
-        "output_tokens",
-        "cache_creation_tokens",
-        "cache_read_tokens",
-        "reasoning_tokens",
-        "cache_write_1h_tokens",
-    ),
-)
-_MESSAGE = _slot_setters(
-    Message,
-    ("role", "blocks", "id", "response_id", "model", "usage", "timestamp", "sidechain", "line", "synthetic"),
-)
+# --- construction of model values -------------------------------------------------------------
 
 
 def make_text(text: str) -> TextBlock:
     """``TextBlock(text)``."""
-    if _TEXT is None:
-        return TextBlock(text)
-    block = _new(TextBlock)
-    _TEXT[0](block, text)
-    return block
+    return TextBlock(text)
 
 
 def make_call(call_id: str, name: str, value: Any) -> ToolCall:
     """``ToolCall(call_id, name, value)``."""
-    if _CALL is None:
-        return ToolCall(call_id, name, value)
-    block = _new(ToolCall)
-    set_id, set_name, set_input = _CALL
-    set_id(block, call_id)
-    set_name(block, name)
-    set_input(block, value)
-    return block
+    return ToolCall(call_id, name, value)
 
 
 def make_result(call_id: str, text: str, is_error: bool, exit_code: int | None = None) -> ToolResult:
     """``ToolResult(call_id, text, is_error, exit_code)``."""
-    if _RESULT is None:
-        return ToolResult(call_id, text, is_error, exit_code)
-    block = _new(ToolResult)
-    set_id, set_text, set_error, set_code = _RESULT
-    set_id(block, call_id)
-    set_text(block, text)
-    set_error(block, is_error)
-    set_code(block, exit_code)
-    return block
+    return ToolResult(call_id, text, is_error, exit_code)
 
 
 def make_usage(
     input_tokens: int, output_tokens: int, cache_creation: int, cache_read: int, cache_write_1h: int = 0
 ) -> Usage:
     """``Usage(...)`` without reasoning tokens."""
-    if _USAGE is None:
-        return Usage(input_tokens, output_tokens, cache_creation, cache_read, 0, cache_write_1h)
-    usage = _new(Usage)
-    set_in, set_out, set_create, set_read, set_reasoning, set_1h = _USAGE
-    set_in(usage, input_tokens)
-    set_out(usage, output_tokens)
-    set_create(usage, cache_creation)
-    set_read(usage, cache_read)
-    set_reasoning(usage, 0)
-    set_1h(usage, cache_write_1h)
-    return usage
+    return Usage(input_tokens, output_tokens, cache_creation, cache_read, 0, cache_write_1h)
 
 
 def make_message(
@@ -513,18 +446,4 @@ def make_message(
     synthetic: bool = False,
 ) -> Message:
     """``Message(...)`` with every field given, in field order."""
-    if _MESSAGE is None:
-        return Message(role, blocks, id, response_id, model, usage, timestamp, sidechain, line, synthetic)
-    message = _new(Message)
-    s_role, s_blocks, s_id, s_response, s_model, s_usage, s_time, s_side, s_line, s_synthetic = _MESSAGE
-    s_role(message, role)
-    s_blocks(message, blocks)
-    s_id(message, id)
-    s_response(message, response_id)
-    s_model(message, model)
-    s_usage(message, usage)
-    s_time(message, timestamp)
-    s_side(message, sidechain)
-    s_line(message, line)
-    s_synthetic(message, synthetic)
-    return message
+    return Message(role, blocks, id, response_id, model, usage, timestamp, sidechain, line, synthetic)

@@ -10,8 +10,9 @@ lists first; nothing passed in is modified.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from ctxhealth.errors import UsageError
 from ctxhealth.model import Format, Session

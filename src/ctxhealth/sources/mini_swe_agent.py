@@ -58,21 +58,10 @@ from ctxhealth.sources.openai_chat import usage_with_warnings
 _BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 _RETURNCODE = re.compile(r"^\s*<returncode>\s*(-?\d{1,9})\s*</returncode>")
 _TIMEOUT = re.compile(r"^The last command .{0,20000}? timed out", re.DOTALL)
-_HEAD = re.compile(rb'^\s*\{\s*"info"\s*:\s*\{\s*"exit_status"')
 _ROLES = {"system": Role.SYSTEM, "user": Role.USER, "assistant": Role.ASSISTANT}
 _LENIENT_ROLES = {**_ROLES, "tool": Role.TOOL, "exit": Role.SYSTEM}
 _SKIPPED_ROLES = frozenset({"exit"})
 """Roles of entries that are the harness's own record, not context (2.x ``exit``)."""
-
-
-def detect(head: bytes) -> bool:
-    """True for a JSON object with mini-swe-agent's trajectory keys near its start."""
-    stripped = head.lstrip()
-    if not stripped.startswith(b"{"):
-        return False
-    if b'"trajectory_format"' in head or b'"mini_version"' in head:
-        return True
-    return _HEAD.match(stripped) is not None
 
 
 def _text(content: Any, sink: WarningSink, index: int) -> str:

@@ -20,11 +20,12 @@ the outcome when present.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec.structs
 
 from ctxhealth.model import (
     Block,
@@ -50,37 +51,14 @@ from ctxhealth.sources.lines import (
     type_name,
 )
 from ctxhealth.sources.openai_chat import _ROLES, chat_message, parse_usage
+from ctxhealth.sources.sniff import openhands_output
 
 #: What OpenHands' tools append or prepend to a result: the shell's exit code, an editor error.
 _EXIT_CODE = re.compile(r"\[Command finished with exit code (-?\d+)\]\s*\Z")
 _EDITOR_ERROR = re.compile(r"\A\s*ERROR:")
-_COMPLETION_HEAD = re.compile(rb'\s*\{\s*"messages"\s*:')
-_OUTPUT_HEAD = re.compile(rb'\s*\{\s*"instance_id"\s*:')
 #: Provider routing prefixes that LiteLLM puts before a model id (``litellm_proxy/``,
 #: ``anthropic/``, Bedrock's ``anthropic.`` / ``us.anthropic.``).
 _MODEL_PREFIX = re.compile(r"^(?:[\w.-]+/)*(?:(?:us|eu|apac)\.)?(?:anthropic\.)?")
-
-
-def detect(head: bytes) -> bool:
-    """A completion file small enough that its ``response`` is in ``head``, or an output.jsonl line."""
-    if _COMPLETION_HEAD.match(head):
-        return b'"response"' in head and b'"choices"' in head
-    return _is_output(head)
-
-
-def detect_tail(head: bytes, tail: bytes) -> bool:
-    """A completion file whose ``messages`` fill the head: its last bytes hold the call's
-    ``timestamp`` and ``cost``."""
-    return _COMPLETION_HEAD.match(head) is not None and b'"timestamp"' in tail and b'"cost"' in tail
-
-
-def is_completion(head: bytes) -> bool:
-    """True for one model call's file (as opposed to an ``output.jsonl``)."""
-    return _COMPLETION_HEAD.match(head) is not None
-
-
-def _is_output(head: bytes) -> bool:
-    return _OUTPUT_HEAD.match(head) is not None and b'"history"' in head
 
 
 def model_id(raw: str | None) -> str | None:
@@ -95,7 +73,7 @@ def model_id(raw: str | None) -> str | None:
 
 def parse(data: bytes, path: str) -> Session:
     """One file: a single model call, or an ``output.jsonl`` (its first instance)."""
-    if _is_output(data[:65536]):
+    if openhands_output(data[:65536]):
         sessions = parse_all(data, path)
         return sessions[0] if sessions else Session(path=path, format=Format.OPENHANDS, messages=())
     return parse_calls([(path, data)], path)
@@ -222,7 +200,7 @@ def _with_outcome(message: Message) -> Message:
             failed = _exited_badly(code) or _EDITOR_ERROR.match(block.text) is not None
             block = ToolResult(block.tool_call_id, block.text, failed, code)
         blocks.append(block)
-    return dataclasses.replace(message, blocks=tuple(blocks))
+    return msgspec.structs.replace(message, blocks=tuple(blocks))
 
 
 def _rewritten(size: int) -> Message:
@@ -281,7 +259,7 @@ def _instance(doc: dict[str, Any], line: int, path: str, sink: WarningSink) -> S
         if messages and _same_response(messages[-1], message):
             # One model response that asked for several actions: one assistant message.
             previous = messages.pop()
-            message = dataclasses.replace(previous, blocks=previous.blocks + message.blocks)
+            message = msgspec.structs.replace(previous, blocks=previous.blocks + message.blocks)
         messages.append(message)
     metadata = get_dict(doc, "metadata")
     llm = get_dict(metadata, "llm_config") if metadata else None

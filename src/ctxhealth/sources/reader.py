@@ -32,30 +32,21 @@ Policy choices:
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import msgspec
+from msgspec.structs import replace
+
 from ctxhealth.errors import InputError, StrictModeError, TranscriptError, UnknownFormatError, UsageError
 from ctxhealth.model import Format, ReadWarning, Session
-from ctxhealth.sources import (
-    anthropic_messages,
-    claude_code,
-    codex,
-    gemini_cli,
-    mini_swe_agent,
-    openai_chat,
-    openhands,
-    swe_agent,
-    tau_bench,
-)
+from ctxhealth.sources import anthropic_messages, claude_code, openai_chat, sniff
 from ctxhealth.sources.claude_code import layout
 from ctxhealth.sources.lines import valid_utf8
 from ctxhealth.sources.walk import Source, WalkHooks, file_source, walk
@@ -72,8 +63,7 @@ _TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
 _FORMAT_NAMES = ", ".join(f.value for f in Format)
 
 
-@dataclass(frozen=True, slots=True)
-class ReaderSpec:
+class ReaderSpec(msgspec.Struct, frozen=True):
     """One transcript format: how to recognise it and how to read it.
 
     ``parse_all`` is set for formats that hold several sessions in one file (tau-bench results,
@@ -94,7 +84,49 @@ def _parse_claude_code(data: bytes, path: str) -> Session:
     return claude_code.parse(data, path, _subagent_files(path))
 
 
+# The readers below are imported when a file of their format is read (their sniffers are in
+# ``sniff``): a run over Claude Code sessions loads none of them.
+
+
+def _parse_codex(data: bytes, path: str) -> Session:
+    from ctxhealth.sources import codex
+
+    return codex.parse(data, path)
+
+
+def _parse_mini_swe_agent(data: bytes, path: str) -> Session:
+    from ctxhealth.sources import mini_swe_agent
+
+    return mini_swe_agent.parse(data, path)
+
+
+def _parse_swe_agent(data: bytes, path: str) -> Session:
+    from ctxhealth.sources import swe_agent
+
+    return swe_agent.parse(data, path)
+
+
+def _parse_tau_bench(data: bytes, path: str) -> Session:
+    from ctxhealth.sources import tau_bench
+
+    return tau_bench.parse(data, path)
+
+
+def _parse_tau_bench_all(data: bytes, path: str) -> list[Session]:
+    from ctxhealth.sources import tau_bench
+
+    return tau_bench.parse_all(data, path)
+
+
+def _parse_openhands(data: bytes, path: str) -> Session:
+    from ctxhealth.sources import openhands
+
+    return openhands.parse(data, path)
+
+
 def _parse_gemini_cli(data: bytes, path: str) -> Session:
+    from ctxhealth.sources import gemini_cli
+
     session = gemini_cli.parse(data, path)
     if path.startswith("<"):
         return session
@@ -103,11 +135,13 @@ def _parse_gemini_cli(data: bytes, path: str) -> Session:
         cwd = gemini_cli.project_path(path, projects.read_bytes())
     except OSError:
         return session
-    return dataclasses.replace(session, cwd=cwd) if cwd else session
+    return replace(session, cwd=cwd) if cwd else session
 
 
 def _parse_openhands_all(data: bytes, path: str) -> list[Session]:
-    if openhands.is_completion(data[:HEAD_BYTES]):
+    from ctxhealth.sources import openhands
+
+    if sniff.openhands_completion(data[:HEAD_BYTES]):
         return [openhands.parse(data, path)]
     return openhands.parse_all(data, path)
 
@@ -128,17 +162,17 @@ READERS: tuple[ReaderSpec, ...] = (
         _parse_claude_code,
         walk=WalkHooks(companions=layout.subagent_files, is_companion_dir=layout.is_companion_dir),
     ),
-    ReaderSpec(Format.CODEX, codex.detect, codex.parse),
-    ReaderSpec(Format.GEMINI_CLI, gemini_cli.detect, _parse_gemini_cli),
-    ReaderSpec(Format.MINI_SWE_AGENT, mini_swe_agent.detect, mini_swe_agent.parse),
-    ReaderSpec(Format.SWE_AGENT, swe_agent.detect, swe_agent.parse),
-    ReaderSpec(Format.TAU_BENCH, tau_bench.detect, tau_bench.parse, tau_bench.parse_all),
+    ReaderSpec(Format.CODEX, sniff.codex, _parse_codex),
+    ReaderSpec(Format.GEMINI_CLI, sniff.gemini_cli, _parse_gemini_cli),
+    ReaderSpec(Format.MINI_SWE_AGENT, sniff.mini_swe_agent, _parse_mini_swe_agent),
+    ReaderSpec(Format.SWE_AGENT, sniff.swe_agent, _parse_swe_agent),
+    ReaderSpec(Format.TAU_BENCH, sniff.tau_bench, _parse_tau_bench, _parse_tau_bench_all),
     ReaderSpec(
         Format.OPENHANDS,
-        openhands.detect,
-        openhands.parse,
+        sniff.openhands,
+        _parse_openhands,
         _parse_openhands_all,
-        openhands.detect_tail,
+        sniff.openhands_tail,
         walk=WalkHooks(group=_openhands_calls),
     ),
     ReaderSpec(Format.ANTHROPIC_MESSAGES, anthropic_messages.detect, anthropic_messages.parse),
@@ -429,7 +463,7 @@ _MAX_UTF8_WARNINGS = 50
 
 
 def _with_warnings(session: Session, warnings: list[ReadWarning]) -> Session:
-    return dataclasses.replace(session, warnings=(*warnings, *session.warnings))
+    return replace(session, warnings=(*warnings, *session.warnings))
 
 
 def _all_warnings(session: Session) -> list[ReadWarning]:
@@ -496,8 +530,7 @@ def _sniff(file: Path) -> tuple[Format | None, bool]:
     return detect_head(head.removeprefix(_BOM), tail), True
 
 
-@dataclass(frozen=True, slots=True)
-class SkippedFile:
+class SkippedFile(msgspec.Struct, frozen=True):
     """A file a directory walk stepped over: ``error`` when it looked like a transcript but failed
     to read (bad input), not when it simply is not one."""
 
@@ -602,6 +635,8 @@ class _CallFolder:
     def flush(self) -> Iterator[Session]:
         if self.folder is None:
             return
+        from ctxhealth.sources import openhands
+
         session = openhands.parse_calls(self.files, str(self.folder), session_id=self.folder.name)
         self.folder, self.files = None, []
         if self.strict:
@@ -629,7 +664,7 @@ def is_call_file(file: Path) -> bool:
     except (OSError, InputError):
         return False
     head = head.removeprefix(_BOM)
-    if not openhands.is_completion(head):
+    if not sniff.openhands_completion(head):
         return False
     return detect_format(head, "", tail or head[-TAIL_BYTES:]) is Format.OPENHANDS
 

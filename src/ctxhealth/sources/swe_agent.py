@@ -37,7 +37,6 @@ from ctxhealth.sources.lines import (
 )
 from ctxhealth.sources.openai_chat import _tool_calls
 
-_HEAD = re.compile(rb'\s*\{\s*"(?:environment|trajectory|history|info|replay_config)"\s*:')
 _ROLES = {"system": Role.SYSTEM, "user": Role.USER, "assistant": Role.ASSISTANT, "tool": Role.TOOL}
 _FAILED = re.compile(
     r"Traceback \(most recent call last\)|Your proposed edit has introduced new syntax error"
@@ -45,13 +44,6 @@ _FAILED = re.compile(
     re.MULTILINE,
 )
 _OBSERVATION_PREFIX = re.compile(r"\A\s*OBSERVATION:\s*\n?")
-
-
-def detect(head: bytes) -> bool:
-    """A JSON object opening with one of a trajectory's top-level keys, holding steps or history."""
-    if _HEAD.match(head) is None or b'"trajectory_format"' in head:
-        return False
-    return b'"observation"' in head or b'"history"' in head or b'"model_stats"' in head
 
 
 def parse(data: bytes, path: str) -> Session:

@@ -11,25 +11,16 @@ failed tool results. The log has no usage: fill is counted from the text by acco
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any
+
+import msgspec.structs
 
 from ctxhealth.model import Format, Message, Role, Session, ToolResult
 from ctxhealth.sources.lines import WarningSink, as_float, as_int, get_list, load_document, type_name
 from ctxhealth.sources.openai_chat import chat_messages
 
 _ERROR = re.compile(r"\s*error\b", re.IGNORECASE)
-_RUN_KEYS = (b'"traj"', b'"task_id"')
-
-
-def detect(head: bytes) -> bool:
-    """True for a JSON array whose first run has ``task_id`` and ``traj`` keys."""
-    stripped = head.lstrip()
-    if not stripped.startswith(b"["):
-        return False
-    opening = stripped[1:].lstrip()[:1]
-    return opening == b"{" and all(key in head for key in _RUN_KEYS)
 
 
 def parse(data: bytes, path: str) -> Session:
@@ -56,7 +47,7 @@ def parse_all(data: bytes, path: str) -> list[Session]:
         sessions.append(_run(run, index, path))
     if sink.result() and sessions:
         first = sessions[0]
-        sessions[0] = dataclasses.replace(first, warnings=(*sink.result(), *first.warnings))
+        sessions[0] = msgspec.structs.replace(first, warnings=(*sink.result(), *first.warnings))
     return sessions
 
 
@@ -91,7 +82,7 @@ def _mark_errors(message: Message) -> Message:
     if message.role is not Role.TOOL:
         return message
     blocks = tuple(
-        dataclasses.replace(b, is_error=True) if isinstance(b, ToolResult) and _ERROR.match(b.text) else b
+        msgspec.structs.replace(b, is_error=True) if isinstance(b, ToolResult) and _ERROR.match(b.text) else b
         for b in message.blocks
     )
-    return dataclasses.replace(message, blocks=blocks)
+    return msgspec.structs.replace(message, blocks=blocks)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 
-@dataclass(frozen=True, slots=True)
-class WalkHooks:
+
+class WalkHooks(msgspec.Struct, frozen=True):
     """How one format changes the walk (every field optional)."""
 
     companions: Callable[[Path], list[Path]] | None = None
@@ -35,8 +35,7 @@ class WalkHooks:
     """Of a folder's files, those read together as one source (none: no group here)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(msgspec.Struct, frozen=True):
     """One thing to read: a file, or (``members`` set) a folder whose member files are one session.
 
     ``companions`` are files read along with it (a Claude Code session's sub-agent files). ``size``

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import orjson
 
 from ctxhealth.labels import session_label
@@ -73,7 +74,7 @@ def redact_session(session: Session) -> Session:
     """
     messages = tuple(redact_message(m) for m in session.messages)
     sidechains = tuple(redact_session(s) for s in session.sidechains)
-    return dataclasses.replace(session, messages=messages, sidechains=sidechains)
+    return msgspec.structs.replace(session, messages=messages, sidechains=sidechains)
 
 
 def checkpoint_document(

@@ -99,7 +99,7 @@ def _read(
     before_last_compaction: bool,
     source_format: Format | None = Format.CLAUDE_CODE,
 ) -> Session:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ctxhealth.sources.reader import read_data
 

@@ -23,8 +23,9 @@ masked its digits would miss the key.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.types import ModelInfo

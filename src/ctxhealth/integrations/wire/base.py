@@ -117,7 +117,7 @@ def attach_usage(
     message: Message, usage: Usage | None, model: str | None, response_id: str | None
 ) -> Message:
     """``message`` with the usage, model and response id the provider reported for it."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     return replace(
         message,

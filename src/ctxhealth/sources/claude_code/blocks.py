@@ -6,8 +6,9 @@ are converted on decoding, in :mod:`.typed`) and the clamping of usage counts.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
 
 from ctxhealth.model import Block, Usage
 from ctxhealth.sources.anthropic_messages import parse_blocks

@@ -19,8 +19,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+
+import msgspec
+from msgspec.structs import replace
 
 from ctxhealth.model import Block, CompactionSummary, Message, Role, ToolResult, Usage
 from ctxhealth.sources.claude_code.blocks import _blocks, _usage
@@ -33,8 +35,7 @@ if TYPE_CHECKING:
 _SYNTHETIC = "<synthetic>"
 
 
-@dataclass(slots=True)
-class _Draft:
+class _Draft(msgspec.Struct):
     """A message being assembled (assistant responses may span several lines)."""
 
     role: Role
@@ -63,8 +64,7 @@ class _Draft:
         )
 
 
-@dataclass(slots=True)
-class _Boundary:
+class _Boundary(msgspec.Struct):
     """A ``compact_boundary`` line waiting for its summary: what its ``compactMetadata`` states."""
 
     trigger: str | None

@@ -6,7 +6,7 @@ skips the tree walk, so a hook stays O(new bytes); its docstring lists how it di
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from ctxhealth.model import CompactionSummary, Message, ReadWarning
 from ctxhealth.sources.claude_code.builder import _Boundary, _Builder
@@ -21,8 +21,7 @@ Importing msgspec and the schema costs a hook process about 20 ms; the typed pat
 """
 
 
-@dataclass(slots=True)
-class TailState:
+class TailState(msgspec.Struct):
     """What :class:`ClaudeCodeTail` has seen so far besides main-thread messages."""
 
     session_id: str | None = None
@@ -30,7 +29,7 @@ class TailState:
     sidechain_lines: int = 0
     compactions: int = 0
     last_compaction: CompactionSummary | None = None
-    warnings: list[ReadWarning] = field(default_factory=list)
+    warnings: list[ReadWarning] = msgspec.field(default_factory=list)
 
 
 class ClaudeCodeTail:
