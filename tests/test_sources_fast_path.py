@@ -222,6 +222,15 @@ def test_two_records_on_a_line_next_to_a_blank_line_keep_their_line_numbers() ->
     assert [n[-1] for n in nodes] == [3] and [w.line for w in warnings] == [1]  # line is the last field
 
 
+def test_a_record_split_over_two_lines_next_to_two_on_one_line_stays_two_bad_lines() -> None:
+    # a decoder of a whole file reads across newlines: one record spread over lines 1-2 and a second
+    # record on line 2 are two values for two lines, but line by line both lines are invalid JSON
+    data = b'{"type":"summary","uuid":"a","x":\n{}} {"type":"summary","uuid":"b"}\n'
+    nodes, warnings = _whole_file(data)
+    assert (nodes, warnings) == _line_by_line(data)
+    assert nodes == [] and [w.line for w in warnings] == [1, 2]
+
+
 def test_invalid_utf8_in_a_skipped_field_is_still_a_warning() -> None:
     line = json.loads(EXAMPLE.splitlines()[1])
     line["toolUseResult"] = "PLACEHOLDER"

@@ -57,9 +57,12 @@ def _typed_file(data: bytes, limit: int) -> list[_Node] | None:
     path of :func:`_typed_node` one by one; else None (the caller reads it line by line).
 
     That is: the file ends with a newline, is no longer than the line limit ``limit``, every line
-    starts with ``{`` (so none is blank) and is valid UTF-8, decodes with the schema into exactly
-    one node and has a usable message. With no blank line each line gives at least one value, so
-    as many nodes as lines means one node per line, in order.
+    starts with ``{`` and ends with ``}`` and is valid UTF-8, decodes with the schema into exactly
+    one node and has a usable message. The decoder reads across newlines, so the line ends are
+    what keeps each value inside its line: a JSON string holds no raw newline, and after a ``}``
+    the next token cannot be a ``{``, so a value that reached past its line's ``}`` would fail to
+    decode. Each line then holds at least one whole value, and as many nodes as lines means one
+    node per line, in order.
     """
     end = len(data)
     if end > limit or not data.endswith(b"\n"):
@@ -71,7 +74,7 @@ def _typed_file(data: bytes, limit: int) -> list[_Node] | None:
     start = 0
     while start < end:
         stop = find(b"\n", start)
-        if data[start] != 0x7B or (check_utf8 and not valid_utf8(view[start:stop])):
+        if data[start] != 0x7B or data[stop - 1] != 0x7D or (check_utf8 and not valid_utf8(view[start:stop])):
             return None
         lines += 1
         start = stop + 1
