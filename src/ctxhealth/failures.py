@@ -52,6 +52,17 @@ ERROR_TEXT = (
 )
 """What an error reads like (a multi-line pattern)."""
 
+_ERROR_HINTS = (
+    "rror",
+    "RROR",
+    "Exception",
+    "Traceback (most recent call last)",
+    "command not found",
+    "No such file or directory",
+)
+"""Substrings every match of :data:`ERROR_TEXT` contains ("rror" covers Error, error and
+``<tool_use_error>``; "RROR" covers ERROR; "Exception" and the three phrases the rest)."""
+
 _DECLINED = r"^\s*(\[request interrupted|the user doesn't want to proceed)"
 _compiled: dict[str, re.Pattern[str]] = {}
 
@@ -94,17 +105,8 @@ def text_looks_failed(text: str) -> bool:
     line-start pattern only when the text holds what it needs (``tests/test_signals_fast_paths.py``
     holds this equal to the one pattern)."""
     probe = text if len(text) <= 2400 else text[:1200] + "\n" + text[-1200:]
-    # every alternative of the pattern contains one of these substrings, most results none:
-    # "rror" covers Error, error and <tool_use_error>, "RROR" ERROR, then "Exception" and the
-    # three phrases (written out: a generator over a tuple of them costs more than the searches)
-    if not (
-        "rror" in probe
-        or "RROR" in probe
-        or "Exception" in probe
-        or "Traceback (most recent call last)" in probe
-        or "command not found" in probe
-        or "No such file or directory" in probe
-    ):
+    # every alternative of the pattern contains one of these substrings: most results have none
+    if not any(hint in probe for hint in _ERROR_HINTS):
         return False
     for phrase in _PHRASES:
         if phrase in probe:
