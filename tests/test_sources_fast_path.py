@@ -23,8 +23,6 @@ from ctxhealth.model import (
     Usage,
 )
 from ctxhealth.sources import claude_code, lines, mini_swe_agent
-from ctxhealth.sources.claude_code.records import _iter_nodes, _read_nodes
-from ctxhealth.sources.claude_code.typed import _typed_file
 from ctxhealth.sources.lines import make_call, make_message, make_result, make_text, make_usage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -178,12 +176,18 @@ def _fields(value: Any) -> Any:
 
 def _line_by_line(data: bytes) -> tuple[list[Any], tuple[Any, ...]]:
     """The definition of a typed read: every line on its own (``_iter_nodes``), and its warnings."""
-    sink = lines.WarningSink("x.jsonl")
+    from ctxhealth.sources.claude_code.records import _iter_nodes
+    from ctxhealth.sources.lines import WarningSink
+
+    sink = WarningSink("x.jsonl")
     return _fields(list(_iter_nodes(data, sink))), sink.result()
 
 
 def _whole_file(data: bytes) -> tuple[list[Any], tuple[Any, ...]]:
-    sink = lines.WarningSink("x.jsonl")
+    from ctxhealth.sources.claude_code.records import _read_nodes
+    from ctxhealth.sources.lines import WarningSink
+
+    sink = WarningSink("x.jsonl")
     return _fields(_read_nodes(data, sink)), sink.result()
 
 
@@ -205,10 +209,13 @@ def test_the_whole_file_decode_numbers_the_nodes_as_line_by_line(
 
 
 def test_real_files_take_the_whole_file_decode_with_the_same_nodes(claude_code_data: Path) -> None:
+    from ctxhealth.sources.claude_code.typed import _typed_file
+    from ctxhealth.sources.lines import max_line_bytes
+
     taken = 0
     for file in sorted(claude_code_data.rglob("*.jsonl")):
         data = file.read_bytes()
-        taken += _typed_file(data, lines.max_line_bytes()) is not None
+        taken += _typed_file(data, max_line_bytes()) is not None
         assert _whole_file(data) == _line_by_line(data), file.name
     assert taken >= 10  # the clean real files are read in one call
 
