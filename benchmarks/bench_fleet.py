@@ -21,8 +21,15 @@ wall-clock second, ``cpu_mb_per_s`` per CPU second (the steadier figure on a sha
 load average at the end is printed with the results). Human lines go to stderr; the last line on
 stdout is one JSON object.
 
+``--baseline SRC`` measures instead the two levels of the local engine (``accounting``: no per-turn
+health; ``health``: all of it) of this tree and of another checkout's ``src`` folder, on the same
+corpus in the same run: each run a fresh process (``PYTHONPATH`` picks the tree), the contenders
+alternating ``--repeat`` times, medians of CPU seconds (the whole process tree) printed with the
+load average.
+
     pip install -e '.[fleet,bench]'
     python benchmarks/bench_fleet.py [--data ../shared/data] [--size-gb 1.0] [--workers 2] [--skip-dask]
+    python benchmarks/bench_fleet.py --baseline ../main/src [--levels accounting health] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ import argparse
 import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -103,6 +112,55 @@ def _contextrot_parse(paths: list[str]) -> int:
     return sum(adapter.parse(Path(p)) is not None for p in paths)
 
 
+HERE = Path(__file__).resolve().parent
+
+
+def _one_level(corpus: Path, out: Path, level: str, workers: int) -> None:
+    """One fleet run of ``level`` in this process (the ``--baseline`` child); its figures as JSON."""
+    options = JobOptions(ModelRegistry.default(), default_profile(), health=level == "health")
+    with CpuMeter() as meter:
+        result = run_fleet([corpus], out, options, jobs=workers)
+    print(json.dumps({"cpu_s": meter.cpu_s, "wall_s": meter.wall_s, "rows": result.counts}))
+
+
+def _side_by_side(args: argparse.Namespace, corpus: Path, total: int, work: Path) -> None:
+    """Both trees' levels on ``corpus``, alternating; medians and the ratio, with the load."""
+    trees = {"this": HERE.parent / "src", "baseline": args.baseline.resolve()}
+    runs: dict[str, dict[str, list[float]]] = {level: {name: [] for name in trees} for level in args.levels}
+    rows: dict[str, dict[str, Any]] = {}
+    for level in args.levels:
+        for _ in range(args.repeat):
+            for name, src in trees.items():
+                out = work / f"{name}-{level}.duckdb"
+                for file in (out, out.with_name(out.name + ".wal")):
+                    file.unlink(missing_ok=True)
+                env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{HERE}"}
+                cmd = [sys.executable, str(HERE / "bench_fleet.py"), "--one-level", level]
+                cmd += ["--corpus", str(corpus), "--out", str(out), "--workers", str(args.workers)]
+                done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+                figures = json.loads(done.stdout.splitlines()[-1])
+                runs[level][name].append(figures["cpu_s"])
+                rows[name] = figures["rows"]
+                print(
+                    f"{level:<10} {name:<8} {figures['cpu_s']:6.2f} s CPU "
+                    f"{total / 1e6 / figures['cpu_s']:7.1f} MB/CPU-s; load {os.getloadavg()[0]:.2f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if rows["this"] != rows["baseline"]:
+            raise SystemExit(f"{level}: rows differ: {rows['this']} vs {rows['baseline']}")
+    summary: dict[str, Any] = {"mb": round(total / 1e6, 1), "workers": args.workers, "levels": {}}
+    for level, by_tree in runs.items():
+        medians = {name: statistics.median(cpu) for name, cpu in by_tree.items()}
+        summary["levels"][level] = {
+            **{f"{name}_cpu_s": round(cpu, 2) for name, cpu in medians.items()},
+            **{f"{name}_mb_per_cpu_s": round(total / 1e6 / cpu, 1) for name, cpu in medians.items()},
+            "baseline_cpu_over_this": round(medians["baseline"] / medians["this"], 2),
+        }
+    summary["load_average_1min_at_end"] = round(os.getloadavg()[0], 2)
+    print(json.dumps(summary))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -110,7 +168,20 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--skip-dask", action="store_true")
     parser.add_argument("--keep", type=Path, help="build (or reuse) the corpus here instead of a temp folder")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout's src folder: both levels side by side"
+    )
+    parser.add_argument(
+        "--levels", nargs="+", choices=["accounting", "health"], default=["accounting", "health"]
+    )
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--one-level", choices=["accounting", "health"], help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_level:
+        _one_level(args.corpus, args.out, args.one_level, args.workers)
+        return
 
     work = Path(tempfile.mkdtemp(prefix="ctxhealth-bench-fleet-"))
     corpus = args.keep or work / "corpus"
@@ -122,6 +193,9 @@ def main() -> None:
             files, total = build_corpus(args.data, corpus, int(args.size_gb * 1e9))
         for f in files:  # warm the page cache: every contender reads from memory
             f.read_bytes()
+        if args.baseline:
+            _side_by_side(args, corpus, total, work)
+            return
         print(
             f"corpus: {len(files):,} Claude Code sessions, {total / 1e6:,.0f} MB, {args.workers} workers, "
             f"{os.cpu_count()} CPUs",

@@ -10,9 +10,9 @@ For each folder of ``--data`` both CLIs run ``check FOLDER --json`` and ``check 
 (each file as its own input, not found by the directory walk; for the ``--each`` folders, where a file
 is a session); their stdout, stderr and exit codes
 are compared byte for byte. For each ``--fleet`` folder both run ``fleet FOLDER --out X.duckdb -j 1``
-and every table but ``files`` and ``meta`` (file times and the run's own record) is dumped sorted
-and compared. Prints one JSON line: per comparison ``identical`` and, when not, the first
-differing line of each side.
+(and again with ``--accounting``, the accounting level) and every table but ``files`` and ``meta``
+(file times and the run's own record) is dumped sorted and compared. Prints one JSON line: per
+comparison ``identical`` and, when not, the first differing line of each side.
 """
 
 from __future__ import annotations
@@ -84,16 +84,18 @@ def tables(db: Path) -> bytes:
     return "\n".join(parts).encode()
 
 
-def compare_fleet(folder: Path, base: str, mine: str) -> dict[str, Any]:
+def compare_fleet(folder: Path, base: str, mine: str, level: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Both CLIs' fleet tables of ``folder``; ``level`` ``("--accounting",)`` compares that level."""
+    name = f"fleet {folder.name}" + "".join(f" {option}" for option in level)
     with tempfile.TemporaryDirectory(prefix="ctxhealth-same-") as tmp:
         dumps = []
         for n, exe in enumerate((base, mine)):
             db = Path(tmp) / f"f{n}.duckdb"
-            code, _, err = run([exe, "fleet", str(folder), "--out", str(db), "-j", "1"])
+            code, _, err = run([exe, "fleet", str(folder), "--out", str(db), "-j", "1", *level])
             if code != 0:
-                return {"name": f"fleet {folder.name}", "identical": False, "error": err[-300:].decode()}
+                return {"name": name, "identical": False, "error": err[-300:].decode()}
             dumps.append(tables(db))
-    out: dict[str, Any] = {"name": f"fleet {folder.name}", "identical": dumps[0] == dumps[1]}
+    out: dict[str, Any] = {"name": name, "identical": dumps[0] == dumps[1]}
     out["sha256"] = hashlib.sha256(dumps[1]).hexdigest()[:16]
     out["rows"] = dumps[1].count(b"\n") + 1
     if dumps[0] != dumps[1]:
@@ -126,7 +128,8 @@ def main() -> None:
             results.append(compare(name, [base, *cmd], [mine, *cmd]))
     for name in args.fleet:
         if (args.data / name).is_dir():
-            results.append(compare_fleet(args.data / name, base, mine))
+            for level in ((), ("--accounting",)):
+                results.append(compare_fleet(args.data / name, base, mine, level))
     print(json.dumps({"identical": all(r["identical"] for r in results), "results": results}))
 
 

@@ -467,3 +467,27 @@ def test_finished_batches_are_gathered_into_few_writes(
     result = run_fleet([root], tmp_path / "f.duckdb", options, jobs=1)
     assert result.sessions == 6 and result.counts["sessions"] == 6
     assert [n for n in writes if n] == [6]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b" \t\r\n\x0b\x0c\n"])
+def test_an_empty_or_blank_file_is_skipped_as_empty(tmp_path: Path, content: bytes) -> None:
+    # the check reads the bytes as they are (no stripped copy): blank means what bytes.strip() strips
+    from ctxhealth.fleet.files import discover
+    from ctxhealth.fleet.jobs import analyse_file
+
+    file = tmp_path / "blank.jsonl"
+    file.write_bytes(content)
+    (entry,) = discover([file])
+    outcome = analyse_file(entry, options())
+    assert (outcome.status, outcome.reason) == ("skipped", "empty file")
+    assert not content.strip()
+
+
+def test_a_file_with_one_visible_byte_is_not_empty(tmp_path: Path) -> None:
+    from ctxhealth.fleet.files import discover
+    from ctxhealth.fleet.jobs import analyse_file
+
+    file = tmp_path / "x.jsonl"
+    file.write_bytes(b" \n\x85\n")  # \x85 is whitespace to str.strip, not to bytes.strip
+    (entry,) = discover([file])
+    assert analyse_file(entry, options()).reason != "empty file"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from builders import mutate_bytes
 from ctxhealth.model import (
+    Block,
     Message,
     Role,
     Session,
@@ -161,6 +162,80 @@ def test_byte_mutations_read_the_same_on_both_paths(data: st.DataObject) -> None
     assume(not any(_overflows_a_double(line) for line in mutated.split(b"\n")))
     fast, lenient = _both(mutated)
     assert fast == lenient
+
+
+def _fields(value: Any) -> Any:
+    """A node as plain values, field by field (lenient nodes have no ``==``)."""
+    names = getattr(value, "__struct_fields__", None) or getattr(value, "__slots__", None)
+    if names is not None and not isinstance(value, Block):
+        return (type(value).__name__, *(_fields(getattr(value, n)) for n in names))
+    if isinstance(value, list):
+        return [_fields(v) for v in value]
+    return value
+
+
+def _line_by_line(data: bytes) -> tuple[list[Any], tuple[Any, ...]]:
+    """The definition of a typed read: every line on its own (``_iter_nodes``), and its warnings."""
+    from ctxhealth.sources.claude_code.records import _iter_nodes
+    from ctxhealth.sources.lines import WarningSink
+
+    sink = WarningSink("x.jsonl")
+    return _fields(list(_iter_nodes(data, sink))), sink.result()
+
+
+def _whole_file(data: bytes) -> tuple[list[Any], tuple[Any, ...]]:
+    from ctxhealth.sources.claude_code.records import _read_nodes
+    from ctxhealth.sources.lines import WarningSink
+
+    sink = WarningSink("x.jsonl")
+    return _fields(_read_nodes(data, sink)), sink.result()
+
+
+# what may stand between two records: a plain newline, or a line the whole-file decode must not
+# number wrongly (blank, spaces, CRLF, two records on one line, a bad UTF-8 byte in a skipped field)
+JOINS = st.sampled_from([b"\n"] * 6 + [b"\n\n", b"\n   \n", b"\r\n", b" ", b"\n\x0b\n", b"\n{bad\n"])
+
+
+@FUZZ
+@given(st.lists(st.tuples(record, JOINS), min_size=1, max_size=8), st.booleans(), st.booleans())
+def test_the_whole_file_decode_numbers_the_nodes_as_line_by_line(
+    rows: list[tuple[dict[str, Any], bytes]], newline_at_end: bool, bad_utf8: bool
+) -> None:
+    data = b"".join(json.dumps(r).encode() + join for r, join in rows)
+    if bad_utf8:
+        data = data.replace(b'"sessionId"', b'"\xffsessionId"', 1)
+    data = data.rstrip(b"\n") + (b"\n" if newline_at_end else b"")
+    assert _whole_file(data) == _line_by_line(data)
+
+
+def test_real_files_take_the_whole_file_decode_with_the_same_nodes(claude_code_data: Path) -> None:
+    from ctxhealth.sources.claude_code.typed import _typed_file
+    from ctxhealth.sources.lines import max_line_bytes
+
+    taken = 0
+    for file in sorted(claude_code_data.rglob("*.jsonl")):
+        data = file.read_bytes()
+        taken += _typed_file(data, max_line_bytes()) is not None
+        assert _whole_file(data) == _line_by_line(data), file.name
+    assert taken >= 10  # the clean real files are read in one call
+
+
+def test_two_records_on_a_line_next_to_a_blank_line_keep_their_line_numbers() -> None:
+    # as many values as lines, but not one per line: the whole-file decode must not be taken
+    a, b = EXAMPLE.splitlines()[:2]
+    data = a + b" " + b + b"\n\n" + a + b"\n"
+    nodes, warnings = _whole_file(data)
+    assert (nodes, warnings) == _line_by_line(data)
+    assert [n[-1] for n in nodes] == [3] and [w.line for w in warnings] == [1]  # line is the last field
+
+
+def test_a_record_split_over_two_lines_next_to_two_on_one_line_stays_two_bad_lines() -> None:
+    # a decoder of a whole file reads across newlines: one record spread over lines 1-2 and a second
+    # record on line 2 are two values for two lines, but line by line both lines are invalid JSON
+    data = b'{"type":"summary","uuid":"a","x":\n{}} {"type":"summary","uuid":"b"}\n'
+    nodes, warnings = _whole_file(data)
+    assert (nodes, warnings) == _line_by_line(data)
+    assert nodes == [] and [w.line for w in warnings] == [1, 2]
 
 
 def test_invalid_utf8_in_a_skipped_field_is_still_a_warning() -> None:

@@ -163,3 +163,27 @@ def test_bom_and_crlf_are_tolerated(tmp_path: Path) -> None:
     session = read_session(odd)
     assert session.warnings == ()
     assert session.messages == read_session(EXAMPLE).messages
+
+
+def test_a_file_that_grew_after_its_size_was_taken_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the read is sized by fstat; bytes written after it (a live transcript) are still read
+    import os
+
+    from ctxhealth.sources import reader
+
+    file = tmp_path / "live.jsonl"
+    file.write_bytes(b"x" * 10_000)
+    real = os.fstat
+
+    def stale(fd: int) -> os.stat_result:
+        found = list(real(fd))
+        found[6] = 100  # st_size as it was before the writer appended
+        return os.stat_result(found)
+
+    monkeypatch.setattr(reader.os, "fstat", stale)
+    assert reader.read_regular_file(file) == b"x" * 10_000
+    monkeypatch.setenv("CTXHEALTH_MAX_INPUT_BYTES", "5000")
+    with pytest.raises(TranscriptError, match=r"5,000|5000|limit|large"):
+        reader.read_regular_file(file)

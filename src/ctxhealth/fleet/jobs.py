@@ -65,7 +65,7 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
         raw = read_regular_file(entry.path)
     except InputError as exc:
         return FileOutcome(entry, "skipped", exc.render())
-    if not raw.strip():
+    if not raw or raw.isspace():  # as ``not raw.strip()``, without copying the file
         return FileOutcome(entry, "skipped", "empty file")
     try:
         sessions = read_data_all(raw, entry.path, format=options.format, strict=options.strict)

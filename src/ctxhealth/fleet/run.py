@@ -37,6 +37,8 @@ BATCH_BYTES = 8 * 1024 * 1024
 """Target bytes of transcripts per task: large enough that sending rows back is a small share of
 the work, small enough that every worker gets several tasks."""
 MAX_BATCH_FILES = 64
+PRELOAD = ("ctxhealth.fleet.jobs",)
+"""Modules the local engine's fork server imports before it forks the workers."""
 WRITE_BYTES = 128 * 1024 * 1024
 """Transcript bytes whose rows are written to the store in one step: every write has a fixed cost
 (an insert per table, a Parquet part per table), so finished batches are gathered up to this (about
@@ -109,6 +111,9 @@ def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iter
         return
     # forkserver, not fork: a parent that has threads (DuckDB, Dask, a notebook) cannot be forked safely
     context = multiprocessing.get_context("forkserver")
+    # the fork server imports the analysis once and every worker is forked with it loaded, instead
+    # of each worker importing it again (no effect when this process's fork server already runs)
+    context.set_forkserver_preload(["__main__", *PRELOAD])
     # each worker starts with the parent's model catalog, loaded once here, not derived per worker
     with ProcessPoolExecutor(
         max_workers=min(jobs, len(tasks)),

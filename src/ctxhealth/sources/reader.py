@@ -312,10 +312,15 @@ def read_regular_file(path: Path | str, what: str = "transcript") -> bytes:
                 hint=f"pass a regular {what} file (a pipe's content can be given as -)",
                 path=name,
             )
-        if os.fstat(fd).st_size > limit:  # refused before reading (a sparse file costs nothing)
+        size = os.fstat(fd).st_size
+        if size > limit:  # refused before reading (a sparse file costs nothing)
             raise _too_large(name, limit, what)
         try:
-            data = handle.read(limit + 1)
+            # a buffer of the file's size, not of the limit (half the cost of reading); a file
+            # that grew since is read on to the limit as before
+            data = handle.read(size + 1)
+            if len(data) > size:
+                data += handle.read(limit + 1 - len(data))
         except OSError as exc:
             raise TranscriptError(
                 f"cannot read file ({exc.strerror or exc})", hint="check permissions", path=name

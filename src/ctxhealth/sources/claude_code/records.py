@@ -194,4 +194,12 @@ def _iter_nodes(
 
 
 def _read_nodes(data: bytes, sink: WarningSink, *, typed: bool = True) -> list[PlainNode]:
+    """Nodes of every line of ``data``: a clean file in one decoder call
+    (:func:`~ctxhealth.sources.claude_code.typed._typed_file`), else line by line; the same nodes."""
+    if typed:
+        from ctxhealth.sources.claude_code.typed import _typed_file
+
+        nodes = _typed_file(data, max_line_bytes())
+        if nodes is not None:
+            return nodes
     return list(_iter_nodes(data, sink, typed=typed))

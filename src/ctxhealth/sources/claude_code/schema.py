@@ -1,7 +1,8 @@
 """The typed msgspec schema of a Claude Code line: only the fields the reader uses.
 
 Owns the structs both decoding paths build (:class:`_Node` for a line, :class:`_Msg` for its
-``message``), the typed decoder ``_DECODE`` and the line kinds that carry a message.
+``message``), the typed decoders (``_DECODE`` a line, ``_DECODE_LINES`` a whole file) and the line
+kinds that carry a message.
 
 Every field is as strict as the lenient path's getters are forgiving: a value the lenient path
 would coerce, ignore or warn about is rejected here, so that line goes to the lenient path.
@@ -146,4 +147,7 @@ class _Node(msgspec.Struct, gc=False):
     line: int = msgspec.field(default=0, name="(ctxhealth line)")
 
 
-_DECODE = msgspec.json.Decoder(_Node).decode
+_DECODER = msgspec.json.Decoder(_Node)
+_DECODE = _DECODER.decode
+_DECODE_LINES = _DECODER.decode_lines
+"""Every line of a file in one call (:func:`ctxhealth.sources.claude_code.typed._typed_file`)."""

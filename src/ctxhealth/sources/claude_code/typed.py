@@ -1,6 +1,7 @@
 """The typed path: a Claude Code line decoded by the ``msgspec`` schema into a node.
 
-Owns :func:`_typed_node` and the conversion of schema blocks into model :class:`Block` values
+Owns :func:`_typed_node` (a line), :func:`_typed_file` (a whole clean file in one decoder call,
+the same nodes) and the conversion of schema blocks into model :class:`Block` values
 (tool-call inputs decoded by orjson, exactly as the lenient path does). Imported only when a
 read takes the typed path (see :mod:`.records`), so small hook feeds never load ``msgspec``.
 """
@@ -15,6 +16,7 @@ import orjson
 from ctxhealth.model import Block, ImageBlock, ThinkingBlock
 from ctxhealth.sources.claude_code.schema import (
     _DECODE,
+    _DECODE_LINES,
     _MESSAGE_KINDS,
     _Document,
     _Image,
@@ -48,6 +50,51 @@ def _typed_node(raw: bytes | memoryview, check_utf8: bool) -> _Node | None:
         except orjson.JSONDecodeError:
             return None
     return node
+
+
+def _typed_file(data: bytes, limit: int) -> list[_Node] | None:
+    """Every line of ``data`` decoded in one call, numbered, when every line would take the typed
+    path of :func:`_typed_node` one by one; else None (the caller reads it line by line).
+
+    That is: the file ends with a newline, is no longer than the line limit ``limit``, every line
+    starts with ``{`` and ends with ``}`` and is valid UTF-8, decodes with the schema into exactly
+    one node and has a usable message. The decoder reads across newlines, so the line ends are
+    what keeps each value inside its line: a JSON string holds no raw newline, and after a ``}``
+    the next token cannot be a ``{``, so a value that reached past its line's ``}`` would fail to
+    decode. Each line then holds at least one whole value, and as many nodes as lines means one
+    node per line, in order.
+    """
+    end = len(data)
+    if end > limit or not data.endswith(b"\n"):
+        return None
+    view = memoryview(data)
+    find = data.find
+    check_utf8 = not data.isascii()
+    lines = 0
+    start = 0
+    while start < end:
+        stop = find(b"\n", start)
+        if data[start] != 0x7B or data[stop - 1] != 0x7D or (check_utf8 and not valid_utf8(view[start:stop])):
+            return None
+        lines += 1
+        start = stop + 1
+    try:
+        nodes = _DECODE_LINES(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if len(nodes) != lines:
+        return None
+    for number, node in enumerate(nodes, 1):
+        node.line = number
+        if node.type in _MESSAGE_KINDS:
+            message = node.message
+            if message is None:
+                return None
+            try:
+                message.blocks = _typed_blocks(message.content)
+            except orjson.JSONDecodeError:
+                return None
+    return nodes
 
 
 def _typed_blocks(content: Any) -> list[Block]:
