@@ -374,18 +374,24 @@ def row_pack(
         home = Path(tmp) / "home"
         home.mkdir()
         env = {**os.environ, "CTXHEALTH_HOME": str(home)}
-        task_file = Path(tmp) / "task.txt"
 
-        def command() -> list[str]:
-            base = [ctxhealth_bin(), "pack", str(tree), "--task-file", str(task_file)]
-            return [*base, "--budget", str(budget), "-o", os.devnull]
+        def command(task: str) -> list[str]:
+            return [
+                ctxhealth_bin(),
+                "pack",
+                str(tree),
+                "--task",
+                task,
+                "--budget",
+                str(budget),
+                "-o",
+                os.devnull,
+            ]
 
-        task_file.write_text(tasks[0][1])
-        cold = run_cpu(command(), env)
+        cold = run_cpu(command(tasks[0][1]), env)
         per_task: dict[str, dict[str, float]] = {}
         for name, text in tasks:
-            task_file.write_text(text)
-            per_task[name] = median_cpu(command(), repeat, env)
+            per_task[name] = median_cpu(command(text), repeat, env)
             if len(tasks) > 1:
                 log(f"  pack {name}: warm {per_task[name]['cpu_s']} s CPU (load {load()})")
         listing = median_cpu([sys.executable, "-c", LIST_TREE, str(tree)], repeat)
