@@ -52,20 +52,32 @@ class FileFacts:
     digest: str
     size: int
     language: str | None
-    bag_json: str  # JSON of word -> occurrences (path words weighted by PATH_WORD_WEIGHT), decoded on use
+    bag_json: str | None
+    """JSON of word -> occurrences (path words weighted by :data:`PATH_WORD_WEIGHT`), decoded on use;
+    None for facts read back from the index cache, which keeps the bags in a file of their own (a
+    warm run whose BM25 index is cached never reads them: they are most of the cache's bytes)."""
     defines: tuple[str, ...]
     imports: tuple[str, ...]
     lines: int
     tokens: int | None = None
     signature_lines: tuple[int, ...] | None = None
     mtime_ns: int = 0
+    declarations: int | None = None
+    """Lines starting ``def `` or ``class `` after a newline (:func:`declaration_lines`): the packer's
+    cheap lower bound on a signatures form, known without reading the file again."""
 
     @property
     def bag(self) -> dict[str, int]:
-        """Word -> occurrences. Kept as JSON text: a warm run whose BM25 index is cached never decodes
-        the bags, which are most of the index cache."""
+        """Word -> occurrences (only for facts that carry their bag, see :attr:`bag_json`)."""
+        if self.bag_json is None:
+            raise ValueError(f"the word bag of {self.path} is not loaded")
         decoded: dict[str, int] = orjson.loads(self.bag_json)
         return decoded
+
+
+def declaration_lines(text: str) -> int:
+    """How many ``\\ndef `` and ``\\nclass `` the text holds (the packer's signatures estimate)."""
+    return text.count("\ndef ") + text.count("\nclass ")
 
 
 def content_digest(data: bytes) -> str:
@@ -142,4 +154,5 @@ def read_facts(path: str, data: bytes, digest: str | None = None) -> FileFacts:
         defines=defines,
         imports=imports,
         lines=text.count("\n") + 1,
+        declarations=declaration_lines(text),
     )

@@ -23,7 +23,7 @@ import struct
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,8 +59,10 @@ class Bm25Index:
     def scores(self, query: Mapping[str, float]) -> list[float]:
         """The BM25 score of every document for a weighted bag of query words."""
         out = [0.0] * self.n_docs
+        vocab = self.vocab
+        terms = vocab.find_all(query) if isinstance(vocab, StoredVocab) else {}
         for word, weight in query.items():
-            term = self.vocab.get(word)
+            term = terms.get(word) if isinstance(vocab, StoredVocab) else vocab.get(word)
             if term is None:
                 continue
             lo, hi = self.starts[term], self.starts[term + 1]
@@ -203,6 +205,26 @@ class StoredVocab(Mapping[str, int]):
             return default
         at = self._padded.find(b"\n" + word.encode("utf-8") + b"\n")
         return default if at < 0 else self._padded.count(b"\n", 0, at)
+
+    def find_all(self, words: Iterable[str]) -> dict[str, int]:
+        """:meth:`get` of each word that is there, with one pass over the bytes to number them (one
+        count from the start per word is most of a warm query's lookups on a large vocabulary)."""
+        padded = self._padded
+        if not padded:
+            return {}
+        places = []
+        for word in words:
+            if word and "\n" not in word:
+                at = padded.find(b"\n" + word.encode("utf-8") + b"\n")
+                if at >= 0:
+                    places.append((at, word))
+        out: dict[str, int] = {}
+        line = last = 0
+        for at, word in sorted(places):
+            line += padded.count(b"\n", last, at)
+            last = at
+            out[word] = line
+        return out
 
     def __getitem__(self, word: str) -> int:
         found = self.get(word)
