@@ -10,7 +10,7 @@ child process with its own ctxhealth home:
 
 * ``before_cold`` / ``before_warm``: the code at ``--baseline`` (default ``main``, exported with
   ``git archive``), first with an empty home, then again on the caches the first run left;
-* ``after_cold`` / ``after_warm``: this tree, the same way.
+* ``after_cold`` / ``after_warm``: this tree (or ``--after REV``), the same way.
 
 Prints one JSON line: the number of packs, a digest per run, ``identical`` (all four agree) and the
 first packs that differ when they do not.
@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, required=True, help="the django 5.2.19 source tree")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--baseline", default="main")
+    parser.add_argument("--after", help="a revision for the 'after' runs (default: this tree as it is)")
     parser.add_argument("--limit", type=int, default=10_000, help="only the first N tasks")
     parser.add_argument(
         "--before-dir", type=Path, help="keep the baseline's lines here, and reuse them when already there"
@@ -79,8 +80,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         src = export(args.baseline, tmp / "baseline")
+        after = export(args.after, tmp / "after") if args.after else None
         results: dict[str, list[str]] = {}
-        for who, code in (("before", src), ("after", None)):
+        for who, code in (("before", src), ("after", after)):
             home = tmp / f"home-{who}"
             home.mkdir()
             for phase in ("cold", "warm"):
