@@ -12,8 +12,9 @@ child process with its own ctxhealth home:
   ``git archive``), first with an empty home, then again on the caches the first run left;
 * ``after_cold`` / ``after_warm``: this tree (or ``--after REV``), the same way.
 
-Prints one JSON line: the number of packs, a digest per run, ``identical`` (all four agree) and the
-first packs that differ when they do not.
+Prints one JSON line: the number of packs, a digest per run, ``identical`` (before and after agree,
+cold with cold and warm with warm: the manifest counts the index cache's hits, which differ between
+a cold and a warm run by design) and the first packs that differ when they do not.
 """
 
 from __future__ import annotations
@@ -99,15 +100,19 @@ def main() -> None:
                     kept.parent.mkdir(parents=True, exist_ok=True)
                     kept.write_text("\n".join(results[f"{who}_{phase}"]) + "\n")
                 print(f"{who} {phase}: {len(results[f'{who}_{phase}'])} packs", file=sys.stderr, flush=True)
-    reference = results["before_cold"]
     differ = {
-        name: [f"{a} != {b}" for a, b in zip(reference, lines, strict=False) if a != b][:5]
-        for name, lines in results.items()
-        if lines != reference
+        phase: [
+            f"{a} != {b}"
+            for a, b in zip(results[f"before_{phase}"], results[f"after_{phase}"], strict=False)
+            if a != b
+        ][:5]
+        for phase in ("cold", "warm")
+        if results[f"before_{phase}"] != results[f"after_{phase}"]
     }
     out = {
         "baseline": args.baseline,
-        "packs": len(reference),
+        "after": args.after or "this tree",
+        "packs": {name: len(v) for name, v in results.items()},
         "digests": {
             name: hashlib.sha256("\n".join(v).encode()).hexdigest()[:16] for name, v in results.items()
         },
