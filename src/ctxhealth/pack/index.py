@@ -109,8 +109,8 @@ class RepoIndex:
 
 def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
     """Index ``repo``'s candidates, reusing and refreshing the cache under ``cache_home`` when given."""
-    candidates = list_candidates(repo)
     file = cache_path(cache_home, repo) if cache_home is not None else None
+    candidates = list_candidates(repo, file.with_suffix(".listing") if file is not None else None)
     cached = load_cache(file) if file is not None else {}
     found: dict[str, FileFacts] = {}
     excluded = list(candidates.excluded)
