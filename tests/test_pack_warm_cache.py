@@ -6,6 +6,7 @@ paths of the warm run, each checked against its definition: a change to the tree
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from ctxhealth.pack.candidates import list_candidates
 from ctxhealth.pack.dedup import shingles, shingles_by_definition
 from ctxhealth.pack.facts import read_facts
 from ctxhealth.pack.index import build_index
+from ctxhealth.pack.priority import IMPORTED_BY_MANY, Tier, assign_tiers
 from ctxhealth.pack.render import _BACKTICKS, _fence
 from ctxhealth.pack.similarity import StoredVocab, name_matches, name_matches_by_definition
 from ctxhealth.pack.textcache import TextMemo, text_key, texts_path
@@ -185,7 +187,7 @@ _SPACES = st.sampled_from(
 _WORDS = st.sampled_from(["a", "def", "x=1", "ünï", "`", "#", "return", "日本", ""])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(_SPACES, _WORDS), max_size=60))
 def test_shingles_are_the_definitions(parts: list[str]) -> None:
     paragraph = "".join(parts)
@@ -216,7 +218,7 @@ _PATHS = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     st.lists(
         st.sampled_from(
@@ -324,3 +326,40 @@ def test_a_warm_pack_reads_no_file_it_packed_before(tmp_path: Path, monkeypatch:
     assert read == []
     assert warm.text == cold.text and same(warm.manifest) == same(cold.manifest)
     assert os.path.getsize(texts_path(cache_path(home, repo))) > 0
+
+
+def _tiers_by_definition(
+    paths: list[str], a_files: list[str], graph: dict[str, list[str]]
+) -> dict[str, Tier]:
+    """:func:`assign_tiers` as the loop over every path it is (for any set of A files)."""
+    a_set = set(a_files)
+    direct = {t for a in a_set for t in graph.get(a, [])}
+    counts: dict[str, int] = {}
+    for a in a_set:
+        for t in graph.get(a, []):
+            counts[t] = counts.get(t, 0) + 1
+    packages = {posixpath.dirname(a) for a in a_set}
+    out: dict[str, Tier] = {}
+    for p in paths:
+        if p in a_set:
+            out[p] = Tier.A
+        elif p in direct or counts.get(p, 0) > IMPORTED_BY_MANY:
+            out[p] = Tier.B
+        elif posixpath.dirname(p) in packages:
+            out[p] = Tier.C
+        else:
+            out[p] = Tier.OTHER
+    return out
+
+
+_TREE = ["a.py", "pkg/b.py", "pkg/c.py", "pkg/sub/d.py", "e/f.py", "g.py"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(_TREE), max_size=3),
+    st.dictionaries(st.sampled_from(_TREE), st.lists(st.sampled_from(_TREE), max_size=3), max_size=4),
+)
+def test_tiers_are_the_definitions(a_files: list[str], graph: dict[str, list[str]]) -> None:
+    assert assign_tiers(_TREE, a_files, graph) == _tiers_by_definition(_TREE, a_files, graph)
+    assert [t.rank for t in Tier] == [0, 1, 2, 3]
