@@ -11,7 +11,6 @@ import contextlib
 import errno
 import os
 import stat
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -238,6 +237,8 @@ def _git_files(repo: Path) -> list[str] | None:
     """Files git tracks in ``repo`` (plus untracked, not ignored), or None when it is not a checkout."""
     if not (repo / ".git").exists():
         return None
+    import subprocess  # only in a git checkout
+
     try:
         done = subprocess.run(
             ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],

@@ -8,10 +8,8 @@ declarations with a line pattern; JavaScript, TypeScript, Go, Rust and Java with
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -91,6 +89,8 @@ def language_of(path: str) -> str | None:
 
 def _python_import_statements(text: str) -> list[str]:
     """The source of each import statement (with its continuation lines), dedented."""
+    import textwrap  # a file is read (a cold or changed one): a warm pack never needs it
+
     statements: list[str] = []
     lines = text.splitlines()
     starts: list[int] = []
@@ -114,6 +114,8 @@ def _python_import_statements(text: str) -> list[str]:
 
 def python_imports(text: str) -> tuple[str, ...]:
     """Raw import specifiers: ``a.b`` for ``import a.b``; ``..m|name`` for ``from ..m import name``."""
+    import ast  # a file is read (a cold or changed one): a warm pack never needs it
+
     found: list[str] = []
     for statement in _python_import_statements(text):
         try:
