@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import tempfile
 import time
+from array import array
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,14 @@ from ctxhealth.pack.facts import read_facts
 from ctxhealth.pack.index import build_index
 from ctxhealth.pack.priority import IMPORTED_BY_MANY, Tier, assign_tiers
 from ctxhealth.pack.render import _BACKTICKS, _fence
-from ctxhealth.pack.similarity import StoredVocab, name_matches, name_matches_by_definition
+from ctxhealth.pack.similarity import (
+    Bm25Index,
+    StoredVocab,
+    load_bm25,
+    name_matches,
+    name_matches_by_definition,
+    save_bm25,
+)
 from ctxhealth.pack.textcache import TextMemo, text_key, texts_path
 from pack_repo import write_repo
 
@@ -267,19 +276,25 @@ def test_name_matches_on_the_real_tasks_are_the_definitions() -> None:
         assert name_matches(task, paths, defines) == name_matches_by_definition(task, paths, defines)
 
 
+_VOCAB_WORDS = st.text(alphabet="abcé\n", max_size=4)
+
+
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.text(alphabet="abcé\n", min_size=1, max_size=4), unique=True, max_size=30),
-    st.lists(st.text(alphabet="abcé\n", max_size=4), max_size=20),
-)
-def test_the_stored_vocabulary_numbers_words_as_one_lookup_at_a_time(
-    vocab: list[str], query: list[str]
-) -> None:
-    vocab = [w for w in vocab if "\n" not in w]
-    stored = StoredVocab("\n".join(vocab).encode())
-    expected = {w: stored.get(w) for w in query if stored.get(w) is not None}
-    assert stored.find_all(query) == expected
-    assert all(expected[w] == vocab.index(w) for w in expected)
+@given(st.lists(_VOCAB_WORDS, unique=True, max_size=30), st.lists(_VOCAB_WORDS, max_size=20))
+def test_the_stored_vocabulary_answers_as_the_dict_it_stands_for(vocab: list[str], query: list[str]) -> None:
+    vocab = [w for w in vocab if w and "\n" not in w]
+    terms = {w: i for i, w in enumerate(vocab)}
+    index = Bm25Index(terms, array("q", [0] * (len(vocab) + 1)), array("i"), array("f"), 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "x.bm25"
+        save_bm25(file, "key", index)
+        stored = load_bm25(file, "key")
+    assert stored is not None and isinstance(stored.vocab, StoredVocab)
+    plain = StoredVocab("\n".join(vocab).encode())  # no stored order: a search through the bytes
+    for word in [*vocab, *query, "zz", "a\nb"]:
+        assert stored.vocab.get(word) == plain.get(word) == terms.get(word)
+    assert stored.vocab.find_all(query) == {w: terms[w] for w in query if w in terms}
+    assert dict(stored.vocab.items()) == terms
 
 
 def test_the_text_memo_round_trips_and_distrusts_changed_bytes(tmp_path: Path) -> None:
