@@ -320,6 +320,12 @@ def test_the_text_memo_round_trips_and_distrusts_changed_bytes(tmp_path: Path) -
     file.write_bytes(bytes(data))
     assert TextMemo(file).get(other) is None  # its check hash no longer matches: recomputed
     assert TextMemo(file).get(key) == "print('hé')\n"
+    third = TextMemo(file)
+    third.put(text_key("signatures", "a.py", "d1"), "def f(): ...\n")
+    third.save()  # copies the earlier texts, the changed one with its old check hash
+    fourth = TextMemo(file)
+    assert fourth.get(other) is None and fourth.get(key) == "print('hé')\n"
+    assert fourth.get(text_key("signatures", "a.py", "d1")) == "def f(): ...\n"
     file.write_bytes(b"not a memo")
     assert TextMemo(file).get(key) is None
 

@@ -122,25 +122,29 @@ class TextMemo:
             self._new += 1
 
     def save(self) -> None:
-        """Write the memo when this run derived a text it did not have."""
+        """Write the memo when this run derived a text it did not have. Earlier texts are copied
+        with their check hash unverified (one that does not match stays untrusted)."""
         if self.file is not None and self._new:
-            kept = dict(self._used)
-            total = sum(len(v) for v in kept.values())
-            for key, (_, length, _) in self._where.items():
-                if key in kept or total + length > MAX_BYTES:
+            kept = {key: (data, _check(data)) for key, data in self._used.items()}
+            total = sum(len(v) for v in self._used.values())
+            for key, (start, length, check) in self._where.items():
+                if key in kept or total + length > MAX_BYTES or self._handle is None:
                     continue
-                found = self._read(key)
-                if found is not None:
-                    kept[key] = found
-                    total += length
+                try:
+                    found = os.pread(self._handle.fileno(), length, start)
+                except OSError:
+                    continue
+                kept[key] = (found, check)
+                total += length
             header: dict[str, list[object]] = {}
             offset = 0
-            for key, data in kept.items():
-                header[key] = [offset, len(data), _check(data)]
+            for key, (data, check) in kept.items():
+                header[key] = [offset, len(data), check]
                 offset += len(data)
             head = orjson.dumps(header)
+            parts = [_MAGIC, _LENGTH.pack(len(head)), head, *(data for data, _ in kept.values())]
             with contextlib.suppress(OSError):  # a cache only: the next run derives them again
-                write_atomic(self.file, b"".join([_MAGIC, _LENGTH.pack(len(head)), head, *kept.values()]))
+                write_atomic(self.file, b"".join(parts))
             self._new = 0
             self.close()
             self._used = {}
