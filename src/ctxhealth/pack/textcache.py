@@ -99,11 +99,18 @@ class TextMemo:
         if place is None or self._handle is None:
             return None
         start, length, check = place
+        found = self._bytes_at(start, length)
+        return found if found is not None and _check(found) == check else None
+
+    def _bytes_at(self, start: int, length: int) -> bytes | None:
+        if self._handle is None:
+            return None
         try:
-            found = os.pread(self._handle.fileno(), length, start)
+            self._handle.seek(start)
+            found = self._handle.read(length)
         except OSError:
             return None
-        return found if len(found) == length and _check(found) == check else None
+        return found if len(found) == length else None
 
     def get(self, key: str) -> str | None:
         """The text remembered under ``key``, or None."""
@@ -128,11 +135,10 @@ class TextMemo:
             kept = {key: (data, _check(data)) for key, data in self._used.items()}
             total = sum(len(v) for v in self._used.values())
             for key, (start, length, check) in self._where.items():
-                if key in kept or total + length > MAX_BYTES or self._handle is None:
+                if key in kept or total + length > MAX_BYTES:
                     continue
-                try:
-                    found = os.pread(self._handle.fileno(), length, start)
-                except OSError:
+                found = self._bytes_at(start, length)
+                if found is None:
                     continue
                 kept[key] = (found, check)
                 total += length
