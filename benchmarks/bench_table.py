@@ -16,7 +16,9 @@ Rows (``--rows``, default all but ``proxy``):
   anchors: DuckDB pulling the usage fields of every line (``read_ndjson``, sum per file) and
   contextrot's Claude Code adapter on the same files;
 * ``pack`` — ``ctxhealth pack`` warm (index cached) as a fresh process on ``--pack-tree`` (or a
-  generated tree of 6,900 files); anchor: a fresh Python process listing the same tree;
+  generated tree of 6,900 files); anchor: a fresh Python process listing the same tree. With
+  ``--pack-tasks [FILE]`` every task of the file (default: the data's django packing tasks) is
+  timed warm in turn, and the row gives the worst task, the spread and the tasks at or over 0.5 s;
 * ``hook_turn`` — ``benchmarks/bench_hooks.py --only stop`` (a realistic turn); anchor: bare
   ``python -c pass`` measured by that script in the same run;
 * ``proxy`` — ``benchmarks/bench_proxy.py --streams 1 10 100`` (direct and proxied streams side by
@@ -28,7 +30,8 @@ The load average is printed with every row: on a shared machine wall times mean 
 it. Human lines go to stderr; the last line on stdout is one JSON object.
 
     python benchmarks/bench_table.py [--data ../shared/data] [--rows check_claude_code fleet ...]
-        [--repeat 5] [--fleet-gb 1.0] [--pack-tree DIR] [--ccusage PATH]
+        [--repeat 5] [--fleet-gb 1.0] [--pack-tree DIR] [--pack-tasks [FILE]] [--pack-limit N]
+        [--pack-budget 32000] [--ccusage PATH]
 """
 
 from __future__ import annotations
@@ -350,39 +353,85 @@ LIST_TREE = (
 )
 
 
-def row_pack(tree: Path | None, repeat: int) -> dict[str, Any]:
+def _spread(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "min": ordered[0],
+        "median": round(statistics.median(ordered), 3),
+        "p90": ordered[min(len(ordered) - 1, (9 * len(ordered)) // 10)],
+        "max": ordered[-1],
+    }
+
+
+def row_pack(
+    tree: Path | None,
+    repeat: int,
+    tasks_file: Path | None = None,
+    limit: int | None = None,
+    budget: int = 32000,
+) -> dict[str, Any]:
+    """One task (the default), or with ``tasks_file`` (JSON lines with a ``task``) every task: each
+    packed warm as a fresh process (one unmeasured run first, which also counts that task's new
+    texts), median CPU per task, then the worst task, the spread and the tasks over the aim."""
+    tasks: list[tuple[str, str]] = [("fix the form validation of dates", "fix the form validation of dates")]
+    if tasks_file is not None:
+        rows = [json.loads(line) for line in tasks_file.read_text().splitlines() if line.strip()]
+        tasks = [(str(r.get("instance_id", n)), str(r["task"])) for n, r in enumerate(rows)][:limit]
     with tempfile.TemporaryDirectory() as tmp:
         if tree is None:
             tree = generated_tree(Path(tmp) / "tree")
         home = Path(tmp) / "home"
         home.mkdir()
         env = {**os.environ, "CTXHEALTH_HOME": str(home)}
-        cmd = [
-            ctxhealth_bin(),
-            "pack",
-            str(tree),
-            "--task",
-            "fix the form validation of dates",
-            "--budget",
-            "32000",
-            "-o",
-            os.devnull,
-        ]
-        cold = run_cpu(cmd, env)
-        warm = median_cpu(cmd, repeat, env)
+
+        def command(task: str) -> list[str]:
+            return [
+                ctxhealth_bin(),
+                "pack",
+                str(tree),
+                "--task",
+                task,
+                "--budget",
+                str(budget),
+                "-o",
+                os.devnull,
+            ]
+
+        cold = run_cpu(command(tasks[0][1]), env)
+        per_task: dict[str, dict[str, float]] = {}
+        for name, text in tasks:
+            per_task[name] = median_cpu(command(text), repeat, env)
+            if len(tasks) > 1:
+                log(f"  pack {name}: warm {per_task[name]['cpu_s']} s CPU (load {load()})")
         listing = median_cpu([sys.executable, "-c", LIST_TREE, str(tree)], repeat)
         files = sum(1 for p in tree.rglob("*") if p.is_file())
-    out = {
+    first = per_task[tasks[0][0]]
+    out: dict[str, Any] = {
         "tree": str(tree),
         "files": files,
+        "budget": budget,
         "ctxhealth_cold": {"cpu_s": round(cold[0], 3), "wall_s": round(cold[1], 3)},
-        "ctxhealth_warm": warm,
+        "ctxhealth_warm": first,
         "python_list_tree": listing,
         "aim_warm_s": 0.5,
     }
+    text = f"warm {first['wall_s']} s wall / {first['cpu_s']} s CPU"
+    if len(tasks) > 1:
+        cpu = {name: got["cpu_s"] for name, got in per_task.items()}
+        worst = max(cpu, key=lambda name: cpu[name])
+        over = sorted(name for name, value in cpu.items() if value >= 0.5)
+        out["tasks"] = len(tasks)
+        out["warm_cpu_s_per_task"] = cpu
+        out["warm_cpu_s_spread"] = _spread(list(cpu.values()))
+        out["worst_task"] = {"task": worst, "cpu_s": cpu[worst]}
+        out["tasks_at_or_over_aim"] = over
+        spread = out["warm_cpu_s_spread"]
+        text = (
+            f"{len(tasks)} tasks warm, CPU s: median {spread['median']}, p90 {spread['p90']}, "
+            f"max {spread['max']} ({worst}), min {spread['min']}; {len(over)} at or over 0.5 s"
+        )
     log(
-        f"pack ({files} files): warm {warm['wall_s']} s wall / {warm['cpu_s']} s CPU "
-        f"(cold {cold[0]:.2f} s CPU); "
+        f"pack ({files} files, budget {budget}): {text} (cold {cold[0]:.2f} s CPU); "
         f"start-up + listing {listing['wall_s']} s wall / {listing['cpu_s']} s CPU; load {load()}"
     )
     return out
@@ -430,6 +479,15 @@ def main() -> None:
     parser.add_argument(
         "--pack-tree", type=Path, help="a large source tree (default: a generated one of 6,900 files)"
     )
+    parser.add_argument(
+        "--pack-tasks",
+        nargs="?",
+        type=Path,
+        const=Path("-"),
+        help="pack: time every task of this JSON-lines file (bare: packing/django_dev_tasks.jsonl of --data)",
+    )
+    parser.add_argument("--pack-limit", type=int, help="pack: only the first N tasks")
+    parser.add_argument("--pack-budget", type=int, default=32000)
     parser.add_argument("--ccusage", help="the ccusage executable (default: on PATH)")
     args = parser.parse_args()
     results: dict[str, Any] = {"cpus": os.cpu_count(), "load_average_1min_at_start": load()}
@@ -440,7 +498,15 @@ def main() -> None:
         "fleet": lambda: row_fleet(
             args.data, args.fleet_gb, args.workers, args.fleet_levels, not args.no_anchors
         ),
-        "pack": lambda: row_pack(args.pack_tree, args.repeat),
+        "pack": lambda: row_pack(
+            args.pack_tree,
+            args.repeat,
+            args.data / "packing" / "django_dev_tasks.jsonl"
+            if args.pack_tasks == Path("-")
+            else args.pack_tasks,
+            args.pack_limit,
+            args.pack_budget,
+        ),
         "hook_turn": lambda: row_hook_turn(args.data),
         "proxy": row_proxy,
     }

@@ -44,6 +44,7 @@ from ctxhealth.pack.relevance import (
 )
 from ctxhealth.pack.render import OutputFormat, join_document, level_open, render_level
 from ctxhealth.pack.select import Ranked, Taken, pack_sources
+from ctxhealth.pack.textcache import TextMemo, texts_path
 
 if TYPE_CHECKING:  # the history code (and the transcript model) loads only for a history
     from ctxhealth.pack.history import History
@@ -118,6 +119,7 @@ class RepoPacker:
         self._bm25: Bm25Index | None = None
         self._graph: dict[str, list[str]] | None = None
         self._git: EditHistory | bool | None = False
+        self._texts: TextMemo | None = None
 
     @property
     def index(self) -> RepoIndex:
@@ -133,7 +135,7 @@ class RepoPacker:
             file = index.cache_file.with_suffix(".bm25") if index.cache_file is not None else None
             found = load_bm25(file, key) if file is not None else None
             if found is None:
-                found = build_bm25([f.bag for f in index.facts.values()])
+                found = build_bm25(index.bags())
                 if file is not None:
                     save_bm25(file, key, found)
                     with contextlib.suppress(OSError):  # the numpy file of earlier versions
@@ -269,11 +271,16 @@ class RepoPacker:
                 functools.partial(index.text, s.path),
                 index.facts[s.path].signature_lines,
                 index.facts[s.path].tokens,
+                index.facts[s.path].declarations,
+                index.facts[s.path].digest,
             )
             for s in eligible
         ]
         found_lines: dict[str, tuple[int, ...]] = {}
         found_tokens: dict[str, int] = {}
+        if self._texts is None:
+            self._texts = TextMemo(texts_path(cache) if cache is not None else None)
+        texts = self._texts
         taken, left, merged = pack_sources(
             ranked,
             max(0, payload - used),
@@ -282,7 +289,9 @@ class RepoPacker:
             count=count,
             found_lines=found_lines,
             found_tokens=found_tokens,
+            texts=texts,
         )
+        texts.save()
         excluded.update(left)
         text, taken, l3 = _fit(taken, fixed, tail, fmt, count, payload, excluded)
         for path, lines in sorted(found_lines.items()):

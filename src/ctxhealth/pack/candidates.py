@@ -7,10 +7,11 @@ undecodable text, minified lines) happen when a file is read (:func:`content_rea
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
-import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,8 @@ class CandidateList:
     excluded: tuple[tuple[str, str], ...]  # (path, reason) for blacklisted paths
     stats: Mapping[str, os.stat_result] = field(default_factory=dict, compare=False)
     """What the listing's ``lstat`` found for a candidate that is no link (its ``stat`` too)."""
+    remembered: bool = field(default=False, compare=False)
+    """Whether the listing came from the memo of an earlier walk (see :func:`list_candidates`)."""
 
 
 def _vendored(folder: str) -> bool:
@@ -234,6 +237,8 @@ def _git_files(repo: Path) -> list[str] | None:
     """Files git tracks in ``repo`` (plus untracked, not ignored), or None when it is not a checkout."""
     if not (repo / ".git").exists():
         return None
+    import subprocess  # only in a git checkout
+
     try:
         done = subprocess.run(
             ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -249,12 +254,22 @@ def _git_files(repo: Path) -> list[str] | None:
     return sorted(names)
 
 
-def _walk_files(repo: Path) -> list[str]:
+def _times(status: os.stat_result) -> list[int]:
+    return [status.st_mtime_ns, status.st_ctime_ns]
+
+
+def _walk_files(repo: Path, seen: dict[str, list[int]] | None = None) -> list[str]:
     """Files under ``repo``, honouring every ``.gitignore`` on the way down (what ``os.walk`` lists,
-    from one ``scandir`` a folder: a link to a folder is listed, never descended)."""
+    from one ``scandir`` a folder: a link to a folder is listed, never descended).
+
+    ``seen`` gets what the answer depends on, each taken before it is read: every folder descended
+    (``d:<folder>`` -> its modification and change times) and every ``.gitignore`` read
+    (``i:<file>`` -> its size and both times)."""
     found: list[str] = []
     top = str(repo)
     pending: list[tuple[str, IgnoreRules]] = [("", IgnoreRules())]
+    if seen is not None:
+        seen["d:"] = _times(os.stat(top))
     while pending:
         rel_root, rules = pending.pop()
         root = os.path.join(top, rel_root) if rel_root else top
@@ -278,6 +293,12 @@ def _walk_files(repo: Path) -> list[str]:
         if ".gitignore" in files:
             gitignore = os.path.join(root, ".gitignore")
             if os.path.isfile(gitignore):
+                if seen is not None:
+                    status = os.stat(gitignore)
+                    seen[f"i:{rel_root}/.gitignore" if rel_root else "i:.gitignore"] = [
+                        status.st_size,
+                        *_times(status),
+                    ]
                 with open(gitignore, encoding="utf-8", errors="replace") as handle:
                     rules = rules.with_file(rel_root, handle.read())
         base = f"{rel_root}/" if rel_root else ""
@@ -288,6 +309,8 @@ def _walk_files(repo: Path) -> list[str]:
                 continue
             if d.name in VENDORED_DIRS or rules.ignored(rel, is_dir=True):
                 continue
+            if seen is not None:
+                seen[f"d:{rel}"] = _times(d.stat(follow_symlinks=False))
             pending.append((rel, rules))
         for f in files:
             rel = base + f
@@ -347,13 +370,22 @@ class _Resolver:
         return None
 
 
-def list_candidates(repo: Path) -> CandidateList:
-    """The candidate files of ``repo`` (see the module docstring); raises when ``repo`` is no directory."""
+def list_candidates(repo: Path, memo: Path | None = None) -> CandidateList:
+    """The candidate files of ``repo`` (see the module docstring); raises when ``repo`` is no directory.
+
+    With ``memo`` (a file), a walked listing is remembered there and reused while nothing it
+    depends on changed (see :func:`_remembered`)."""
     if not repo.is_dir():
         raise UsageError(f"{repo} is not a directory", hint="give the repository's root directory")
     tracked = _git_files(repo)
+    if tracked is None and memo is not None:
+        found = _remembered(repo, memo)
+        if found is not None:
+            return found
     source = "git" if tracked is not None else "walk"
-    paths = tracked if tracked is not None else _walk_files(repo)
+    seen: dict[str, list[int]] | None = {} if tracked is None and memo is not None else None
+    started = time.time_ns()
+    paths = tracked if tracked is not None else _walk_files(repo, seen)
     kept: list[str] = []
     excluded: list[tuple[str, str]] = []
     top = str(repo)
@@ -370,4 +402,103 @@ def list_candidates(repo: Path) -> CandidateList:
             kept.append(path)
         else:
             excluded.append((path, reason))
-    return CandidateList(tuple(kept), source, tuple(excluded), resolver.stats)
+    found = CandidateList(tuple(kept), source, tuple(excluded), resolver.stats)
+    if seen is not None and memo is not None:
+        _remember(memo, resolver.real_top, seen, started, paths, found)
+    return found
+
+
+LISTING_SCHEMA = 1
+RACY_NS = 2_000_000_000
+"""A folder or ``.gitignore`` changed less than this long before a walk began is not trusted to
+show its next change in its times (file systems keep them in coarse ticks): such a listing is
+not remembered."""
+
+
+def _rules_key() -> str:
+    """What the listing's rules are in this version (a memo written under other rules is stale)."""
+    import hashlib
+
+    parts = [sorted(s) for s in (VENDORED_DIRS, LOCKFILES, COMPILED_SUFFIXES, BINARY_SUFFIXES)]
+    raw = repr((LISTING_SCHEMA, parts, MINIFIED_MARKERS, MAX_FILE_BYTES)).encode()
+    return hashlib.blake2b(raw, digest_size=8).hexdigest()
+
+
+def _remember(
+    memo: Path,
+    real_top: str,
+    seen: dict[str, list[int]],
+    started: int,
+    walked: list[str],
+    found: CandidateList,
+) -> None:
+    """Write a walked listing (atomically) when it can be trusted again: no link, FIFO or other
+    irregular path in it (those are resolved on every run) and nothing it depends on changed too
+    recently (:data:`RACY_NS`)."""
+    if len(found.stats) != len(walked):
+        return
+    limit = started - RACY_NS
+    if any(times[-1] >= limit or times[-2] >= limit for times in seen.values()):
+        return
+    import orjson
+
+    from ctxhealth.atomic import write_atomic
+
+    doc = {
+        "schema": LISTING_SCHEMA,
+        "rules": _rules_key(),
+        "real_top": real_top,
+        "seen": seen,
+        "kept": found.paths,
+        "excluded": found.excluded,
+    }
+    with contextlib.suppress(OSError):  # a cache only: the next run walks again
+        write_atomic(memo, orjson.dumps(doc))
+
+
+def _remembered(repo: Path, memo: Path) -> CandidateList | None:
+    """The remembered listing of ``repo`` when every folder and ``.gitignore`` it depends on has the
+    same times (and size) as when it was walked — adding, removing or renaming a file changes its
+    folder's, a change to a ``.gitignore`` its own — and every kept path is still a regular file
+    (each is ``lstat``-ed: the index needs that anyway). Else None (walk again)."""
+    import orjson
+
+    try:
+        doc = orjson.loads(memo.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    top = str(repo)
+    if (
+        not isinstance(doc, dict)
+        or doc.get("schema") != LISTING_SCHEMA
+        or doc.get("rules") != _rules_key()
+        or doc.get("real_top") != os.path.realpath(top)
+        or not isinstance(doc.get("seen"), dict)
+        or not isinstance(doc.get("kept"), list)
+        or not isinstance(doc.get("excluded"), list)
+    ):
+        return None
+    prefix = _prefix(top)
+    try:
+        for key, times in doc["seen"].items():
+            kind, rel = key[:2], key[2:]
+            if kind == "d:":
+                status = os.lstat(prefix + rel) if rel else os.stat(top)
+                if not stat.S_ISDIR(status.st_mode) or _times(status) != times:
+                    return None
+            elif kind == "i:":
+                status = os.stat(prefix + rel)
+                if [status.st_size, *_times(status)] != times:
+                    return None
+            else:
+                return None
+        stats: dict[str, os.stat_result] = {}
+        for path in doc["kept"]:
+            status = os.lstat(prefix + path)
+            if not stat.S_ISREG(status.st_mode):
+                return None
+            stats[path] = status
+        excluded = tuple((str(path), str(reason)) for path, reason in doc["excluded"])
+    except (OSError, TypeError, ValueError):
+        return None
+    return CandidateList(tuple(stats), "walk", excluded, stats, remembered=True)

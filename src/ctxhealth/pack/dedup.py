@@ -172,7 +172,17 @@ Sketch = tuple[int, ...]
 
 
 def shingles(paragraph: str) -> frozenset[bytes]:
-    """The word 5-shingles of a paragraph."""
+    """The word 5-shingles of a paragraph: each run of :data:`SHINGLE_WORDS` words (runs of
+    ``\\S``) joined by one space, UTF-8.
+
+    ``str.split()`` splits where ``\\s`` matches (both ask ``Py_UNICODE_ISSPACE``; a test checks every
+    code point), and joining the words' bytes in C is the same as encoding each joined shingle."""
+    words = [w.encode() for w in paragraph.split()]
+    return frozenset(map(b" ".join, zip(*(words[k:] for k in range(SHINGLE_WORDS)), strict=False)))
+
+
+def shingles_by_definition(paragraph: str) -> frozenset[bytes]:
+    """:func:`shingles` as its definition reads (for the tests)."""
     words = _WORDS.findall(paragraph)
     return frozenset(
         " ".join(words[i : i + SHINGLE_WORDS]).encode() for i in range(max(0, len(words) - SHINGLE_WORDS + 1))

@@ -8,10 +8,8 @@ declarations with a line pattern; JavaScript, TypeScript, Go, Rust and Java with
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -52,20 +50,32 @@ class FileFacts:
     digest: str
     size: int
     language: str | None
-    bag_json: str  # JSON of word -> occurrences (path words weighted by PATH_WORD_WEIGHT), decoded on use
+    bag_json: str | None
+    """JSON of word -> occurrences (path words weighted by :data:`PATH_WORD_WEIGHT`), decoded on use;
+    None for facts read back from the index cache, which keeps the bags in a file of their own (a
+    warm run whose BM25 index is cached never reads them: they are most of the cache's bytes)."""
     defines: tuple[str, ...]
     imports: tuple[str, ...]
     lines: int
     tokens: int | None = None
     signature_lines: tuple[int, ...] | None = None
     mtime_ns: int = 0
+    declarations: int | None = None
+    """Lines starting ``def `` or ``class `` after a newline (:func:`declaration_lines`): the packer's
+    cheap lower bound on a signatures form, known without reading the file again."""
 
     @property
     def bag(self) -> dict[str, int]:
-        """Word -> occurrences. Kept as JSON text: a warm run whose BM25 index is cached never decodes
-        the bags, which are most of the index cache."""
+        """Word -> occurrences (only for facts that carry their bag, see :attr:`bag_json`)."""
+        if self.bag_json is None:
+            raise ValueError(f"the word bag of {self.path} is not loaded")
         decoded: dict[str, int] = orjson.loads(self.bag_json)
         return decoded
+
+
+def declaration_lines(text: str) -> int:
+    """How many ``\\ndef `` and ``\\nclass `` the text holds (the packer's signatures estimate)."""
+    return text.count("\ndef ") + text.count("\nclass ")
 
 
 def content_digest(data: bytes) -> str:
@@ -79,6 +89,8 @@ def language_of(path: str) -> str | None:
 
 def _python_import_statements(text: str) -> list[str]:
     """The source of each import statement (with its continuation lines), dedented."""
+    import textwrap  # a file is read (a cold or changed one): a warm pack never needs it
+
     statements: list[str] = []
     lines = text.splitlines()
     starts: list[int] = []
@@ -102,6 +114,8 @@ def _python_import_statements(text: str) -> list[str]:
 
 def python_imports(text: str) -> tuple[str, ...]:
     """Raw import specifiers: ``a.b`` for ``import a.b``; ``..m|name`` for ``from ..m import name``."""
+    import ast  # a file is read (a cold or changed one): a warm pack never needs it
+
     found: list[str] = []
     for statement in _python_import_statements(text):
         try:
@@ -142,4 +156,5 @@ def read_facts(path: str, data: bytes, digest: str | None = None) -> FileFacts:
         defines=defines,
         imports=imports,
         lines=text.count("\n") + 1,
+        declarations=declaration_lines(text),
     )

@@ -12,7 +12,15 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ctxhealth.pack.cache import cache_path, decode_row, load_cache, save_cache
+from ctxhealth.pack.cache import (
+    bags_path,
+    cache_path,
+    decode_row,
+    load_bags,
+    load_cache,
+    save_bags,
+    save_cache,
+)
 from ctxhealth.pack.candidates import MAX_FILE_BYTES, content_reason, list_candidates, open_inside
 from ctxhealth.pack.facts import FileFacts, content_digest, read_facts
 
@@ -30,6 +38,8 @@ class RepoIndex:
     cache_misses: int = 0
     cache_file: Path | None = None
     _dirty: bool = field(default=False, repr=False)
+    _bags_dirty: bool = field(default=False, repr=False)
+    _bags: list[dict[str, int]] | None = field(default=None, repr=False)
 
     @property
     def paths(self) -> list[str]:
@@ -63,17 +73,44 @@ class RepoIndex:
             self.facts[path] = new
             self._dirty = True
 
+    def bags(self) -> list[dict[str, int]]:
+        """Every candidate's word bag, in order (for a rebuild of the BM25 index): from the facts read
+        now, else from the bag file when its hash is the file's, else from the file itself."""
+        if self._bags is None:
+            stored = load_bags(bags_path(self.cache_file)) if self.cache_file is not None else {}
+            out: list[dict[str, int]] = []
+            for path, facts in self.facts.items():
+                if facts.bag_json is None:
+                    kept = stored.get(path)
+                    bag_json: str | None = None
+                    if kept is not None and kept[0] == facts.digest:
+                        bag_json = kept[1]
+                    else:
+                        bag_json = read_facts(path, self.data(path), facts.digest).bag_json
+                        self._bags_dirty = True
+                    facts = self.facts[path] = replace(facts, bag_json=bag_json)
+                out.append(facts.bag)
+            self._bags = out
+        return self._bags
+
     def flush(self) -> None:
-        """Write the cache when facts changed since it was read."""
-        if self.cache_file is not None and self._dirty:
+        """Write the cache when facts changed since it was read (and the bags when they did)."""
+        if self.cache_file is None:
+            return
+        if self._bags_dirty:
+            self.bags()
+            bags = {p: (f.digest, f.bag_json) for p, f in self.facts.items() if f.bag_json is not None}
+            save_bags(bags_path(self.cache_file), bags)
+            self._bags_dirty = False
+        if self._dirty:
             save_cache(self.cache_file, self.facts)
             self._dirty = False
 
 
 def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
     """Index ``repo``'s candidates, reusing and refreshing the cache under ``cache_home`` when given."""
-    candidates = list_candidates(repo)
     file = cache_path(cache_home, repo) if cache_home is not None else None
+    candidates = list_candidates(repo, file.with_suffix(".listing") if file is not None else None)
     cached = load_cache(file) if file is not None else {}
     found: dict[str, FileFacts] = {}
     excluded = list(candidates.excluded)
@@ -119,6 +156,7 @@ def build_index(repo: Path, *, cache_home: Path | None = None) -> RepoIndex:
         cache_misses=misses,
         cache_file=file,
         _dirty=misses > 0 or changed_stat > 0 or len(cached) != hits,
+        _bags_dirty=misses > 0 or len(cached) != hits,
     )
     index.flush()
     return index

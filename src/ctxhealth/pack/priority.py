@@ -45,7 +45,10 @@ class Tier(StrEnum):
 
     @property
     def rank(self) -> int:
-        return {"A": 0, "B": 1, "C": 2, "other": 3}[self.value]
+        return _RANKS[self.value]
+
+
+_RANKS = {"A": 0, "B": 1, "C": 2, "other": 3}
 
 
 def is_test_path(path: str) -> bool:
@@ -70,6 +73,8 @@ def assign_tiers(
 ) -> dict[str, Tier]:
     """The tier of every path given the A files and the import graph."""
     a_set = set(a_files)
+    if not a_set:  # no A file: no dependency of one, no package of one — every path is "other"
+        return dict.fromkeys(paths, Tier.OTHER)
     direct: set[str] = set()
     imported_by: dict[str, int] = {}
     for a in sorted(a_set):

@@ -7,7 +7,6 @@ commit score 0. Outside a git checkout there is no history and the term is absen
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,8 @@ class EditHistory:
 
 
 def _git(repo: Path, *args: str) -> str | None:
+    import subprocess  # only in a git checkout (a warm pack of another tree never needs it)
+
     try:
         done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):

@@ -61,6 +61,8 @@ class PackedPiece:
 
 
 def _fence(text: str) -> str:
+    if "```" not in text:  # no run of three backticks: the scan would find nothing
+        return "```"
     longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=2)
     return "`" * max(3, longest + 1)
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 
 from ctxhealth.pack.compress import compress_text
 from ctxhealth.pack.dedup import Deduped, ParagraphDeduper
+from ctxhealth.pack.facts import declaration_lines
 from ctxhealth.pack.priority import B_TRIM_TOKENS, LARGE_FILE_TOKENS, Tier
 from ctxhealth.pack.render import OutputFormat, PackedPiece, render_piece
 from ctxhealth.pack.signatures import render_signatures, signature_lines
+from ctxhealth.pack.textcache import TextMemo, text_key
 
 MAX_CONSIDERED = 200
 """Ranked files examined at most; beyond this many the remaining ones are listed as not reached."""
@@ -41,6 +43,10 @@ class Ranked:
     read: Callable[[], str] = field(repr=False, compare=False)
     signature_lines: tuple[int, ...] | None = None
     raw_tokens: int | None = None
+    declarations: int | None = None
+    """:func:`~ctxhealth.pack.facts.declaration_lines` of the text, when the index knows it."""
+    digest: str | None = None
+    """The content hash: with it, derived texts are looked up in a :class:`TextMemo` first."""
     _text: str | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -95,8 +101,10 @@ def _forms(
 
 
 def _signatures_estimate(item: Ranked) -> int:
-    """A cheap lower bound on the tokens of a signatures form: a few per declaration line."""
-    return 8 * item.text.count("\ndef ") + 8 * item.text.count("\nclass ") + 20
+    """A cheap lower bound on the tokens of a signatures form: a few per declaration line (from the
+    index when it knows them: a file ranked but over the budget is then never read)."""
+    found = item.declarations
+    return 8 * (declaration_lines(item.text) if found is None else found) + 20
 
 
 def pack_sources(
@@ -108,22 +116,45 @@ def pack_sources(
     count: Callable[[str], int],
     found_lines: dict[str, tuple[int, ...]] | None = None,
     found_tokens: dict[str, int] | None = None,
+    texts: TextMemo | None = None,
 ) -> tuple[list[Taken], dict[str, str], int]:
     """Choose and render L3 files within ``budget`` tokens; also why the others were left out.
 
     Signature lines and whole-file token counts computed on the way are added to ``found_lines`` and
-    ``found_tokens`` (for the index cache)."""
+    ``found_tokens`` (for the index cache); compressed texts and rendered signatures are taken from
+    and added to ``texts`` (for a file whose content hash is known)."""
     if found_lines is None:
         found_lines = {}
     if found_tokens is None:
         found_tokens = {}
+    memo = texts if texts is not None else TextMemo()
     deduper = ParagraphDeduper()
     compressed: dict[str, str] = {}
+    setting = "strip" if strip_comments else "keep"
 
     def compress(item: Ranked) -> str:  # a file upgraded to its whole text is compressed once
         found = compressed.get(item.path)
         if found is None:
-            found = compressed[item.path] = compress_text(item.path, item.text, strip_comments=strip_comments)
+            key = text_key("compressed", item.path, item.digest, setting) if item.digest else None
+            found = memo.get(key) if key else None
+            if found is None:
+                found = compress_text(item.path, item.text, strip_comments=strip_comments)
+                if key:
+                    memo.put(key, found)
+            compressed[item.path] = found
+        return found
+
+    def signatures(item: Ranked, language: str) -> str:
+        key = text_key("signatures", item.path, item.digest) if item.digest else None
+        found = memo.get(key) if key else None
+        if found is None:
+            lines = item.signature_lines
+            if lines is None:
+                lines = tuple(signature_lines(language, item.text))
+                found_lines[item.path] = lines
+            found = render_signatures(language, item.text, lines)
+            if key:
+                memo.put(key, found)
         return found
 
     taken: list[Taken] = []
@@ -151,11 +182,7 @@ def pack_sources(
             if form == "signatures":
                 if item.language is None:
                     continue  # prose and data have no signatures
-                lines = item.signature_lines
-                if lines is None:
-                    lines = tuple(signature_lines(item.language, item.text))
-                    found_lines[item.path] = lines
-                text = render_signatures(item.language, item.text, lines)
+                text = signatures(item, item.language)
             elif form == "full" and full_tokens * MAX_COMPRESSION > remaining:
                 continue
             else:

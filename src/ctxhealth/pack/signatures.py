@@ -7,11 +7,14 @@ declarations or imports. Skipped stretches become one ``...`` line at their inde
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ctxhealth.pack import treesitter
+
+if TYPE_CHECKING:
+    import ast
 
 _GENERIC_DECLARATION = re.compile(
     r"^\s*(?:export\s+|public\s+|private\s+|protected\s+|static\s+|async\s+|pub(?:\([^)]*\))?\s+)*"
@@ -22,6 +25,8 @@ DOCSTRING_LINES = 3
 
 
 def _python_lines(text: str) -> set[int] | None:
+    import ast  # signature lines are remembered: a warm pack rarely parses
+
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):

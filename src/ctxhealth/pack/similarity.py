@@ -23,7 +23,7 @@ import struct
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,7 @@ NAMED_WEIGHT = 2
 NAME_MATCH_SHARE = 0.3
 """Share of the similarity that comes from declared names and paths the task names exactly."""
 
-_MAGIC = b"ctxhealth-bm25\x01" + sys.byteorder[0].encode()
+_MAGIC = b"ctxhealth-bm25\x02" + sys.byteorder[0].encode()
 """Starts a stored index: the format and the byte order of its arrays (a file from a machine of the
 other order is rebuilt, not misread)."""
 _HEADER = struct.Struct("<5Q")
@@ -59,8 +59,10 @@ class Bm25Index:
     def scores(self, query: Mapping[str, float]) -> list[float]:
         """The BM25 score of every document for a weighted bag of query words."""
         out = [0.0] * self.n_docs
+        vocab = self.vocab
+        terms = vocab.find_all(query) if isinstance(vocab, StoredVocab) else {}
         for word, weight in query.items():
-            term = self.vocab.get(word)
+            term = terms.get(word) if isinstance(vocab, StoredVocab) else vocab.get(word)
             if term is None:
                 continue
             lo, hi = self.starts[term], self.starts[term + 1]
@@ -132,6 +134,36 @@ def name_matches(task: str, paths: Sequence[str], defines: Sequence[Sequence[str
     mentioned = named_paths(task)
     dotted = {n.replace(".", "/") for n in named if "." in n}
     out = [0.0] * len(paths)
+    ends = tuple(mentioned)  # a path can only be named if it ends with one of them (one C test)
+    slashed = tuple("/" + d for d in dotted if "/" in d)
+    for i, path in enumerate(paths):
+        if (
+            ends
+            and path.endswith(ends)
+            and any(path.endswith(m) and (len(m) == len(path) or path[-len(m) - 1] == "/") for m in mentioned)
+        ):
+            out[i] = 1.0
+            continue
+        if dotted:
+            module = path.rsplit(".", 1)[0].removesuffix("/__init__")
+            if module in dotted or (slashed and module.endswith(slashed)):
+                out[i] = 1.0
+                continue
+        if lowered and defines[i]:  # no declared name: no hit (0.0 already)
+            hits = sum(1 for name in set(defines[i]) if name.lower() in lowered)
+            out[i] = min(1.0, hits / 2)
+    return out
+
+
+def name_matches_by_definition(
+    task: str, paths: Sequence[str], defines: Sequence[Sequence[str]]
+) -> list[float]:
+    """:func:`name_matches` as first written, one test after the other (for the tests)."""
+    named = {n for n in named_identifiers(task) if len(n) >= 3}
+    lowered = {n.lower() for n in named}
+    mentioned = named_paths(task)
+    dotted = {n.replace(".", "/") for n in named if "." in n}
+    out = [0.0] * len(paths)
     for i, path in enumerate(paths):
         stem = path.rsplit(".", 1)[0]
         module = stem.removesuffix("/__init__")
@@ -169,18 +201,27 @@ def corpus_key(items: Sequence[tuple[str, str]]) -> str:
 
 
 def save_bm25(file: Path, key: str, index: Bm25Index) -> None:
-    """Store ``index`` under ``key`` (atomically): a header, the key, the newline-joined vocabulary,
-    then the three arrays as they lie in memory."""
+    """Store ``index`` under ``key`` (atomically): a header, the key, the newline-joined vocabulary
+    (in term order), where each word starts in it (``i``, one more than the terms) and the term ids
+    in the alphabetical order of their UTF-8 bytes (``i``; both for the lookups of
+    :class:`StoredVocab`), then the three arrays as they lie in memory."""
     from ctxhealth.atomic import write_atomic
 
     key_bytes = key.encode()
-    words = "\n".join(sorted(index.vocab, key=index.vocab.__getitem__)).encode("utf-8")
+    in_order = [w.encode("utf-8") for w in sorted(index.vocab, key=index.vocab.__getitem__)]
+    words = b"\n".join(in_order)
+    alphabetical = array("i", sorted(range(len(in_order)), key=in_order.__getitem__))
+    offsets = array("i", [0])
+    for word in in_order:
+        offsets.append(offsets[-1] + len(word) + 1)
     header = _HEADER.pack(len(key_bytes), len(words), len(index.starts), len(index.docs), index.n_docs)
     parts = [
         _MAGIC,
         header,
         key_bytes,
         words,
+        offsets.tobytes(),
+        alphabetical.tobytes(),
         index.starts.tobytes(),
         index.docs.tobytes(),
         index.weights.tobytes(),
@@ -190,19 +231,53 @@ def save_bm25(file: Path, key: str, index: Bm25Index) -> None:
 
 class StoredVocab(Mapping[str, int]):
     """The vocabulary of a stored index, looked up in its newline-joined bytes: a query asks for a
-    few dozen words, so a warm run never builds the dict of every word (100K+ on django)."""
+    few dozen words, so a warm run never builds the dict of every word (100K+ on django). With the
+    stored ``order`` (term ids in the alphabetical order of their bytes) and ``offsets`` (where
+    each term's word starts, and one past the last's newline), a word is found by a binary search,
+    each probe slicing one word out, and is checked equal before it is answered; without them by
+    a search through the bytes."""
 
-    __slots__ = ("_dict", "_padded")
+    __slots__ = ("_dict", "_joined", "_offsets", "_order", "_padded")
 
-    def __init__(self, joined: bytes) -> None:
+    def __init__(
+        self, joined: bytes, order: array[int] | None = None, offsets: array[int] | None = None
+    ) -> None:
+        self._joined = joined
         self._padded = b"\n" + joined + b"\n" if joined else b""
         self._dict: dict[str, int] | None = None
+        self._order = order if offsets is not None else None
+        self._offsets = offsets
 
     def get(self, word: str, default: int | None = None) -> int | None:  # type: ignore[override]
         if not word or "\n" in word or not self._padded:
             return default
-        at = self._padded.find(b"\n" + word.encode("utf-8") + b"\n")
-        return default if at < 0 else self._padded.count(b"\n", 0, at)
+        target = word.encode("utf-8")
+        order, offsets, joined = self._order, self._offsets, self._joined
+        if order is None or offsets is None:
+            at = self._padded.find(b"\n" + target + b"\n")
+            return default if at < 0 else self._padded.count(b"\n", 0, at)
+        lo, hi = 0, len(order)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            term = order[mid]
+            if joined[offsets[term] : offsets[term + 1] - 1] < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(order):
+            term = order[lo]
+            if joined[offsets[term] : offsets[term + 1] - 1] == target:
+                return term
+        return default
+
+    def find_all(self, words: Iterable[str]) -> dict[str, int]:
+        """:meth:`get` of each word that is there."""
+        out: dict[str, int] = {}
+        for word in words:
+            found = self.get(word)
+            if found is not None:
+                out[word] = found
+        return out
 
     def __getitem__(self, word: str) -> int:
         found = self.get(word)
@@ -236,8 +311,9 @@ def load_bm25(file: Path, key: str) -> Bm25Index | None:
     if data[at : at + key_len] != key.encode():
         return None
     at += key_len
+    n_terms = max(0, n_starts - 1)
     sizes = (vocab_len, 8 * n_starts, 4 * n_postings, 4 * n_postings)
-    if len(data) != at + sum(sizes):
+    if len(data) != at + sum(sizes) + 4 * (2 * n_terms + 1):
         return None
     vocab = data[at : at + vocab_len]
     try:
@@ -245,6 +321,10 @@ def load_bm25(file: Path, key: str) -> Bm25Index | None:
     except UnicodeDecodeError:
         return None
     at += vocab_len
+    offsets = array("i", data[at : at + 4 * (n_terms + 1)])
+    at += 4 * (n_terms + 1)
+    alphabetical = array("i", data[at : at + 4 * n_terms])
+    at += 4 * n_terms
     arrays = []
     for code, size in zip("qif", sizes[1:], strict=True):
         arrays.append(array(code, data[at : at + size]))
@@ -252,4 +332,7 @@ def load_bm25(file: Path, key: str) -> Bm25Index | None:
     starts, docs, weights = arrays
     if n_starts != vocab.count(b"\n") + 1 + (1 if vocab else 0) or (n_starts and starts[-1] != n_postings):
         return None
-    return Bm25Index(StoredVocab(vocab), starts, docs, weights, n_docs)  # type: ignore[arg-type]
+    if offsets[0] != 0 or offsets[-1] != (vocab_len + 1 if n_terms else 0):
+        return None
+    vocabulary = StoredVocab(vocab, alphabetical, offsets)
+    return Bm25Index(vocabulary, starts, docs, weights, n_docs)  # type: ignore[arg-type]
