@@ -252,6 +252,51 @@ def test_the_guard_process_keeps_sessions_and_the_ledger_through_a_restart(
     assert after["observed_messages"] == before["observed_messages"] + 2
 
 
+def guard_processes(pid: int) -> list[int]:
+    """The children of ``pid`` that multiprocessing spawned to run a target (not its resource tracker)."""
+    found = [
+        int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()
+    ]
+    return [c for c in found if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree from /proc")
+def test_by_default_observe_mode_has_its_guard_in_a_lower_priority_process_and_enforce_in_the_relay(
+    upstream: str,
+) -> None:
+    import os
+
+    from ctxhealth.integrations.guard import Mode
+    from ctxhealth.integrations.proxy.config import default_workers
+    from ctxhealth.integrations.proxy.worker import GUARD_NICENESS
+
+    expected = default_workers(Mode.OBSERVE)
+    for mode in ("observe", "enforce"):
+        proxy = ProxyProcess(upstream, "--mode", mode)
+        try:
+            post(proxy, conversation(mode, 1), **{"x-ctxhealth-session": f"default-{mode}"})
+            (session,) = sessions(proxy, f":default-{mode}")  # assessed, wherever the guard is
+            guards = guard_processes(proxy.process.pid)
+            relay_nice = os.getpriority(os.PRIO_PROCESS, proxy.process.pid)
+            guard_nice = [os.getpriority(os.PRIO_PROCESS, g) for g in guards]
+        finally:
+            proxy.stop()
+        assert session["requests"] == 1
+        if mode == "observe" and expected == 2:
+            assert len(guards) == 1 and guard_nice == [min(19, relay_nice + GUARD_NICENESS)]
+        else:
+            assert guards == []
+
+
+def test_the_default_number_of_processes() -> None:
+    from ctxhealth.integrations.guard import Mode
+    from ctxhealth.integrations.proxy.config import default_workers
+
+    assert default_workers(Mode.OBSERVE, cpus=2) == default_workers(Mode.OBSERVE, cpus=64) == 2
+    assert default_workers(Mode.OBSERVE, cpus=1) == 1
+    assert default_workers(Mode.ADVISE, cpus=8) == default_workers(Mode.ENFORCE, cpus=8) == 1
+
+
 def test_two_workers_are_refused_outside_observe_mode() -> None:
     from conftest import invoke
 

@@ -11,7 +11,9 @@ connections over them, so a session's requests would land in both: its prefix wo
 switch. That split is not offered.
 
 On the relay side the event loop only puts tuples on a queue; a thread pickles and writes them, so
-a slow guard never blocks the loop (the pipe's buffer does the waiting, in that thread). A guard
+a slow guard never blocks the loop (the pipe's buffer does the waiting, in that thread). The guard
+process runs at a lower priority (:data:`GUARD_NICENESS`): on a busy machine the relay gets a core
+first. A guard
 process that dies costs its assessments, never the traffic: the relay goes on alone and says so once
 in the log. At shutdown the guard runs everything queued, saves every session and exits.
 """
@@ -19,9 +21,11 @@ in the log. At shutdown the guard runs everything queued, saves every session an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import multiprocessing
+import os
 import queue
 import threading
 import time
@@ -156,8 +160,15 @@ def _resolve(future: asyncio.Future[Any], value: Any) -> None:
         future.set_result(value)
 
 
+GUARD_NICENESS = 10
+"""How much lower the guard process's scheduling priority is than the relay's: on a busy machine
+the relay, which every byte waits for, gets a core first; the guard's work waits (it is queued)."""
+
+
 def serve_guard(conn: Connection, config: ProxyConfig, verbose: bool) -> None:
     """The guard process: run the messages in order until ``close`` (or the relay is gone)."""
+    with contextlib.suppress(OSError, AttributeError):  # (not offered everywhere: then as the relay)
+        os.nice(GUARD_NICENESS)
     if verbose:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("ctxhealth proxy: %(message)s"))
