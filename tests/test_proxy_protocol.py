@@ -130,3 +130,17 @@ def test_kept_alive_and_pipelined_requests_are_served_past_the_head_timeout(port
     answers = read_all(sock)
     assert answers.count(b"HTTP/1.1 200") == 3
     assert answers.endswith(b"\r\n\r\n0") and b"\r\n\r\n5HTTP" in answers
+
+
+def test_serving_freezes_what_start_up_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from ctxhealth.integrations.proxy.config import ProxyConfig
+
+    frozen: list[int] = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: frozen.append(gc.get_freeze_count()))
+    try:
+        proxy_server.serve(ProxyConfig(upstream="http://127.0.0.1:9"))
+    finally:
+        gc.unfreeze()
+    assert frozen and frozen[0] > 1000

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import itertools
 import logging
 import multiprocessing
@@ -217,6 +218,8 @@ def serve_guard(conn: Connection, config: ProxyConfig, verbose: bool) -> None:
     if config.home is not None:
         store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))
     guard = Guard(config.mode, store=store, model=config.model)
+    gc.collect()  # start-up's objects out of the collector's scans (as in the relay, see .server)
+    gc.freeze()
     plans: OrderedDict[int, Plan] = OrderedDict()
     flushed = time.monotonic()
     try:
