@@ -280,12 +280,13 @@ def test_by_default_observe_mode_has_its_guard_in_a_lower_priority_process_and_e
             relay_nice = os.getpriority(os.PRIO_PROCESS, proxy.process.pid)
             guard_nice = [os.getpriority(os.PRIO_PROCESS, g) for g in guards]
         finally:
-            proxy.stop()
+            log = proxy.stop()
         assert session["requests"] == 1
         if mode == "observe" and expected == 2:
             assert len(guards) == 1 and guard_nice == [min(19, relay_nice + GUARD_NICENESS)]
+            assert "observe mode, the guard in a second process, http://" in log
         else:
-            assert guards == []
+            assert guards == [] and f"{mode} mode, http://" in log
 
 
 def test_the_default_number_of_processes() -> None:

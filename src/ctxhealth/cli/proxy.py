@@ -105,7 +105,10 @@ def proxy(
         logger = logging.getLogger("ctxhealth.proxy")
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-    click.echo(f"ctxhealth proxy: {mode} mode, http://{host}:{port} -> {config.shown_upstream}", err=True)
+    processes = ", the guard in a second process" if config.workers == 2 else ""
+    click.echo(
+        f"ctxhealth proxy: {mode} mode{processes}, http://{host}:{port} -> {config.shown_upstream}", err=True
+    )
     if config.exposed:
         click.echo(
             f"ctxhealth proxy: warning: listening on {host}, not loopback: anyone who can reach this "
