@@ -341,3 +341,56 @@ def test_observe_mode_sends_the_request_before_the_guard_reads_it() -> None:
     assert seen == [1, 2, 3]  # each request had reached the upstream before the guard read it
     (session,) = status["sessions"]
     assert session["requests"] == 3 and session["resets"] == 0 and session["reported_fill"] is not None
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_a_stop_signal_to_the_process_group_stops_both_cleanly_and_keeps_every_assessment(
+    upstream: str, tmp_path: Path, stop: str
+) -> None:
+    """Ctrl-C signals a terminal's whole process group, a service manager every process of the
+    service: the guard process leaves its stopping to the relay, which runs what is queued and
+    saves every session first."""
+    import os
+    import signal
+
+    from wire_upstream import free_port
+
+    home = tmp_path / "home"
+    port = free_port()
+    command = [sys.executable, "-c", "from ctxhealth.cli.main import main; main()", "proxy"]
+    command += ["--upstream", upstream, "--port", str(port), "--workers", "2"]
+    process = subprocess.Popen(
+        command,
+        env={**os.environ, "CTXHEALTH_HOME": str(home)},
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # a process group of its own, as a terminal gives it
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(url + "/ctxhealth/status", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.05)
+        for turn in range(5):
+            body = conversation("ctrl-c", turn)
+            httpx.post(url + "/v1/messages", json=body, headers={"x-ctxhealth-session": "ctrl-c"}, timeout=10)
+        os.killpg(process.pid, getattr(signal, stop))
+        # (uvicorn raises the signal again once it has shut down: SIGTERM's status is its own)
+        assert process.wait(timeout=20) in (0, -getattr(signal, stop))
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    err = process.stderr.read().decode() if process.stderr else ""
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    proxy = ProxyProcess(upstream, "--workers", "2", home=home)  # every request was saved
+    try:
+        post(proxy, conversation("ctrl-c", 5), **{"x-ctxhealth-session": "ctrl-c"})
+        (after,) = sessions(proxy, ":ctrl-c")
+    finally:
+        proxy.stop()
+    assert after["requests"] == 6 and after["resets"] == 0

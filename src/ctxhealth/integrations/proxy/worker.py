@@ -29,6 +29,7 @@ import logging
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -209,6 +210,11 @@ def serve_guard(conn: Connection, config: ProxyConfig, verbose: bool) -> None:
     """The guard process: run the messages in order until ``close`` (or the relay is gone)."""
     with contextlib.suppress(OSError, AttributeError):  # (not offered everywhere: then as the relay)
         os.nice(GUARD_NICENESS)
+    # Ctrl-C in a terminal reaches the whole process group, a service manager's stop signal every
+    # process of the service: the relay stops the guard itself (after what is queued), or the guard
+    # stops when the relay is gone (the pipe closes)
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
     if verbose:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("ctxhealth proxy: %(message)s"))
