@@ -255,13 +255,14 @@ def streams_levels(
         asyncio.run(run_round(proxy.url, n, ramp, turns, f"proxy{label}"))  # first contact, unmeasured
         data: dict[str, list[float]] = {"direct": [], "proxy": [], "paired": []}
         errors = 0
-        cpu = 0.0
+        cpu = relay_cpu = 0.0
         busy0, total0 = machine_cpu()
         for r in range(1, rounds + 1):
             # direct and proxied streams at the same time: both see the same machine at each moment
-            before = tree_cpu_seconds(proxy.process.pid)
+            before, relay_before = tree_cpu_seconds(proxy.process.pid), cpu_seconds(proxy.process.pid)
             pairs = asyncio.run(both(base_direct, proxy.url, n, ramp, turns + r, label))
             cpu += tree_cpu_seconds(proxy.process.pid) - before
+            relay_cpu += cpu_seconds(proxy.process.pid) - relay_before
             for a, b in pairs:
                 if isinstance(a, tuple):
                     data["direct"].append(a[0])
@@ -286,6 +287,8 @@ def streams_levels(
             "paired_added_ttfb_p50_ms": round(pct(data["paired"], 50) * ms, 3),
             "paired_added_ttfb_p99_ms": round(pct(data["paired"], 99) * ms, 3),
             "proxy_cpu_ms_per_request": round(cpu / max(1, len(data["proxy"])) * ms, 3),
+            # the process that relays (without the guard's own process, when there is one)
+            "relay_cpu_ms_per_request": round(relay_cpu / max(1, len(data["proxy"])) * ms, 3),
             "machine_cpu_busy": round((busy1 - busy0) / max(1.0, total1 - total0), 3),
             "load_average_1m": os.getloadavg()[0],
         }
@@ -295,7 +298,8 @@ def streams_levels(
             f"{r['proxy_ttfb_p99_ms']:8.2f} ms, added p50 {r['added_ttfb_p50_ms']:7.2f} / p99 "
             f"{r['added_ttfb_p99_ms']:7.2f} ms; paired added p50 {r['paired_added_ttfb_p50_ms']:7.2f} / p99 "
             f"{r['paired_added_ttfb_p99_ms']:7.2f} ms; "
-            f"proxy CPU {r['proxy_cpu_ms_per_request']:.2f} ms/request; "
+            f"proxy CPU {r['proxy_cpu_ms_per_request']:.2f} ms/request "
+            f"(relay {r['relay_cpu_ms_per_request']:.2f}); "
             f"machine busy {r['machine_cpu_busy']:.0%}; load {r['load_average_1m']:.2f}; "
             f"{r['samples']} samples, {r['errors']} errors",
             file=sys.stderr,

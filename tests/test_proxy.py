@@ -217,12 +217,27 @@ def test_other_paths_and_upstream_errors_pass_through(observe: ProxyProcess, ups
     assert caught.value.response.headers["retry-after"] == "0"
 
 
-def test_client_disconnect_ends_the_upstream_call(observe: ProxyProcess, upstream: Upstream) -> None:
-    upstream.abandoned.clear()
-    with httpx.stream("POST", observe.url + "/v1/slow", content=b"{}", timeout=10) as response:
-        first = next(response.iter_raw())
-        assert first.startswith(b"data:")
-    assert upstream.abandoned.wait(timeout=5)
+def test_client_disconnect_ends_the_upstream_call(upstream: Upstream) -> None:
+    proxy = ProxyProcess(upstream.url)
+    try:
+        for _ in range(3):  # the relay's own cancellation ends each one; nothing else is cancelled
+            upstream.abandoned.clear()
+            with httpx.stream("POST", proxy.url + "/v1/slow", content=b"{}", timeout=10) as response:
+                first = next(response.iter_raw())
+                assert first.startswith(b"data:")
+            assert upstream.abandoned.wait(timeout=5)
+        # the proxy serves on: a whole stream after the abandoned ones
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 8,
+            "stream": True,
+            "messages": anthropic_history(0),
+        }
+        with httpx.stream("POST", proxy.url + "/v1/messages", json=body, timeout=10) as response:
+            assert b"message_stop" in b"".join(response.iter_raw())
+    finally:
+        log = proxy.stop()
+    assert "Traceback" not in log and "Exception in ASGI application" not in log
 
 
 def test_request_size_limit(upstream: Upstream) -> None:

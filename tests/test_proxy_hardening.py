@@ -252,6 +252,52 @@ def test_the_guard_process_keeps_sessions_and_the_ledger_through_a_restart(
     assert after["observed_messages"] == before["observed_messages"] + 2
 
 
+def guard_processes(pid: int) -> list[int]:
+    """The children of ``pid`` that multiprocessing spawned to run a target (not its resource tracker)."""
+    found = [
+        int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()
+    ]
+    return [c for c in found if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree from /proc")
+def test_by_default_observe_mode_has_its_guard_in_a_lower_priority_process_and_enforce_in_the_relay(
+    upstream: str,
+) -> None:
+    import os
+
+    from ctxhealth.integrations.guard import Mode
+    from ctxhealth.integrations.proxy.config import default_workers
+    from ctxhealth.integrations.proxy.worker import GUARD_NICENESS
+
+    expected = default_workers(Mode.OBSERVE)
+    for mode in ("observe", "enforce"):
+        proxy = ProxyProcess(upstream, "--mode", mode)
+        try:
+            post(proxy, conversation(mode, 1), **{"x-ctxhealth-session": f"default-{mode}"})
+            (session,) = sessions(proxy, f":default-{mode}")  # assessed, wherever the guard is
+            guards = guard_processes(proxy.process.pid)
+            relay_nice = os.getpriority(os.PRIO_PROCESS, proxy.process.pid)
+            guard_nice = [os.getpriority(os.PRIO_PROCESS, g) for g in guards]
+        finally:
+            log = proxy.stop()
+        assert session["requests"] == 1
+        if mode == "observe" and expected == 2:
+            assert len(guards) == 1 and guard_nice == [min(19, relay_nice + GUARD_NICENESS)]
+            assert "observe mode, the guard in a second process, http://" in log
+        else:
+            assert guards == [] and f"{mode} mode, http://" in log
+
+
+def test_the_default_number_of_processes() -> None:
+    from ctxhealth.integrations.guard import Mode
+    from ctxhealth.integrations.proxy.config import default_workers
+
+    assert default_workers(Mode.OBSERVE, cpus=2) == default_workers(Mode.OBSERVE, cpus=64) == 2
+    assert default_workers(Mode.OBSERVE, cpus=1) == 1
+    assert default_workers(Mode.ADVISE, cpus=8) == default_workers(Mode.ENFORCE, cpus=8) == 1
+
+
 def test_two_workers_are_refused_outside_observe_mode() -> None:
     from conftest import invoke
 
@@ -295,3 +341,56 @@ def test_observe_mode_sends_the_request_before_the_guard_reads_it() -> None:
     assert seen == [1, 2, 3]  # each request had reached the upstream before the guard read it
     (session,) = status["sessions"]
     assert session["requests"] == 3 and session["resets"] == 0 and session["reported_fill"] is not None
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_a_stop_signal_to_the_process_group_stops_both_cleanly_and_keeps_every_assessment(
+    upstream: str, tmp_path: Path, stop: str
+) -> None:
+    """Ctrl-C signals a terminal's whole process group, a service manager every process of the
+    service: the guard process leaves its stopping to the relay, which runs what is queued and
+    saves every session first."""
+    import os
+    import signal
+
+    from wire_upstream import free_port
+
+    home = tmp_path / "home"
+    port = free_port()
+    command = [sys.executable, "-c", "from ctxhealth.cli.main import main; main()", "proxy"]
+    command += ["--upstream", upstream, "--port", str(port), "--workers", "2"]
+    process = subprocess.Popen(
+        command,
+        env={**os.environ, "CTXHEALTH_HOME": str(home)},
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # a process group of its own, as a terminal gives it
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(url + "/ctxhealth/status", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.05)
+        for turn in range(5):
+            body = conversation("ctrl-c", turn)
+            httpx.post(url + "/v1/messages", json=body, headers={"x-ctxhealth-session": "ctrl-c"}, timeout=10)
+        os.killpg(process.pid, getattr(signal, stop))
+        # (uvicorn raises the signal again once it has shut down: SIGTERM's status is its own)
+        assert process.wait(timeout=20) in (0, -getattr(signal, stop))
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    err = process.stderr.read().decode() if process.stderr else ""
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    proxy = ProxyProcess(upstream, "--workers", "2", home=home)  # every request was saved
+    try:
+        post(proxy, conversation("ctrl-c", 5), **{"x-ctxhealth-session": "ctrl-c"})
+        (after,) = sessions(proxy, ":ctrl-c")
+    finally:
+        proxy.stop()
+    assert after["requests"] == 6 and after["resets"] == 0

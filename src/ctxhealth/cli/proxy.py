@@ -47,10 +47,11 @@ from ctxhealth.errors import EnvironmentProblem
 @click.option("--model", help="Account every session as this model (window, tier).")
 @click.option(
     "--workers",
-    type=click.IntRange(1, 2),
-    default=1,
+    type=click.Choice(["auto", "1", "2"]),
+    default="auto",
     show_default=True,
-    help="2: the guard runs in a second process, beside the one relaying bytes (observe mode).",
+    help="2: the guard runs in a second process, beside the one relaying bytes (observe mode only); "
+    "auto: 2 in observe mode on two CPUs or more, else 1.",
 )
 # observe mode assessed before each request is sent, as before it moved beside the relay (benchmarks)
 @click.option("--guard-inline", is_flag=True, hidden=True)
@@ -68,14 +69,14 @@ def proxy(
     log_bodies: bool,
     no_ledger: bool,
     model: str | None,
-    workers: int,
+    workers: str,
     guard_inline: bool,
     verbose: bool,
 ) -> None:
     """Serve a proxy in front of UPSTREAM that applies the health policy to model requests."""
     try:
         from ctxhealth.integrations.guard import Mode
-        from ctxhealth.integrations.proxy.config import ProxyConfig
+        from ctxhealth.integrations.proxy.config import ProxyConfig, default_workers
         from ctxhealth.integrations.proxy.server import serve
     except ImportError as exc:
         raise EnvironmentProblem(
@@ -96,7 +97,7 @@ def proxy(
         log_bodies=log_bodies,
         model=settings.model,
         guard_inline=guard_inline,
-        workers=workers,
+        workers=default_workers(Mode(mode)) if workers == "auto" else int(workers),
     )
     if verbose or log_bodies:
         handler = logging.StreamHandler()
@@ -104,7 +105,10 @@ def proxy(
         logger = logging.getLogger("ctxhealth.proxy")
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-    click.echo(f"ctxhealth proxy: {mode} mode, http://{host}:{port} -> {config.shown_upstream}", err=True)
+    processes = ", the guard in a second process" if config.workers == 2 else ""
+    click.echo(
+        f"ctxhealth proxy: {mode} mode{processes}, http://{host}:{port} -> {config.shown_upstream}", err=True
+    )
     if config.exposed:
         click.echo(
             f"ctxhealth proxy: warning: listening on {host}, not loopback: anyone who can reach this "

@@ -28,7 +28,6 @@ import time
 from typing import Any
 
 import aiohttp
-import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -144,7 +143,7 @@ class ProxyApp:
     async def forward(self, request: Request) -> Response | Relay:
         adapter = adapter_for_path(request.url.path) if request.method == "POST" else None
         try:
-            with anyio.fail_after(self.config.body_timeout):
+            async with asyncio.timeout(self.config.body_timeout):
                 body = await read_body(request, self.config.max_body_bytes)
         except TimeoutError:
             message = f"ctxhealth proxy: request body not received within {self.config.body_timeout:g} s"

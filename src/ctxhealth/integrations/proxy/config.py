@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,8 @@ class ProxyConfig:
     """Observe mode: assess each request before sending it upstream (the default assesses it beside
     the relay, :mod:`~ctxhealth.integrations.proxy.background`); advise and enforce always do."""
     workers: int = 1
-    """2: the guard runs in a process of its own (observe mode; :mod:`.worker`)."""
+    """2: the guard runs in a process of its own (observe mode; :mod:`.worker`). The command's
+    default is :func:`default_workers`."""
     max_connections: int = 256
     """Open client connections served at once; beyond, a connection is answered 503 and closed
     (slow clients cannot hold the proxy open without bound)."""
@@ -94,3 +96,23 @@ class ProxyConfig:
     def exposed(self) -> bool:
         """Whether the proxy listens beyond this machine (any address but loopback)."""
         return self.host not in ("127.0.0.1", "localhost", "::1") and not self.host.startswith("127.")
+
+
+def default_workers(mode: Mode, cpus: int | None = None) -> int:
+    """The proxy's processes when none are asked for: 2 in observe mode when this process may run
+    on two CPUs or more (``cpus``: that number, else read), else 1.
+
+    In observe mode the request goes upstream as sent whatever the guard decides, so the guard can
+    work in a process of its own and the relay's process does nothing but move bytes. Advise and
+    enforce may change a request, so their guard must see it before it is sent: in another process
+    that is a round trip on every request's path, so they keep it in the relay's process. With one
+    CPU a second process only takes turns with the relay.
+    """
+    if mode is not Mode.OBSERVE:
+        return 1
+    if cpus is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # not on Linux
+            cpus = os.cpu_count() or 1
+    return 2 if cpus >= 2 else 1

@@ -11,12 +11,12 @@ against 1.5-1.7 ms with httpx in the same minimal relay (measured, loopback).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
 
 import aiohttp
-import anyio
 from starlette.types import Receive, Scope, Send
 
 from ctxhealth.integrations.wire import UsageTap
@@ -79,6 +79,23 @@ class Relay:
         # the upstream's whole answer was read (the model spent the tokens), even if the client left
         # before the last empty chunk: its usage counts
         answered = False
+        relay = asyncio.current_task()
+        relaying = True
+        gone = False
+
+        async def watch() -> None:
+            """Cancel the relay when the client goes away (a plain task: a task group costs
+            about 0.1 ms more per request, before the first byte)."""
+            nonlocal gone
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    if relaying and relay is not None:
+                        gone = True
+                        relay.cancel()
+                    return
+
+        watcher: asyncio.Task[None] | None = None
         try:
             await send(
                 {
@@ -87,34 +104,31 @@ class Relay:
                     "headers": response_headers(response),
                 }
             )
-            async with anyio.create_task_group() as group:
-
-                async def watch() -> None:
-                    while True:
-                        message = await receive()
-                        if message["type"] == "http.disconnect":
-                            group.cancel_scope.cancel()
-                            return
-
-                group.start_soon(watch)
-                tap = self.tap
-                try:
-                    async for chunk in response.content.iter_any():
-                        if tap is not None:
-                            tap.feed(chunk)
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                except (aiohttp.ClientError, TimeoutError) as exc:
-                    # the upstream died or stalled mid-body: the connection to the client is
-                    # dropped (its response stays incomplete, as the upstream left it)
-                    what = "stalled" if isinstance(exc, TimeoutError) else "closed the connection"
-                    log.warning("the upstream %s mid-response: the client's response is cut there", what)
-                    group.cancel_scope.cancel()
-                    return
-                answered = True
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-                complete = True
-                group.cancel_scope.cancel()
+            watcher = asyncio.get_running_loop().create_task(watch())
+            tap = self.tap
+            try:
+                async for chunk in response.content.iter_any():
+                    if tap is not None:
+                        tap.feed(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                # the upstream died or stalled mid-body: the connection to the client is
+                # dropped (its response stays incomplete, as the upstream left it)
+                what = "stalled" if isinstance(exc, TimeoutError) else "closed the connection"
+                log.warning("the upstream %s mid-response: the client's response is cut there", what)
+                return
+            answered = True
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            complete = True
+        except asyncio.CancelledError:
+            if not gone:
+                raise  # cancelled from outside (the server stopping): not ours to absorb
+            if relay is not None:
+                relay.uncancel()  # the client left: the relay ends here, as asked
         finally:
+            relaying = False
+            if watcher is not None:
+                watcher.cancel()
             if complete:
                 response.release()  # the connection goes back to the pool
             else:

@@ -11,7 +11,10 @@ connections over them, so a session's requests would land in both: its prefix wo
 switch. That split is not offered.
 
 On the relay side the event loop only puts tuples on a queue; a thread pickles and writes them, so
-a slow guard never blocks the loop (the pipe's buffer does the waiting, in that thread). A guard
+a slow guard never blocks the loop (the pipe's buffer does the waiting, in that thread). The guard
+process runs at a lower priority (:data:`GUARD_NICENESS`): on a busy machine the relay gets a core
+first. A guard that falls behind by more than :data:`MAX_BEHIND_BYTES` of requests has the next
+ones relayed without assessment (counted as its errors, said once in the log) until it catches up. A guard
 process that dies costs its assessments, never the traffic: the relay goes on alone and says so once
 in the log. At shutdown the guard runs everything queued, saves every session and exits.
 """
@@ -19,10 +22,14 @@ in the log. At shutdown the guard runs everything queued, saves every session an
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import itertools
 import logging
 import multiprocessing
+import os
 import queue
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -38,6 +45,12 @@ from ctxhealth.integrations.wire import ApiStyle, ResponseFacts
 log = logging.getLogger("ctxhealth.proxy")
 
 ASK_TIMEOUT = 5.0
+MAX_BEHIND_BYTES = 64 * 1024 * 1024
+"""Request bodies queued for the guard process and not yet sent to it, at most: beyond (the guard
+cannot keep up), requests are relayed without assessment, counted as its errors, so a guard that
+falls behind never holds the relay's memory without bound."""
+SEND_BATCH = 256
+"""Messages sent to the guard process in one write, at most."""
 MAX_OPEN_PLANS = 10_000
 """Plans waiting for their response's facts, at most (a request whose upstream failed has none)."""
 FLUSH_IDLE = 60.0
@@ -61,6 +74,10 @@ class GuardProcess:
         self._seq = itertools.count(1)
         self._asks: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self._lock = threading.Lock()
+        # request bodies queued (by the loop) and sent (by the sender): the guard's lag, bounded
+        self._queued_bytes = 0
+        self._sent_bytes = 0
+        self._unassessed = 0
         self.alive = True
         self._closing = False
         self._sender = threading.Thread(target=self._send_all, name="ctxhealth-guard-send", daemon=True)
@@ -75,12 +92,26 @@ class GuardProcess:
     ) -> Ticket:
         """Queue a request for the guard (``where``: its method and path, for the log line; ``path``:
         the request's path, as :meth:`Guard.plan` takes it)."""
+        if self._queued_bytes - self._sent_bytes > MAX_BEHIND_BYTES:
+            if not self._unassessed:
+                log.warning(
+                    "the guard process is %d MiB of requests behind: requests are relayed without "
+                    "assessment until it catches up",
+                    MAX_BEHIND_BYTES >> 20,
+                )
+            self._unassessed += 1
+            return Ticket()  # (number 0: nothing queued, its response's facts are not sent either)
+        if self._unassessed:  # counted as the guard's errors (each request went on unassessed)
+            self._outbox.put(("unassessed", self._unassessed))
+            self._unassessed = 0
         ticket = Ticket(next(self._seq))
+        self._queued_bytes += len(body)
         self._outbox.put(("plan", ticket.seq, style.value, body, dict(headers), where, path))
         return ticket
 
     def finish(self, ticket: Ticket, status: int, facts: ResponseFacts) -> None:
-        self._outbox.put(("finish", ticket.seq, status, facts))
+        if ticket.seq:
+            self._outbox.put(("finish", ticket.seq, status, facts))
 
     def forwarded(self) -> None:
         """A request on a path the guard does not read: counted."""
@@ -123,13 +154,27 @@ class GuardProcess:
     # threads
 
     def _send_all(self) -> None:
-        while (message := self._outbox.get()) is not None:
-            if not self.alive:
-                continue
-            try:
-                self._conn.send(message)
-            except (OSError, EOFError, ValueError):
-                self._stopped()
+        """Send what is queued, everything waiting at once (one pickle and one write per batch, so
+        under load the loop's messages cost fewer thread switches and system calls)."""
+        while True:
+            batch: list[tuple[Any, ...]] = []
+            item = self._outbox.get()
+            while item is not None:
+                batch.append(item)
+                if len(batch) >= SEND_BATCH:
+                    break
+                try:
+                    item = self._outbox.get_nowait()
+                except queue.Empty:
+                    break
+            if batch and self.alive:
+                try:
+                    self._conn.send(batch)
+                except (OSError, EOFError, ValueError):
+                    self._stopped()
+            self._sent_bytes += sum(len(m[3]) for m in batch if m[0] == "plan")
+            if item is None:  # the end (what came before it was sent)
+                return
 
     def _read_all(self) -> None:
         while True:
@@ -156,8 +201,20 @@ def _resolve(future: asyncio.Future[Any], value: Any) -> None:
         future.set_result(value)
 
 
+GUARD_NICENESS = 10
+"""How much lower the guard process's scheduling priority is than the relay's: on a busy machine
+the relay, which every byte waits for, gets a core first; the guard's work waits (it is queued)."""
+
+
 def serve_guard(conn: Connection, config: ProxyConfig, verbose: bool) -> None:
     """The guard process: run the messages in order until ``close`` (or the relay is gone)."""
+    with contextlib.suppress(OSError, AttributeError):  # (not offered everywhere: then as the relay)
+        os.nice(GUARD_NICENESS)
+    # Ctrl-C in a terminal reaches the whole process group, a service manager's stop signal every
+    # process of the service: the relay stops the guard itself (after what is queued), or the guard
+    # stops when the relay is gone (the pipe closes)
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
     if verbose:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("ctxhealth proxy: %(message)s"))
@@ -167,53 +224,65 @@ def serve_guard(conn: Connection, config: ProxyConfig, verbose: bool) -> None:
     if config.home is not None:
         store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))
     guard = Guard(config.mode, store=store, model=config.model)
+    gc.collect()  # start-up's objects out of the collector's scans (as in the relay, see .server)
+    gc.freeze()
     plans: OrderedDict[int, Plan] = OrderedDict()
     flushed = time.monotonic()
     try:
-        while True:
+        running = True
+        while running:
             try:
-                message = conn.recv() if conn.poll(config.flush_interval) else None
+                batch = conn.recv() if conn.poll(config.flush_interval) else []
             except (OSError, EOFError):
                 break
             if time.monotonic() - flushed >= config.flush_interval:
                 guard.flush(idle=FLUSH_IDLE, max_age=FLUSH_MAX_AGE, limit=FLUSH_BATCH)
                 flushed = time.monotonic()
-            if message is None:
-                continue
-            kind = message[0]
-            if kind == "plan":
-                _, seq, style, body, headers, where, path = message
-                plan = guard.plan(ApiStyle(style), body, headers, path=path)
-                if plan.key is not None:
-                    plans[seq] = plan
-                    while len(plans) > MAX_OPEN_PLANS:
-                        plans.popitem(last=False)
-                if log.isEnabledFor(logging.INFO):
-                    log.info(
-                        "%s session=%s action=%s applied=%s reset=%s observed=%d",
-                        where,
-                        plan.key,
-                        plan.action.value,
-                        plan.applied.value,
-                        plan.reset,
-                        plan.observed,
-                    )
-            elif kind == "finish":
-                _, seq, status, facts = message
-                done = plans.pop(seq, None)
-                if done is not None:
-                    guard.finish(done, status, facts)
-            elif kind == "forwarded":
-                guard.metrics.forwarded += 1
-            elif kind == "latency":
-                guard.metrics.observe_latency(message[1])
-            elif kind == "ask":
-                _, number, what = message
-                answer = guard.status() if what == "status" else guard.metrics_text()
-                conn.send((number, answer))
-            elif kind == "close":
-                break
+            for message in batch:
+                if not _handle(guard, plans, conn, message):
+                    running = False
+                    break
     finally:
         guard.flush()
         guard.store.close()
         conn.close()
+
+
+def _handle(guard: Guard, plans: OrderedDict[int, Plan], conn: Connection, message: tuple[Any, ...]) -> bool:
+    """Run one message from the relay; False for ``close``."""
+    kind = message[0]
+    if kind == "plan":
+        _, seq, style, body, headers, where, path = message
+        plan = guard.plan(ApiStyle(style), body, headers, path=path)
+        if plan.key is not None:
+            plans[seq] = plan
+            while len(plans) > MAX_OPEN_PLANS:
+                plans.popitem(last=False)
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "%s session=%s action=%s applied=%s reset=%s observed=%d",
+                where,
+                plan.key,
+                plan.action.value,
+                plan.applied.value,
+                plan.reset,
+                plan.observed,
+            )
+    elif kind == "finish":
+        _, seq, status, facts = message
+        done = plans.pop(seq, None)
+        if done is not None:
+            guard.finish(done, status, facts)
+    elif kind == "forwarded":
+        guard.metrics.forwarded += 1
+    elif kind == "latency":
+        guard.metrics.observe_latency(message[1])
+    elif kind == "unassessed":
+        guard.metrics.errors += message[1]
+    elif kind == "ask":
+        _, number, what = message
+        answer = guard.status() if what == "status" else guard.metrics_text()
+        conn.send((number, answer))
+    elif kind == "close":
+        return False
+    return True
