@@ -710,6 +710,76 @@ static PyObject *native_ascii_stand_in(PyObject *self, PyObject *arg) {
     return out;
 }
 
+PyDoc_STRVAR(anchor_positions_doc,
+             "anchor_positions(text, needles, /)\n--\n\n"
+             "ctxhealth.signals.base.anchor_positions_py(text, needles): the positions in text (ascending,\n"
+             "each once) where one of needles (a tuple of non-empty ASCII str) starts.");
+
+static PyObject *native_anchor_positions(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "anchor_positions() takes (str, tuple of str)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    PyObject *needles = args[1];
+    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
+    for (Py_ssize_t k = 0; k < nn; k++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, k);
+        if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle) || PyUnicode_GET_LENGTH(needle) == 0) {
+            PyErr_SetString(PyExc_ValueError, "anchor_positions() needles must be non-empty ASCII str");
+            return NULL;
+        }
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* the needles chained by their first character, as in any_in */
+    Py_ssize_t head[128];
+    for (int c = 0; c < 128; c++)
+        head[c] = -1;
+    Py_ssize_t *chain = PyMem_New(Py_ssize_t, nn ? nn : 1);
+    if (chain == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = nn - 1; k >= 0; k--) {
+        Py_UCS1 c = PyUnicode_1BYTE_DATA(PyTuple_GET_ITEM(needles, k))[0];
+        chain[k] = head[c];
+        head[c] = k;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        PyMem_Free(chain);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch >= 128)
+            continue;
+        for (Py_ssize_t k = head[ch]; k >= 0; k = chain[k]) {
+            PyObject *needle = PyTuple_GET_ITEM(needles, k);
+            const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
+            Py_ssize_t m = PyUnicode_GET_LENGTH(needle);
+            if (m > n - i)
+                continue;
+            Py_ssize_t j = 1;
+            while (j < m && PyUnicode_READ(kind, data, i + j) == p[j])
+                j++;
+            if (j == m) {
+                PyObject *pos = PyLong_FromSsize_t(i);
+                int bad = pos == NULL ? -1 : PyList_Append(out, pos);
+                Py_XDECREF(pos);
+                if (bad < 0) {
+                    Py_DECREF(out);
+                    PyMem_Free(chain);
+                    return NULL;
+                }
+                break; /* each position once */
+            }
+        }
+    }
+    PyMem_Free(chain);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
     {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
@@ -722,6 +792,8 @@ static PyMethodDef methods[] = {
     {"ascii_stand_in", (PyCFunction)native_ascii_stand_in, METH_O, ascii_stand_in_doc},
     {"stem_run", (PyCFunction)(void (*)(void))native_stem_run, METH_FASTCALL, stem_run_doc},
     {"last_positions", (PyCFunction)(void (*)(void))native_last_positions, METH_FASTCALL, last_positions_doc},
+    {"anchor_positions", (PyCFunction)(void (*)(void))native_anchor_positions, METH_FASTCALL,
+     anchor_positions_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import zlib
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
+
+from ctxhealth.signals.native import KERNELS
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -168,7 +170,9 @@ def pair_hash(first: str, second: str) -> int:
     return stable_hash(f"{len(first)}:{first}{second}")
 
 
-def matches_at_anchors(match: Callable[[str, int], object | None], text: str, anchors: Iterable[str]) -> bool:
+def matches_at_anchors_py(
+    match: Callable[[str, int], object | None], text: str, anchors: tuple[str, ...]
+) -> bool:
     """Whether a pattern whose every match starts with one of ``anchors`` matches in ``text``,
     trying ``match`` (a compiled pattern's ``match``) only where an anchor occurs instead of at
     every position. ``match`` at a position sees the text before it (``\\b``, lookbehinds), as a
@@ -181,6 +185,36 @@ def matches_at_anchors(match: Callable[[str, int], object | None], text: str, an
                 return True
             at = find(anchor, at + 1)
     return False
+
+
+def anchor_positions_py(text: str, anchors: tuple[str, ...]) -> list[int]:
+    """The positions in ``text`` where one of ``anchors`` (non-empty ASCII) starts, ascending, each
+    once: the definition of the C kernel :func:`matches_at_anchors` walks."""
+    found: set[int] = set()
+    for anchor in anchors:
+        at = text.find(anchor)
+        while at >= 0:
+            found.add(at)
+            at = text.find(anchor, at + 1)
+    return sorted(found)
+
+
+def _matches_at_anchors_native(
+    match: Callable[[str, int], object | None], text: str, anchors: tuple[str, ...]
+) -> bool:
+    """:func:`matches_at_anchors_py` with the anchors found in one pass in C (one ``find`` per
+    anchor costs a pass over the text each: 24 anchors over a long command were ~16 µs)."""
+    return any(match(text, at) is not None for at in _anchor_positions(text, anchors))
+
+
+matches_at_anchors: Callable[[Callable[[str, int], object | None], str, tuple[str, ...]], bool] = (
+    matches_at_anchors_py
+)
+"""``pattern.search(text) is not None`` for a pattern whose matches start at ``anchors``:
+:func:`matches_at_anchors_py`, or the same with the anchors found in C (:mod:`~ctxhealth.signals.native`)."""
+if KERNELS is not None:
+    _anchor_positions: Callable[[str, tuple[str, ...]], list[int]] = KERNELS.anchor_positions
+    matches_at_anchors = _matches_at_anchors_native
 
 
 def recent(evidence: list[int] | tuple[int, ...]) -> tuple[int, ...]:

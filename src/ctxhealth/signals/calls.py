@@ -11,6 +11,7 @@ on purpose: cheap, deterministic, and wrong only in the direction of "other".
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from functools import cache
 from typing import Any
@@ -19,6 +20,7 @@ import msgspec
 
 from ctxhealth.model import ToolCall, ToolResult
 from ctxhealth.signals.base import matches_at_anchors, normalise_text, stable_hash
+from ctxhealth.signals.native import KERNELS
 
 
 class CallKind(StrEnum):
@@ -105,6 +107,22 @@ _VERIFY_HINTS = (
 )
 _VERIFY_HINT = re.compile("|".join(map(re.escape, _VERIFY_HINTS)))
 """The hints as one pattern: faster than substring tests on a short command, slower on a long one."""
+
+
+def _hinted_py(probe: str) -> bool:
+    """Whether ``probe`` holds one of :data:`_VERIFY_HINTS` (the definition)."""
+    return _VERIFY_HINT.search(probe) is not None
+
+
+_hinted: Callable[[str], bool] = _hinted_py
+"""The hint gate: :func:`_hinted_py`, or the same substring test in C (one pass by first letters)."""
+if KERNELS is not None:
+    _any_in: Callable[[str, tuple[str, ...]], bool] = KERNELS.any_in
+
+    def _hinted(probe: str) -> bool:
+        return _any_in(probe, _VERIFY_HINTS)
+
+
 _SED_SUB_SOURCE = r"s([/|#,])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1"
 _PATCH_FILE_SOURCE = r"^\*\*\* (?:Update|Add|Delete) File: (.+)$"
 _READ_VERBS = {"cat", "nl", "head", "tail", "less", "more", "bat", "view"}
@@ -116,6 +134,9 @@ _RUNNERS = frozenset(
 )  # fmt: skip
 """Verbs whose first path argument is the script or file they run."""
 """The verbs whose arguments are read as paths (every other verb only sets the command's kind)."""
+_LEAD_WORDS = frozenset({*_PATH_VERBS, "git", "patch", *_SEARCH_VERBS, *_RUNNERS})
+"""First words the segment loop acts on: with no ``=`` or ``/`` in it (then the word is its verb)
+and not ``python...``, any other first word is skipped by every branch of the loop."""
 
 
 def _command_text(value: Any) -> str:
@@ -174,6 +195,9 @@ def _parse_shell(
         if not first:
             continue
         word = first[0]
+        if "=" not in word and "/" not in word and word not in _LEAD_WORDS and not word.startswith("python"):
+            # its verb is the word itself and none of the branches below reads it (a payload line)
+            continue
         words: list[str] | None = None
         if "=" in word and not word.startswith("-"):
             words = segment.split()
@@ -229,7 +253,7 @@ def _parse_shell(
     )
     # a long probe goes straight to the anchors: each of them holds one of the hints, so the hint
     # gate could only say yes where an anchor is found anyway
-    if (len(probe) >= 256 or _VERIFY_HINT.search(probe)) and _verifies(probe):
+    if (len(probe) >= 256 or _hinted(probe)) and _verifies(probe):
         kinds.add(CallKind.VERIFY)
     return kinds, reads, edits, deletes, change
 
