@@ -160,6 +160,13 @@ def test_anchor_positions_are_every_occurrence_of_every_anchor(value: str, needl
     assert _native.anchor_positions(value, tuple(needles)) == base.anchor_positions_py(value, tuple(needles))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(_chars, max_size=8), st.text(_chars, max_size=300))
+def test_spaced_hash_is_the_hash_of_the_respaced_text(prefix: str, value: str) -> None:
+    assert _native.spaced_hash(prefix, value) == base.spaced_hash_py(prefix, value)
+    assert base.spaced_hash_py(prefix, value) == stable_hash(prefix + " ".join(value.split()))
+
+
 def test_anchor_positions_refuse_what_they_cannot_search() -> None:
     with pytest.raises(ValueError):
         _native.anchor_positions("x", ("",))
@@ -267,6 +274,7 @@ def test_anchor_search_agrees_on_every_shell_command_of_the_real_sessions() -> N
     found = _real_commands()
     assert len(found) > 1_000
     for command in found:
+        assert _native.spaced_hash("Bash:", command) == base.spaced_hash_py("Bash:", command)
         probe = command if len(command) <= 800 else f"{command[:600]}\n{command[-200:]}"
         _assert_anchor_search_agrees(probe)
 
@@ -286,7 +294,8 @@ def test_the_switch_picks_the_python_definitions() -> None:
         "print(native.KERNELS is None, text.fold is text.fold_py, text.folded_stems is text.folded_stems_py,"
         " hedging.count_event is hedging.count_event_py, indicators.hinted is indicators.hinted_py,"
         " indicators.sentence_hashes is indicators.sentence_hashes_py,"
-        " base.matches_at_anchors is base.matches_at_anchors_py, calls._hinted is calls._hinted_py)"
+        " base.matches_at_anchors is base.matches_at_anchors_py, calls._hinted is calls._hinted_py,"
+        " base.spaced_hash is base.spaced_hash_py)"
     )
     env = {k: v for k, v in os.environ.items() if k != native.SWITCH}
     off = subprocess.run(
@@ -296,9 +305,9 @@ def test_the_switch_picks_the_python_definitions() -> None:
         text=True,
         check=True,
     )
-    assert off.stdout.split() == ["True"] * 8
+    assert off.stdout.split() == ["True"] * 9
     on = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    assert on.stdout.split() == ["False"] * 8
+    assert on.stdout.split() == ["False"] * 9
 
 
 def test_the_extension_is_loaded_when_required() -> None:

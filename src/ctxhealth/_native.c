@@ -380,9 +380,8 @@ static inline void hash_char(Hash *h, Py_UCS4 ch) {
     }
 }
 
-/* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
-static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
-    Hash h = {0xFFFFFFFFu, 1, 0, 0};
+/* " ".join(text[start:end].split()) into the running hash */
+static void hash_spaced(Hash *h, int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
     int started = 0, space = 0;
     for (Py_ssize_t i = start; i < end; i++) {
         Py_UCS4 ch = PyUnicode_READ(kind, data, i);
@@ -391,15 +390,48 @@ static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssiz
             continue;
         }
         if (space) {
-            hash_byte(&h, ' ');
+            hash_byte(h, ' ');
             space = 0;
         }
         started = 1;
-        hash_char(&h, ch);
+        hash_char(h, ch);
     }
-    uint64_t crc = (uint64_t)(h.crc ^ 0xFFFFFFFFu);
-    uint64_t adler = ((uint64_t)(h.b % ADLER_MOD) << 16) | (h.a % ADLER_MOD);
+}
+
+/* crc32 << 32 | adler32 of what the hash was fed, as stable_hash gives it */
+static PyObject *hash_value(const Hash *h) {
+    uint64_t crc = (uint64_t)(h->crc ^ 0xFFFFFFFFu);
+    uint64_t adler = ((uint64_t)(h->b % ADLER_MOD) << 16) | (h->a % ADLER_MOD);
     return PyLong_FromUnsignedLongLong((crc << 32) | adler);
+}
+
+PyDoc_STRVAR(spaced_hash_doc,
+             "spaced_hash(prefix, text, /)\n--\n\n"
+             "ctxhealth.signals.base.spaced_hash_py(prefix, text): stable_hash(prefix + ' '.join(text.split())),\n"
+             "without building the joined text.");
+
+static PyObject *native_spaced_hash(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "spaced_hash() takes (str, str)");
+        return NULL;
+    }
+    Hash h = {0xFFFFFFFFu, 1, 0, 0};
+    PyObject *prefix = args[0];
+    int pkind = PyUnicode_KIND(prefix);
+    const void *pdata = PyUnicode_DATA(prefix);
+    Py_ssize_t pn = PyUnicode_GET_LENGTH(prefix);
+    for (Py_ssize_t i = 0; i < pn; i++)
+        hash_char(&h, PyUnicode_READ(pkind, pdata, i));
+    PyObject *text = args[1];
+    hash_spaced(&h, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, PyUnicode_GET_LENGTH(text));
+    return hash_value(&h);
+}
+
+/* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
+static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    Hash h = {0xFFFFFFFFu, 1, 0, 0};
+    hash_spaced(&h, kind, data, start, end);
+    return hash_value(&h);
 }
 
 PyDoc_STRVAR(sentence_hashes_doc,
@@ -794,6 +826,7 @@ static PyMethodDef methods[] = {
     {"last_positions", (PyCFunction)(void (*)(void))native_last_positions, METH_FASTCALL, last_positions_doc},
     {"anchor_positions", (PyCFunction)(void (*)(void))native_anchor_positions, METH_FASTCALL,
      anchor_positions_doc},
+    {"spaced_hash", (PyCFunction)(void (*)(void))native_spaced_hash, METH_FASTCALL, spaced_hash_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from ctxhealth.model import ToolCall, ToolResult
-from ctxhealth.signals.base import matches_at_anchors, normalise_text, stable_hash
+from ctxhealth.signals.base import key_hash, matches_at_anchors, spaced_hash
 from ctxhealth.signals.native import KERNELS
 
 
@@ -335,10 +335,10 @@ def parse_call(call: ToolCall) -> CallInfo:
         # the usual shell input, ``{"command": "..."}``, without the general walk
         raw = value.get("command") if type(value) is dict else None
         command = raw if type(raw) is str else _command_text(value)
-        key = f"{name}:{' '.join(command.split())}"
+        key = spaced_hash(f"{name}:", command)
         kinds, reads, edits, deletes, change = _parse_shell(command[:SHELL_PARSE_LIMIT], runs)
     else:
-        key = f"{name}:{normalise_text(value)}"
+        key = key_hash(f"{name}:", value)
         kinds = set()
         path = ""
         if isinstance(value, dict):
@@ -366,7 +366,7 @@ def parse_call(call: ToolCall) -> CallInfo:
     if deletes:
         kinds.add(CallKind.DELETE)
     return CallInfo(
-        key=stable_hash(key),
+        key=key,
         tool=name,
         kinds=frozenset(kinds) if kinds else _OTHER,
         reads=read_paths,
