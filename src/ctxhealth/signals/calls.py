@@ -417,17 +417,27 @@ def error_signature(result: ToolResult) -> str:
     is no stand-in (three different LaTeX failures all end "Transcript written on x.log.")."""
     text = result.text
     probe = text if len(text) <= 4000 else text[:1000] + "\n" + text[-3000:]
-    found = _last_signature_line(probe) if any(h in probe for h in _SIGNATURE_HINTS) else None
+    found = _last_signature_line(probe)
     return "" if found is None else _re("_NUMBERS").sub("N", found.strip())[:160]
 
 
 def _last_signature_line(probe: str) -> str | None:
-    """The last line matching :data:`_SIGNATURE_LINE` (leading whitespace dropped), scanning from the
-    end: the same line ``_SIGNATURE.findall(probe)[-1]`` gives, without matching every line."""
-    lines = probe.split("\n")
-    for line in reversed(lines):
-        if any(h in line for h in _SIGNATURE_HINTS):
-            m = _re("_SIGNATURE_LINE").match(line)
-            if m is not None:
-                return m.group(1)
-    return None
+    """The last line matching :data:`_SIGNATURE_LINE` (leading whitespace dropped): the same line
+    ``_SIGNATURE.findall(probe)[-1]`` gives. Only a line holding one of :data:`_SIGNATURE_HINTS`
+    can match: they are found from the end with ``rfind`` (a hint never spans a newline), so the
+    lines without one are never split out or looked at (a 20-line output cost ~16 µs line by line)."""
+    rfind = probe.rfind
+    end = len(probe)
+    while True:
+        at = max([rfind(h, 0, end) for h in _SIGNATURE_HINTS])
+        if at < 0:
+            return None
+        start = rfind("\n", 0, at) + 1
+        stop = probe.find("\n", at)
+        m = _re("_SIGNATURE_LINE").match(probe, start, len(probe) if stop < 0 else stop)
+        if m is not None:
+            return m.group(1)
+        if start == 0:
+            return None
+        # the lines before this one: a hint must end before its newline
+        end = start - 1
