@@ -167,6 +167,28 @@ def test_spaced_hash_is_the_hash_of_the_respaced_text(prefix: str, value: str) -
     assert base.spaced_hash_py(prefix, value) == stable_hash(prefix + " ".join(value.split()))
 
 
+@pytest.mark.parametrize(
+    ("value", "needles"),
+    [
+        ("xa", ("a",)),
+        ("a", ("a",)),
+        ("aé", ("a",)),
+        ("a😀b", ("a", "ab")),
+        ("ab", ("ab", "b")),
+        ("a", ("ab",)),
+        ("a\x00b", ("a\x00", "\x00b")),
+        ("\x7f\x7f", ("\x7f\x7f",)),
+        ("abab", ("ba", "bab", "abab")),
+        ("zzz", ()),
+    ],
+)
+def test_the_pair_filter_lets_every_start_through(value: str, needles: tuple[str, ...]) -> None:
+    """A position is passed over only when no needle starts with its two characters: one-character
+    needles, a needle at the last position, a non-ASCII character after a first letter."""
+    assert _native.any_in(value, needles) == any(n in value for n in needles)
+    assert _native.anchor_positions(value, needles) == base.anchor_positions_py(value, needles)
+
+
 def test_anchor_positions_refuse_what_they_cannot_search() -> None:
     with pytest.raises(ValueError):
         _native.anchor_positions("x", ("",))

@@ -465,6 +465,43 @@ static PyObject *native_sentence_hashes(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* The first two characters of ASCII needles, as a bit per pair: a position whose pair has no bit
+   starts no needle, so most positions are passed over with one lookup instead of a walk along the
+   needles of their first character. A needle of one character sets every pair it starts. */
+typedef struct {
+    uint64_t bits[128 * 128 / 64];
+} Pairs;
+
+static void pairs_init(Pairs *pairs, PyObject *needles) {
+    memset(pairs, 0, sizeof(*pairs));
+    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
+    for (Py_ssize_t k = 0; k < nn; k++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, k);
+        const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
+        unsigned first = p[0];
+        if (PyUnicode_GET_LENGTH(needle) == 1) {
+            for (unsigned c = 0; c < 128; c++)
+                pairs->bits[(first * 128 + c) >> 6] |= (uint64_t)1 << ((first * 128 + c) & 63);
+        } else {
+            unsigned pair = first * 128 + p[1];
+            pairs->bits[pair >> 6] |= (uint64_t)1 << (pair & 63);
+        }
+    }
+}
+
+/* whether a needle may start at i: its first character there and, unless i is the last position,
+   a pair some needle starts with (a needle of one character sets every pair of its first) */
+static inline int pairs_may_start(const Pairs *pairs, int kind, const void *data, Py_ssize_t n, Py_ssize_t i,
+                                  Py_UCS4 ch) {
+    if (i + 1 >= n)
+        return 1; /* the walk checks lengths */
+    Py_UCS4 next = PyUnicode_READ(kind, data, i + 1);
+    if (next >= 128)
+        next = 0; /* no needle has it second: pair (ch, 0) is set only by a one-character needle */
+    unsigned pair = ch * 128 + next;
+    return (pairs->bits[pair >> 6] >> (pair & 63)) & 1;
+}
+
 PyDoc_STRVAR(any_in_doc,
              "any_in(text, needles, /)\n--\n\n"
              "any(needle in text for needle in needles), for a tuple of non-empty ASCII str needles.");
@@ -499,10 +536,12 @@ static PyObject *native_any_in(PyObject *self, PyObject *const *args, Py_ssize_t
         chain[k] = head[c];
         head[c] = k;
     }
+    Pairs pairs;
+    pairs_init(&pairs, needles);
     int found = 0;
     for (Py_ssize_t i = 0; i < n && !found; i++) {
         Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        if (ch >= 128)
+        if (ch >= 128 || head[ch] < 0 || !pairs_may_start(&pairs, kind, data, n, i, ch))
             continue;
         for (Py_ssize_t k = head[ch]; k >= 0 && !found; k = chain[k]) {
             PyObject *needle = PyTuple_GET_ITEM(needles, k);
@@ -782,9 +821,11 @@ static PyObject *native_anchor_positions(PyObject *self, PyObject *const *args, 
         PyMem_Free(chain);
         return NULL;
     }
+    Pairs pairs;
+    pairs_init(&pairs, needles);
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        if (ch >= 128)
+        if (ch >= 128 || head[ch] < 0 || !pairs_may_start(&pairs, kind, data, n, i, ch))
             continue;
         for (Py_ssize_t k = head[ch]; k >= 0; k = chain[k]) {
             PyObject *needle = PyTuple_GET_ITEM(needles, k);
