@@ -141,6 +141,10 @@ _SHELL = [
     "Y=2 git checkout f.py",
     "git status",
     "patch -p1",
+    "// note.py",
+    "--opt=1 rm a.py",
+    "pythonista t.py",
+    "a/b=1 cat c.py",
     " && ",
     " | ",
     "; ",
@@ -510,6 +514,41 @@ def test_call_key_text_is_the_plain_canonical_form(value: Any) -> None:
     from ctxhealth.signals.base import normalise_text
 
     assert normalise_text(value) == _plain_normalise(value)
+
+
+_big = st.lists(st.sampled_from(["x", " ", "\n", "é", "😀", "\ud800", "\udc00", "a" * 997]), max_size=12).map(
+    "".join
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=6),
+    json_values
+    | st.dictionaries(st.text(max_size=4), json_values | _big | st.just("b \u2028" * 1500), max_size=5)
+    | st.lists(_big | st.just("\ud83d" + "z" * 5000 + "\ude00"), max_size=4),
+)
+def test_call_key_hashed_by_pieces_is_the_hash_of_the_key_text(prefix: str, value: Any) -> None:
+    """Long inputs are hashed piece by piece (lone surrogates split across pieces, non-ASCII, past
+    the join limit): the key is the hash of the key text all the same."""
+    from ctxhealth.signals.base import key_hash, normalise_text
+
+    assert key_hash(prefix, value) == stable_hash(prefix + _plain_normalise(value))
+    assert normalise_text(value) == _plain_normalise(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(commands, st.sampled_from(["Bash", "shell", "exec_command", "Read", "Write"]))
+def test_a_calls_key_is_the_hash_of_its_canonical_text(command: str, tool: str) -> None:
+    """The key a call is remembered by (and saved in snapshots): a shell call's is its name and its
+    command re-spaced, any other call's its name and its canonical input."""
+    info = calls.parse_call(ToolCall("c", tool, {"command": command, "file_path": command[:9]}))
+    if tool.lower() in calls._SHELL_TOOLS:
+        assert info.key == stable_hash(f"{tool}:{' '.join(command.split())}")
+    else:
+        assert info.key == stable_hash(
+            f"{tool}:{_plain_normalise({'command': command, 'file_path': command[:9]})}"
+        )
 
 
 # --------------------------------------------------------------------------- pressure readings

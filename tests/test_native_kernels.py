@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxhealth.model import Message, Role, TextBlock
-from ctxhealth.signals import drift, hedging, indicators, native, text
+from ctxhealth.model import Message, Role, TextBlock, ToolCall
+from ctxhealth.signals import base, calls, drift, hedging, indicators, native, text
 from ctxhealth.signals.base import stable_hash
 from ctxhealth.signals.events import Event
 
@@ -100,6 +100,28 @@ def _assert_kernels_agree(value: str) -> None:
     assert _native.sentence_hashes(indicators.sentences(value)) == indicators.sentence_hashes_py(
         indicators.sentences(value)
     )
+    _assert_anchor_search_agrees(value)
+
+
+_ANCHOR_SETS = [*indicators._ANCHORS.values(), calls._VERIFY_ANCHORS, calls._VERIFY_HINTS]
+
+
+def _assert_anchor_search_agrees(value: str) -> None:
+    """The anchors found in one pass are every anchor's occurrences; the anchored match is the
+    search (the verify check and the indicators' openings); the hint gate is the hint pattern."""
+    for anchors in _ANCHOR_SETS:
+        assert _native.anchor_positions(value, anchors) == base.anchor_positions_py(value, anchors)
+    verify = calls._re("_VERIFY")
+    assert base._matches_at_anchors_native(verify.match, value, calls._VERIFY_ANCHORS) == (
+        verify.search(value) is not None
+    )
+    assert calls._hinted(value) == calls._hinted_py(value)
+    low = value.lower()
+    for source, anchors in indicators._ANCHORS.items():
+        pattern = indicators._pattern(source, True)
+        assert base._matches_at_anchors_native(pattern.match, low, anchors) == base.matches_at_anchors_py(
+            pattern.match, low, anchors
+        )
 
 
 @settings(max_examples=400, deadline=None)
@@ -121,6 +143,61 @@ def test_sentence_hashes_are_the_definition_on_any_strings(found: list[str]) -> 
 )
 def test_substring_search_is_the_in_operator(value: str, needles: list[str]) -> None:
     assert _native.any_in(value, tuple(needles)) == any(n in value for n in needles)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.one_of(_chars, st.sampled_from("abtes")), max_size=60),
+    st.lists(
+        st.text(st.sampled_from("abtes"), min_size=1, max_size=3)
+        | st.text(st.characters(max_codepoint=127), min_size=1),
+        max_size=8,
+    ),
+)
+def test_anchor_positions_are_every_occurrence_of_every_anchor(value: str, needles: list[str]) -> None:
+    """Overlapping and repeated anchors (``aa`` in ``aaa``, one anchor the prefix of another) each
+    position once, ascending."""
+    assert _native.anchor_positions(value, tuple(needles)) == base.anchor_positions_py(value, tuple(needles))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(_chars, max_size=8), st.text(_chars, max_size=300))
+def test_spaced_hash_is_the_hash_of_the_respaced_text(prefix: str, value: str) -> None:
+    assert _native.spaced_hash(prefix, value) == base.spaced_hash_py(prefix, value)
+    assert base.spaced_hash_py(prefix, value) == stable_hash(prefix + " ".join(value.split()))
+
+
+@pytest.mark.parametrize(
+    ("value", "needles"),
+    [
+        ("xa", ("a",)),
+        ("a", ("a",)),
+        ("aé", ("a",)),
+        ("a😀b", ("a", "ab")),
+        ("ab", ("ab", "b")),
+        ("a", ("ab",)),
+        ("a\x00b", ("a\x00", "\x00b")),
+        ("\x7f\x7f", ("\x7f\x7f",)),
+        ("abab", ("ba", "bab", "abab")),
+        ("zzz", ()),
+    ],
+)
+def test_the_pair_filter_lets_every_start_through(value: str, needles: tuple[str, ...]) -> None:
+    """A position is passed over only when no needle starts with its two characters: one-character
+    needles, a needle at the last position, a non-ASCII character after a first letter."""
+    assert _native.any_in(value, needles) == any(n in value for n in needles)
+    assert _native.anchor_positions(value, needles) == base.anchor_positions_py(value, needles)
+
+
+def test_anchor_positions_refuse_what_they_cannot_search() -> None:
+    with pytest.raises(ValueError):
+        _native.anchor_positions("x", ("",))
+    with pytest.raises(ValueError):
+        _native.anchor_positions("x", ("é",))
+    with pytest.raises(TypeError):
+        _native.anchor_positions("x", ["x"])
+    with pytest.raises(TypeError):
+        _native.anchor_positions(b"x", ("x",))
 
 
 @pytest.mark.parametrize(
@@ -202,6 +279,28 @@ def _real_texts() -> list[str]:
     return out
 
 
+def _real_commands() -> list[str]:
+    from ctxhealth.sources import read_sessions
+
+    out: list[str] = []
+    for session in read_sessions([str(DATA)]):
+        for message in session.messages:
+            for block in message.blocks:
+                if isinstance(block, ToolCall) and block.name.lower() in calls._SHELL_TOOLS:
+                    out.append(calls._command_text(block.input))
+    return out
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the real sessions are not here")
+def test_anchor_search_agrees_on_every_shell_command_of_the_real_sessions() -> None:
+    found = _real_commands()
+    assert len(found) > 1_000
+    for command in found:
+        assert _native.spaced_hash("Bash:", command) == base.spaced_hash_py("Bash:", command)
+        probe = command if len(command) <= 800 else f"{command[:600]}\n{command[-200:]}"
+        _assert_anchor_search_agrees(probe)
+
+
 @pytest.mark.skipif(not DATA.is_dir(), reason="the real sessions are not here")
 def test_kernels_agree_on_every_text_of_the_real_sessions() -> None:
     found = _real_texts()
@@ -213,10 +312,12 @@ def test_kernels_agree_on_every_text_of_the_real_sessions() -> None:
 def test_the_switch_picks_the_python_definitions() -> None:
     """``CTXHEALTH_NATIVE=0`` binds every kernel to its Python definition; by default the C ones."""
     probe = (
-        "from ctxhealth.signals import hedging, indicators, native, text;"
+        "from ctxhealth.signals import base, calls, hedging, indicators, native, text;"
         "print(native.KERNELS is None, text.fold is text.fold_py, text.folded_stems is text.folded_stems_py,"
         " hedging.count_event is hedging.count_event_py, indicators.hinted is indicators.hinted_py,"
-        " indicators.sentence_hashes is indicators.sentence_hashes_py)"
+        " indicators.sentence_hashes is indicators.sentence_hashes_py,"
+        " base.matches_at_anchors is base.matches_at_anchors_py, calls._hinted is calls._hinted_py,"
+        " base.spaced_hash is base.spaced_hash_py)"
     )
     env = {k: v for k, v in os.environ.items() if k != native.SWITCH}
     off = subprocess.run(
@@ -226,9 +327,9 @@ def test_the_switch_picks_the_python_definitions() -> None:
         text=True,
         check=True,
     )
-    assert off.stdout.split() == ["True"] * 6
+    assert off.stdout.split() == ["True"] * 9
     on = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    assert on.stdout.split() == ["False"] * 6
+    assert on.stdout.split() == ["False"] * 9
 
 
 def test_the_extension_is_loaded_when_required() -> None:

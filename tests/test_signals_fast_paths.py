@@ -8,7 +8,9 @@ as plain regexes, and the drift window kept as one tail string recounted the pla
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +47,10 @@ def reference_signature(text: str) -> str:
 
 _PIECES = [
     "Error",
+    "Errors",
+    "xException\n",
+    "\u2028",
+    "\x85",
     "error: ",
     "ERROR ",
     "ValueError: bad",
@@ -104,6 +110,31 @@ def test_the_failure_hints_let_every_kind_of_error_text_through() -> None:
     ]
     for text in examples:
         assert is_failure(ToolResult("c", text)) and reference_is_failure(text), text
+
+
+_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+@pytest.mark.skipif(not _DATA.is_dir(), reason="the real sessions are not here")
+def test_error_signature_is_the_plain_regex_on_every_real_tool_result() -> None:
+    """The signature line found from the hints backwards is the regex's last line on every output
+    of the real sessions (errors on several lines, hints on lines that do not match)."""
+    from ctxhealth.sources import read_sessions
+
+    outputs = [
+        b.text
+        for s in read_sessions([str(_DATA)])
+        for m in s.messages
+        for b in m.blocks
+        if isinstance(b, ToolResult)
+    ]
+    assert len(outputs) > 1_000
+    signed = 0
+    for text in outputs:
+        found = error_signature(ToolResult("c", text))
+        assert found == reference_signature(text)
+        signed += bool(found)
+    assert signed > 50
 
 
 def test_error_signature_long_output_keeps_the_last_error_line() -> None:

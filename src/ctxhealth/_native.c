@@ -380,9 +380,8 @@ static inline void hash_char(Hash *h, Py_UCS4 ch) {
     }
 }
 
-/* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
-static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
-    Hash h = {0xFFFFFFFFu, 1, 0, 0};
+/* " ".join(text[start:end].split()) into the running hash */
+static void hash_spaced(Hash *h, int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
     int started = 0, space = 0;
     for (Py_ssize_t i = start; i < end; i++) {
         Py_UCS4 ch = PyUnicode_READ(kind, data, i);
@@ -391,15 +390,48 @@ static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssiz
             continue;
         }
         if (space) {
-            hash_byte(&h, ' ');
+            hash_byte(h, ' ');
             space = 0;
         }
         started = 1;
-        hash_char(&h, ch);
+        hash_char(h, ch);
     }
-    uint64_t crc = (uint64_t)(h.crc ^ 0xFFFFFFFFu);
-    uint64_t adler = ((uint64_t)(h.b % ADLER_MOD) << 16) | (h.a % ADLER_MOD);
+}
+
+/* crc32 << 32 | adler32 of what the hash was fed, as stable_hash gives it */
+static PyObject *hash_value(const Hash *h) {
+    uint64_t crc = (uint64_t)(h->crc ^ 0xFFFFFFFFu);
+    uint64_t adler = ((uint64_t)(h->b % ADLER_MOD) << 16) | (h->a % ADLER_MOD);
     return PyLong_FromUnsignedLongLong((crc << 32) | adler);
+}
+
+PyDoc_STRVAR(spaced_hash_doc,
+             "spaced_hash(prefix, text, /)\n--\n\n"
+             "ctxhealth.signals.base.spaced_hash_py(prefix, text): stable_hash(prefix + ' '.join(text.split())),\n"
+             "without building the joined text.");
+
+static PyObject *native_spaced_hash(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "spaced_hash() takes (str, str)");
+        return NULL;
+    }
+    Hash h = {0xFFFFFFFFu, 1, 0, 0};
+    PyObject *prefix = args[0];
+    int pkind = PyUnicode_KIND(prefix);
+    const void *pdata = PyUnicode_DATA(prefix);
+    Py_ssize_t pn = PyUnicode_GET_LENGTH(prefix);
+    for (Py_ssize_t i = 0; i < pn; i++)
+        hash_char(&h, PyUnicode_READ(pkind, pdata, i));
+    PyObject *text = args[1];
+    hash_spaced(&h, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, PyUnicode_GET_LENGTH(text));
+    return hash_value(&h);
+}
+
+/* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
+static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    Hash h = {0xFFFFFFFFu, 1, 0, 0};
+    hash_spaced(&h, kind, data, start, end);
+    return hash_value(&h);
 }
 
 PyDoc_STRVAR(sentence_hashes_doc,
@@ -431,6 +463,43 @@ static PyObject *native_sentence_hashes(PyObject *self, PyObject *arg) {
         PyList_SET_ITEM(out, k, value);
     }
     return out;
+}
+
+/* The first two characters of ASCII needles, as a bit per pair: a position whose pair has no bit
+   starts no needle, so most positions are passed over with one lookup instead of a walk along the
+   needles of their first character. A needle of one character sets every pair it starts. */
+typedef struct {
+    uint64_t bits[128 * 128 / 64];
+} Pairs;
+
+static void pairs_init(Pairs *pairs, PyObject *needles) {
+    memset(pairs, 0, sizeof(*pairs));
+    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
+    for (Py_ssize_t k = 0; k < nn; k++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, k);
+        const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
+        unsigned first = p[0];
+        if (PyUnicode_GET_LENGTH(needle) == 1) {
+            for (unsigned c = 0; c < 128; c++)
+                pairs->bits[(first * 128 + c) >> 6] |= (uint64_t)1 << ((first * 128 + c) & 63);
+        } else {
+            unsigned pair = first * 128 + p[1];
+            pairs->bits[pair >> 6] |= (uint64_t)1 << (pair & 63);
+        }
+    }
+}
+
+/* whether a needle may start at i: its first character there and, unless i is the last position,
+   a pair some needle starts with (a needle of one character sets every pair of its first) */
+static inline int pairs_may_start(const Pairs *pairs, int kind, const void *data, Py_ssize_t n, Py_ssize_t i,
+                                  Py_UCS4 ch) {
+    if (i + 1 >= n)
+        return 1; /* the walk checks lengths */
+    Py_UCS4 next = PyUnicode_READ(kind, data, i + 1);
+    if (next >= 128)
+        next = 0; /* no needle has it second: pair (ch, 0) is set only by a one-character needle */
+    unsigned pair = ch * 128 + next;
+    return (pairs->bits[pair >> 6] >> (pair & 63)) & 1;
 }
 
 PyDoc_STRVAR(any_in_doc,
@@ -467,10 +536,12 @@ static PyObject *native_any_in(PyObject *self, PyObject *const *args, Py_ssize_t
         chain[k] = head[c];
         head[c] = k;
     }
+    Pairs pairs;
+    pairs_init(&pairs, needles);
     int found = 0;
     for (Py_ssize_t i = 0; i < n && !found; i++) {
         Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        if (ch >= 128)
+        if (ch >= 128 || head[ch] < 0 || !pairs_may_start(&pairs, kind, data, n, i, ch))
             continue;
         for (Py_ssize_t k = head[ch]; k >= 0 && !found; k = chain[k]) {
             PyObject *needle = PyTuple_GET_ITEM(needles, k);
@@ -710,6 +781,78 @@ static PyObject *native_ascii_stand_in(PyObject *self, PyObject *arg) {
     return out;
 }
 
+PyDoc_STRVAR(anchor_positions_doc,
+             "anchor_positions(text, needles, /)\n--\n\n"
+             "ctxhealth.signals.base.anchor_positions_py(text, needles): the positions in text (ascending,\n"
+             "each once) where one of needles (a tuple of non-empty ASCII str) starts.");
+
+static PyObject *native_anchor_positions(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "anchor_positions() takes (str, tuple of str)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    PyObject *needles = args[1];
+    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
+    for (Py_ssize_t k = 0; k < nn; k++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, k);
+        if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle) || PyUnicode_GET_LENGTH(needle) == 0) {
+            PyErr_SetString(PyExc_ValueError, "anchor_positions() needles must be non-empty ASCII str");
+            return NULL;
+        }
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* the needles chained by their first character, as in any_in */
+    Py_ssize_t head[128];
+    for (int c = 0; c < 128; c++)
+        head[c] = -1;
+    Py_ssize_t *chain = PyMem_New(Py_ssize_t, nn ? nn : 1);
+    if (chain == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = nn - 1; k >= 0; k--) {
+        Py_UCS1 c = PyUnicode_1BYTE_DATA(PyTuple_GET_ITEM(needles, k))[0];
+        chain[k] = head[c];
+        head[c] = k;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        PyMem_Free(chain);
+        return NULL;
+    }
+    Pairs pairs;
+    pairs_init(&pairs, needles);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch >= 128 || head[ch] < 0 || !pairs_may_start(&pairs, kind, data, n, i, ch))
+            continue;
+        for (Py_ssize_t k = head[ch]; k >= 0; k = chain[k]) {
+            PyObject *needle = PyTuple_GET_ITEM(needles, k);
+            const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
+            Py_ssize_t m = PyUnicode_GET_LENGTH(needle);
+            if (m > n - i)
+                continue;
+            Py_ssize_t j = 1;
+            while (j < m && PyUnicode_READ(kind, data, i + j) == p[j])
+                j++;
+            if (j == m) {
+                PyObject *pos = PyLong_FromSsize_t(i);
+                int bad = pos == NULL ? -1 : PyList_Append(out, pos);
+                Py_XDECREF(pos);
+                if (bad < 0) {
+                    Py_DECREF(out);
+                    PyMem_Free(chain);
+                    return NULL;
+                }
+                break; /* each position once */
+            }
+        }
+    }
+    PyMem_Free(chain);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
     {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
@@ -722,6 +865,9 @@ static PyMethodDef methods[] = {
     {"ascii_stand_in", (PyCFunction)native_ascii_stand_in, METH_O, ascii_stand_in_doc},
     {"stem_run", (PyCFunction)(void (*)(void))native_stem_run, METH_FASTCALL, stem_run_doc},
     {"last_positions", (PyCFunction)(void (*)(void))native_last_positions, METH_FASTCALL, last_positions_doc},
+    {"anchor_positions", (PyCFunction)(void (*)(void))native_anchor_positions, METH_FASTCALL,
+     anchor_positions_doc},
+    {"spaced_hash", (PyCFunction)(void (*)(void))native_spaced_hash, METH_FASTCALL, spaced_hash_doc},
     {NULL, NULL, 0, NULL},
 };
 

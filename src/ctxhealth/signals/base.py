@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import zlib
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
+
+from ctxhealth.signals.native import KERNELS
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -163,12 +165,25 @@ def stable_hash(text: str) -> int:
     return (zlib.crc32(data) << 32) | zlib.adler32(data)
 
 
+def spaced_hash_py(prefix: str, text: str) -> int:
+    """:func:`stable_hash` of ``prefix`` followed by ``text`` whitespace-normalised
+    (``" ".join(text.split())``): a shell call's key (the definition of the C kernel)."""
+    return stable_hash(prefix + " ".join(text.split()))
+
+
+spaced_hash: Callable[[str, str], int] = spaced_hash_py
+""":func:`spaced_hash_py`, or the same in C without the split and joined copies (a long shell
+command's key was ~10 µs of splitting and joining)."""
+
+
 def pair_hash(first: str, second: str) -> int:
     """:func:`stable_hash` of an ordered pair of strings (length-prefixed, so it is unambiguous)."""
     return stable_hash(f"{len(first)}:{first}{second}")
 
 
-def matches_at_anchors(match: Callable[[str, int], object | None], text: str, anchors: Iterable[str]) -> bool:
+def matches_at_anchors_py(
+    match: Callable[[str, int], object | None], text: str, anchors: tuple[str, ...]
+) -> bool:
     """Whether a pattern whose every match starts with one of ``anchors`` matches in ``text``,
     trying ``match`` (a compiled pattern's ``match``) only where an anchor occurs instead of at
     every position. ``match`` at a position sees the text before it (``\\b``, lookbehinds), as a
@@ -183,6 +198,37 @@ def matches_at_anchors(match: Callable[[str, int], object | None], text: str, an
     return False
 
 
+def anchor_positions_py(text: str, anchors: tuple[str, ...]) -> list[int]:
+    """The positions in ``text`` where one of ``anchors`` (non-empty ASCII) starts, ascending, each
+    once: the definition of the C kernel :func:`matches_at_anchors` walks."""
+    found: set[int] = set()
+    for anchor in anchors:
+        at = text.find(anchor)
+        while at >= 0:
+            found.add(at)
+            at = text.find(anchor, at + 1)
+    return sorted(found)
+
+
+def _matches_at_anchors_native(
+    match: Callable[[str, int], object | None], text: str, anchors: tuple[str, ...]
+) -> bool:
+    """:func:`matches_at_anchors_py` with the anchors found in one pass in C (one ``find`` per
+    anchor costs a pass over the text each: 24 anchors over a long command were ~16 µs)."""
+    return any(match(text, at) is not None for at in _anchor_positions(text, anchors))
+
+
+matches_at_anchors: Callable[[Callable[[str, int], object | None], str, tuple[str, ...]], bool] = (
+    matches_at_anchors_py
+)
+"""``pattern.search(text) is not None`` for a pattern whose matches start at ``anchors``:
+:func:`matches_at_anchors_py`, or the same with the anchors found in C (:mod:`~ctxhealth.signals.native`)."""
+if KERNELS is not None:
+    spaced_hash = KERNELS.spaced_hash
+    _anchor_positions: Callable[[str, tuple[str, ...]], list[int]] = KERNELS.anchor_positions
+    matches_at_anchors = _matches_at_anchors_native
+
+
 def recent(evidence: list[int] | tuple[int, ...]) -> tuple[int, ...]:
     """The last :data:`EVIDENCE_LIMIT` indices, sorted and without duplicates."""
     return tuple(sorted(set(evidence)))[-EVIDENCE_LIMIT:]
@@ -193,16 +239,60 @@ def normalise_text(value: Any) -> str:
     if isinstance(value, str):
         # long payloads (file bodies) are compared as they are: hashing them is cheap, re-spacing is not
         return " ".join(value.split()) if len(value) <= 1000 else value
-    if isinstance(value, dict):
-        # a string value (the usual one) is spaced here, not in a call per value
-        parts = [
-            f"{k}={(' '.join(v.split()) if len(v) <= 1000 else v) if type(v) is str else normalise_text(v)}"
-            for k, v in sorted(value.items())
-        ]
-        return "{" + ",".join(parts) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join([normalise_text(v) for v in value]) + "]"
-    return str(value)
+    out: list[str] = []
+    _normalised_parts(value, out)
+    return "".join(out)
+
+
+def _normalised_parts(value: Any, out: list[str]) -> None:
+    """:func:`normalise_text` of ``value`` as pieces appended to ``out`` (joined, they are it)."""
+    if isinstance(value, str):
+        out.append(" ".join(value.split()) if len(value) <= 1000 else value)
+    elif isinstance(value, dict):
+        out.append("{")
+        first = True
+        for k, v in sorted(value.items()):
+            if not first:
+                out.append(",")
+            first = False
+            out.append(f"{k}=")
+            # a string value (the usual one) is spaced here, not in a call per value
+            if type(v) is str:
+                out.append(" ".join(v.split()) if len(v) <= 1000 else v)
+            else:
+                _normalised_parts(v, out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, v in enumerate(value):
+            if i:
+                out.append(",")
+            _normalised_parts(v, out)
+        out.append("]")
+    else:
+        out.append(str(value))
+
+
+KEY_JOIN_LIMIT = 4096
+"""A key text shorter than this is joined and hashed at once; a longer one (a file body) is hashed
+piece by piece, without the joined copy."""
+
+
+def key_hash(prefix: str, value: Any) -> int:
+    """``stable_hash(prefix + normalise_text(value))``: a call's key. CRC-32 and Adler-32 run on
+    over consecutive pieces, and UTF-8 of joined text is the pieces' UTF-8 joined, so a long input
+    is hashed from its pieces (a 20K-character ``Write`` body is not copied twice first)."""
+    out = [prefix]
+    _normalised_parts(value, out)
+    if sum(map(len, out)) < KEY_JOIN_LIMIT:
+        return stable_hash("".join(out))
+    crc = 0
+    adler = 1
+    for piece in out:
+        data = piece.encode("utf-8", "surrogatepass")
+        crc = zlib.crc32(data, crc)
+        adler = zlib.adler32(data, adler)
+    return (crc << 32) | adler
 
 
 class TurnWindow:
