@@ -62,7 +62,7 @@ def test_a_session_naming_no_model_is_accounted_once(
 ) -> None:
     """A log that names no model (tau-bench): the monitor is given the analysis's account instead of
     accounting the session again, and every turn record is the one it gives accounting on its own."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     import ctxhealth.analysis.session as analysis_session
 
