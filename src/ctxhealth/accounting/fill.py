@@ -29,7 +29,7 @@ Window: the log's own (``Session.context_window``) when stated, else the registr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 from msgspec.structs import replace
@@ -45,7 +45,7 @@ from ctxhealth.accounting.tokens import (
     message_text_for_count,
 )
 from ctxhealth.accounting.types import CompactionRecord, FillSource, ModelInfo, TurnFill
-from ctxhealth.failures import is_failure
+from ctxhealth.failures import Verdicts, is_failure
 from ctxhealth.model import Block, CompactionSummary, Message, Role, Session, ToolCall, ToolResult
 
 MIN_CHARS_PER_TOKEN = 1.5
@@ -140,8 +140,11 @@ class _Scan(msgspec.Struct):
     call_ids: set[str] = msgspec.field(default_factory=set)
     result_ids: set[str] = msgspec.field(default_factory=set)
 
-    def blocks(self, blocks: Sequence[Block]) -> CompactionSummary | None:
-        """Count tool calls / failed results (each id once); return the compaction summary."""
+    def blocks(
+        self, blocks: Sequence[Block], failed: Callable[[ToolResult], bool]
+    ) -> CompactionSummary | None:
+        """Count tool calls / failed results (each id once, judged by ``failed``); return the
+        compaction summary."""
         summary = None
         for block in blocks:
             if isinstance(block, ToolCall):
@@ -155,14 +158,14 @@ class _Scan(msgspec.Struct):
                     if block.tool_call_id in self.result_ids:
                         continue
                     self.result_ids.add(block.tool_call_id)
-                if is_failure(block):
+                if failed(block):
                     self.errors += 1
             elif isinstance(block, CompactionSummary) and summary is None:
                 summary = block
         return summary
 
 
-def _scan(session: Session) -> _Scan:
+def _scan(session: Session, failed: Callable[[ToolResult], bool] = is_failure) -> _Scan:
     """One pass: distinct model responses and compactions of the main thread, tools of all threads.
 
     A response id seen twice counts once; a stand-in the client wrote itself
@@ -171,7 +174,7 @@ def _scan(session: Session) -> _Scan:
     scan = _Scan()
     seen: set[str] = set()
     for i, message in enumerate(session.messages):
-        summary = scan.blocks(message.blocks)
+        summary = scan.blocks(message.blocks, failed)
         if summary is not None:
             scan.compactions.append((i, summary))
         if is_turn(message, seen):
@@ -180,7 +183,7 @@ def _scan(session: Session) -> _Scan:
     for thread in iter_threads(session):
         if thread is not session:
             for message in thread.messages:
-                scan.blocks(message.blocks)
+                scan.blocks(message.blocks, failed)
     return scan
 
 
@@ -386,16 +389,23 @@ def _compactions(
 
 
 def account_session(
-    session: Session, *, registry: ModelRegistry | None = None, model: str | None = None
+    session: Session,
+    *,
+    registry: ModelRegistry | None = None,
+    model: str | None = None,
+    verdicts: Verdicts | None = None,
 ) -> SessionAccount:
     """Fill per turn, compactions, tool calls / errors and cost of ``session``.
+
+    ``verdicts``: the session's table of failed results (:class:`ctxhealth.failures.Verdicts`),
+    shared with the other counters of the same session so each result is judged once.
 
     ``model`` overrides the model the log names (window, tier, prices). The window the log
     itself states (``Session.context_window``) wins over the registry unless ``model`` is given.
     """
     registry = registry or ModelRegistry.default()
     info = session_model_info(session, registry, model)
-    scan = _scan(session)
+    scan = _scan(session, is_failure if verdicts is None else verdicts)
     turns, source, cpt = _fills(session, info, scan.turns, [i for i, _ in scan.compactions])
     compactions = _compactions(scan.compactions, turns)
     after = _after_compaction(session, turns, compactions)

@@ -45,7 +45,7 @@ from ctxhealth.analysis.records import (
 from ctxhealth.analysis.turns import parse_time, turn_records
 from ctxhealth.audit.cache import CacheReport, audit_cache
 from ctxhealth.audit.responses import Response, session_responses
-from ctxhealth.failures import is_failure
+from ctxhealth.failures import Verdicts
 from ctxhealth.model import Message, Session, ToolCall, ToolResult
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy.profile import Profile
@@ -211,10 +211,14 @@ def _json_len(value: Any) -> int:
 
 
 def _tool_rows(
-    session: Session, turn_of: Callable[[int], int | None], events: bool
+    session: Session,
+    turn_of: Callable[[int], int | None],
+    events: bool,
+    failed: Callable[[ToolResult], bool],
 ) -> tuple[list[ToolCallRow], list[TimelineEvent]]:
     """Tool calls of every thread, each id once (as the accounting counts them), joined with their
-    results; and (``events``) a timeline event for each failed result in the main thread."""
+    results; and (``events``) a timeline event for each failed result in the main thread. Results
+    are judged by ``failed`` (the session's :class:`~ctxhealth.failures.Verdicts`)."""
     results: dict[str, ToolResult] = {}
     for thread in iter_threads(session):
         for message in thread.messages:
@@ -243,7 +247,7 @@ def _tool_rows(
                         turn_of(i) if main else None,
                         block.id or "",
                         block.name,
-                        None if result is None else is_failure(result),
+                        None if result is None else failed(result),
                         _json_len(block.input),
                         len(result.text) if result is not None else 0,
                     )
@@ -254,7 +258,7 @@ def _tool_rows(
     reported: set[str] = set()
     for i, message in enumerate(session.messages):
         for block in message.tool_results:
-            if not is_failure(block) or (block.tool_call_id and block.tool_call_id in reported):
+            if not failed(block) or (block.tool_call_id and block.tool_call_id in reported):
                 continue
             reported.add(block.tool_call_id)
             tool = names.get(block.tool_call_id, "tool")
@@ -402,7 +406,10 @@ def analyse_session(
     ``health=True``.
     """
     registry = registry or ModelRegistry.default()
-    account = account or account_session(session, registry=registry, model=model)
+    # each tool result judged once: by the accounting (when it is made here), the Monitor and the
+    # tool-call rows
+    verdicts = Verdicts()
+    account = account or account_session(session, registry=registry, model=model, verdicts=verdicts)
     turn_at = {t.message_index: t for t in account.turns}
     turn_indices = sorted(turn_at)
     started, ended = _span(session.messages)
@@ -412,6 +419,7 @@ def analyse_session(
     final: Assessment | None = None
     if health:
         monitor = Monitor(model or session.model, profile, registry=registry)
+        monitor.judge_with(verdicts)
         # the Monitor accounts the session as this account did when no model is forced and the log
         # names its own model or none (a Monitor without a model takes the session's, as this
         # account did); else it accounts again, with the model it was given
@@ -431,7 +439,7 @@ def analyse_session(
         k = bisect_right(turn_indices, i)
         return turn_at[turn_indices[k - 1]].turn if k else None
 
-    result.tool_calls, failures = _tool_rows(session, turn_of, events)
+    result.tool_calls, failures = _tool_rows(session, turn_of, events, verdicts)
     result.costs = _cost_rows(responses, project, week_of(started))
     result.responses = _response_rows(responses)
     result.cache_breaks, break_events = _cache_break_rows(
