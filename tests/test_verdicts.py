@@ -12,10 +12,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ctxhealth.failures as failures
+from ctxhealth.accounting.cost import cost_of, iter_responses, priced_responses, usage_cost
 from ctxhealth.accounting.fill import account_session
+from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.analysis import analyse_session
+from ctxhealth.audit.responses import session_responses
 from ctxhealth.failures import Verdicts, is_failure
-from ctxhealth.model import Format, Message, Role, Session, TextBlock, ToolCall, ToolResult, Usage
+from ctxhealth.model import (
+    CompactionSummary,
+    Format,
+    Message,
+    Role,
+    Session,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from ctxhealth.monitor import Monitor
 from ctxhealth.sources import read_session
 
@@ -141,3 +154,79 @@ def test_the_monitor_counts_with_the_shared_table_as_without(claude_code_data: P
                 errors += is_failure(r)
         if not session.sidechains:
             assert account.tool_errors == errors
+
+
+def _reference_cost(session: Session, registry: ModelRegistry, model: str | None = None) -> float | None:
+    """The session's cost by its definition, every response priced on its own (the code the one
+    pricing replaced)."""
+    total, any_priced = 0.0, False
+    for thread, message in iter_responses(session):
+        usage = message.usage
+        if usage is None or not (
+            usage.input_tokens
+            or usage.output_tokens
+            or usage.cache_creation_tokens
+            or usage.cache_read_tokens
+        ):
+            continue
+        prices = registry.lookup(model or message.model or thread.model or session.model).prices
+        if prices is None:
+            return None
+        total += usage_cost(usage, prices)
+        any_priced = True
+    return total if any_priced else None
+
+
+def _priced_cases() -> list[Session]:
+    """Model switch, a compaction billed apart, a duplicate id, an unknown model with and without
+    usage, a sub-agent."""
+    big = Usage(input_tokens=300_000, output_tokens=20, cache_read_tokens=5)
+
+    def reply(rid: str | None, model: str | None, usage: Usage) -> Message:
+        return Message(
+            role=Role.ASSISTANT, blocks=(TextBlock("ok"),), response_id=rid, model=model, usage=usage
+        )
+
+    compaction = Message(
+        role=Role.USER,
+        blocks=(CompactionSummary("summary", usage=Usage(input_tokens=900, output_tokens=80)),),
+        model="claude-opus-4-1",
+    )
+    side = Session("s.jsonl", Format.CLAUDE_CODE, (reply("r9", "claude-haiku-4-5", Usage(input_tokens=7)),))
+    main = (
+        reply("r1", "claude-sonnet-4-5", Usage(input_tokens=100, output_tokens=5)),
+        reply("r1", "claude-sonnet-4-5", Usage(input_tokens=100, output_tokens=5)),
+        compaction,
+        reply("r2", "claude-opus-4-1", big),
+        reply(None, "not-a-known-model", Usage()),
+    )
+    unknown = (*main, reply("r3", "not-a-known-model", Usage(output_tokens=3)))
+    return [
+        Session("a.jsonl", Format.CLAUDE_CODE, main, model="claude-sonnet-4-5", sidechains=(side,)),
+        Session("b.jsonl", Format.CLAUDE_CODE, unknown, model="claude-sonnet-4-5"),
+        Session("c.jsonl", Format.CLAUDE_CODE, ()),
+    ]
+
+
+@pytest.mark.parametrize("model", [None, "claude-opus-4-1"])
+def test_responses_priced_once_give_the_cost_and_the_audit_by_their_definitions(
+    claude_code_data: Path, model: str | None
+) -> None:
+    registry = ModelRegistry.default()
+    sessions = _priced_cases() + [read_session(p) for p in sorted(claude_code_data.glob("*/*.jsonl"))[:4]]
+    for session in sessions:
+        priced = priced_responses(session, registry, model=model)
+        for p in priced:
+            prices = registry.lookup(p.model).prices
+            assert p.usd == (None if prices is None else usage_cost(p.usage, prices))
+        expected = _reference_cost(session, registry, model)
+        assert cost_of(priced) == expected
+        assert account_session(session, registry=registry, model=model, priced=priced).cost_usd == expected
+        analysis = analyse_session(session, registry=registry, model=model, events=False, health=False)
+        assert analysis.account.cost_usd == expected
+        # the audit's responses: the response messages of the same walk, the compaction's request left out
+        walk = [(t, m) for t, m in iter_responses(session) if m.blocks or m.role is not Role.ASSISTANT]
+        assert [(r.message, r.usage) for r in analysis.responses] == [
+            (m, m.usage) for _, m in walk if m.usage is not None
+        ]
+        assert analysis.responses == session_responses(session, registry, model=model)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 from msgspec.structs import replace
 
-from ctxhealth.accounting.cost import iter_threads, session_cost
+from ctxhealth.accounting.cost import Priced, cost_of, iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill, is_turn
 from ctxhealth.accounting.tokens import (
@@ -394,11 +394,14 @@ def account_session(
     registry: ModelRegistry | None = None,
     model: str | None = None,
     verdicts: Verdicts | None = None,
+    priced: Sequence[Priced] | None = None,
 ) -> SessionAccount:
     """Fill per turn, compactions, tool calls / errors and cost of ``session``.
 
     ``verdicts``: the session's table of failed results (:class:`ctxhealth.failures.Verdicts`),
-    shared with the other counters of the same session so each result is judged once.
+    shared with the other counters of the same session so each result is judged once. ``priced``:
+    the session's responses priced already with the same ``model``
+    (:func:`ctxhealth.accounting.cost.priced_responses`), so the cost prices nothing again.
 
     ``model`` overrides the model the log names (window, tier, prices). The window the log
     itself states (``Session.context_window``) wins over the registry unless ``model`` is given.
@@ -419,7 +422,7 @@ def account_session(
         compactions=tuple(compactions),
         tool_calls=scan.calls,
         tool_errors=scan.errors,
-        cost_usd=session_cost(session, registry, model=model),
+        cost_usd=session_cost(session, registry, model=model) if priced is None else cost_of(priced),
         source=source,
         chars_per_token=cpt,
         subagent_tool_calls=scan.calls - scan.main_calls,

@@ -9,7 +9,8 @@ number equals ``check``'s ``tool_calls``. Costs are split by the model that prod
 response, at that model's list prices, so a session's cost lines add up to its ``cost_usd``.
 
 Everything about prices and the prompt cache comes from the audit, computed once per session:
-its priced responses (:func:`ctxhealth.audit.session_responses`) and, summed per model, the cost
+its priced responses (:func:`ctxhealth.audit.session_responses`, priced once for the account's
+cost too) and, summed per model, the cost
 lines; its cache report (:func:`ctxhealth.audit.audit_cache`) gives the session's
 ``cache_hit_rate`` and the cache breaks, so they list the same breaks, causes and costs as
 ``ctxhealth audit --json``.
@@ -31,7 +32,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.accounting.cost import iter_threads
+from ctxhealth.accounting.cost import iter_threads, priced_responses
 from ctxhealth.accounting.fill import SessionAccount, account_session, session_model_id
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.analysis.records import (
@@ -44,7 +45,7 @@ from ctxhealth.analysis.records import (
 )
 from ctxhealth.analysis.turns import parse_time, turn_records
 from ctxhealth.audit.cache import CacheReport, audit_cache
-from ctxhealth.audit.responses import Response, session_responses
+from ctxhealth.audit.responses import Response, responses_of
 from ctxhealth.failures import Verdicts
 from ctxhealth.model import Message, Session, ToolCall, ToolResult
 from ctxhealth.monitor import Assessment, Monitor
@@ -409,7 +410,11 @@ def analyse_session(
     # each tool result judged once: by the accounting (when it is made here), the Monitor and the
     # tool-call rows
     verdicts = Verdicts()
-    account = account or account_session(session, registry=registry, model=model, verdicts=verdicts)
+    # and each response priced once: for the account's cost and the audit's responses
+    priced = priced_responses(session, registry, model=model)
+    account = account or account_session(
+        session, registry=registry, model=model, verdicts=verdicts, priced=priced
+    )
     turn_at = {t.message_index: t for t in account.turns}
     turn_indices = sorted(turn_at)
     started, ended = _span(session.messages)
@@ -430,7 +435,7 @@ def analyse_session(
         _fold_turns(result)
     else:
         result.prompt_tokens = sum(t.tokens for t in account.turns)
-    responses = session_responses(session, registry, model=model)
+    responses = responses_of(priced)
     cache = audit_cache(session, responses)
     result.cache_hit_rate = None if cache.hit_rate is None else round(cache.hit_rate, 4)
 
