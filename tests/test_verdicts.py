@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from ctxhealth.accounting.cost import cost_of, iter_responses, priced_responses,
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.analysis import analyse_session
+from ctxhealth.analysis.session import answers_of
 from ctxhealth.audit.responses import session_responses
 from ctxhealth.failures import Verdicts, is_failure
 from ctxhealth.model import (
@@ -230,3 +232,19 @@ def test_responses_priced_once_give_the_cost_and_the_audit_by_their_definitions(
             (m, m.usage) for _, m in walk if m.usage is not None
         ]
         assert analysis.responses == session_responses(session, registry, model=model)
+
+
+def test_the_accounts_answers_are_the_walk_the_tool_rows_made(claude_code_data: Path) -> None:
+    """The result answering each call id is taken once, by the accounting's walk; the tool-call rows
+    join it. It is the first result written for the id over every thread (``answers_of``), and rows
+    made from an account without it (made elsewhere) are the same rows."""
+    for session in _sessions(claude_code_data):
+        account = account_session(session)
+        assert account.answers == answers_of(session)
+        assert all(account.answers[k] is v for k, v in answers_of(session).items())
+        shared = analyse_session(session, account=account, events=True)
+        walked = analyse_session(session, account=msgspec.structs.replace(account, answers=None), events=True)
+        assert shared.rows.tool_calls == walked.rows.tool_calls
+        assert shared.rows.events == walked.rows.events
+    dup = account_session(_duplicate_ids())
+    assert dup.answers is not None and dup.answers["c1"].text == "built"  # the first one written

@@ -29,7 +29,7 @@ Window: the log's own (``Session.context_window``) when stated, else the registr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 from msgspec.structs import replace
@@ -74,6 +74,9 @@ class SessionAccount(msgspec.Struct, frozen=True):
     subagent_tool_calls: int = 0
     subagent_tool_errors: int = 0
     after_compaction: TurnFill | None = None
+    answers: Mapping[str, ToolResult] | None = None
+    """The result that answers each call id, as the counts took it: the first one written, main
+    thread then sub-agents (what fleet's tool-call rows join; None in an account made elsewhere)."""
 
     @property
     def window(self) -> int:
@@ -138,7 +141,7 @@ class _Scan(msgspec.Struct):
     main_calls: int = 0
     main_errors: int = 0
     call_ids: set[str] = msgspec.field(default_factory=set)
-    result_ids: set[str] = msgspec.field(default_factory=set)
+    answers: dict[str, ToolResult] = msgspec.field(default_factory=dict)
 
     def blocks(
         self, blocks: Sequence[Block], failed: Callable[[ToolResult], bool]
@@ -155,9 +158,9 @@ class _Scan(msgspec.Struct):
                 self.calls += 1
             elif isinstance(block, ToolResult):
                 if block.tool_call_id:
-                    if block.tool_call_id in self.result_ids:
+                    if block.tool_call_id in self.answers:
                         continue
-                    self.result_ids.add(block.tool_call_id)
+                    self.answers[block.tool_call_id] = block
                 if failed(block):
                     self.errors += 1
             elif isinstance(block, CompactionSummary) and summary is None:
@@ -428,6 +431,7 @@ def account_session(
         subagent_tool_calls=scan.calls - scan.main_calls,
         subagent_tool_errors=scan.errors - scan.main_errors,
         after_compaction=after,
+        answers=scan.answers,
     )
 
 

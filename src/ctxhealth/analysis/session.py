@@ -26,7 +26,7 @@ analysis; the fleet maps its records to columns by name.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -211,21 +211,29 @@ def _json_len(value: Any) -> int:
         return len(repr(value))
 
 
-def _tool_rows(
-    session: Session,
-    turn_of: Callable[[int], int | None],
-    events: bool,
-    failed: Callable[[ToolResult], bool],
-) -> tuple[list[ToolCallRow], list[TimelineEvent]]:
-    """Tool calls of every thread, each id once (as the accounting counts them), joined with their
-    results; and (``events``) a timeline event for each failed result in the main thread. Results
-    are judged by ``failed`` (the session's :class:`~ctxhealth.failures.Verdicts`)."""
+def answers_of(session: Session) -> dict[str, ToolResult]:
+    """The result that answers each call id: the first one written, every thread in order (what
+    the accounting's counts take, :attr:`SessionAccount.answers`, for an account made elsewhere)."""
     results: dict[str, ToolResult] = {}
     for thread in iter_threads(session):
         for message in thread.messages:
             for block in message.blocks:
                 if isinstance(block, ToolResult) and block.tool_call_id and block.tool_call_id not in results:
                     results[block.tool_call_id] = block
+    return results
+
+
+def _tool_rows(
+    session: Session,
+    turn_of: Callable[[int], int | None],
+    events: bool,
+    failed: Callable[[ToolResult], bool],
+    results: Mapping[str, ToolResult],
+) -> tuple[list[ToolCallRow], list[TimelineEvent]]:
+    """Tool calls of every thread, each id once (as the accounting counts them), joined with their
+    ``results`` (the result answering each call id); and (``events``) a timeline event for each
+    failed result in the main thread. Results are judged by ``failed`` (the session's
+    :class:`~ctxhealth.failures.Verdicts`)."""
     rows: list[ToolCallRow] = []
     names: dict[str, str] = {}
     seen: set[str] = set()
@@ -444,7 +452,13 @@ def analyse_session(
         k = bisect_right(turn_indices, i)
         return turn_at[turn_indices[k - 1]].turn if k else None
 
-    result.tool_calls, failures = _tool_rows(session, turn_of, events, verdicts)
+    result.tool_calls, failures = _tool_rows(
+        session,
+        turn_of,
+        events,
+        verdicts,
+        account.answers if account.answers is not None else answers_of(session),
+    )
     result.costs = _cost_rows(responses, project, week_of(started))
     result.responses = _response_rows(responses)
     result.cache_breaks, break_events = _cache_break_rows(
