@@ -12,6 +12,9 @@ the result states one). From those:
 * :func:`is_failure` — the definition: flagged, else (no exit code stated) looks failed. The
   Monitor's failure detector, ``check``'s tool counts, fleet, ``watch``, the hooks and the status
   line all count with it, so they agree;
+* :class:`Verdicts` — :func:`is_failure` of each result, judged once: one table per session, shared
+  by the accounting's error count, fleet's tool-call rows and the Monitor's events (each asks it
+  instead of judging the same result again);
 * :func:`declined` — the person declined to run the call, or interrupted it (Claude Code's fixed
   texts). Claude Code flags those as errors and they are counted as failures (the agent did not get
   what it asked for); recovery, which keeps "the latest error" for a checkpoint, skips them.
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ERROR_TEXT",
     "RULE",
+    "Verdicts",
     "declined",
     "flagged",
     "is_failure",
@@ -123,6 +127,34 @@ def text_looks_failed(text: str) -> bool:
 def is_failure(result: ToolResult) -> bool:
     """The definition (:data:`RULE`): flagged; else, when no exit code is stated, looks failed."""
     return output_failed(result.text, is_error=result.is_error, exit_code=result.exit_code)
+
+
+class Verdicts:
+    """:func:`is_failure` of each result asked about, judged once per result object.
+
+    One table serves one session's analysis (the accounting, the tool-call rows and the Monitor of
+    it ask the same table): the first question about a result judges it, the later ones read the
+    kept verdict. A result is frozen, so a kept verdict cannot go stale; the table holds each result
+    it judged, so the object (and its ``id``) stays the one that was judged while the table lives.
+    """
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[ToolResult, bool]] = {}
+
+    def __call__(self, result: ToolResult) -> bool:
+        """Whether ``result`` is a failure (:func:`is_failure`)."""
+        kept = self._kept.get(id(result))
+        if kept is not None and kept[0] is result:
+            return kept[1]
+        verdict = is_failure(result)
+        self._kept[id(result)] = (result, verdict)
+        return verdict
+
+    def __len__(self) -> int:
+        """How many results were judged."""
+        return len(self._kept)
 
 
 def output_failed(text: str, *, is_error: bool = False, exit_code: int | None = None) -> bool:

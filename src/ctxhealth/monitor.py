@@ -65,6 +65,7 @@ from ctxhealth.signals.repetition import RepetitionDetector
 
 if TYPE_CHECKING:
     from ctxhealth.accounting.fill import SessionAccount
+    from ctxhealth.failures import Verdicts
     from ctxhealth.signals.state import MonitorState
 
 
@@ -671,6 +672,11 @@ class Monitor:
         risk = self.profile.risk
         self._track_hedges = self._track_hedges or (risk is not None and "hedges" in risk.features)
         self._scorer = _Scorer(risk) if risk is not None else None
+
+    def judge_with(self, verdicts: Verdicts) -> None:
+        """Judge tool results with ``verdicts``: the table the accounting of the same session
+        filled (:class:`ctxhealth.failures.Verdicts`), so a result is judged once."""
+        self._events.failed = verdicts
 
     def observe_session(
         self, session: Session, upto: float | None = None, *, account: SessionAccount | None = None

@@ -9,12 +9,16 @@ that produced it. The cost is None when there is no usage at all or when a respo
 non-zero usage comes from a model whose prices are unknown (a partial sum would mislead).
 A request whose prompt exceeds a model's long-context threshold is priced at that tier, and
 1-hour cache writes at the 1-hour write price (:func:`usage_cost`).
+
+:func:`priced_responses` prices each response once, as a :class:`Priced` record; the session's
+cost (:func:`cost_of`) and the audit's responses (:func:`ctxhealth.audit.session_responses`) both
+read those records, so an analysis that needs both prices each response once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
 
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.types import Prices
@@ -97,24 +101,69 @@ def _is_zero(usage: Usage) -> bool:
     )
 
 
+class Priced(NamedTuple):
+    """One response of :func:`iter_responses`, priced: ``thread`` is its thread's number in
+    :func:`iter_threads` order (0 = main thread) and ``position`` its message's index there;
+    ``model`` the model it is priced as; ``usd`` None when that model's prices are unknown.
+    ``apart`` marks a compaction's own request (billed, though not a response message of the
+    thread: ``message`` is then the compaction's message)."""
+
+    thread: int
+    position: int
+    message: Message
+    usage: Usage
+    model: str | None
+    prices: Prices | None
+    usd: float | None
+    apart: bool
+
+
+def priced_responses(
+    session: Session, registry: ModelRegistry | None = None, *, model: str | None = None
+) -> list[Priced]:
+    """Every response of :func:`iter_responses`, in its order, priced once (``model``: every
+    response at that one model)."""
+    registry = registry or ModelRegistry.default()
+    prices_by_model: dict[str | None, Prices | None] = {}
+    out: list[Priced] = []
+    seen: set[str] = set()
+    for number, thread in enumerate(iter_threads(session)):
+        for position, message in enumerate(thread.messages):
+            usage = message.usage
+            apart = False
+            if message.role is not Role.ASSISTANT or usage is None:
+                summary = message.compaction
+                if summary is None or summary.usage is None:
+                    continue
+                usage, apart = summary.usage, True
+            elif not is_new_response(message.response_id, seen):
+                continue
+            model_id = model or message.model or thread.model or session.model
+            prices = prices_by_model.get(model_id, _MISSING)
+            if prices is _MISSING:
+                prices = prices_by_model[model_id] = registry.lookup(model_id).prices
+            usd = usage_cost(usage, prices) if prices is not None else None
+            out.append(Priced(number, position, message, usage, model_id, prices, usd, apart))
+    return out
+
+
+def cost_of(priced: Iterable[Priced]) -> float | None:
+    """Total USD of a session's :func:`priced_responses` (the rule of the module docstring: None
+    without usage, or when a response with usage has no prices)."""
+    total = 0.0
+    priced_any = False
+    for p in priced:
+        if _is_zero(p.usage):
+            continue
+        if p.usd is None:
+            return None
+        total += p.usd
+        priced_any = True
+    return total if priced_any else None
+
+
 def session_cost(
     session: Session, registry: ModelRegistry | None = None, *, model: str | None = None
 ) -> float | None:
     """Total USD of ``session`` from its usage records; ``model`` prices every response at one model."""
-    registry = registry or ModelRegistry.default()
-    prices_by_model: dict[str | None, Prices | None] = {}
-    total = 0.0
-    priced_any = False
-    for thread, message in iter_responses(session):
-        usage = message.usage
-        if usage is None or _is_zero(usage):
-            continue
-        model_id = model or message.model or thread.model or session.model
-        prices = prices_by_model.get(model_id, _MISSING)
-        if prices is _MISSING:
-            prices = prices_by_model[model_id] = registry.lookup(model_id).prices
-        if prices is None:
-            return None
-        total += usage_cost(usage, prices)
-        priced_any = True
-    return total if priced_any else None
+    return cost_of(priced_responses(session, registry, model=model))

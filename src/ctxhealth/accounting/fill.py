@@ -29,12 +29,12 @@ Window: the log's own (``Session.context_window``) when stated, else the registr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 from msgspec.structs import replace
 
-from ctxhealth.accounting.cost import iter_threads, session_cost
+from ctxhealth.accounting.cost import Priced, cost_of, iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill, is_turn
 from ctxhealth.accounting.tokens import (
@@ -45,7 +45,7 @@ from ctxhealth.accounting.tokens import (
     message_text_for_count,
 )
 from ctxhealth.accounting.types import CompactionRecord, FillSource, ModelInfo, TurnFill
-from ctxhealth.failures import is_failure
+from ctxhealth.failures import Verdicts, is_failure
 from ctxhealth.model import Block, CompactionSummary, Message, Role, Session, ToolCall, ToolResult
 
 MIN_CHARS_PER_TOKEN = 1.5
@@ -74,6 +74,9 @@ class SessionAccount(msgspec.Struct, frozen=True):
     subagent_tool_calls: int = 0
     subagent_tool_errors: int = 0
     after_compaction: TurnFill | None = None
+    answers: Mapping[str, ToolResult] | None = None
+    """The result that answers each call id, as the counts took it: the first one written, main
+    thread then sub-agents (what fleet's tool-call rows join; None in an account made elsewhere)."""
 
     @property
     def window(self) -> int:
@@ -138,10 +141,13 @@ class _Scan(msgspec.Struct):
     main_calls: int = 0
     main_errors: int = 0
     call_ids: set[str] = msgspec.field(default_factory=set)
-    result_ids: set[str] = msgspec.field(default_factory=set)
+    answers: dict[str, ToolResult] = msgspec.field(default_factory=dict)
 
-    def blocks(self, blocks: Sequence[Block]) -> CompactionSummary | None:
-        """Count tool calls / failed results (each id once); return the compaction summary."""
+    def blocks(
+        self, blocks: Sequence[Block], failed: Callable[[ToolResult], bool]
+    ) -> CompactionSummary | None:
+        """Count tool calls / failed results (each id once, judged by ``failed``); return the
+        compaction summary."""
         summary = None
         for block in blocks:
             if isinstance(block, ToolCall):
@@ -152,17 +158,17 @@ class _Scan(msgspec.Struct):
                 self.calls += 1
             elif isinstance(block, ToolResult):
                 if block.tool_call_id:
-                    if block.tool_call_id in self.result_ids:
+                    if block.tool_call_id in self.answers:
                         continue
-                    self.result_ids.add(block.tool_call_id)
-                if is_failure(block):
+                    self.answers[block.tool_call_id] = block
+                if failed(block):
                     self.errors += 1
             elif isinstance(block, CompactionSummary) and summary is None:
                 summary = block
         return summary
 
 
-def _scan(session: Session) -> _Scan:
+def _scan(session: Session, failed: Callable[[ToolResult], bool] = is_failure) -> _Scan:
     """One pass: distinct model responses and compactions of the main thread, tools of all threads.
 
     A response id seen twice counts once; a stand-in the client wrote itself
@@ -171,7 +177,7 @@ def _scan(session: Session) -> _Scan:
     scan = _Scan()
     seen: set[str] = set()
     for i, message in enumerate(session.messages):
-        summary = scan.blocks(message.blocks)
+        summary = scan.blocks(message.blocks, failed)
         if summary is not None:
             scan.compactions.append((i, summary))
         if is_turn(message, seen):
@@ -180,7 +186,7 @@ def _scan(session: Session) -> _Scan:
     for thread in iter_threads(session):
         if thread is not session:
             for message in thread.messages:
-                scan.blocks(message.blocks)
+                scan.blocks(message.blocks, failed)
     return scan
 
 
@@ -386,16 +392,26 @@ def _compactions(
 
 
 def account_session(
-    session: Session, *, registry: ModelRegistry | None = None, model: str | None = None
+    session: Session,
+    *,
+    registry: ModelRegistry | None = None,
+    model: str | None = None,
+    verdicts: Verdicts | None = None,
+    priced: Sequence[Priced] | None = None,
 ) -> SessionAccount:
     """Fill per turn, compactions, tool calls / errors and cost of ``session``.
+
+    ``verdicts``: the session's table of failed results (:class:`ctxhealth.failures.Verdicts`),
+    shared with the other counters of the same session so each result is judged once. ``priced``:
+    the session's responses priced already with the same ``model``
+    (:func:`ctxhealth.accounting.cost.priced_responses`), so the cost prices nothing again.
 
     ``model`` overrides the model the log names (window, tier, prices). The window the log
     itself states (``Session.context_window``) wins over the registry unless ``model`` is given.
     """
     registry = registry or ModelRegistry.default()
     info = session_model_info(session, registry, model)
-    scan = _scan(session)
+    scan = _scan(session, is_failure if verdicts is None else verdicts)
     turns, source, cpt = _fills(session, info, scan.turns, [i for i, _ in scan.compactions])
     compactions = _compactions(scan.compactions, turns)
     after = _after_compaction(session, turns, compactions)
@@ -409,12 +425,13 @@ def account_session(
         compactions=tuple(compactions),
         tool_calls=scan.calls,
         tool_errors=scan.errors,
-        cost_usd=session_cost(session, registry, model=model),
+        cost_usd=session_cost(session, registry, model=model) if priced is None else cost_of(priced),
         source=source,
         chars_per_token=cpt,
         subagent_tool_calls=scan.calls - scan.main_calls,
         subagent_tool_errors=scan.errors - scan.main_errors,
         after_compaction=after,
+        answers=scan.answers,
     )
 
 

@@ -9,7 +9,8 @@ number equals ``check``'s ``tool_calls``. Costs are split by the model that prod
 response, at that model's list prices, so a session's cost lines add up to its ``cost_usd``.
 
 Everything about prices and the prompt cache comes from the audit, computed once per session:
-its priced responses (:func:`ctxhealth.audit.session_responses`) and, summed per model, the cost
+its priced responses (:func:`ctxhealth.audit.session_responses`, priced once for the account's
+cost too) and, summed per model, the cost
 lines; its cache report (:func:`ctxhealth.audit.audit_cache`) gives the session's
 ``cache_hit_rate`` and the cache breaks, so they list the same breaks, causes and costs as
 ``ctxhealth audit --json``.
@@ -25,13 +26,13 @@ analysis; the fleet maps its records to columns by name.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.accounting.cost import iter_threads
+from ctxhealth.accounting.cost import iter_threads, priced_responses
 from ctxhealth.accounting.fill import SessionAccount, account_session, session_model_id
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.analysis.records import (
@@ -44,8 +45,8 @@ from ctxhealth.analysis.records import (
 )
 from ctxhealth.analysis.turns import parse_time, turn_records
 from ctxhealth.audit.cache import CacheReport, audit_cache
-from ctxhealth.audit.responses import Response, session_responses
-from ctxhealth.failures import is_failure
+from ctxhealth.audit.responses import Response, responses_of
+from ctxhealth.failures import Verdicts
 from ctxhealth.model import Message, Session, ToolCall, ToolResult
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy.profile import Profile
@@ -210,17 +211,29 @@ def _json_len(value: Any) -> int:
         return len(repr(value))
 
 
-def _tool_rows(
-    session: Session, turn_of: Callable[[int], int | None], events: bool
-) -> tuple[list[ToolCallRow], list[TimelineEvent]]:
-    """Tool calls of every thread, each id once (as the accounting counts them), joined with their
-    results; and (``events``) a timeline event for each failed result in the main thread."""
+def answers_of(session: Session) -> dict[str, ToolResult]:
+    """The result that answers each call id: the first one written, every thread in order (what
+    the accounting's counts take, :attr:`SessionAccount.answers`, for an account made elsewhere)."""
     results: dict[str, ToolResult] = {}
     for thread in iter_threads(session):
         for message in thread.messages:
             for block in message.blocks:
                 if isinstance(block, ToolResult) and block.tool_call_id and block.tool_call_id not in results:
                     results[block.tool_call_id] = block
+    return results
+
+
+def _tool_rows(
+    session: Session,
+    turn_of: Callable[[int], int | None],
+    events: bool,
+    failed: Callable[[ToolResult], bool],
+    results: Mapping[str, ToolResult],
+) -> tuple[list[ToolCallRow], list[TimelineEvent]]:
+    """Tool calls of every thread, each id once (as the accounting counts them), joined with their
+    ``results`` (the result answering each call id); and (``events``) a timeline event for each
+    failed result in the main thread. Results are judged by ``failed`` (the session's
+    :class:`~ctxhealth.failures.Verdicts`)."""
     rows: list[ToolCallRow] = []
     names: dict[str, str] = {}
     seen: set[str] = set()
@@ -243,7 +256,7 @@ def _tool_rows(
                         turn_of(i) if main else None,
                         block.id or "",
                         block.name,
-                        None if result is None else is_failure(result),
+                        None if result is None else failed(result),
                         _json_len(block.input),
                         len(result.text) if result is not None else 0,
                     )
@@ -254,7 +267,7 @@ def _tool_rows(
     reported: set[str] = set()
     for i, message in enumerate(session.messages):
         for block in message.tool_results:
-            if not is_failure(block) or (block.tool_call_id and block.tool_call_id in reported):
+            if not failed(block) or (block.tool_call_id and block.tool_call_id in reported):
                 continue
             reported.add(block.tool_call_id)
             tool = names.get(block.tool_call_id, "tool")
@@ -402,7 +415,14 @@ def analyse_session(
     ``health=True``.
     """
     registry = registry or ModelRegistry.default()
-    account = account or account_session(session, registry=registry, model=model)
+    # each tool result judged once: by the accounting (when it is made here), the Monitor and the
+    # tool-call rows
+    verdicts = Verdicts()
+    # and each response priced once: for the account's cost and the audit's responses
+    priced = priced_responses(session, registry, model=model)
+    account = account or account_session(
+        session, registry=registry, model=model, verdicts=verdicts, priced=priced
+    )
     turn_at = {t.message_index: t for t in account.turns}
     turn_indices = sorted(turn_at)
     started, ended = _span(session.messages)
@@ -412,6 +432,7 @@ def analyse_session(
     final: Assessment | None = None
     if health:
         monitor = Monitor(model or session.model, profile, registry=registry)
+        monitor.judge_with(verdicts)
         # the Monitor accounts the session as this account did when no model is forced and the log
         # names its own model or none (a Monitor without a model takes the session's, as this
         # account did); else it accounts again, with the model it was given
@@ -422,7 +443,7 @@ def analyse_session(
         _fold_turns(result)
     else:
         result.prompt_tokens = sum(t.tokens for t in account.turns)
-    responses = session_responses(session, registry, model=model)
+    responses = responses_of(priced)
     cache = audit_cache(session, responses)
     result.cache_hit_rate = None if cache.hit_rate is None else round(cache.hit_rate, 4)
 
@@ -431,7 +452,13 @@ def analyse_session(
         k = bisect_right(turn_indices, i)
         return turn_at[turn_indices[k - 1]].turn if k else None
 
-    result.tool_calls, failures = _tool_rows(session, turn_of, events)
+    result.tool_calls, failures = _tool_rows(
+        session,
+        turn_of,
+        events,
+        verdicts,
+        account.answers if account.answers is not None else answers_of(session),
+    )
     result.costs = _cost_rows(responses, project, week_of(started))
     result.responses = _response_rows(responses)
     result.cache_breaks, break_events = _cache_break_rows(

@@ -2,8 +2,9 @@
 
 Every layer of the audit (cache, cost, waste) reads the same list, so a response is counted and
 priced in exactly one place. Responses are deduplicated by response id across the main thread
-and its sub-agents (:func:`ctxhealth.accounting.cost.iter_responses`), priced at the model that
-produced them (:func:`ctxhealth.accounting.cost.usage_cost`: cache reads and writes, 1-hour
+and its sub-agents (:func:`ctxhealth.accounting.cost.iter_responses`), priced once at the model
+that produced them (:func:`ctxhealth.accounting.cost.priced_responses`, whose records the session's
+cost reads too) (:func:`ctxhealth.accounting.cost.usage_cost`: cache reads and writes, 1-hour
 writes and long-context tiers included), and kept in thread order with their thread number
 (0 = main thread), so a cache break is always judged against the previous response of the same
 thread.
@@ -11,14 +12,14 @@ thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ctxhealth.accounting.cost import is_new_response, iter_threads, usage_cost
+from ctxhealth.accounting.cost import Priced, priced_responses
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.types import Prices
-from ctxhealth.model import Message, Role, Session, Usage
+from ctxhealth.model import Message, Session, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,24 +87,19 @@ def session_responses(
     ``model`` prices every response at one model; ``since`` drops responses before that time
     (and those without a timestamp).
     """
-    registry = registry or ModelRegistry.default()
-    seen: set[str] = set()
+    return responses_of(priced_responses(session, registry, model=model), since=since)
+
+
+def responses_of(priced: Iterable[Priced], *, since: datetime | None = None) -> list[Response]:
+    """:func:`session_responses` from the session's responses priced already
+    (:func:`ctxhealth.accounting.cost.priced_responses`, which the session's cost reads too): the
+    response messages, without a compaction's own request."""
     out: list[Response] = []
-    for number, thread in enumerate(iter_threads(session)):
-        for position, message, usage in _with_usage(thread):
-            if not is_new_response(message.response_id, seen):
-                continue
-            time = parse_time(message.timestamp)
-            if since is not None and (time is None or time < since):
-                continue
-            model_id = model or message.model or thread.model or session.model
-            prices = registry.lookup(model_id).prices
-            usd = usage_cost(usage, prices) if prices is not None else None
-            out.append(Response(number, position, message, usage, model_id, time, prices, usd))
+    for p in priced:
+        if p.apart:
+            continue
+        time = parse_time(p.message.timestamp)
+        if since is not None and (time is None or time < since):
+            continue
+        out.append(Response(p.thread, p.position, p.message, p.usage, p.model, time, p.prices, p.usd))
     return out
-
-
-def _with_usage(thread: Session) -> Iterator[tuple[int, Message, Usage]]:
-    for position, message in enumerate(thread.messages):
-        if message.role is Role.ASSISTANT and message.usage is not None:
-            yield position, message, message.usage

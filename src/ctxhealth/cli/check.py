@@ -19,7 +19,6 @@ from pathlib import Path
 
 import click
 
-from ctxhealth.accounting.fill import account_session
 from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
 from ctxhealth.cli.progress import ProgressBar
 from ctxhealth.config import load_settings
@@ -126,17 +125,11 @@ def check(
                 if series:
                     from ctxhealth.analysis import analyse_session
 
-                    account = account_session(session, registry=registry, model=settings.model)
                     analysis = analyse_session(
-                        session,
-                        registry=registry,
-                        profile=profile,
-                        model=settings.model,
-                        account=account,
-                        events=False,
+                        session, registry=registry, profile=profile, model=settings.model, events=False
                     )
                     fields = {**analysis.final.check_fields(), "series": analysis.series()}
-                    report = build_check_report(session, account, fields)
+                    report = build_check_report(session, analysis.account, fields)
                 else:
                     report = check_session(session, registry=registry, profile=profile, model=settings.model)
                 if not no_redact:

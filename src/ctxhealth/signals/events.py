@@ -19,6 +19,8 @@ from ctxhealth.signals.calls import CallInfo, CallKind, error_signature, parse_c
 from ctxhealth.signals.text import content_words, fold, folded_stems, run_stems
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ctxhealth.signals.state import PendingCall
 
 PENDING_LIMIT = 256
@@ -115,6 +117,9 @@ class EventBuilder:
     """Turns messages into events, pairing results with calls through a bounded pending map."""
 
     def __init__(self) -> None:
+        self.failed: Callable[[ToolResult], bool] = is_failure
+        """Judges a result (:func:`ctxhealth.failures.is_failure`; a session's shared
+        :class:`ctxhealth.failures.Verdicts` when the Monitor is given one)."""
         self._pending: BoundedDict[str, tuple[CallInfo, int]] = BoundedDict(PENDING_LIMIT)
         self._parsed: BoundedDict[tuple[str, str], CallInfo] = BoundedDict(PARSE_CACHE_LIMIT)
 
@@ -189,7 +194,7 @@ class EventBuilder:
                         result=block,
                         call=found[0] if found else None,
                         call_index=found[1] if found else None,
-                        failed=is_failure(block),
+                        failed=self.failed(block),
                     )
                 )
         if message.role is not Role.ASSISTANT or not texts:
