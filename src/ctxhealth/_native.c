@@ -502,6 +502,64 @@ static inline int pairs_may_start(const Pairs *pairs, int kind, const void *data
     return (pairs->bits[pair >> 6] >> (pair & 63)) & 1;
 }
 
+/* A tuple of non-empty ASCII needles, chained by their first character (head[c] is the first
+   needle starting with c, chain[k] the next one) and filtered by their first two characters. */
+typedef struct {
+    PyObject *tuple;
+    Py_ssize_t head[128];
+    Py_ssize_t *chain;
+    Pairs pairs;
+} Needles;
+
+/* 0, or -1 with an exception set (who names the function in the message) */
+static int needles_init(Needles *nd, PyObject *needles, const char *who) {
+    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
+    for (Py_ssize_t k = 0; k < nn; k++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, k);
+        if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle) || PyUnicode_GET_LENGTH(needle) == 0) {
+            PyErr_Format(PyExc_ValueError, "%s() needles must be non-empty ASCII str", who);
+            return -1;
+        }
+    }
+    nd->tuple = needles;
+    for (int c = 0; c < 128; c++)
+        nd->head[c] = -1;
+    nd->chain = PyMem_New(Py_ssize_t, nn ? nn : 1);
+    if (nd->chain == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = nn - 1; k >= 0; k--) {
+        Py_UCS1 c = PyUnicode_1BYTE_DATA(PyTuple_GET_ITEM(needles, k))[0];
+        nd->chain[k] = nd->head[c];
+        nd->head[c] = k;
+    }
+    pairs_init(&nd->pairs, needles);
+    return 0;
+}
+
+static void needles_free(Needles *nd) { PyMem_Free(nd->chain); }
+
+/* whether one of the needles starts at position i of the text */
+static inline int needles_start_at(const Needles *nd, int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
+    Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+    if (ch >= 128 || nd->head[ch] < 0 || !pairs_may_start(&nd->pairs, kind, data, n, i, ch))
+        return 0;
+    for (Py_ssize_t k = nd->head[ch]; k >= 0; k = nd->chain[k]) {
+        PyObject *needle = PyTuple_GET_ITEM(nd->tuple, k);
+        const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
+        Py_ssize_t m = PyUnicode_GET_LENGTH(needle);
+        if (m > n - i)
+            continue;
+        Py_ssize_t j = 1;
+        while (j < m && PyUnicode_READ(kind, data, i + j) == p[j])
+            j++;
+        if (j == m)
+            return 1;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(any_in_doc,
              "any_in(text, needles, /)\n--\n\n"
              "any(needle in text for needle in needles), for a tuple of non-empty ASCII str needles.");
@@ -512,50 +570,16 @@ static PyObject *native_any_in(PyObject *self, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     PyObject *text = args[0];
-    PyObject *needles = args[1];
-    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
-    for (Py_ssize_t k = 0; k < nn; k++) {
-        PyObject *needle = PyTuple_GET_ITEM(needles, k);
-        if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle) || PyUnicode_GET_LENGTH(needle) == 0) {
-            PyErr_SetString(PyExc_ValueError, "any_in() needles must be non-empty ASCII str");
-            return NULL;
-        }
-    }
+    Needles nd;
+    if (needles_init(&nd, args[1], "any_in") < 0)
+        return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    /* the needles chained by their first character: head[c] is the first, chain[k] the next */
-    Py_ssize_t head[128];
-    for (int c = 0; c < 128; c++)
-        head[c] = -1;
-    Py_ssize_t *chain = PyMem_New(Py_ssize_t, nn ? nn : 1);
-    if (chain == NULL)
-        return PyErr_NoMemory();
-    for (Py_ssize_t k = nn - 1; k >= 0; k--) {
-        Py_UCS1 c = PyUnicode_1BYTE_DATA(PyTuple_GET_ITEM(needles, k))[0];
-        chain[k] = head[c];
-        head[c] = k;
-    }
-    Pairs pairs;
-    pairs_init(&pairs, needles);
     int found = 0;
-    for (Py_ssize_t i = 0; i < n && !found; i++) {
-        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        if (ch >= 128 || head[ch] < 0 || !pairs_may_start(&pairs, kind, data, n, i, ch))
-            continue;
-        for (Py_ssize_t k = head[ch]; k >= 0 && !found; k = chain[k]) {
-            PyObject *needle = PyTuple_GET_ITEM(needles, k);
-            const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
-            Py_ssize_t m = PyUnicode_GET_LENGTH(needle);
-            if (m > n - i)
-                continue;
-            Py_ssize_t j = 1;
-            while (j < m && PyUnicode_READ(kind, data, i + j) == p[j])
-                j++;
-            found = j == m;
-        }
-    }
-    PyMem_Free(chain);
+    for (Py_ssize_t i = 0; i < n && !found; i++)
+        found = needles_start_at(&nd, kind, data, n, i);
+    needles_free(&nd);
     return PyBool_FromLong(found);
 }
 
@@ -792,64 +816,30 @@ static PyObject *native_anchor_positions(PyObject *self, PyObject *const *args, 
         return NULL;
     }
     PyObject *text = args[0];
-    PyObject *needles = args[1];
-    Py_ssize_t nn = PyTuple_GET_SIZE(needles);
-    for (Py_ssize_t k = 0; k < nn; k++) {
-        PyObject *needle = PyTuple_GET_ITEM(needles, k);
-        if (!PyUnicode_Check(needle) || !PyUnicode_IS_ASCII(needle) || PyUnicode_GET_LENGTH(needle) == 0) {
-            PyErr_SetString(PyExc_ValueError, "anchor_positions() needles must be non-empty ASCII str");
-            return NULL;
-        }
-    }
+    Needles nd;
+    if (needles_init(&nd, args[1], "anchor_positions") < 0)
+        return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    /* the needles chained by their first character, as in any_in */
-    Py_ssize_t head[128];
-    for (int c = 0; c < 128; c++)
-        head[c] = -1;
-    Py_ssize_t *chain = PyMem_New(Py_ssize_t, nn ? nn : 1);
-    if (chain == NULL)
-        return PyErr_NoMemory();
-    for (Py_ssize_t k = nn - 1; k >= 0; k--) {
-        Py_UCS1 c = PyUnicode_1BYTE_DATA(PyTuple_GET_ITEM(needles, k))[0];
-        chain[k] = head[c];
-        head[c] = k;
-    }
     PyObject *out = PyList_New(0);
     if (out == NULL) {
-        PyMem_Free(chain);
+        needles_free(&nd);
         return NULL;
     }
-    Pairs pairs;
-    pairs_init(&pairs, needles);
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        if (ch >= 128 || head[ch] < 0 || !pairs_may_start(&pairs, kind, data, n, i, ch))
+        if (!needles_start_at(&nd, kind, data, n, i))
             continue;
-        for (Py_ssize_t k = head[ch]; k >= 0; k = chain[k]) {
-            PyObject *needle = PyTuple_GET_ITEM(needles, k);
-            const Py_UCS1 *p = PyUnicode_1BYTE_DATA(needle);
-            Py_ssize_t m = PyUnicode_GET_LENGTH(needle);
-            if (m > n - i)
-                continue;
-            Py_ssize_t j = 1;
-            while (j < m && PyUnicode_READ(kind, data, i + j) == p[j])
-                j++;
-            if (j == m) {
-                PyObject *pos = PyLong_FromSsize_t(i);
-                int bad = pos == NULL ? -1 : PyList_Append(out, pos);
-                Py_XDECREF(pos);
-                if (bad < 0) {
-                    Py_DECREF(out);
-                    PyMem_Free(chain);
-                    return NULL;
-                }
-                break; /* each position once */
-            }
+        PyObject *pos = PyLong_FromSsize_t(i);
+        int bad = pos == NULL ? -1 : PyList_Append(out, pos);
+        Py_XDECREF(pos);
+        if (bad < 0) {
+            Py_DECREF(out);
+            needles_free(&nd);
+            return NULL;
         }
     }
-    PyMem_Free(chain);
+    needles_free(&nd);
     return out;
 }
 

@@ -68,20 +68,23 @@ def _decode(path: str, row: list[Any]) -> FileFacts:
     )
 
 
-def load_cache(file: Path) -> dict[str, tuple[str, list[Any]]]:
-    """``path -> (digest, encoded row)`` from the cache file; empty when missing or unreadable."""
+def _load_rows(file: Path, key: str) -> dict[str, Any]:
+    """The ``key`` table of a cache file of this schema; empty when missing, unreadable or of
+    another schema."""
     try:
         doc = orjson.loads(file.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    if (
-        not isinstance(doc, dict)
-        or doc.get("schema") != CACHE_SCHEMA
-        or not isinstance(doc.get("files"), dict)
-    ):
+    if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA or not isinstance(doc.get(key), dict):
         return {}
+    rows: dict[str, Any] = doc[key]
+    return rows
+
+
+def load_cache(file: Path) -> dict[str, tuple[str, list[Any]]]:
+    """``path -> (digest, encoded row)`` from the cache file; empty when missing or unreadable."""
     out: dict[str, tuple[str, list[Any]]] = {}
-    for path, row in doc["files"].items():
+    for path, row in _load_rows(file, "files").items():
         if isinstance(row, list) and len(row) == 10 and isinstance(row[0], str):
             out[path] = (row[0], row)
     return out
@@ -103,19 +106,9 @@ def save_cache(file: Path, facts: dict[str, FileFacts]) -> None:
 
 def load_bags(file: Path) -> dict[str, tuple[str, str]]:
     """``path -> (content hash, bag JSON)`` from a bag file; empty when missing or unreadable."""
-    try:
-        doc = orjson.loads(file.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    if (
-        not isinstance(doc, dict)
-        or doc.get("schema") != CACHE_SCHEMA
-        or not isinstance(doc.get("bags"), dict)
-    ):
-        return {}
     return {
         path: (row[0], row[1])
-        for path, row in doc["bags"].items()
+        for path, row in _load_rows(file, "bags").items()
         if isinstance(row, list) and len(row) == 2 and isinstance(row[0], str) and isinstance(row[1], str)
     }
 
