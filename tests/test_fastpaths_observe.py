@@ -13,6 +13,7 @@ import math
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -98,6 +99,15 @@ def test_sentences_and_their_hashes_are_the_plain_ones(text: str) -> None:
     assert indicators.sentences(text) == indicators._SENTENCE.findall(text)
     found = indicators.sentences(text)
     assert indicators.sentence_hashes(found) == [stable_hash(" ".join(s.split())) for s in found]
+
+
+@pytest.mark.parametrize(
+    "found",
+    [["9_ \x00 ", "9_ "], ["a \x00 b", "c d"], ["x\t\x00\x0b", " \x00 y", "z"]],
+)
+def test_python_sentence_hashes_with_a_nul_between_spaces(found: list[str]) -> None:
+    # the Python definition (no C extension) cut glued sentences apart at a sentence's own " \x00 "
+    assert indicators.sentence_hashes_py(found) == [stable_hash(" ".join(s.split())) for s in found]
 
 
 def test_sentence_hashes_keep_lone_surrogates() -> None:

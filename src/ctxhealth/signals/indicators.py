@@ -211,6 +211,8 @@ def sentence_hashes_py(found: list[str]) -> list[int]:
         data = "\x00".join(map(str.strip, found)).encode()
         pieces = data.split(b"\x00")
         return list(map(or_, map(lshift, map(crc32, pieces), repeat(32)), map(adler32, pieces)))
+    if "\x00" in joined:  # a sentence's own NUL could pass for the glue: cut at the wrong place
+        return _sentence_hashes_one_by_one(found)
     glued = _GLUE.join(found)
     normed = " ".join(glued.split())
     try:
@@ -218,7 +220,7 @@ def sentence_hashes_py(found: list[str]) -> list[int]:
     except UnicodeEncodeError:
         data = normed.encode("utf-8", "surrogatepass")
     pieces = data.split(b" \x00 ")
-    if len(pieces) != len(found) or "\x00" in glued.replace(_GLUE, ""):
+    if len(pieces) != len(found):
         return _sentence_hashes_one_by_one(found)
     return list(map(or_, map(lshift, map(crc32, pieces), repeat(32)), map(adler32, pieces)))
 

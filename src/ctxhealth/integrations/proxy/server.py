@@ -42,6 +42,7 @@ class _HeadBound(asyncio.Protocol):
     transport: asyncio.Transport
     _head_timer: asyncio.TimerHandle | None = None
     _head_bytes: int = 0
+    _body_open: bool = False  # httptools: between a request's head and the end of its body
 
     def _waiting(self) -> bool:
         """No request is being served: the next head is (or will be) on its way."""
@@ -77,11 +78,32 @@ class _HeadBound(asyncio.Protocol):
         super().data_received(data)
         if not self._waiting():
             self._disarm()
-        elif waiting:  # every byte since the timer was armed belongs to the head still incomplete
+        elif waiting and not self._body_unread():
+            # every byte since the timer was armed belongs to the head still incomplete (not to the
+            # rest of a body the app answered before reading it all: a 413 is no reason for a 431)
             self._head_bytes += len(data)
             if self._head_bytes > MAX_HEAD_BYTES:
                 self._disarm()
                 self._refuse(TOO_LARGE)
+
+    def _body_unread(self) -> bool:
+        """A request's body is still arriving (after its response, when the app answered early)."""
+        conn = getattr(self, "conn", None)
+        if conn is not None:  # h11
+            import h11
+
+            return bool(conn.their_state is h11.SEND_BODY)
+        return self._body_open
+
+    # httptools' parser callbacks (it calls the protocol's methods by name; h11 has none)
+
+    def on_headers_complete(self) -> None:
+        self._body_open = True
+        super().on_headers_complete()  # type: ignore[misc]
+
+    def on_message_complete(self) -> None:
+        self._body_open = False
+        super().on_message_complete()  # type: ignore[misc]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
