@@ -406,3 +406,23 @@ def test_stemming_refuses_what_python_refuses() -> None:
         _native.stem_run("testé".encode(), text.STOP_WORDS)
     with pytest.raises(UnicodeDecodeError):
         text._stem_run_py("testé".encode())
+
+
+def test_last_positions_never_reads_past_a_list_an_item_shrinks() -> None:
+    """A str subclass whose ``__eq__`` empties the list mid-scan: the kernel raises (or answers), it
+    never reads past the list's end (before the bound check this read freed memory)."""
+    stems: list[str] = []
+
+    class Shrinking(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            del stems[:]
+            return str.__eq__(self, other)
+
+    stems.extend(["a", "b", Shrinking("c"), "c", "d"] * 50)
+    try:
+        got = _native.last_positions(stems, frozenset({"c", "a"}), 0, 0)
+    except RuntimeError:
+        return
+    assert set(got) <= {"a", "c"}

@@ -631,6 +631,8 @@ static PyObject *native_last_positions(PyObject *self, PyObject *const *args, Py
         goto error;
     n = PyList_GET_SIZE(stems);
     for (Py_ssize_t i = n - 1; i >= 0 && PyDict_GET_SIZE(last) < want; i--) {
+        if (i >= PyList_GET_SIZE(stems))
+            continue; /* an item's __eq__ shrank the list: never read past its end */
         item = PyList_GET_ITEM(stems, i);
         Py_INCREF(item);
         int has = PySet_Contains(found, item);
