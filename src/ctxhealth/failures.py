@@ -58,17 +58,6 @@ ERROR_TEXT = (
 )
 """What an error reads like (a multi-line pattern)."""
 
-_ERROR_HINTS = (
-    "rror",
-    "RROR",
-    "Exception",
-    "Traceback (most recent call last)",
-    "command not found",
-    "No such file or directory",
-)
-"""Substrings every match of :data:`ERROR_TEXT` contains ("rror" covers Error, error and
-``<tool_use_error>``; "RROR" covers ERROR; "Exception" and the three phrases the rest)."""
-
 _DECLINED = r"^\s*(\[request interrupted|the user doesn't want to proceed)"
 
 
@@ -103,8 +92,9 @@ def text_looks_failed(text: str) -> bool:
     line-start pattern only when the text holds what it needs (``tests/test_signals_fast_paths.py``
     holds this equal to the one pattern)."""
     probe = text if len(text) <= 2400 else text[:1200] + "\n" + text[-1200:]
-    # every alternative of the pattern contains one of these substrings (:data:`_ERROR_HINTS`,
-    # written out: no generator per result): most results have none
+    # every alternative of the pattern holds one of these substrings ("rror" covers Error, error and
+    # <tool_use_error>, "RROR" ERROR, then "Exception" and the three phrases): most results have none
+    # (written out: a generator per result costs more than the searches)
     if not (
         "rror" in probe
         or "RROR" in probe
