@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from functools import cache
+
+from ctxhealth import lazy
 
 # Every hook imports this module: ``typing``, ``dataclasses`` and ``string`` would cost a hook more
 # than the redaction itself, so they are left out (the types are for the type checker only).
@@ -77,7 +78,7 @@ class _Rule:
     ``hints``: lower-case literals one of which any match contains (in the lower-cased text), a
     test that skips the regex for most text; only for patterns that do not start with a literal
     (the regex engine skips ahead to a leading literal faster than a few substring tests do);
-    empty: the rule always runs. ``source`` is compiled on first use (:func:`_compiled`).
+    empty: the rule always runs. ``source`` is compiled on first use (:func:`ctxhealth.lazy.pattern`).
     ``keep_prefix_group``: the group kept in front of the redaction (``Bearer ``, ``://user:``);
     0 = none. ``literal``: the text every match starts with (:func:`_leading_literal`); a text
     without it is not searched, and the pattern is compiled only when some text has it (most
@@ -105,7 +106,7 @@ class _Rule:
     @property
     def pattern(self) -> re.Pattern[str]:
         if self._pattern is None:
-            self._pattern = _compiled(self.source, self.flags)
+            self._pattern = lazy.pattern(self.source, self.flags)
         return self._pattern
 
 
@@ -136,12 +137,6 @@ def _leading_literal(source: str, flags: int) -> str:
         out.append(char)
         at += step
     return "".join(out)
-
-
-@cache
-def _compiled(source: str, flags: int = 0) -> re.Pattern[str]:
-    """``re.compile`` once per pattern, on first use: a hook process seldom needs them all."""
-    return re.compile(source, flags)
 
 
 # A value that is already a marker or an obvious placeholder is not a secret.
@@ -379,13 +374,13 @@ def _same_length_lower(text: str) -> str:
 
 
 def _is_secret_value(value: str) -> bool:
-    if len(value) < 4 or _compiled(_PLACEHOLDER, re.I).match(value):
+    if len(value) < 4 or lazy.pattern(_PLACEHOLDER, re.I).match(value):
         return False
     # Numbers and booleans are settings, not secrets (``token: 3``, ``password_required=true``);
     # leaving a JSON number alone also keeps a redacted JSON document valid.
     if value.lower() in {"true", "false", "none", "null", "yes", "no"}:
         return False
-    return not _compiled(_NUMBER).match(value)
+    return not lazy.pattern(_NUMBER).match(value)
 
 
 _NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
@@ -399,7 +394,7 @@ _NAME_WORDS = frozenset({"password", "passwd", "passphrase", "secret", "token", 
 
 
 def _is_code(value: str) -> bool:
-    return bool(_compiled(_CODE_VALUE).search(value)) or value.lower() in _NAME_WORDS
+    return bool(lazy.pattern(_CODE_VALUE).search(value)) or value.lower() in _NAME_WORDS
 
 
 def _looks_random(value: str) -> bool:
@@ -444,10 +439,10 @@ def _splice(
 
 def _redact_env_assignments(text: str, found: list[SecretKind] | None) -> str:
     def secret_values() -> Iterator[tuple[int, int]]:
-        for match in _compiled(_ENV_ASSIGNMENT).finditer(text):
+        for match in lazy.pattern(_ENV_ASSIGNMENT).finditer(text):
             group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
             start, end = match.span(group)
-            if _compiled(_ENV_SECRET_PART).search(match.group("name")) and _env_value_is_secret(
+            if lazy.pattern(_ENV_SECRET_PART).search(match.group("name")) and _env_value_is_secret(
                 text[start:end]
             ):
                 yield start, end
@@ -457,7 +452,7 @@ def _redact_env_assignments(text: str, found: list[SecretKind] | None) -> str:
 
 def _redact_assignments(text: str, found: list[SecretKind] | None) -> str:
     def secret_values() -> Iterator[tuple[int, int]]:
-        for match in _compiled(_ASSIGNMENT).finditer(_same_length_lower(text)):
+        for match in lazy.pattern(_ASSIGNMENT).finditer(_same_length_lower(text)):
             start, end = match.span("value")
             if _assignment_is_secret(match.group("head"), text[start:end], match.group("space") is not None):
                 yield start, end
@@ -487,7 +482,7 @@ _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 def _redact_mailchimp(text: str, found: list[SecretKind] | None) -> str:
     def keys() -> Iterator[tuple[int, int]]:
-        for match in _compiled(_MAILCHIMP_TAIL).finditer(text):
+        for match in lazy.pattern(_MAILCHIMP_TAIL).finditer(text):
             start = match.start() - 32
             if start < 0 or not set(text[start : match.start()]) <= _LOWER_HEX:
                 continue
@@ -536,7 +531,7 @@ def _redact_hinted_assignments(text: str, found: list[SecretKind] | None, lowere
     # than letting the regex engine try every position of a long text).
     if lowered is None or len(lowered) != len(text):
         lowered = _same_length_lower(text)
-    pattern = _compiled(_HINTED_ASSIGNMENT)
+    pattern = lazy.pattern(_HINTED_ASSIGNMENT)
     spans: list[tuple[int, int]] = []
     for hint in _HINTED_HINTS:
         at = lowered.find(hint)
@@ -648,7 +643,7 @@ _SECRET_KEY = r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$"
 
 
 def _is_secret_key(key: str) -> bool:
-    return bool(_compiled(_SECRET_KEY, re.I).match(key))
+    return bool(lazy.pattern(_SECRET_KEY, re.I).match(key))
 
 
 def redact_message(message: Message) -> Message:

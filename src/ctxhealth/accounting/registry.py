@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
+from ctxhealth import lazy
 from ctxhealth.accounting.catalog import Catalog, default_catalog
 from ctxhealth.accounting.types import ModelInfo, Prices, Tier
 from ctxhealth.errors import ConfigError
@@ -74,17 +75,7 @@ class Family(msgspec.Struct, frozen=True):
     encoding: str | None = None
 
     def matches(self, key: str) -> bool:
-        return _compiled(self.pattern).search(key) is not None
-
-
-_PATTERNS: dict[str, re.Pattern[str]] = {}
-
-
-def _compiled(pattern: str) -> re.Pattern[str]:
-    compiled = _PATTERNS.get(pattern)
-    if compiled is None:
-        compiled = _PATTERNS[pattern] = re.compile(pattern)
-    return compiled
+        return lazy.pattern(self.pattern).search(key) is not None
 
 
 def _word(*words: str) -> str:
