@@ -173,6 +173,14 @@ def test_verify_check_finds_what_a_search_finds(command: str) -> None:
         assert calls._verifies(probe) == (calls._VERIFY.search(probe) is not None)
 
 
+def _reference_words(segment: str) -> list[str]:
+    """A segment's words after its leading ``NAME=value`` assignments (every segment split)."""
+    words = segment.split()
+    while words and ("=" in words[0] and not words[0].startswith("-")):
+        words = words[1:]
+    return words
+
+
 def _reference_segments(head: str) -> tuple[set[calls.CallKind], list[str], list[str], list[str]]:
     """The per-segment classification of every segment, every verb's arguments parsed."""
     kinds: set[calls.CallKind] = set()
@@ -180,9 +188,7 @@ def _reference_segments(head: str) -> tuple[set[calls.CallKind], list[str], list
     edits: list[str] = []
     deletes: list[str] = []
     for segment in calls._segments(head):
-        words = segment.split()
-        while words and ("=" in words[0] and not words[0].startswith("-")):
-            words = words[1:]
+        words = _reference_words(segment)
         if not words:
             continue
         verb = words[0].rsplit("/", 1)[-1]
@@ -209,9 +215,7 @@ def _reference_runs(head: str) -> list[str]:
     executed script, else the first path argument of an interpreter or test runner."""
     runs: list[str] = []
     for segment in calls._segments(head):
-        words = segment.split()
-        while words and ("=" in words[0] and not words[0].startswith("-")):
-            words = words[1:]
+        words = _reference_words(segment)
         if not words:
             continue
         verb = words[0].rsplit("/", 1)[-1]
