@@ -1,0 +1,111 @@
+"""The DuckDB store's NumPy columns (:func:`ctxhealth.fleet.store.duckdb_columns`) hold exactly the
+values the Arrow tables of :func:`~ctxhealth.fleet.store.arrow_table` (the reference) hold, for every
+column type of every fleet table; and a DuckDB run imports neither pyarrow nor pandas."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from datetime import UTC, date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxhealth.fleet.schema import TABLES, Table, duckdb_ddl
+from ctxhealth.fleet.store import arrow_table, duckdb_columns
+
+duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("pyarrow")
+
+_ZONES = st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))])
+_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "VARCHAR": st.text(max_size=12),
+    "INTEGER": st.integers(-(2**31), 2**31 - 1),
+    "BIGINT": st.integers(-(2**63), 2**63 - 1),
+    "DOUBLE": st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(2**40), 2**40),
+    "BOOLEAN": st.booleans(),
+    "TIMESTAMPTZ": st.datetimes(datetime(1, 1, 2), datetime(9999, 12, 30), timezones=_ZONES | st.none()),
+    "DATE": st.dates(date(1, 1, 1), date(9999, 12, 31)),
+}
+
+
+def _rows(table: Table) -> st.SearchStrategy[list[tuple[Any, ...]]]:
+    # per column: always None, never None, or sometimes
+    def column(kind: str) -> st.SearchStrategy[Any]:
+        return st.sampled_from(["none", "never", "some"]).flatmap(
+            lambda how: (
+                st.none() if how == "none" else _VALUES[kind] if how == "never" else st.none() | _VALUES[kind]
+            )
+        )
+
+    row = st.tuples(*(column(c.type) for c in table.columns))
+    return st.lists(row, min_size=1, max_size=6)
+
+
+def _stored(table: Table, rows: list[tuple[Any, ...]], numpy: bool) -> list[tuple[Any, ...]]:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(duckdb_ddl(table))
+    if numpy:
+        arrays, select = duckdb_columns(table, rows)
+        con.register("batch_rows", arrays)
+        con.execute(f'INSERT INTO "{table.name}" SELECT {select} FROM batch_rows')
+    else:
+        con.register("batch_rows", arrow_table(table, rows))
+        con.execute(f'INSERT INTO "{table.name}" SELECT * FROM batch_rows')
+    out = con.execute(f'SELECT * FROM "{table.name}" ORDER BY rowid').fetchall()
+    con.close()
+    # NaN is not equal to itself: compare its text
+    return [tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in r) for r in out]
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.name for t in TABLES])
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_numpy_columns_store_what_the_arrow_table_stores(table: Table, data: st.DataObject) -> None:
+    rows = data.draw(_rows(table))
+    assert _stored(table, rows, numpy=True) == _stored(table, rows, numpy=False)
+
+
+def test_a_null_nan_and_extremes_keep_their_values() -> None:
+    responses = next(t for t in TABLES if t.name == "responses")
+    moment = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone(timedelta(hours=2)))
+    row = (
+        "p",
+        0,
+        1,
+        None,
+        "r\x00é",
+        moment,
+        "m",
+        2**31 - 1,
+        0,
+        0,
+        -(2**31),
+        float("nan"),
+    )
+    stored = _stored(responses, [row, tuple(None for _ in row)], numpy=True)
+    assert stored[0][:5] == ("p", 0, 1, None, "r\x00é")
+    assert stored[0][5] == moment and stored[0][-1] == "NaN"
+    assert stored[1] == tuple(None for _ in row)
+
+
+def test_a_duckdb_run_imports_neither_pyarrow_nor_pandas(tmp_path: Path) -> None:
+    session = Path(__file__).parent / "fixtures"
+    source = next(iter(sorted(session.rglob("*.jsonl"))))
+    code = (
+        "import sys\n"
+        "from ctxhealth.accounting.registry import ModelRegistry\n"
+        "from ctxhealth.fleet import JobOptions, run_fleet\n"
+        "from ctxhealth.policy.profile import default_profile\n"
+        f"r = run_fleet([{str(source)!r}], {str(tmp_path / 'f.duckdb')!r}, "
+        "JobOptions(ModelRegistry.default(), default_profile(), health=False), jobs=1)\n"
+        "assert r.analysed == 1, r\n"
+        "print(sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stderr
