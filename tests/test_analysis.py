@@ -4,11 +4,17 @@ at that model response, and the session's figures fold the records."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.analysis import TurnRecord, analyse_session
+from ctxhealth.analysis.session import _span
+from ctxhealth.analysis.turns import parse_time
+from ctxhealth.model import Message, Role
 from ctxhealth.monitor import Monitor
 from ctxhealth.sources import read_session
 
@@ -99,3 +105,31 @@ def test_a_session_naming_no_model_is_accounted_once(
         model,
         risk,
     )
+
+
+def _span_definition(messages: Any) -> tuple[Any, Any]:
+    """The session's span as defined: every timestamp read in order, the first and the last readable."""
+    first = last = None
+    for m in messages:
+        if m.timestamp:
+            t = parse_time(m.timestamp)
+            if t is not None:
+                if first is None:
+                    first = t
+                last = t
+    return first, last
+
+
+_STAMPS = (
+    st.none()
+    | st.sampled_from(["", "not a time", "2026-13-01T00:00:00Z"])
+    | st.datetimes().map(lambda d: d.isoformat())
+    | st.datetimes(timezones=st.timezones()).map(lambda d: d.isoformat())
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_STAMPS, max_size=8))
+def test_the_span_read_from_both_ends_is_the_span_read_in_order(stamps: list[str | None]) -> None:
+    messages = [Message(Role.USER, (), timestamp=s) for s in stamps]
+    assert _span(messages) == _span_definition(messages)

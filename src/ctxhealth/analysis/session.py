@@ -26,7 +26,7 @@ analysis; the fleet maps its records to columns by name.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -183,15 +183,12 @@ def project_of(path: str) -> str:
     return parent or "."
 
 
-def _span(messages: Iterable[Message]) -> tuple[datetime | None, datetime | None]:
-    first = last = None
-    for m in messages:
-        if m.timestamp:
-            t = parse_time(m.timestamp)
-            if t is not None:
-                if first is None:
-                    first = t
-                last = t
+def _span(messages: Sequence[Message]) -> tuple[datetime | None, datetime | None]:
+    """The first and the last readable message timestamps: read from each end, not every one."""
+    first = next((t for m in messages if m.timestamp and (t := parse_time(m.timestamp)) is not None), None)
+    if first is None:
+        return None, None
+    last = next(t for m in reversed(messages) if m.timestamp and (t := parse_time(m.timestamp)) is not None)
     return first, last
 
 

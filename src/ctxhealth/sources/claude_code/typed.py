@@ -67,15 +67,19 @@ def _typed_file(data: bytes, limit: int) -> list[_Node] | None:
     end = len(data)
     if end > limit or not data.endswith(b"\n"):
         return None
-    view = memoryview(data)
     find = data.find
     check_utf8 = not data.isascii()
     lines = 0
     start = 0
     while start < end:
         stop = find(b"\n", start)
-        if data[start] != 0x7B or data[stop - 1] != 0x7D or (check_utf8 and not valid_utf8(view[start:stop])):
+        if data[start] != 0x7B or data[stop - 1] != 0x7D:
             return None
+        if check_utf8:
+            # most lines of a file that is not ASCII are: isascii is a scan, a UTF-8 check a decode
+            line = data[start:stop]
+            if not line.isascii() and not valid_utf8(line):
+                return None
         lines += 1
         start = stop + 1
     try:
