@@ -21,6 +21,9 @@ wall-clock second, ``cpu_mb_per_s`` per CPU second (the steadier figure on a sha
 load average at the end is printed with the results). Human lines go to stderr; the last line on
 stdout is one JSON object.
 
+``--engine-level accounting`` runs the engines (and so the Dask-over-local ratio) at the
+accounting level instead of the full one.
+
 ``--baseline SRC`` measures instead the two levels of the local engine (``accounting``: no per-turn
 health; ``health``: all of it) of this tree and of another checkout's ``src`` folder, on the same
 corpus in the same run: each run a fresh process (``PYTHONPATH`` picks the tree), the contenders
@@ -29,6 +32,7 @@ load average.
 
     pip install -e '.[fleet,bench]'
     python benchmarks/bench_fleet.py [--data ../shared/data] [--size-gb 1.0] [--workers 2] [--skip-dask]
+        [--engine-level accounting]
     python benchmarks/bench_fleet.py --baseline ../main/src [--levels accounting health] [--repeat 3]
 """
 
@@ -175,6 +179,12 @@ def main() -> None:
         "--levels", nargs="+", choices=["accounting", "health"], default=["accounting", "health"]
     )
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--engine-level",
+        choices=["accounting", "health"],
+        default="health",
+        help="the level the engines (local, Dask) run at side by side",
+    )
     parser.add_argument("--one-level", choices=["accounting", "health"], help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -201,7 +211,7 @@ def main() -> None:
             f"{os.cpu_count()} CPUs",
             file=sys.stderr,
         )
-        options = JobOptions(ModelRegistry.default(), default_profile())
+        options = JobOptions(ModelRegistry.default(), default_profile(), health=args.engine_level == "health")
         results: dict[str, Any] = {}
         counts: dict[str, dict[str, int]] = {}
 
