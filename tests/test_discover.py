@@ -156,3 +156,23 @@ def test_other_commands_with_no_path_read_the_agents_sessions(tmp_path: Path, ar
         assert any('"path"' in line and "s.jsonl" in line for line in result.stdout.splitlines())
     else:
         assert (tmp_path / "r.html").stat().st_size > 0
+
+
+def test_the_resolver_names_every_path_as_resolving_it_does(tmp_path: Path, monkeypatch: Any) -> None:
+    from ctxhealth.sources.walk import resolver
+
+    real = tmp_path / "real" / "project"
+    real.mkdir(parents=True)
+    (real / "a.jsonl").write_text("{}\n")
+    (tmp_path / "elsewhere.jsonl").write_text("{}\n")
+    (real / "link.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")  # a linked file: its target
+    (real / "dangling.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    (tmp_path / "linked").symlink_to(tmp_path / "real")  # a linked folder above the files
+    (real / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "real")
+    names = ["a.jsonl", "link.jsonl", "dangling.jsonl", "missing.jsonl", "sub", ".", ".."]
+    folders = [real, tmp_path / "linked" / "project", Path("project"), Path("project/sub/.."), Path(".")]
+    paths = [folder / name for folder in folders for name in names] + [Path("a"), Path("/")]
+    resolve = resolver()
+    for path in paths * 2:  # the second time from the folders it keeps
+        assert resolve(path) == str(path.resolve()), path

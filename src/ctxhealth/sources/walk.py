@@ -83,14 +83,41 @@ def _stat(files: Iterable[Path]) -> tuple[int, int, bool]:
     return size, mtime, seen
 
 
-def file_source(file: Path, hooks: Sequence[WalkHooks], *, absolute: bool = False) -> Source:
-    """The source of one file (named on the command line, or found by the walk), with its companions."""
+def resolver() -> Callable[[Path], str]:
+    """``str(path.resolve())``, each folder resolved once: a path whose last part is not a symbolic
+    link resolves to its resolved folder joined with its name (the walk's folders hold many files,
+    and resolving each file's path again looks up every folder above it)."""
+    folders: dict[Path, Path] = {}
+
+    def resolve(path: Path) -> str:
+        if path.name in ("", ".", "..") or os.path.islink(path):
+            return str(path.resolve())
+        parent = path.parent
+        folder = folders.get(parent)
+        if folder is None:
+            folder = folders[parent] = parent.resolve()
+        return str(folder / path.name)
+
+    return resolve
+
+
+def file_source(
+    file: Path,
+    hooks: Sequence[WalkHooks],
+    *,
+    absolute: bool = False,
+    resolve: Callable[[Path], str] | None = None,
+) -> Source:
+    """The source of one file (named on the command line, or found by the walk), with its companions.
+
+    ``absolute`` names them by resolved path, through ``resolve`` (a :func:`resolver`) when given.
+    """
     companions: list[Path] = []
     for hook in hooks:
         if hook.companions is not None:
             companions.extend(hook.companions(file))
     size, mtime, _ = _stat([file, *companions])
-    name = (lambda p: str(p.resolve())) if absolute else str
+    name = (resolve or resolver()) if absolute else str
     return Source(name(file), size, mtime, companions=tuple(name(c) for c in companions))
 
 
@@ -99,7 +126,7 @@ def walk(root: Path, hooks: Sequence[WalkHooks], *, absolute: bool = False) -> I
 
     ``absolute`` names them by resolved path (the fleet tables' keys); else as found under ``root``.
     """
-    name = (lambda p: str(p.resolve())) if absolute else str
+    name = resolver() if absolute else str
     for folder, files in _files(root, hooks):
         rest = files
         for hook in hooks:
@@ -114,4 +141,4 @@ def walk(root: Path, hooks: Sequence[WalkHooks], *, absolute: bool = False) -> I
             taken = set(members)
             rest = [f for f in rest if f not in taken]
         for file in rest:
-            yield file_source(file, hooks, absolute=absolute)
+            yield file_source(file, hooks, absolute=absolute, resolve=name)
