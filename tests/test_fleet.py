@@ -221,6 +221,32 @@ def test_dask_engine_writes_the_same_rows_as_the_local_engine(tmp_path: Path) ->
     assert table(tmp_path / "dask.duckdb", query) == table(tmp_path / "local.duckdb", query)
 
 
+def test_a_started_cluster_leaves_glibc_memory_trimming_alone(tmp_path: Path, monkeypatch: Any) -> None:
+    # Dask's default worker environment fixes MALLOC_TRIM_THRESHOLD_, and with it glibc's mmap
+    # threshold: every file read becomes a fresh mapping (10x the page faults); a cluster the run
+    # starts must not pass it to its workers
+    distributed = pytest.importorskip(
+        "distributed", reason="the fleet extra (dask[distributed]) is not installed"
+    )
+    import dask
+    from distributed.nanny import _get_env_variables
+
+    seen: list[dict[str, str]] = []
+    real = distributed.LocalCluster
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(_get_env_variables("distributed.nanny.pre-spawn-environ"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "LocalCluster", spy)
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")
+    root = corpus(tmp_path / "sessions")
+    run_fleet([root], tmp_path / "d.duckdb", options(), engine="dask", jobs=1, dask_processes=False)
+    assert seen and "MALLOC_TRIM_THRESHOLD_" not in seen[0]
+    assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")
+
+
 def test_scheduler_without_the_dask_engine_is_a_usage_error(tmp_path: Path) -> None:
     root = corpus(tmp_path / "sessions")
     result = invoke(["fleet", str(root), "--out", str(tmp_path / "x.duckdb"), "--scheduler", "tcp://x:1"])
