@@ -517,3 +517,21 @@ def test_a_file_with_one_visible_byte_is_not_empty(tmp_path: Path) -> None:
     file.write_bytes(b" \n\x85\n")  # \x85 is whitespace to str.strip, not to bytes.strip
     (entry,) = discover([file])
     assert analyse_file(entry, options()).reason != "empty file"
+
+
+def test_a_started_worker_process_moves_what_it_imported_out_of_the_collectors_reach() -> None:
+    import gc
+
+    from ctxhealth.accounting.catalog import default_catalog, set_default_catalog
+    from ctxhealth.fleet.run import start_worker
+
+    catalog = default_catalog()
+    assert gc.get_freeze_count() == 0
+    try:
+        start_worker(catalog, freeze=False)  # the caller's process, a cluster's own workers
+        assert gc.get_freeze_count() == 0
+        start_worker(catalog)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        set_default_catalog(catalog)

@@ -15,6 +15,7 @@ never prints.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import time
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.accounting.catalog import set_default_catalog
+from ctxhealth.accounting.catalog import Catalog, set_default_catalog
 from ctxhealth.errors import UsageError
 from ctxhealth.fleet.files import FileEntry, discover
 from ctxhealth.fleet.jobs import FileOutcome, JobOptions, analyse_batch
@@ -106,6 +107,18 @@ def batches(entries: Sequence[FileEntry], workers: int) -> list[list[FileEntry]]
     return out
 
 
+def start_worker(catalog: Catalog, freeze: bool = True) -> None:
+    """What every worker of either engine runs first: the parent's model catalog (loaded once
+    there, not derived per worker); then, in a worker process the run started (``freeze``; never
+    in the caller's process or in a cluster's long-lived workers), what the process holds so far
+    (the imported analysis, the catalog) is moved out of the garbage collector's reach, so each
+    collection the analysis triggers scans only its own objects (the collections took 7% of an
+    accounting-level worker)."""
+    set_default_catalog(catalog)
+    if freeze:
+        gc.freeze()
+
+
 def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iterator[list[FileOutcome]]:
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
@@ -116,11 +129,10 @@ def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iter
     # the fork server imports the analysis once and every worker is forked with it loaded, instead
     # of each worker importing it again (no effect when this process's fork server already runs)
     context.set_forkserver_preload(["__main__", *PRELOAD])
-    # each worker starts with the parent's model catalog, loaded once here, not derived per worker
     with ProcessPoolExecutor(
         max_workers=min(jobs, len(tasks)),
         mp_context=context,
-        initializer=set_default_catalog,
+        initializer=start_worker,
         initargs=(options.registry.catalog,),
     ) as pool:
         pending: set[Future[list[FileOutcome]]] = set()
@@ -157,7 +169,8 @@ def _dask(
             )
         client = distributed.Client(cluster)
     try:
-        client.run(set_default_catalog, options.registry.catalog)  # as the local engine's workers
+        # as the local engine's workers; only the processes of a cluster started here are frozen
+        client.run(start_worker, options.registry.catalog, cluster is not None and processes)
         scattered = client.scatter(options, broadcast=True)
         futures = [client.submit(analyse_batch, task, scattered, pure=False) for task in tasks]
         for future in distributed.as_completed(futures):
