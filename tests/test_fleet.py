@@ -221,7 +221,9 @@ def test_dask_engine_writes_the_same_rows_as_the_local_engine(tmp_path: Path) ->
     assert table(tmp_path / "dask.duckdb", query) == table(tmp_path / "local.duckdb", query)
 
 
-def test_a_started_cluster_leaves_glibc_memory_trimming_alone(tmp_path: Path, monkeypatch: Any) -> None:
+def test_a_started_cluster_leaves_glibc_memory_trimming_alone_and_samples_no_stacks(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
     # Dask's default worker environment fixes MALLOC_TRIM_THRESHOLD_, and with it glibc's mmap
     # threshold: every file read becomes a fresh mapping (10x the page faults); a cluster the run
     # starts must not pass it to its workers
@@ -232,10 +234,12 @@ def test_a_started_cluster_leaves_glibc_memory_trimming_alone(tmp_path: Path, mo
     from distributed.nanny import _get_env_variables
 
     seen: list[dict[str, str]] = []
+    profiled: list[bool] = []
     real = distributed.LocalCluster
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(_get_env_variables("distributed.nanny.pre-spawn-environ"))
+        profiled.append(dask.config.get("distributed.worker.profile.enabled"))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(distributed, "LocalCluster", spy)
@@ -244,6 +248,7 @@ def test_a_started_cluster_leaves_glibc_memory_trimming_alone(tmp_path: Path, mo
     root = corpus(tmp_path / "sessions")
     run_fleet([root], tmp_path / "d.duckdb", options(), engine="dask", jobs=1, dask_processes=False)
     assert seen and "MALLOC_TRIM_THRESHOLD_" not in seen[0]
+    assert profiled == [False]  # no dashboard: the workers' stack sampling is off
     assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")
 
 
