@@ -64,7 +64,7 @@ def _stored(table: Table, rows: list[tuple[Any, ...]], numpy: bool) -> list[tupl
 
 
 @pytest.mark.parametrize("table", TABLES, ids=[t.name for t in TABLES])
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(data=st.data())
 def test_numpy_columns_store_what_the_arrow_table_stores(table: Table, data: st.DataObject) -> None:
     rows = data.draw(_rows(table))
