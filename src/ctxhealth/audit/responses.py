@@ -13,8 +13,9 @@ thread.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
+
+import msgspec
 
 from ctxhealth.accounting.cost import Priced, priced_responses
 from ctxhealth.accounting.registry import ModelRegistry
@@ -22,12 +23,12 @@ from ctxhealth.accounting.types import Prices
 from ctxhealth.model import Message, Session, Usage
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+class Response(msgspec.Struct, frozen=True):
     """One model response with usage: where it is, when, which model, what it cost.
 
     ``position`` is the index of its message in its thread's messages; ``usd`` is None when the
-    model's prices are unknown.
+    model's prices are unknown. A frozen struct, built once per response of every analysed session
+    (a frozen dataclass's ``__init__`` cost ~14x as much: 1.9 vs 0.14 µs).
     """
 
     thread: int
