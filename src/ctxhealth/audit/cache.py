@@ -101,7 +101,6 @@ class CacheReport:
 
     hit_rate: float | None
     last_n_hit_rate: float | None
-    per_response: tuple[float | None, ...]
     breaks: tuple[CacheBreak, ...]
     usd_breaks: float
     usd_without_breaks: float | None
@@ -156,7 +155,6 @@ def audit_cache(
     return CacheReport(
         hit_rate=hit_rate(responses),
         last_n_hit_rate=hit_rate(last_responses(responses, last_n)),
-        per_response=tuple(r.hit_rate for r in responses),
         breaks=tuple(breaks),
         usd_breaks=usd_breaks,
         usd_without_breaks=None if total is None else total - usd_breaks,
