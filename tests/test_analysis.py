@@ -133,3 +133,25 @@ _STAMPS = (
 def test_the_span_read_from_both_ends_is_the_span_read_in_order(stamps: list[str | None]) -> None:
     messages = [Message(Role.USER, (), timestamp=s) for s in stamps]
     assert _span(messages) == _span_definition(messages)
+
+
+def test_a_tool_calls_input_chars_is_its_inputs_json_bytes_or_its_text() -> None:
+    """``input_chars`` of a tool-call row: the input's JSON bytes (orjson, ``str`` for what JSON
+    has no type for), a string input's length, and ``repr`` where JSON fails (an int past 64 bits)."""
+    import orjson
+
+    from ctxhealth.model import Format, Session, ToolCall
+
+    inputs: list[Any] = [{"command": "ls -la", "n": 3}, "plain text é", {"big": 2**70}, {"when": {1, 2}}]
+    blocks = tuple(ToolCall(id=f"c{i}", name="Bash", input=v) for i, v in enumerate(inputs))
+    session = Session(
+        path="s.jsonl", format=Format.CLAUDE_CODE, messages=(Message(role=Role.ASSISTANT, blocks=blocks),)
+    )
+    rows = analyse_session(session, health=False).rows.tool_calls
+    expected = [
+        len(orjson.dumps(inputs[0])),
+        len(inputs[1]),
+        len(repr(inputs[2])),
+        len(orjson.dumps(inputs[3], default=str)),
+    ]
+    assert [r.input_chars for r in rows] == expected

@@ -32,6 +32,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from orjson import dumps as _dumps
+
 from ctxhealth.accounting.cost import iter_threads, priced_responses
 from ctxhealth.accounting.fill import SessionAccount, account_session, session_model_id
 from ctxhealth.accounting.registry import ModelRegistry
@@ -198,12 +200,11 @@ def _snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
 
 
 def _json_len(value: Any) -> int:
+    """A tool input's size: a string's length, else its JSON's bytes (``repr`` where JSON fails)."""
     if isinstance(value, str):
         return len(value)
     try:
-        import orjson
-
-        return len(orjson.dumps(value, default=str))
+        return len(_dumps(value, default=str))
     except TypeError:
         return len(repr(value))
 
