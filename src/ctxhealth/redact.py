@@ -83,9 +83,20 @@ class _Rule:
     0 = none. ``literal``: the text every match starts with (:func:`_leading_literal`); a text
     without it is not searched, and the pattern is compiled only when some text has it (most
     processes redact only a few short strings, and compiling every rule costs more than that).
+    ``word_start``: the pattern checks that the literal starts a word (:func:`_word`); a text where it
+    starts none is not searched either (:func:`_starts_a_word`).
     """
 
-    __slots__ = ("_pattern", "flags", "hints", "keep_prefix_group", "kind", "literal", "source")
+    __slots__ = (
+        "_pattern",
+        "flags",
+        "hints",
+        "keep_prefix_group",
+        "kind",
+        "literal",
+        "source",
+        "word_start",
+    )
 
     def __init__(
         self,
@@ -100,7 +111,11 @@ class _Rule:
         self.source = source
         self.keep_prefix_group = keep_prefix_group
         self.flags = flags
-        self.literal = _leading_literal(source, flags)
+        self.literal, at = _leading_literal(source, flags)
+        # ``literal(?<![A-Za-z0-9_]literal)`` (:func:`_word`): a match starts where the literal
+        # starts a word, so a text holding the literal only inside words (``task_id``) is not searched
+        escaped = source[:at].lstrip("(")
+        self.word_start = bool(self.literal) and source.startswith(_word_guard(escaped), at)
         self._pattern: re.Pattern[str] | None = None
 
     @property
@@ -113,15 +128,16 @@ class _Rule:
 _REGEX_META = frozenset(".^$*+?{}[]|()")
 
 
-def _leading_literal(source: str, flags: int) -> str:
+def _leading_literal(source: str, flags: int) -> tuple[str, int]:
     """The literal characters ``source`` starts with, which every match therefore contains ("" when
-    it starts with anything else, or is case-insensitive). A character followed by a quantifier
-    is left out. The pattern must not be an alternation at its top level (a test checks each rule
-    against the regex parser)."""
+    it starts with anything else, or is case-insensitive), read through the opening of a leading
+    capturing group (``(://)...``); and where in ``source`` they end. A character followed by a
+    quantifier is left out. Neither the pattern nor its leading group may be an alternation at its
+    top level (a test checks each rule against the regex parser)."""
     if flags & re.I:
-        return ""
+        return "", 0
     out: list[str] = []
-    at = 0
+    at = 1 if source[:1] == "(" and source[1:2] != "?" else 0
     while at < len(source):
         char = source[at]
         if char == "\\":
@@ -136,7 +152,12 @@ def _leading_literal(source: str, flags: int) -> str:
             break
         out.append(char)
         at += step
-    return "".join(out)
+    return "".join(out), at
+
+
+def _word_guard(escaped: str) -> str:
+    """The look-behind :func:`_word` puts after a literal (``escaped``, as in the pattern)."""
+    return f"(?<![A-Za-z0-9_]{escaped})"
 
 
 # A value that is already a marker or an obvious placeholder is not a secret.
@@ -160,7 +181,7 @@ def _word(literal: str) -> str:
     the character before it afterwards: a leading ``\b`` would stop the regex engine from skipping
     ahead to the literal, which makes a scan tens of times slower."""
     escaped = re.escape(literal)
-    return f"{escaped}(?<![A-Za-z0-9_]{escaped})"
+    return escaped + _word_guard(escaped)
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -201,7 +222,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(SecretKind.SLACK, (), _word("xapp-") + r"[A-Za-z0-9-]{10,}"),
     _Rule(
         SecretKind.SLACK,
-        ("hooks.slack.com/services/",),
+        (),
         r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]{16,}",
         keep_prefix_group=1,
     ),
@@ -238,7 +259,7 @@ _RULES: tuple[_Rule, ...] = (
     # A DSN's public key sits where a URL's user name goes; an auth token has its own prefix.
     _Rule(
         SecretKind.SENTRY,
-        ("://",),
+        (),
         r"(://)[0-9a-f]{32}(?::[0-9a-f]{32})?(?=@)",
         keep_prefix_group=1,
     ),
@@ -273,7 +294,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(SecretKind.TWILIO, (), _word("SK") + r"[0-9a-fA-F]{32}\b"),
     _Rule(
         SecretKind.TWILIO,
-        ("ac",),
+        (),
         r"(AC(?<![A-Za-z0-9_]AC)[0-9a-fA-F]{32}:)[0-9a-fA-F]{32}\b",
         keep_prefix_group=1,
     ),
@@ -286,7 +307,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.DISCORD,
-        ("discord",),
+        (),
         r"(discord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_-]{40,}",
         keep_prefix_group=1,
     ),
@@ -305,7 +326,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.URL_CREDENTIALS,
-        ("://",),
+        (),
         # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
         r"(://[^\s:/@\"'\[\]\\]*:)(?!\[REDACTED)[^\s/@\"'\\]+(?=@)",
         keep_prefix_group=1,
@@ -335,7 +356,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.COMMAND_LINE,
-        ("sshpass",),
+        (),
         r"(sshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"'\\]+",
         keep_prefix_group=1,
     ),
@@ -544,13 +565,24 @@ def _redact_hinted_assignments(text: str, found: list[SecretKind] | None, lowere
     return _splice(text, keys, SecretKind.HIGH_ENTROPY, found)
 
 
+def _starts_a_word(text: str, literal: str) -> bool:
+    """Whether ``literal`` is in ``text`` where no letter, digit or ``_`` comes before it (what the
+    look-behind of :func:`_word` accepts)."""
+    at = text.find(literal)
+    while at > 0 and text[at - 1] in _WORD_CHARS:
+        at = text.find(literal, at + 1)
+    return at != -1
+
+
 def _run(text: str, found: list[SecretKind] | None) -> str:
     original = text
     lowered = text.lower()
     for rule in _RULES:
-        if rule.hints and not any(hint in lowered for hint in rule.hints):
+        # most text: no rule's regex is compiled or run
+        literal = rule.literal
+        if literal and (literal not in text or (rule.word_start and not _starts_a_word(text, literal))):
             continue
-        if rule.literal and rule.literal not in text:  # no match can start anywhere
+        if rule.hints and not any(hint in lowered for hint in rule.hints):
             continue
         pattern = rule.pattern
         if pattern.search(text) is not None:  # most text matches no rule: no replacer to build
@@ -624,12 +656,10 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            if (
-                isinstance(key, str)
-                and isinstance(item, str)
-                and _is_secret_key(key)
-                and _is_secret_value(item)
-            ):
+            kind = type(item)
+            if kind in _SCALARS:  # numbers, booleans and None (most of a report) hold no text
+                out[redact(key) if isinstance(key, str) else key] = item
+            elif kind is str and isinstance(key, str) and _is_secret_key(key) and _is_secret_value(item):
                 out[key] = _marker(SecretKind.ASSIGNMENT)
             else:
                 out[redact(key) if isinstance(key, str) else key] = redact_value(item)
@@ -639,10 +669,17 @@ def redact_value(value: Any) -> Any:
     return value
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
 _SECRET_KEY = r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$"
 
 
 def _is_secret_key(key: str) -> bool:
+    # Each name of ``_SECRET_NAME`` holds one of ``_NAME_HINTS``: most keys need no regex. Only for
+    # ASCII keys: ``re.I`` also folds a few other letters onto ASCII ones (the Kelvin sign on ``k``).
+    if key.isascii():
+        lowered = key.lower()
+        if not any(hint in lowered for hint in _NAME_HINTS):
+            return False
     return bool(lazy.pattern(_SECRET_KEY, re.I).match(key))
 
 
