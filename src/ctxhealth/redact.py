@@ -577,26 +577,38 @@ def _starts_a_word(text: str, literal: str) -> bool:
 def _run(text: str, found: list[SecretKind] | None) -> str:
     original = text
     lowered = text.lower()
-    for rule in _RULES:
-        # most text: no rule's regex is compiled or run
-        literal = rule.literal
-        if literal and (literal not in text or (rule.word_start and not _starts_a_word(text, literal))):
+    # Most text: no rule's regex is compiled or run. The tests are written out (a generator or a
+    # method call per rule costs more than the substring searches).
+    for literal, word_start, hints, rule in _GATES:
+        if literal and (literal not in text or (word_start and not _starts_a_word(text, literal))):
             continue
-        if rule.hints and not any(hint in lowered for hint in rule.hints):
-            continue
+        if hints:
+            for hint in hints:
+                if hint in lowered:
+                    break
+            else:
+                continue
         pattern = rule.pattern
         if pattern.search(text) is not None:  # most text matches no rule: no replacer to build
             text = pattern.sub(_replacer(rule, found), text)
     if "-us" in lowered:
         text = _redact_mailchimp(text, found)
-
-    if any(hint in lowered for hint in (*_NAME_HINTS, *_ENV_HINTS)):
-        if "=" in text:
-            text = _redact_env_assignments(text, found)
-        text = _redact_assignments(text, found)
-    if any(hint in lowered for hint in _HINTED_HINTS):
-        text = _redact_hinted_assignments(text, found, lowered if text is original else None)
+    for hint in _ASSIGNMENT_HINTS:
+        if hint in lowered:
+            if "=" in text:
+                text = _redact_env_assignments(text, found)
+            text = _redact_assignments(text, found)
+            break
+    for hint in _HINTED_HINTS:
+        if hint in lowered:
+            text = _redact_hinted_assignments(text, found, lowered if text is original else None)
+            break
     return text
+
+
+_GATES = tuple((rule.literal, rule.word_start, rule.hints, rule) for rule in _RULES)
+"""Each rule with the tests a text must pass before its regex runs."""
+_ASSIGNMENT_HINTS = (*_NAME_HINTS, *_ENV_HINTS)
 
 
 _MEMO_MAX_CHARS = 256
