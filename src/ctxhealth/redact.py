@@ -666,19 +666,33 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        out: dict[Any, Any] = {}
-        for key, item in value.items():
-            kind = type(item)
-            if kind in _SCALARS:  # numbers, booleans and None (most of a report) hold no text
-                out[redact(key) if isinstance(key, str) else key] = item
-            elif kind is str and isinstance(key, str) and _is_secret_key(key) and _is_secret_value(item):
-                out[key] = _marker(SecretKind.ASSIGNMENT)
-            else:
-                out[redact(key) if isinstance(key, str) else key] = redact_value(item)
-        return out
+        return _redact_dict(value)
     if isinstance(value, list | tuple):
-        return [redact_value(item) for item in value]
+        return [item if type(item) in _SCALARS else redact_value(item) for item in value]
     return value
+
+
+def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    # A report holds the same keys and short strings over and over: the memo is read here directly
+    # (a call of ``redact`` per string cost more than the lookup), and a key is judged once.
+    memo = _memo
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        kind = type(item)
+        if isinstance(key, str):
+            if kind is str and _is_secret_key(key) and _is_secret_value(item):
+                out[key] = _marker(SecretKind.ASSIGNMENT)
+                continue
+            clean = memo.get(key)
+            key = redact(key) if clean is None else clean
+        if kind in _SCALARS:  # numbers, booleans and None (most of a report) hold no text
+            out[key] = item
+        elif kind is str:
+            clean = memo.get(item)
+            out[key] = redact(item) if clean is None else clean
+        else:
+            out[key] = redact_value(item)
+    return out
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -686,6 +700,19 @@ _SECRET_KEY = r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$"
 
 
 def _is_secret_key(key: str) -> bool:
+    known = _secret_keys.get(key)
+    if known is None:
+        if len(_secret_keys) >= _MEMO_ENTRIES:
+            _secret_keys.clear()
+        known = _secret_keys[key] = _judge_key(key)
+    return known
+
+
+_secret_keys: dict[str, bool] = {}
+"""Keys already judged by :func:`_judge_key` (a report repeats its keys), bounded as ``_memo``."""
+
+
+def _judge_key(key: str) -> bool:
     # Each name of ``_SECRET_NAME`` holds one of ``_NAME_HINTS``: most keys need no regex. Only for
     # ASCII keys: ``re.I`` also folds a few other letters onto ASCII ones (the Kelvin sign on ``k``).
     if key.isascii():
