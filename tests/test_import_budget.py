@@ -275,3 +275,32 @@ def test_a_monitor_snapshot_keeps_its_policy_counters() -> None:
     monitor.record_recovery(Action.TRUNCATE)
     restored = Monitor.restore(json.loads(json.dumps(monitor.snapshot())))
     assert restored.counters == monitor.counters and restored.counters.truncations == 1
+
+
+def test_check_compiles_only_the_family_pattern_of_its_model(tmp_path: Path) -> None:
+    """The model registry tries its families in order, but compiles and runs a family's pattern only
+    for an id holding the pattern's words (``ctxhealth.lazy.search``): a Sonnet session compiles the
+    Sonnet family's pattern alone, not the Claude 3 ones before it. Nor does the redaction of the
+    report compile a rule whose literal starts no word of it (``task_id`` holds ``sk_``)."""
+    from ctxhealth.accounting.registry import FAMILIES
+    from ctxhealth.redact import _RULES
+
+    transcript = _transcript(tmp_path / "s1.jsonl")
+    out = tmp_path / "patterns.json"
+    probe = PROBE.replace(
+        "json.dump(sorted(sys.modules), f)",
+        "from ctxhealth import lazy; json.dump([k[0] for k in lazy._patterns if isinstance(k[0], str)], f)",
+    )
+    env = {**os.environ, "PROBE_OUT": str(out)}
+    for _ in range(2):  # the first run derives the model catalog's cache
+        subprocess.run(
+            [sys.executable, "-c", probe, "ctxhealth.cli.main", "check", str(transcript), "--json"],
+            capture_output=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    compiled = set(json.loads(out.read_text()))
+    sonnet = next(f.pattern for f in FAMILIES if f.name == "claude-sonnet")
+    assert {f.pattern for f in FAMILIES} & compiled == {sonnet}
+    assert {rule.source for rule in _RULES if rule.word_start} & compiled == set()
