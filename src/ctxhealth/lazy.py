@@ -80,12 +80,13 @@ def required_literals(source: str, flags: int = 0) -> tuple[str, ...]:
             at = _after_repeat(source, at) if char == "{" else at + 1
         elif char == "\\":
             escaped = source[at + 1 : at + 2]
-            if not escaped or escaped.isalnum():  # \d, \b, \1 ...: not a literal
+            if not escaped or escaped.isalnum():  # \d, \b, \1, \x41 ...: not a literal
                 runs.append("".join(run))
                 run = []
+                at = _after_escape(source, at)
             else:
                 run.append(escaped)
-            at += 2
+                at += 2
         elif char in "()[|.^$":
             runs.append("".join(run))
             run = []
@@ -104,6 +105,26 @@ def required_literals(source: str, flags: int = 0) -> tuple[str, ...]:
 def _keep(key: tuple[str, int], literals: tuple[str, ...]) -> tuple[str, ...]:
     _literals[key] = literals
     return literals
+
+
+_ESCAPE_DIGITS = {"x": 2, "u": 4, "U": 8}
+
+
+def _after_escape(source: str, at: int) -> int:
+    """The position after the escape of a letter or digit at ``at``, with what it takes: the hex
+    digits of ``\\x``, ``\\u`` and ``\\U``, the name of ``\\N{...}``, the digits of an octal
+    escape or a group reference (none of them stands for itself)."""
+    kind = source[at + 1 : at + 2]
+    end = at + 2
+    if kind in _ESCAPE_DIGITS:
+        return end + _ESCAPE_DIGITS[kind]
+    if kind == "N" and source[end : end + 1] == "{":
+        close = source.find("}", end)
+        return len(source) if close == -1 else close + 1
+    if kind.isdigit():
+        while end < len(source) and end < at + 4 and source[end].isdigit():
+            end += 1
+    return end
 
 
 def _after_repeat(source: str, at: int) -> int:
