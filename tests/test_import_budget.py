@@ -304,3 +304,48 @@ def test_check_compiles_only_the_family_pattern_of_its_model(tmp_path: Path) -> 
     sonnet = next(f.pattern for f in FAMILIES if f.name == "claude-sonnet")
     assert {f.pattern for f in FAMILIES} & compiled == {sonnet}
     assert {rule.source for rule in _RULES if rule.word_start} & compiled == set()
+
+
+#: What ``check`` of Claude Code sessions imported without running it: the atomic writer (it writes
+#: no file, once the model catalog's cache is derived) and the hooks' incremental tail (it reads each
+#: file whole).
+NOT_RUN_BY_CHECK = ("ctxhealth.atomic", "ctxhealth.sources.claude_code.tail")
+
+
+def test_check_of_claude_code_sessions_imports_no_writer_or_tail(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions" / "proj"
+    _transcript(folder / "s1.jsonl")
+    (folder / "NOTES.txt").write_text("not a transcript\n")
+    args = ["ctxhealth.cli.main", "check", str(folder.parent), "--json"]
+    loaded_by(tmp_path, args)  # the first run may derive the model catalog's cache
+    modules = loaded_by(tmp_path, args)
+    assert "ctxhealth.monitor" in modules
+    assert set(NOT_RUN_BY_CHECK) & modules == set()
+
+
+def test_check_compiles_no_signal_pattern_its_texts_never_need(tmp_path: Path) -> None:
+    """The signals' patterns for text a Claude Code session without them never holds (ctxhealth's
+    own blocks, Codex exec headers, reminders), the hedge definition (the count never runs it) and,
+    with the C kernels, the verify hints' pattern: none is compiled, at import or later."""
+    from ctxhealth.signals import calls, hedging, requests
+    from ctxhealth.signals.native import KERNELS
+
+    transcript = _transcript(tmp_path / "s1.jsonl")
+    out = tmp_path / "compiled.json"
+    probe = PROBE.replace(
+        "json.dump(sorted(sys.modules), f)",
+        "import re; json.dump([k[1] for k in re._cache if isinstance(k[1], str)], f)",
+    )
+    subprocess.run(
+        [sys.executable, "-c", probe, "ctxhealth.cli.main", "check", str(transcript), "--json"],
+        capture_output=True,
+        env={**os.environ, "PROBE_OUT": str(out)},
+        timeout=120,
+        check=False,
+    )
+    compiled = set(json.loads(out.read_text()))
+    assert requests._SHELL_PROMPT.pattern in compiled  # the probe sees the signals' patterns
+    sources = [requests._OWN_BLOCK, requests._CODEX_HEADER, requests._CODEX_EXIT, requests._REMINDER]
+    sources += [hedging._HEDGE, hedging._RARE, *([calls._VERIFY_HINT] if KERNELS is not None else [])]
+    never = {getattr(source, "pattern", source) for source in sources}  # a source, or a compiled one
+    assert never & compiled == set()
