@@ -326,18 +326,22 @@ def test_check_of_claude_code_sessions_imports_no_writer_or_tail(tmp_path: Path)
 def test_check_compiles_no_signal_pattern_its_texts_never_need(tmp_path: Path) -> None:
     """The signals' patterns for text a Claude Code session without them never holds (ctxhealth's
     own blocks, Codex exec headers, reminders), the hedge definition (the count never runs it) and,
-    with the C kernels, the verify hints' pattern: none is compiled, at import or later."""
+    with the C kernels, the verify hints' pattern: none is compiled, at import or later. Nor are the
+    sniffers' JSON-object head patterns for a file that opens no object (a licence beside them)."""
     from ctxhealth.signals import calls, hedging, requests
     from ctxhealth.signals.native import KERNELS
+    from ctxhealth.sources import sniff
 
-    transcript = _transcript(tmp_path / "s1.jsonl")
+    folder = tmp_path / "proj"
+    _transcript(folder / "s1.jsonl")
+    (folder / "LICENSE").write_text("Permission is hereby granted, free of charge\n")
     out = tmp_path / "compiled.json"
     probe = PROBE.replace(
         "json.dump(sorted(sys.modules), f)",
-        "import re; json.dump([k[1] for k in re._cache if isinstance(k[1], str)], f)",
+        "import re; json.dump([getattr(k[1], 'decode', lambda _: k[1])('latin-1') for k in re._cache], f)",
     )
     subprocess.run(
-        [sys.executable, "-c", probe, "ctxhealth.cli.main", "check", str(transcript), "--json"],
+        [sys.executable, "-c", probe, "ctxhealth.cli.main", "check", str(folder), "--json"],
         capture_output=True,
         env={**os.environ, "PROBE_OUT": str(out)},
         timeout=120,
@@ -348,4 +352,6 @@ def test_check_compiles_no_signal_pattern_its_texts_never_need(tmp_path: Path) -
     sources = [requests._OWN_BLOCK, requests._CODEX_HEADER, requests._CODEX_EXIT, requests._REMINDER]
     sources += [hedging._HEDGE, hedging._RARE, *([calls._VERIFY_HINT] if KERNELS is not None else [])]
     never = {getattr(source, "pattern", source) for source in sources}  # a source, or a compiled one
+    heads = (sniff._SWE_AGENT_HEAD, sniff._OPENHANDS_COMPLETION_HEAD, sniff._OPENHANDS_OUTPUT_HEAD)
+    never |= {head.decode("latin-1") for head in heads}
     assert never & compiled == set()

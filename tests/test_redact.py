@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxhealth import lazy
 from ctxhealth.redact import SecretKind, find_secrets, redact, redact_value
 
 BODY = "Zq7X" + "r2Lm9Tb4Kw8Np3Vd6Hs1Jc5Fg0"  # 28 mixed chars
@@ -324,6 +325,7 @@ def _pieces() -> list[str]:
 
     texts = [text for text, _ in canaries().values()] + [text for text, _ in CANARIES.values()]
     literals = sorted({rule.literal for rule in _RULES if rule.literal})
+    literals += sorted({lit for rule in _RULES for lit in lazy.required_literals(rule.source, rule.flags)})
     words = ["task_id", "undoing", "risk_model", "xACx", "post_tokens", "MNOP.", "api_key", "https://u:p@h"]
     return texts + literals + words + [" ", "_", "=", ":", "-", ".", "/", "'", '"', "\n", "@", "K", "ſ"]
 

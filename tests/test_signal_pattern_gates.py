@@ -5,6 +5,7 @@ that never compiles its definition against that definition."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -66,3 +67,55 @@ def test_the_verify_hint_gate_is_its_pattern(probe: str) -> None:
     expected = re.search(calls._VERIFY_HINT, probe) is not None
     assert calls._hinted_py(probe) is expected
     assert calls._hinted(probe) is expected
+
+
+_HEAD_PIECES = st.sampled_from(
+    [
+        *(b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x85", b"\xa0", b"{", b"[", b":", b"x"),
+        *(b'"messages"', b'"instance_id"', b'"history"', b'"response"', b'"choices"', b'"environment"'),
+        *(b'"trajectory_format"', b'"observation"', b'"timestamp"', b'"cost"'),
+    ]
+)
+
+
+_SPACE = st.lists(
+    st.sampled_from([b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\xa0"]), max_size=3
+)
+_HEADS = st.tuples(
+    _SPACE,
+    st.sampled_from([b"{", b"[", b"x", b""]),
+    _SPACE,
+    _HEAD_PIECES,
+    _SPACE,
+    st.sampled_from([b":", b""]),
+    st.lists(_HEAD_PIECES, max_size=5),
+).map(lambda parts: b"".join(b"".join(p) if isinstance(p, list) else p for p in parts))
+
+
+@settings(max_examples=800, deadline=None)
+@given(_HEADS, st.lists(_HEAD_PIECES, max_size=4).map(b"".join))
+def test_the_sniffers_head_patterns_run_only_on_a_head_opening_an_object(head: bytes, tail: bytes) -> None:
+    """A head that opens no JSON object after whitespace matches none of the ``\\s*\\{`` patterns,
+    and every sniffer answers as it does with the patterns tried on every head."""
+    from ctxhealth.sources import sniff
+
+    patterns = (sniff._SWE_AGENT_HEAD, sniff._OPENHANDS_COMPLETION_HEAD, sniff._OPENHANDS_OUTPUT_HEAD)
+    if not sniff._opens_object(head):
+        assert all(re.match(source, head) is None for source in patterns)
+    answers = [f(head) for f in _SNIFFERS] + [sniff.openhands_tail(head, tail)]
+    gate = sniff._opens_object
+    try:
+        sniff._opens_object = lambda head: True  # the patterns tried on every head
+        plain = [f(head) for f in _SNIFFERS] + [sniff.openhands_tail(head, tail)]
+    finally:
+        sniff._opens_object = gate
+    assert answers == plain
+
+
+def _sniffers() -> tuple[Callable[[bytes], bool], ...]:
+    from ctxhealth.sources import sniff
+
+    return (sniff.swe_agent, sniff.openhands, sniff.openhands_completion, sniff.openhands_output)
+
+
+_SNIFFERS = _sniffers()

@@ -84,7 +84,9 @@ class _Rule:
     without it is not searched, and the pattern is compiled only when some text has it (most
     processes redact only a few short strings, and compiling every rule costs more than that).
     ``word_start``: the pattern checks that the literal starts a word (:func:`_word`); a text where it
-    starts none is not searched either (:func:`_starts_a_word`).
+    starts none is not searched either (:func:`_starts_a_word`). Nor is a text without one of the
+    literals every match holds (:func:`ctxhealth.lazy.required_literals`, read on first need, for
+    a text that passed the tests before: ``_v1_`` of a DigitalOcean token after its ``do``).
     """
 
     __slots__ = (
@@ -94,6 +96,7 @@ class _Rule:
         "keep_prefix_group",
         "kind",
         "literal",
+        "required",
         "source",
         "word_start",
     )
@@ -117,6 +120,14 @@ class _Rule:
         escaped = source[:at].lstrip("(")
         self.word_start = bool(self.literal) and source.startswith(_word_guard(escaped), at)
         self._pattern: re.Pattern[str] | None = None
+        self.required: tuple[str, ...] | None = None
+
+    def holds_required(self, text: str) -> bool:
+        """Whether ``text`` holds each literal every match of the rule holds."""
+        required = self.required
+        if required is None:
+            required = self.required = lazy.required_literals(self.source, self.flags)
+        return all(map(text.__contains__, required))
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -588,6 +599,8 @@ def _run(text: str, found: list[SecretKind] | None) -> str:
                     break
             else:
                 continue
+        if not rule.holds_required(text):
+            continue
         pattern = rule.pattern
         if pattern.search(text) is not None:  # most text matches no rule: no replacer to build
             text = pattern.sub(_replacer(rule, found), text)
