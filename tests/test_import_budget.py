@@ -325,10 +325,11 @@ def test_check_of_claude_code_sessions_imports_no_writer_or_tail(tmp_path: Path)
 
 def test_check_compiles_no_signal_pattern_its_texts_never_need(tmp_path: Path) -> None:
     """The signals' patterns for text a Claude Code session without them never holds (ctxhealth's
-    own blocks, Codex exec headers, reminders), the hedge definition (the count never runs it) and,
+    own blocks, Codex exec headers, reminders), the definitions fast paths replaced (hedges, words,
+    sentences: tested, never run) and,
     with the C kernels, the verify hints' pattern: none is compiled, at import or later. Nor are the
     sniffers' JSON-object head patterns for a file that opens no object (a licence beside them)."""
-    from ctxhealth.signals import calls, hedging, requests
+    from ctxhealth.signals import calls, hedging, indicators, requests, text
     from ctxhealth.signals.native import KERNELS
     from ctxhealth.sources import sniff
 
@@ -351,6 +352,7 @@ def test_check_compiles_no_signal_pattern_its_texts_never_need(tmp_path: Path) -
     assert requests._SHELL_PROMPT.pattern in compiled  # the probe sees the signals' patterns
     sources = [requests._OWN_BLOCK, requests._CODEX_HEADER, requests._CODEX_EXIT, requests._REMINDER]
     sources += [hedging._HEDGE, hedging._RARE, *([calls._VERIFY_HINT] if KERNELS is not None else [])]
+    sources += [text._WORD_SOURCE, indicators._SENTENCE_SOURCE]  # the definitions fast paths replace
     never = {getattr(source, "pattern", source) for source in sources}  # a source, or a compiled one
     heads = (sniff._SWE_AGENT_HEAD, sniff._OPENHANDS_COMPLETION_HEAD, sniff._OPENHANDS_OUTPUT_HEAD)
     never |= {head.decode("latin-1") for head in heads}
