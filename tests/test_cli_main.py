@@ -141,3 +141,18 @@ def test_a_missing_transcript_argument_says_where_transcripts_live(args: list[st
     result = invoke(args)
     assert result.exit_code == ExitCode.USAGE
     assert "Missing argument" in result.output and "~/.claude/projects/" in result.output
+
+
+def test_start_up_imports_the_command_then_freezes_what_it_imported() -> None:
+    # run in a fresh process: freezing the test process's objects would keep them for good
+    import subprocess
+
+    probe = (
+        "import gc, sys; from ctxhealth.cli import main as m; "
+        "m.load_command('nope'); print(gc.get_freeze_count(), 'ctxhealth.cli.check' in sys.modules); "
+        "gc.disable(); m.load_command('check'); print(gc.isenabled()); gc.enable(); gc.unfreeze(); "
+        "m.load_command('check'); "
+        "print(gc.get_freeze_count() > 1000, 'ctxhealth.cli.check' in sys.modules, gc.isenabled())"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:3] == ["0 False", "False", "True True True"]

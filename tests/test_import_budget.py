@@ -275,3 +275,85 @@ def test_a_monitor_snapshot_keeps_its_policy_counters() -> None:
     monitor.record_recovery(Action.TRUNCATE)
     restored = Monitor.restore(json.loads(json.dumps(monitor.snapshot())))
     assert restored.counters == monitor.counters and restored.counters.truncations == 1
+
+
+def test_check_compiles_only_the_family_pattern_of_its_model(tmp_path: Path) -> None:
+    """The model registry tries its families in order, but compiles and runs a family's pattern only
+    for an id holding the pattern's words (``ctxhealth.lazy.search``): a Sonnet session compiles the
+    Sonnet family's pattern alone, not the Claude 3 ones before it. Nor does the redaction of the
+    report compile a rule whose literal starts no word of it (``task_id`` holds ``sk_``)."""
+    from ctxhealth.accounting.registry import FAMILIES
+    from ctxhealth.redact import _RULES
+
+    transcript = _transcript(tmp_path / "s1.jsonl")
+    out = tmp_path / "patterns.json"
+    probe = PROBE.replace(
+        "json.dump(sorted(sys.modules), f)",
+        "from ctxhealth import lazy; json.dump([k[0] for k in lazy._patterns if isinstance(k[0], str)], f)",
+    )
+    env = {**os.environ, "PROBE_OUT": str(out)}
+    for _ in range(2):  # the first run derives the model catalog's cache
+        subprocess.run(
+            [sys.executable, "-c", probe, "ctxhealth.cli.main", "check", str(transcript), "--json"],
+            capture_output=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    compiled = set(json.loads(out.read_text()))
+    sonnet = next(f.pattern for f in FAMILIES if f.name == "claude-sonnet")
+    assert {f.pattern for f in FAMILIES} & compiled == {sonnet}
+    assert {rule.source for rule in _RULES if rule.word_start} & compiled == set()
+
+
+#: What ``check`` of Claude Code sessions imported without running it: the atomic writer (it writes
+#: no file, once the model catalog's cache is derived) and the hooks' incremental tail (it reads each
+#: file whole).
+NOT_RUN_BY_CHECK = ("ctxhealth.atomic", "ctxhealth.sources.claude_code.tail")
+
+
+def test_check_of_claude_code_sessions_imports_no_writer_or_tail(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions" / "proj"
+    _transcript(folder / "s1.jsonl")
+    (folder / "NOTES.txt").write_text("not a transcript\n")
+    args = ["ctxhealth.cli.main", "check", str(folder.parent), "--json"]
+    loaded_by(tmp_path, args)  # the first run may derive the model catalog's cache
+    modules = loaded_by(tmp_path, args)
+    assert "ctxhealth.monitor" in modules
+    assert set(NOT_RUN_BY_CHECK) & modules == set()
+
+
+def test_check_compiles_no_signal_pattern_its_texts_never_need(tmp_path: Path) -> None:
+    """The signals' patterns for text a Claude Code session without them never holds (ctxhealth's
+    own blocks, Codex exec headers, reminders), the definitions fast paths replaced (hedges, words,
+    sentences: tested, never run) and,
+    with the C kernels, the verify hints' pattern: none is compiled, at import or later. Nor are the
+    sniffers' JSON-object head patterns for a file that opens no object (a licence beside them)."""
+    from ctxhealth.signals import calls, hedging, indicators, requests, text
+    from ctxhealth.signals.native import KERNELS
+    from ctxhealth.sources import sniff
+
+    folder = tmp_path / "proj"
+    _transcript(folder / "s1.jsonl")
+    (folder / "LICENSE").write_text("Permission is hereby granted, free of charge\n")
+    out = tmp_path / "compiled.json"
+    probe = PROBE.replace(
+        "json.dump(sorted(sys.modules), f)",
+        "import re; json.dump([getattr(k[1], 'decode', lambda _: k[1])('latin-1') for k in re._cache], f)",
+    )
+    subprocess.run(
+        [sys.executable, "-c", probe, "ctxhealth.cli.main", "check", str(folder), "--json"],
+        capture_output=True,
+        env={**os.environ, "PROBE_OUT": str(out)},
+        timeout=120,
+        check=False,
+    )
+    compiled = set(json.loads(out.read_text()))
+    assert requests._SHELL_PROMPT.pattern in compiled  # the probe sees the signals' patterns
+    sources = [requests._OWN_BLOCK, requests._CODEX_HEADER, requests._CODEX_EXIT, requests._REMINDER]
+    sources += [hedging._HEDGE, hedging._RARE, *([calls._VERIFY_HINT] if KERNELS is not None else [])]
+    sources += [text._WORD_SOURCE, indicators._SENTENCE_SOURCE]  # the definitions fast paths replace
+    never = {getattr(source, "pattern", source) for source in sources}  # a source, or a compiled one
+    heads = (sniff._SWE_AGENT_HEAD, sniff._OPENHANDS_COMPLETION_HEAD, sniff._OPENHANDS_OUTPUT_HEAD)
+    never |= {head.decode("latin-1") for head in heads}
+    assert never & compiled == set()

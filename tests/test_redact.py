@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxhealth import lazy
 from ctxhealth.redact import SecretKind, find_secrets, redact, redact_value
 
 BODY = "Zq7X" + "r2Lm9Tb4Kw8Np3Vd6Hs1Jc5Fg0"  # 28 mixed chars
@@ -213,22 +214,32 @@ def test_ordinary_text_near_secret_words_is_untouched(text: str) -> None:
 
 
 def test_each_rules_leading_literal_is_what_the_regex_parser_reads() -> None:
-    """A rule is skipped for text without its literal: the literal must be exactly the LITERAL
-    characters the pattern starts with (never a branch of a top-level alternation, never a character
-    a quantifier makes optional)."""
+    """A rule is skipped for text without its literal: the literal must be the LITERAL characters
+    the pattern starts with (or the first of them), read into a leading capturing group (never a
+    branch of a top-level alternation, never a character a quantifier makes optional). A rule that
+    checks its literal starts a word has the look-behind of ``_word`` right after it."""
     from re import _constants, _parser  # type: ignore[attr-defined]
 
     from ctxhealth.redact import _RULES
 
     for rule in _RULES:
         parsed = list(_parser.parse(rule.source, rule.flags))
-        expected = ""
+        if parsed and parsed[0][0] is _constants.SUBPATTERN and parsed[0][1][0] is not None:
+            parsed = list(parsed[0][1][3])  # a leading capturing group: its own items
+        expected, after = "", None
         if not rule.flags & re.I:
             for op, argument in parsed:
                 if op is not _constants.LITERAL:
+                    after = (op, argument)
                     break
                 expected += chr(argument)
-        assert rule.literal == expected, rule.source
+        # the parser may read more (``mysql|mariadb`` starts with ``m``): a shorter literal is safe
+        assert expected.startswith(rule.literal), rule.source
+        if rule.word_start:
+            assert rule.literal == expected, rule.source
+            assert after is not None and after[0] is _constants.ASSERT_NOT and after[1][0] == -1
+            behind = [op for op, _ in after[1][1]]
+            assert behind == [_constants.IN] + [_constants.LITERAL] * len(expected), rule.source
 
 
 def test_every_match_holds_its_rules_literal_and_a_hint() -> None:
@@ -264,3 +275,149 @@ def test_redacting_text_without_candidates_compiles_no_rule() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0"
+
+
+# ---------------------------------------------------------------- the gates against the plain rules
+
+
+def _plain_run(text: str, found: list[SecretKind] | None) -> str:
+    """The redaction with no gate: every rule's regex run over every text (what ``_run`` must equal;
+    its literals, word starts and hints only skip regexes that cannot match)."""
+    from ctxhealth import redact as r
+
+    for rule in r._RULES:
+        text = rule.pattern.sub(r._replacer(rule, found), text)
+    text = r._redact_mailchimp(text, found)
+    text = r._redact_env_assignments(text, found)
+    text = r._redact_assignments(text, found)
+    return r._redact_hinted_assignments(text, found)
+
+
+def _plain_value(value: object) -> object:
+    """``redact_value`` written plainly: every string, keys included, by ``_plain_run``."""
+    from ctxhealth import redact as r
+
+    if isinstance(value, str):
+        return _plain_run(value, None) if value else value
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if (
+                isinstance(key, str)
+                and isinstance(item, str)
+                and r.lazy.pattern(r._SECRET_KEY, re.I).match(key)
+                and r._is_secret_value(item)
+            ):
+                out[key] = "[REDACTED:secret]"
+            else:
+                out[_plain_value(key) if isinstance(key, str) else key] = _plain_value(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [_plain_value(item) for item in value]
+    return value
+
+
+def _pieces() -> list[str]:
+    """Secret shapes and the near misses the gates look at: every canary, cut anywhere later, each
+    rule's literal, words that hold a literal inside them (``task_id``, ``undo``), separators."""
+    from canaries import canaries
+    from ctxhealth.redact import _RULES
+
+    texts = [text for text, _ in canaries().values()] + [text for text, _ in CANARIES.values()]
+    literals = sorted({rule.literal for rule in _RULES if rule.literal})
+    literals += sorted({lit for rule in _RULES for lit in lazy.required_literals(rule.source, rule.flags)})
+    words = ["task_id", "undoing", "risk_model", "xACx", "post_tokens", "MNOP.", "api_key", "https://u:p@h"]
+    return texts + literals + words + [" ", "_", "=", ":", "-", ".", "/", "'", '"', "\n", "@", "K", "ſ"]
+
+
+_PIECES = _pieces()
+_SHAPED = st.lists(
+    st.one_of(
+        st.sampled_from(_PIECES).flatmap(
+            lambda p: st.tuples(st.integers(0, len(p)), st.integers(0, len(p))).map(
+                lambda ij: p[ij[0] : ij[1] or None]
+            )
+        ),
+        st.text(alphabet=string.ascii_letters + string.digits + "_-.:=/@ ", max_size=12),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_SHAPED)
+def test_the_gated_redaction_equals_every_rule_run_plainly(text: str) -> None:
+    from ctxhealth.redact import _run
+
+    found: list[SecretKind] = []
+    plain: list[SecretKind] = []
+    assert _run(text, found) == _plain_run(text, plain)
+    assert found == plain
+
+
+def test_the_gated_redaction_equals_the_plain_one_on_each_canary() -> None:
+    from ctxhealth.redact import _run
+
+    for text in _PIECES:
+        assert _run(text, None) == _plain_run(text, None), text
+
+
+_FOLDS = {"s": "ſ", "k": "\u212a", "i": "ı", "I": "İ"}
+"""Letters ``re.I`` folds onto ASCII ones (the long s, the Kelvin sign, the dotted and dotless i)."""
+
+
+@st.composite
+def _keys(draw: st.DrawFn) -> str:
+    """Keys around the secret names, some letters swapped for what ``re.I`` folds onto them."""
+    name = draw(st.sampled_from(["", "api_key", "token", "PASSWORD", "passphrase", "secret", "tokens"]))
+    name = "".join(_FOLDS.get(c, c) if draw(st.booleans()) else c for c in name)
+    side = draw(st.text(alphabet="apikeysecrtonwdhgu_-.0" + "".join(_FOLDS.values()), max_size=12))
+    return draw(st.sampled_from([side + name, name + side, name]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_keys())
+def test_the_secret_key_test_equals_its_pattern(key: str) -> None:
+    from ctxhealth import redact as r
+
+    assert r._is_secret_key(key) == bool(r.lazy.pattern(r._SECRET_KEY, re.I).match(key)), key
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.one_of(_SHAPED, st.integers(), st.floats(allow_nan=False), st.booleans(), st.none()),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4),
+            st.dictionaries(
+                st.one_of(_SHAPED, st.sampled_from(["api_key", "token", "x"])), inner, max_size=4
+            ),
+        ),
+        max_leaves=12,
+    )
+)
+def test_redact_value_equals_its_plain_definition(value: object) -> None:
+    assert redact_value(value) == _plain_value(value)
+
+
+def test_every_check_report_of_the_data_redacts_as_the_plain_definition(claude_code_data: Path) -> None:
+    """``check``'s reports of the real sessions (every folder of the data), redacted by the gated
+    walk and by the plain one: the same objects."""
+    import os
+
+    from ctxhealth.config import load_settings
+    from ctxhealth.policy.profile import resolve_profile
+    from ctxhealth.report.assessed import check_session
+    from ctxhealth.sources import read_sessions
+
+    settings_ = load_settings({}, os.environ, Path.cwd())
+    registry = settings_.registry()
+    profile = resolve_profile(settings_.profile, settings_.profile_overrides)
+    checked = 0
+    folders = [p for p in claude_code_data.parent.iterdir() if p.is_dir() and p.name != "packing"]
+    for folder in sorted(folders):  # packing: tasks for ``pack``, no transcripts
+        for session in read_sessions((str(folder),), on_skip=lambda skipped: None):
+            report = check_session(session, registry=registry, profile=profile)
+            assert redact_value(report) == _plain_value(report), session.path
+            checked += 1
+    assert checked > 250

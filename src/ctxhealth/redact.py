@@ -83,9 +83,23 @@ class _Rule:
     0 = none. ``literal``: the text every match starts with (:func:`_leading_literal`); a text
     without it is not searched, and the pattern is compiled only when some text has it (most
     processes redact only a few short strings, and compiling every rule costs more than that).
+    ``word_start``: the pattern checks that the literal starts a word (:func:`_word`); a text where it
+    starts none is not searched either (:func:`_starts_a_word`). Nor is a text without one of the
+    literals every match holds (:func:`ctxhealth.lazy.required_literals`, read on first need, for
+    a text that passed the tests before: ``_v1_`` of a DigitalOcean token after its ``do``).
     """
 
-    __slots__ = ("_pattern", "flags", "hints", "keep_prefix_group", "kind", "literal", "source")
+    __slots__ = (
+        "_pattern",
+        "flags",
+        "hints",
+        "keep_prefix_group",
+        "kind",
+        "literal",
+        "required",
+        "source",
+        "word_start",
+    )
 
     def __init__(
         self,
@@ -100,8 +114,20 @@ class _Rule:
         self.source = source
         self.keep_prefix_group = keep_prefix_group
         self.flags = flags
-        self.literal = _leading_literal(source, flags)
+        self.literal, at = _leading_literal(source, flags)
+        # ``literal(?<![A-Za-z0-9_]literal)`` (:func:`_word`): a match starts where the literal
+        # starts a word, so a text holding the literal only inside words (``task_id``) is not searched
+        escaped = source[:at].lstrip("(")
+        self.word_start = bool(self.literal) and source.startswith(_word_guard(escaped), at)
         self._pattern: re.Pattern[str] | None = None
+        self.required: tuple[str, ...] | None = None
+
+    def holds_required(self, text: str) -> bool:
+        """Whether ``text`` holds each literal every match of the rule holds."""
+        required = self.required
+        if required is None:
+            required = self.required = lazy.required_literals(self.source, self.flags)
+        return all(map(text.__contains__, required))
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -113,15 +139,16 @@ class _Rule:
 _REGEX_META = frozenset(".^$*+?{}[]|()")
 
 
-def _leading_literal(source: str, flags: int) -> str:
+def _leading_literal(source: str, flags: int) -> tuple[str, int]:
     """The literal characters ``source`` starts with, which every match therefore contains ("" when
-    it starts with anything else, or is case-insensitive). A character followed by a quantifier
-    is left out. The pattern must not be an alternation at its top level (a test checks each rule
-    against the regex parser)."""
+    it starts with anything else, or is case-insensitive), read through the opening of a leading
+    capturing group (``(://)...``); and where in ``source`` they end. A character followed by a
+    quantifier is left out. Neither the pattern nor its leading group may be an alternation at its
+    top level (a test checks each rule against the regex parser)."""
     if flags & re.I:
-        return ""
+        return "", 0
     out: list[str] = []
-    at = 0
+    at = 1 if source[:1] == "(" and source[1:2] != "?" else 0
     while at < len(source):
         char = source[at]
         if char == "\\":
@@ -136,7 +163,12 @@ def _leading_literal(source: str, flags: int) -> str:
             break
         out.append(char)
         at += step
-    return "".join(out)
+    return "".join(out), at
+
+
+def _word_guard(escaped: str) -> str:
+    """The look-behind :func:`_word` puts after a literal (``escaped``, as in the pattern)."""
+    return f"(?<![A-Za-z0-9_]{escaped})"
 
 
 # A value that is already a marker or an obvious placeholder is not a secret.
@@ -160,7 +192,7 @@ def _word(literal: str) -> str:
     the character before it afterwards: a leading ``\b`` would stop the regex engine from skipping
     ahead to the literal, which makes a scan tens of times slower."""
     escaped = re.escape(literal)
-    return f"{escaped}(?<![A-Za-z0-9_]{escaped})"
+    return escaped + _word_guard(escaped)
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -201,7 +233,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(SecretKind.SLACK, (), _word("xapp-") + r"[A-Za-z0-9-]{10,}"),
     _Rule(
         SecretKind.SLACK,
-        ("hooks.slack.com/services/",),
+        (),
         r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]{16,}",
         keep_prefix_group=1,
     ),
@@ -238,7 +270,7 @@ _RULES: tuple[_Rule, ...] = (
     # A DSN's public key sits where a URL's user name goes; an auth token has its own prefix.
     _Rule(
         SecretKind.SENTRY,
-        ("://",),
+        (),
         r"(://)[0-9a-f]{32}(?::[0-9a-f]{32})?(?=@)",
         keep_prefix_group=1,
     ),
@@ -273,7 +305,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(SecretKind.TWILIO, (), _word("SK") + r"[0-9a-fA-F]{32}\b"),
     _Rule(
         SecretKind.TWILIO,
-        ("ac",),
+        (),
         r"(AC(?<![A-Za-z0-9_]AC)[0-9a-fA-F]{32}:)[0-9a-fA-F]{32}\b",
         keep_prefix_group=1,
     ),
@@ -286,7 +318,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.DISCORD,
-        ("discord",),
+        (),
         r"(discord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_-]{40,}",
         keep_prefix_group=1,
     ),
@@ -305,7 +337,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.URL_CREDENTIALS,
-        ("://",),
+        (),
         # Anchored on the literal ``://`` so the regex engine can skip ahead to candidates.
         r"(://[^\s:/@\"'\[\]\\]*:)(?!\[REDACTED)[^\s/@\"'\\]+(?=@)",
         keep_prefix_group=1,
@@ -335,7 +367,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         SecretKind.COMMAND_LINE,
-        ("sshpass",),
+        (),
         r"(sshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"'\\]+",
         keep_prefix_group=1,
     ),
@@ -544,27 +576,52 @@ def _redact_hinted_assignments(text: str, found: list[SecretKind] | None, lowere
     return _splice(text, keys, SecretKind.HIGH_ENTROPY, found)
 
 
+def _starts_a_word(text: str, literal: str) -> bool:
+    """Whether ``literal`` is in ``text`` where no letter, digit or ``_`` comes before it (what the
+    look-behind of :func:`_word` accepts)."""
+    at = text.find(literal)
+    while at > 0 and text[at - 1] in _WORD_CHARS:
+        at = text.find(literal, at + 1)
+    return at != -1
+
+
 def _run(text: str, found: list[SecretKind] | None) -> str:
     original = text
     lowered = text.lower()
-    for rule in _RULES:
-        if rule.hints and not any(hint in lowered for hint in rule.hints):
+    # Most text: no rule's regex is compiled or run. The tests are written out (a generator or a
+    # method call per rule costs more than the substring searches).
+    for literal, word_start, hints, rule in _GATES:
+        if literal and (literal not in text or (word_start and not _starts_a_word(text, literal))):
             continue
-        if rule.literal and rule.literal not in text:  # no match can start anywhere
+        if hints:
+            for hint in hints:
+                if hint in lowered:
+                    break
+            else:
+                continue
+        if not rule.holds_required(text):
             continue
         pattern = rule.pattern
         if pattern.search(text) is not None:  # most text matches no rule: no replacer to build
             text = pattern.sub(_replacer(rule, found), text)
     if "-us" in lowered:
         text = _redact_mailchimp(text, found)
-
-    if any(hint in lowered for hint in (*_NAME_HINTS, *_ENV_HINTS)):
-        if "=" in text:
-            text = _redact_env_assignments(text, found)
-        text = _redact_assignments(text, found)
-    if any(hint in lowered for hint in _HINTED_HINTS):
-        text = _redact_hinted_assignments(text, found, lowered if text is original else None)
+    for hint in _ASSIGNMENT_HINTS:
+        if hint in lowered:
+            if "=" in text:
+                text = _redact_env_assignments(text, found)
+            text = _redact_assignments(text, found)
+            break
+    for hint in _HINTED_HINTS:
+        if hint in lowered:
+            text = _redact_hinted_assignments(text, found, lowered if text is original else None)
+            break
     return text
+
+
+_GATES = tuple((rule.literal, rule.word_start, rule.hints, rule) for rule in _RULES)
+"""Each rule with the tests a text must pass before its regex runs."""
+_ASSIGNMENT_HINTS = (*_NAME_HINTS, *_ENV_HINTS)
 
 
 _MEMO_MAX_CHARS = 256
@@ -622,27 +679,59 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        out: dict[Any, Any] = {}
-        for key, item in value.items():
-            if (
-                isinstance(key, str)
-                and isinstance(item, str)
-                and _is_secret_key(key)
-                and _is_secret_value(item)
-            ):
-                out[key] = _marker(SecretKind.ASSIGNMENT)
-            else:
-                out[redact(key) if isinstance(key, str) else key] = redact_value(item)
-        return out
+        return _redact_dict(value)
     if isinstance(value, list | tuple):
-        return [redact_value(item) for item in value]
+        return [item if type(item) in _SCALARS else redact_value(item) for item in value]
     return value
 
 
+def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    # A report holds the same keys and short strings over and over: the memo is read here directly
+    # (a call of ``redact`` per string cost more than the lookup), and a key is judged once.
+    memo = _memo
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        kind = type(item)
+        if isinstance(key, str):
+            if kind is str and _is_secret_key(key) and _is_secret_value(item):
+                out[key] = _marker(SecretKind.ASSIGNMENT)
+                continue
+            clean = memo.get(key)
+            key = redact(key) if clean is None else clean
+        if kind in _SCALARS:  # numbers, booleans and None (most of a report) hold no text
+            out[key] = item
+        elif kind is str:
+            clean = memo.get(item)
+            out[key] = redact(item) if clean is None else clean
+        else:
+            out[key] = redact_value(item)
+    return out
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
 _SECRET_KEY = r"^[A-Za-z0-9_.-]*?" + _SECRET_NAME + r"$"
 
 
 def _is_secret_key(key: str) -> bool:
+    known = _secret_keys.get(key)
+    if known is None:
+        if len(_secret_keys) >= _MEMO_ENTRIES:
+            _secret_keys.clear()
+        known = _secret_keys[key] = _judge_key(key)
+    return known
+
+
+_secret_keys: dict[str, bool] = {}
+"""Keys already judged by :func:`_judge_key` (a report repeats its keys), bounded as ``_memo``."""
+
+
+def _judge_key(key: str) -> bool:
+    # Each name of ``_SECRET_NAME`` holds one of ``_NAME_HINTS``: most keys need no regex. Only for
+    # ASCII keys: ``re.I`` also folds a few other letters onto ASCII ones (the Kelvin sign on ``k``).
+    if key.isascii():
+        lowered = key.lower()
+        if not any(hint in lowered for hint in _NAME_HINTS):
+            return False
     return bool(lazy.pattern(_SECRET_KEY, re.I).match(key))
 
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ctxhealth import lazy
 
 if TYPE_CHECKING:
     from ctxhealth.accounting.types import CatalogModel, Prices
@@ -67,8 +68,8 @@ def _matches(clause: Clause | None, text: str) -> bool:
         return text.endswith(arg)
     if kind == "in":
         return arg in text
-    if kind == "re":
-        return re.search(arg, text) is not None
+    if kind == "re":  # compiled only for a text holding the pattern's literals
+        return lazy.search(arg, text) is not None
     if kind == "or":
         return any(_matches(c, text) for c in arg)
     if kind == "and":

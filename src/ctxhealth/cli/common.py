@@ -10,7 +10,6 @@ from typing import Any, BinaryIO, ParamSpec, TypeVar
 import click
 import orjson
 
-from ctxhealth.atomic import write_atomic
 from ctxhealth.errors import CtxHealthError, EnvironmentProblem
 
 P = ParamSpec("P")
@@ -64,6 +63,8 @@ def write_output(path: str, data: str | bytes, what: str = "output") -> str:
         stream.write(data.encode("utf-8") if isinstance(data, str) else data)
         stream.flush()
         return "stdout"
+    from ctxhealth.atomic import write_atomic  # only a command that writes a file needs it
+
     try:
         write_atomic(path, data, create_parents=False)
     except OSError as exc:

@@ -65,6 +65,7 @@ def build_check_report(
     e.g. ``zone, pressure, risk, action, reasons, signals``). Percentages are of ``window``.
     """
     window = account.window
+    current, peak = account.current, account.peak  # each a walk of the turns: taken once
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "path": session.path,
@@ -78,11 +79,11 @@ def build_check_report(
         "window": window,
         "usable_window": account.usable_window,
         "fill": {
-            "current": account.current,
-            "peak": account.peak,
+            "current": current,
+            "peak": peak,
             "source": account.source.value,
-            "current_pct": _pct(account.current, window),
-            "peak_pct": _pct(account.peak, window),
+            "current_pct": _pct(current, window),
+            "peak_pct": _pct(peak, window),
         },
         "compactions": [_compaction(c) for c in account.compactions],
         "tool_calls": account.tool_calls,
@@ -92,7 +93,7 @@ def build_check_report(
         "cost_usd": round(account.cost_usd, 6) if account.cost_usd is not None else None,
         "sidechains": len(session.sidechains),
         "warnings": [str(w) for w in session.warnings],
-        "healthy": not fill_is_unhealthy(account.current, account.usable_window),
+        "healthy": not fill_is_unhealthy(current, account.usable_window),
     }
     if account.after_compaction is not None:
         # right after a compaction: the fill it left, not the last response's

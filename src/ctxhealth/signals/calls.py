@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from ctxhealth.lazy import pattern
 from ctxhealth.model import ToolCall, ToolResult
 from ctxhealth.signals.base import key_hash, matches_at_anchors, spaced_hash
 from ctxhealth.signals.native import KERNELS
@@ -105,13 +106,14 @@ _VERIFY_HINTS = (
     "check",
     "verify",
 )
-_VERIFY_HINT = re.compile("|".join(map(re.escape, _VERIFY_HINTS)))
-"""The hints as one pattern: faster than substring tests on a short command, slower on a long one."""
+_VERIFY_HINT = "|".join(map(re.escape, _VERIFY_HINTS))
+"""The hints as one pattern: faster than substring tests on a short command, slower on a long one
+(compiled on first use: with the C kernels the gate is :func:`_hinted` in C and never needs it)."""
 
 
 def _hinted_py(probe: str) -> bool:
     """Whether ``probe`` holds one of :data:`_VERIFY_HINTS` (the definition)."""
-    return _VERIFY_HINT.search(probe) is not None
+    return pattern(_VERIFY_HINT).search(probe) is not None
 
 
 _hinted: Callable[[str], bool] = _hinted_py

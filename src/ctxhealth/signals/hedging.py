@@ -9,10 +9,10 @@ regular expression is only run for "hmm" and "not sure" when they may occur.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from ctxhealth.lazy import pattern
 from ctxhealth.signals.native import KERNELS
 from ctxhealth.signals.text import fold
 
@@ -37,12 +37,14 @@ HEDGE_WORDS: tuple[str, ...] = (
 
 # The plain definition, kept for the rare parts of a count and for the tests: each alternative opens
 # with a literal letter, and the lookbehind ``(?<!\w.)`` right after it is the ``\b`` before it.
-_HEDGE = re.compile(
+_HEDGE = (
     r"(?:b(?<!\w.)ut|h(?<!\w.)(?:owever|m{2,})|s(?<!\w.)(?:till|eems?)|w(?<!\w.)ait|a(?<!\w.)ctually"
     r"|m(?<!\w.)(?:aybe|ight)|p(?<!\w.)(?:erhaps|robably)|n(?<!\w.)ot sure)\b"
 )
-_RARE = re.compile(r"\b(?:hm{2,}|not sure)\b")
-"""The two alternatives that are not one fixed word (counted apart, only when they may occur)."""
+"""The definition's source (``findall`` over the lower-cased text), never compiled by a count."""
+_RARE = r"\b(?:hm{2,}|not sure)\b"
+"""The two alternatives that are not one fixed word (counted apart, only when they may occur;
+compiled on first use)."""
 _WORD_RUNS = frozenset(w.encode("ascii") for w in (*HEDGE_WORDS, "seem") if " " not in w)
 """The hedges that are one fixed word, as :func:`~ctxhealth.signals.text.fold` runs."""
 _WORD_TUPLE = tuple(sorted(_WORD_RUNS))
@@ -68,7 +70,7 @@ def count_folded(text: str, folded: bytes, runs: Sequence[bytes]) -> int:
     if found:
         n = sum(map(runs.count, found)) if text.isascii() else _verified(text, folded, found)
     if b"hmm" in folded or b"not sure" in folded:
-        n += len(_RARE.findall(text.lower()))
+        n += len(pattern(_RARE).findall(text.lower()))
     return n
 
 
@@ -86,7 +88,7 @@ def _count_event_native(event: Event) -> int:
     base = text.lower() if not text.isascii() and ("\u0130" in text or "\u212a" in text) else text
     n = _whole_runs(base, folded, _WORD_TUPLE)
     if b"hmm" in folded or b"not sure" in folded:
-        n += len(_RARE.findall(text.lower()))
+        n += len(pattern(_RARE).findall(text.lower()))
     return n
 
 

@@ -21,6 +21,7 @@ from operator import lshift, or_
 from typing import TYPE_CHECKING, Any
 from zlib import adler32, crc32
 
+from ctxhealth.lazy import pattern as lazy_pattern
 from ctxhealth.model import Role
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, matches_at_anchors
 from ctxhealth.signals.events import Event
@@ -63,7 +64,10 @@ def _pattern(source: str, ascii_lower: bool = False) -> re.Pattern[str]:
 
 
 def __getattr__(name: str) -> re.Pattern[str]:
-    """``_CONTRADICTION`` and ``_MISSING``: the compiled patterns, compiled on first use."""
+    """``_CONTRADICTION``, ``_MISSING`` and ``_SENTENCE``: the compiled patterns, compiled on first
+    use (no run needs ``_SENTENCE``, the definition :func:`sentences` is tested against)."""
+    if name == "_SENTENCE":
+        return lazy_pattern(_SENTENCE_SOURCE)
     if name == "_CONTRADICTION":
         return _pattern(_CONTRADICTION_SOURCE)
     if name == "_MISSING":
@@ -102,7 +106,7 @@ _MISSING_HINTS = (
     "need more",
     "need the",
 )
-_SENTENCE = re.compile(r"[^.!?\n]{40,}")
+_SENTENCE_SOURCE = r"[^.!?\n]{40,}"
 """A sentence: 40 characters or more between ``.``, ``!``, ``?`` and newlines (the definition;
 :func:`sentences` finds the same ones without the regex, whose retries are quadratic in a line)."""
 SENTENCE_MIN = 40

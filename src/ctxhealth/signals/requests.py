@@ -23,6 +23,7 @@ import re
 
 import msgspec
 
+from ctxhealth.lazy import pattern
 from ctxhealth.model import Message, Role
 from ctxhealth.signals.text import content_words
 
@@ -42,7 +43,8 @@ HARNESS_PREFIXES = (
 )
 """Lower-cased starts of user text a harness writes in the person's name."""
 
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
+_REMINDER = r"<system-reminder>.*?</system-reminder>"
+"""Compiled on first use (``re.S``), for a text holding its opening tag."""
 _SHELL_PROMPT = re.compile(
     r"^(?:[\w.-]+@[\w.-]+:\S*\s?[$#]\s|\$ \S|PS [A-Za-z]:\\[^>]*> |\(\S+\)\s+[\w.-]+@[\w.-]+:\S*\s?[$#]\s)"
 )
@@ -50,17 +52,17 @@ _SHELL_PROMPT = re.compile(
 or a virtualenv-prefixed ``(venv) user@host:dir$ cmd``."""
 
 
-_OWN_BLOCK = re.compile(
+_OWN_BLOCK = (
     r"\[CONTEXT CHECKPOINT -- PREVIOUS PROGRESS\].*?\[END CHECKPOINT\]\s*"
     r"|\[RE-ANCHOR -- Context drift detected\].*?Refocus on satisfying this specific request\."
     r"[^\n]*(?:\n[^\n]+){0,2}"
     r"|\[CTXHEALTH -- [A-Z ]+\][^\n]*(?:\n(?!\n)[^\n]*)*"
     r"|Continue from where (?:you|the previous execution) left off\. Do not repeat completed work\."
-    r"(?: Pick up at the next step\.)?",
-    re.S,
+    r"(?: Pick up at the next step\.)?"
 )
 """What ctxhealth writes into a conversation (recovery's checkpoint block and directives, the
-re-anchor, the guard's notes): recognised by their fixed headings."""
+re-anchor, the guard's notes): recognised by their fixed headings. Compiled on first use (``re.S``),
+for a text holding one of them."""
 
 
 def clean_user_text(text: str) -> str:
@@ -68,9 +70,9 @@ def clean_user_text(text: str) -> str:
     wrote into the conversation (a checkpoint block, a re-anchor, a note, their closing directive),
     so a later checkpoint or request never quotes ctxhealth's own words as the person's."""
     if "<system-reminder>" in text:
-        text = _REMINDER.sub("", text)
+        text = pattern(_REMINDER, re.S).sub("", text)
     if "[CONTEXT CHECKPOINT" in text or "[RE-ANCHOR" in text or "[CTXHEALTH" in text:
-        text = _OWN_BLOCK.sub("", text)
+        text = pattern(_OWN_BLOCK, re.S).sub("", text)
     return text.strip()
 
 
@@ -81,11 +83,13 @@ def clean_user_text(text: str) -> str:
 # background-agent acknowledgement (internal metadata the model is told never to quote), the
 # ``<system-reminder>`` blocks Claude Code appends, and tool output a harness JSON-encoded.
 
-_CODEX_HEADER = re.compile(
-    r"\A(?:(?:Chunk ID|Wall time|Original token count|Exit code|Process exited with code|Total output lines)"
-    r"\b[^\n]*\n)+Output:[ \t]*\n?"
-)
-_CODEX_EXIT = re.compile(r"^(?:Process exited with code|Exit code:?)\s*(-?\d+)", re.M)
+_CODEX_HEADS = (
+    "Chunk ID", "Wall time", "Original token count", "Exit code", "Process exited with code",
+    "Total output lines",
+)  # fmt: skip
+_CODEX_HEADER = r"\A(?:(?:" + "|".join(_CODEX_HEADS) + r")\b[^\n]*\n)+Output:[ \t]*\n?"
+"""Every match starts with one of :data:`_CODEX_HEADS`: compiled and tried only for such a text."""
+_CODEX_EXIT = r"^(?:Process exited with code|Exit code:?)\s*(-?\d+)"
 _ASYNC_AGENT = "Async agent launched successfully"
 _JSON_TEXT_KEYS = ("output", "stdout", "content", "text", "result")
 
@@ -98,15 +102,15 @@ def clean_tool_text(text: str) -> str:
     head = text[:400]
     if head.startswith(_ASYNC_AGENT):
         return "Background agent launched; its result arrives later."
-    match = _CODEX_HEADER.match(text)
+    match = pattern(_CODEX_HEADER).match(text) if text.startswith(_CODEX_HEADS) else None
     if match is not None:
-        code = _CODEX_EXIT.search(match.group(0))
+        code = pattern(_CODEX_EXIT, re.M).search(match.group(0))
         body = text[match.end() :]
         text = f"exit code {code.group(1)}\n{body}" if code is not None and code.group(1) != "0" else body
     elif head.lstrip()[:1] in ("{", '"') and "\\u" in text:
         text = _json_text(text)
     if "<system-reminder>" in text:
-        text = _REMINDER.sub("", text)
+        text = pattern(_REMINDER, re.S).sub("", text)
     return text.strip()
 
 

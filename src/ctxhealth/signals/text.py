@@ -15,9 +15,19 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
+from ctxhealth.lazy import pattern
 from ctxhealth.signals.native import KERNELS
 
-WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
+_WORD_SOURCE = r"[A-Za-z][A-Za-z0-9_]{2,}"
+"""``WORD``, the definition the word runs are tested against: compiled on first use (no run needs it)."""
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    """``WORD``: :data:`_WORD_SOURCE` compiled (on first use)."""
+    if name == "WORD":
+        return pattern(_WORD_SOURCE)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 STOP_WORDS = frozenset(
     [

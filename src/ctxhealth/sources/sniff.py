@@ -69,7 +69,9 @@ def mini_swe_agent(head: bytes) -> bool:
 
 def swe_agent(head: bytes) -> bool:
     """A JSON object opening with one of a trajectory's top-level keys, holding steps or history."""
-    if pattern(_SWE_AGENT_HEAD).match(head) is None or b'"trajectory_format"' in head:
+    if not _opens_object(head) or pattern(_SWE_AGENT_HEAD).match(head) is None:
+        return False
+    if b'"trajectory_format"' in head:
         return False
     return b'"observation"' in head or b'"history"' in head or b'"model_stats"' in head
 
@@ -86,7 +88,7 @@ def tau_bench(head: bytes) -> bool:
 def openhands(head: bytes) -> bool:
     """An OpenHands completion file small enough that its ``response`` is in ``head``, or an
     ``output.jsonl`` line."""
-    if pattern(_OPENHANDS_COMPLETION_HEAD).match(head):
+    if openhands_completion(head):
         return b'"response"' in head and b'"choices"' in head
     return openhands_output(head)
 
@@ -94,18 +96,25 @@ def openhands(head: bytes) -> bool:
 def openhands_tail(head: bytes, tail: bytes) -> bool:
     """An OpenHands completion file whose ``messages`` fill the head: its last bytes hold the
     call's ``timestamp`` and ``cost``."""
-    return (
-        pattern(_OPENHANDS_COMPLETION_HEAD).match(head) is not None
-        and b'"timestamp"' in tail
-        and b'"cost"' in tail
-    )
+    return openhands_completion(head) and b'"timestamp"' in tail and b'"cost"' in tail
 
 
 def openhands_completion(head: bytes) -> bool:
     """True for one OpenHands model call's file (as opposed to an ``output.jsonl``)."""
-    return pattern(_OPENHANDS_COMPLETION_HEAD).match(head) is not None
+    return _opens_object(head) and pattern(_OPENHANDS_COMPLETION_HEAD).match(head) is not None
 
 
 def openhands_output(head: bytes) -> bool:
     """True for an OpenHands evaluation ``output.jsonl`` (one run per line)."""
-    return pattern(_OPENHANDS_OUTPUT_HEAD).match(head) is not None and b'"history"' in head
+    return (
+        _opens_object(head)
+        and pattern(_OPENHANDS_OUTPUT_HEAD).match(head) is not None
+        and b'"history"' in head
+    )
+
+
+def _opens_object(head: bytes) -> bool:
+    """Whether ``head`` opens a JSON object after whitespace: every match of the ``\\s*\\{`` head
+    patterns above starts so (``bytes.lstrip`` strips what ``\\s`` matches in a bytes pattern), so a
+    file that does not (a licence, a log) never compiles or runs them."""
+    return head[:1] == b"{" or head.lstrip()[:1] == b"{"

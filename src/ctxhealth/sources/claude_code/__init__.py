@@ -23,17 +23,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ctxhealth.sources.claude_code.detect import detect
-from ctxhealth.sources.claude_code.tail import ClaudeCodeTail, TailState
 
 if TYPE_CHECKING:
     from ctxhealth.sources.claude_code.session import parse
+    from ctxhealth.sources.claude_code.tail import ClaudeCodeTail, TailState
 
 __all__ = ["ClaudeCodeTail", "TailState", "detect", "parse"]
 
 
 def __getattr__(name: str) -> Any:
-    """``parse`` (the tree walk, unused by a hook's tail) and ``_typed_node`` and ``_DECODE`` (the
-    typed path, which needs msgspec), loaded on first use."""
+    """``parse`` (the tree walk, unused by a hook's tail), ``ClaudeCodeTail`` and ``TailState`` (the
+    hooks' incremental parse, unused by ``check``) and ``_typed_node`` and ``_DECODE`` (the typed
+    path, which needs msgspec), loaded on first use."""
+    if name in ("ClaudeCodeTail", "TailState"):
+        from ctxhealth.sources.claude_code import tail
+
+        return getattr(tail, name)
     if name == "parse":
         from ctxhealth.sources.claude_code.session import parse
 
