@@ -320,3 +320,19 @@ def test_a_claude_code_project_folder_names_its_repository(tmp_path: Path) -> No
     assert project_instruction_files("-home-me-repo", root=tmp_path) == [repo / "CLAUDE.md"]
     assert project_instruction_files("-home-me-other", root=tmp_path) == []
     assert project_instruction_files("repo", root=tmp_path) == []
+
+
+def test_days_reads_a_stamp_without_an_offset_as_utc_like_every_other_table() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from msgspec.structs import replace
+
+    (session,) = read_sessions([EXAMPLE])
+    naive = tuple(
+        replace(m, timestamp=m.timestamp.removesuffix("Z")) if m.timestamp else m for m in session.messages
+    )
+    session = replace(session, messages=naive)
+    ended = max(m.timestamp for m in session.messages if m.timestamp)
+    now = datetime.fromisoformat(ended).replace(tzinfo=UTC) + timedelta(hours=1)
+    kept = InsightsBuilder(filter=InsightsFilter(days=1, now=now))
+    assert kept.add(session) is not None and kept.left_out == 0

@@ -18,9 +18,12 @@ hook or a ``check``), and its instances are cheaper to build and compare.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 class Role(StrEnum):
@@ -167,6 +170,21 @@ class Message(msgspec.Struct, frozen=True):
             if isinstance(b, CompactionSummary):
                 return b
         return None
+
+
+def parse_timestamp(value: str | None) -> datetime | None:
+    """A message's ``timestamp`` (ISO 8601, ``Z`` allowed) as an aware datetime with the offset the
+    log wrote; a stamp without an offset is taken as UTC; None when absent or unreadable. The one
+    reading of a log's time: callers that need UTC convert (``.astimezone(UTC)``)."""
+    if not value:
+        return None
+    from datetime import UTC, datetime  # imported by whoever reads times, not at every hook's start
+
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 class InjectedContext(msgspec.Struct, frozen=True):

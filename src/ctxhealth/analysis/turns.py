@@ -18,19 +18,19 @@ from datetime import UTC, datetime
 from ctxhealth.accounting.fill import SessionAccount
 from ctxhealth.accounting.types import TurnFill
 from ctxhealth.analysis.records import TurnRecord
-from ctxhealth.model import Session
+from ctxhealth.model import Session, parse_timestamp
 from ctxhealth.monitor import Assessment, Monitor
 
 
 def parse_time(value: str | None) -> datetime | None:
-    """An ISO-8601 timestamp as an aware UTC datetime (naive ones are taken as UTC); None if unreadable."""
-    if not value:
+    """A message's timestamp (:func:`ctxhealth.model.parse_timestamp`) in UTC, for the tables."""
+    parsed = parse_timestamp(value)
+    if parsed is None:
         return None
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # year 1 east of UTC, year 9999 west of it: no UTC time to store
         return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def indicators_firing(monitor: Monitor) -> int:

@@ -13,14 +13,14 @@ thread.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import msgspec
 
 from ctxhealth.accounting.cost import Priced, priced_responses
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.types import Prices
-from ctxhealth.model import Message, Session, Usage
+from ctxhealth.model import Message, Session, Usage, parse_timestamp
 
 
 class Response(msgspec.Struct, frozen=True):
@@ -63,19 +63,6 @@ class Response(msgspec.Struct, frozen=True):
         return self.usage.cache_read_tokens / prompt if prompt > 0 else None
 
 
-def parse_time(value: str | None) -> datetime | None:
-    """An ISO-8601 timestamp (``Z`` allowed) as an aware datetime, or None when absent or invalid."""
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
-
-
 def session_responses(
     session: Session,
     registry: ModelRegistry | None = None,
@@ -99,7 +86,7 @@ def responses_of(priced: Iterable[Priced], *, since: datetime | None = None) -> 
     for p in priced:
         if p.apart:
             continue
-        time = parse_time(p.message.timestamp)
+        time = parse_timestamp(p.message.timestamp)
         if since is not None and (time is None or time < since):
             continue
         out.append(Response(p.thread, p.position, p.message, p.usage, p.model, time, p.prices, p.usd))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -18,6 +18,7 @@ from ctxhealth.audit.run import AuditOptions, run_audit
 from ctxhealth.cli.common import echo_json, guarded, transcripts_argument
 from ctxhealth.config import load_settings
 from ctxhealth.errors import ExitCode, UsageError
+from ctxhealth.model import parse_timestamp
 from ctxhealth.policy.profile import resolve_profile
 from ctxhealth.report.audit_text import render_session, render_totals
 
@@ -27,13 +28,10 @@ _CHECKS = [c.value for c in Check]
 def _since(value: str | None) -> datetime | None:
     if value is None:
         return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise UsageError(
-            f"--since {value!r} is not a date", hint="use YYYY-MM-DD or an ISO timestamp"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    parsed = parse_timestamp(value)
+    if parsed is None:
+        raise UsageError(f"--since {value!r} is not a date", hint="use YYYY-MM-DD or an ISO timestamp")
+    return parsed
 
 
 @click.command("audit")

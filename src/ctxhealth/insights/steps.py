@@ -48,6 +48,7 @@ from ctxhealth.model import (
     ThinkingBlock,
     ToolCall,
     ToolResult,
+    parse_timestamp,
 )
 from ctxhealth.signals.calls import CallInfo, CallKind, parse_call
 from ctxhealth.signals.requests import clean_user_text, is_user_request
@@ -178,12 +179,9 @@ def project_of(session: Session) -> str:
 
 def _ended(session: Session) -> datetime | None:
     for message in reversed(session.messages):
-        if message.timestamp:
-            try:
-                stamp = datetime.fromisoformat(message.timestamp.replace("Z", "+00:00"))
-            except ValueError:
-                continue
-            return stamp if stamp.tzinfo else None
+        stamp = parse_timestamp(message.timestamp)
+        if stamp is not None:
+            return stamp
     return None
 
 
