@@ -531,6 +531,7 @@ def test_a_started_worker_process_moves_what_it_imported_out_of_the_collectors_r
     from ctxhealth.fleet.run import start_worker
 
     catalog = default_catalog()
+    gc.unfreeze()  # a command run in this process before (the CLI's start-up freezes what it imported)
     assert gc.get_freeze_count() == 0
     try:
         start_worker(catalog, freeze=False)  # the caller's process, a cluster's own workers
