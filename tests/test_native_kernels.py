@@ -96,6 +96,8 @@ def _assert_kernels_agree(value: str) -> None:
     assert _native.text_sentence_hashes(value, 3) == indicators.sentence_hashes_py(
         [p for p in value.replace("!", ".").replace("?", ".").replace("\n", ".").split(".") if len(p) >= 3]
     )
+    assert indicators.lowered_sentence_hashes(value) == indicators.lowered_sentence_hashes_py(value)
+    assert _native.text_sentence_hashes(value, 3, False) == _native.text_sentence_hashes(value, 3)
     assert _native.ascii_stand_in(value) == indicators._ascii_stand_in_py(value)
     assert _native.sentence_hashes(indicators.sentences(value)) == indicators.sentence_hashes_py(
         indicators.sentences(value)
@@ -198,6 +200,24 @@ def test_anchor_positions_refuse_what_they_cannot_search() -> None:
         _native.anchor_positions("x", ["x"])
     with pytest.raises(TypeError):
         _native.anchor_positions(b"x", ("x",))
+
+
+def test_lowering_while_hashing_is_str_lower_on_every_code_point() -> None:
+    """The lowered sentence hashes lower each character on its own (its simple lower case): that is
+    ``str.lower()`` on every code point but the two the kernel refuses (None), checked on all of them."""
+    refused = {0x130, 0x3A3}
+    chars = [chr(c) for c in range(0x110000) if c not in refused]
+    for at in range(0, len(chars), 40 * 4096):
+        chunk = "".join(chars[at : at + 40 * 4096])
+        low = chunk.lower()
+        # sentences of every length from 1: each character is hashed as a part of one
+        pieces = low.replace("!", ".").replace("?", ".").replace("\n", ".").split(".")
+        assert _native.text_sentence_hashes(chunk, 1, True) == indicators.sentence_hashes_py(
+            [p for p in pieces if p]
+        )
+    for c in refused:
+        assert _native.text_sentence_hashes("x" * 50 + chr(c), 40, True) is None
+        assert indicators.lowered_sentence_hashes_py("x" * 50 + chr(c)) is None
 
 
 @pytest.mark.parametrize(

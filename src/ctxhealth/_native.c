@@ -331,6 +331,9 @@ static PyObject *native_whole_runs(PyObject *self, PyObject *const *args, Py_ssi
 
 /* CRC-32 (zlib's, reflected polynomial 0xEDB88320) and Adler-32, as zlib.crc32 / zlib.adler32 */
 static uint32_t CRC_TABLE[256];
+/* CRC_SLICE[k][b]: the register after byte b and then k zero bytes (slicing by 8: eight bytes per
+   step, eight independent lookups instead of a chain of eight) */
+static uint32_t CRC_SLICE[8][256];
 
 static void init_crc_table(void) {
     for (uint32_t n = 0; n < 256; n++) {
@@ -339,6 +342,29 @@ static void init_crc_table(void) {
             c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         CRC_TABLE[n] = c;
     }
+    for (int n = 0; n < 256; n++) {
+        uint32_t c = CRC_TABLE[n];
+        CRC_SLICE[0][n] = c;
+        for (int k = 1; k < 8; k++) {
+            c = CRC_TABLE[c & 0xFF] ^ (c >> 8);
+            CRC_SLICE[k][n] = c;
+        }
+    }
+}
+
+/* the complemented CRC-32 register after the bytes s[0:n] (zlib.crc32 runs the same arithmetic) */
+static uint32_t crc_bytes(uint32_t crc, const unsigned char *s, size_t n) {
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24);
+        crc = CRC_SLICE[7][lo & 0xFF] ^ CRC_SLICE[6][(lo >> 8) & 0xFF] ^ CRC_SLICE[5][(lo >> 16) & 0xFF] ^
+              CRC_SLICE[4][lo >> 24] ^ CRC_SLICE[3][s[4]] ^ CRC_SLICE[2][s[5]] ^ CRC_SLICE[1][s[6]] ^
+              CRC_SLICE[0][s[7]];
+        s += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = CRC_TABLE[(crc ^ *s++) & 0xFF] ^ (crc >> 8);
+    return crc;
 }
 
 typedef struct {
@@ -738,42 +764,156 @@ static PyObject *native_stem_run(PyObject *self, PyObject *const *args, Py_ssize
 }
 
 PyDoc_STRVAR(text_sentence_hashes_doc,
-             "text_sentence_hashes(text, minimum, /)\n--\n\n"
+             "text_sentence_hashes(text, minimum, lower=False, /)\n--\n\n"
              "sentence_hashes(the maximal runs of text without '.', '!', '?' or a newline, at least\n"
-             "minimum characters long): indicators.sentence_hashes_py(indicators.sentences(text)).");
+             "minimum characters long): indicators.sentence_hashes_py(indicators.sentences(text)).\n"
+             "lower: the same of text.lower(), each character lower-cased as it is hashed (no lowered\n"
+             "copy); None when text holds U+0130 or U+03A3, the two characters whose str.lower() is\n"
+             "not their own simple lower case (two characters; a final sigma by context).");
+
+/* the Adler-32 sums after the bytes s[0:n] (zlib.adler32's arithmetic: reduced every NMAX bytes) */
+static void adler_bytes(uint32_t *pa, uint32_t *pb, const unsigned char *s, size_t n) {
+    uint32_t a = *pa, b = *pb;
+    while (n) {
+        size_t k = n < ADLER_NMAX ? n : ADLER_NMAX;
+        n -= k;
+        while (k--) {
+            a += *s++;
+            b += a;
+        }
+        a %= ADLER_MOD;
+        b %= ADLER_MOD;
+    }
+    *pa = a;
+    *pb = b;
+}
+
+/* stable_hash of bytes s[0:n]: crc32 << 32 | adler32 */
+static PyObject *bytes_hash(const unsigned char *s, size_t n) {
+    uint64_t crc = (uint64_t)(crc_bytes(0xFFFFFFFFu, s, n) ^ 0xFFFFFFFFu);
+    uint32_t a = 1, b = 0;
+    adler_bytes(&a, &b, s, n);
+    return PyLong_FromUnsignedLongLong((crc << 32) | ((uint64_t)b << 16) | a);
+}
+
+/* one code point as UTF-8 at o (a lone surrogate as three bytes, as "surrogatepass" writes it) */
+static inline unsigned char *put_utf8(unsigned char *o, Py_UCS4 ch) {
+    if (ch < 0x80) {
+        *o++ = (unsigned char)ch;
+    } else if (ch < 0x800) {
+        *o++ = (unsigned char)(0xC0 | (ch >> 6));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
+    } else if (ch < 0x10000) {
+        *o++ = (unsigned char)(0xE0 | (ch >> 12));
+        *o++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
+    } else {
+        *o++ = (unsigned char)(0xF0 | (ch >> 18));
+        *o++ = (unsigned char)(0x80 | ((ch >> 12) & 0x3F));
+        *o++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
+    }
+    return o;
+}
+
+/* One pass per string kind: each character either ends a sentence (hashed when it is long enough)
+   or is written, whitespace normalised and lower-cased when asked, as UTF-8 into the buffer of the
+   sentence it belongs to; a sentence's bytes are then hashed at once (CRC sliced by 8). */
+#define SENTENCE_LOOP(TYPE)                                                                         \
+    do {                                                                                            \
+        const TYPE *p = (const TYPE *)data;                                                         \
+        for (Py_ssize_t i = 0; i <= n; i++) {                                                       \
+            Py_UCS4 ch = i < n ? (Py_UCS4)p[i] : (Py_UCS4)'.';                                      \
+            if (ch == '.' || ch == '!' || ch == '?' || ch == '\n') {                                \
+                if (i - start >= minimum) {                                                         \
+                    PyObject *value = bytes_hash(buf, (size_t)(o - buf));                           \
+                    if (value == NULL || PyList_Append(out, value) < 0) {                           \
+                        Py_XDECREF(value);                                                          \
+                        goto fail;                                                                  \
+                    }                                                                               \
+                    Py_DECREF(value);                                                               \
+                }                                                                                   \
+                start = i + 1;                                                                      \
+                o = buf;                                                                            \
+                space = 0;                                                                          \
+                continue;                                                                           \
+            }                                                                                       \
+            if (Py_UNICODE_ISSPACE(ch)) {                                                           \
+                space = o != buf;                                                                   \
+                continue;                                                                           \
+            }                                                                                       \
+            if (lower) {                                                                            \
+                if (ch < 128) {                                                                     \
+                    if (ch >= 'A' && ch <= 'Z')                                                     \
+                        ch |= 0x20;                                                                 \
+                } else if (ch == 0x130 || ch == 0x3A3) {                                            \
+                    goto none;                                                                      \
+                } else {                                                                            \
+                    ch = Py_UNICODE_TOLOWER(ch);                                                    \
+                }                                                                                   \
+            }                                                                                       \
+            if (space) {                                                                            \
+                *o++ = ' ';                                                                         \
+                space = 0;                                                                          \
+            }                                                                                       \
+            o = put_utf8(o, ch);                                                                    \
+        }                                                                                           \
+    } while (0)
+
+#define SENTENCE_STACK 8192
 
 static PyObject *native_text_sentence_hashes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "text_sentence_hashes() takes (str, int)");
+    if (nargs < 2 || nargs > 3 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "text_sentence_hashes() takes (str, int[, bool])");
         return NULL;
     }
     Py_ssize_t minimum = PyLong_AsSsize_t(args[1]);
     if (minimum == -1 && PyErr_Occurred())
         return NULL;
+    int lower = 0;
+    if (nargs == 3) {
+        lower = PyObject_IsTrue(args[2]);
+        if (lower < 0)
+            return NULL;
+    }
     PyObject *text = args[0];
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    PyObject *out = PyList_New(0);
-    if (out == NULL)
-        return NULL;
-    Py_ssize_t start = 0;
-    for (Py_ssize_t i = 0; i <= n; i++) {
-        Py_UCS4 ch = i < n ? PyUnicode_READ(kind, data, i) : '.';
-        if (ch != '.' && ch != '!' && ch != '?' && ch != '\n')
-            continue;
-        if (i - start >= minimum) {
-            PyObject *value = span_hash(kind, data, start, i);
-            if (value == NULL || PyList_Append(out, value) < 0) {
-                Py_XDECREF(value);
-                Py_DECREF(out);
-                return NULL;
-            }
-            Py_DECREF(value);
-        }
-        start = i + 1;
+    /* a sentence's normalised UTF-8 is at most 4 bytes per character of it (a lower-cased
+       character is one code point too) */
+    unsigned char stack[SENTENCE_STACK];
+    unsigned char *heap = NULL;
+    unsigned char *buf = stack;
+    if (n > SENTENCE_STACK / 4) {
+        heap = buf = PyMem_Malloc((size_t)n * 4);
+        if (heap == NULL)
+            return PyErr_NoMemory();
     }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        PyMem_Free(heap);
+        return NULL;
+    }
+    unsigned char *o = buf;
+    Py_ssize_t start = 0;
+    int space = 0;
+    if (kind == PyUnicode_1BYTE_KIND)
+        SENTENCE_LOOP(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        SENTENCE_LOOP(Py_UCS2);
+    else
+        SENTENCE_LOOP(Py_UCS4);
+    PyMem_Free(heap);
     return out;
+none:
+    PyMem_Free(heap);
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+fail:
+    PyMem_Free(heap);
+    Py_DECREF(out);
+    return NULL;
 }
 
 PyDoc_STRVAR(ascii_stand_in_doc,

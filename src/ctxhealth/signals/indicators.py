@@ -230,6 +230,15 @@ def text_sentence_hashes_py(text: str) -> list[int]:
     return sentence_hashes_py(sentences(text))
 
 
+def lowered_sentence_hashes_py(text: str) -> list[int] | None:
+    """The hashes of the sentences of ``text.lower()`` (:func:`text_sentence_hashes_py`), or None when
+    ``text`` holds ``İ`` or ``Σ`` (:data:`_LOWER_CONTEXT`: lowering changes its length, or lowers a
+    character by its context, so its sentences are not the spans of the text's own)."""
+    if _LOWER_CONTEXT[0] in text or _LOWER_CONTEXT[1] in text:
+        return None
+    return text_sentence_hashes_py(text.lower())
+
+
 def _sentence_hashes_one_by_one(found: list[str]) -> list[int]:
     normed = list(map(" ".join, map(str.split, found)))
     try:
@@ -248,20 +257,21 @@ hinted: Callable[[str], tuple[bool, bool]] = hinted_py
 """The hint test the detector runs: :func:`hinted_py`, or the same in C (:mod:`~ctxhealth.signals.native`)."""
 sentence_hashes: Callable[[list[str]], list[int]] = sentence_hashes_py
 """The sentence hashes the detector keeps: :func:`sentence_hashes_py`, or the same in C."""
-text_sentence_hashes: Callable[[str], list[int]] = text_sentence_hashes_py
-"""The hashes of a text's sentences: :func:`text_sentence_hashes_py`, or in C (one pass, no pieces)."""
+lowered_sentence_hashes: Callable[[str], list[int] | None] = lowered_sentence_hashes_py
+"""The hashes of a lower-cased text's sentences: :func:`lowered_sentence_hashes_py`, or in C (one
+pass, each character lower-cased as it is hashed: no lower-cased copy of the text)."""
 _ascii_stand_in: Callable[[str], str | None] = _ascii_stand_in_py
 """The indicators' ASCII stand-in of an opening: :func:`_ascii_stand_in_py`, or the same in C."""
 if KERNELS is not None:
     _any_in: Callable[[str, tuple[str, ...]], bool] = KERNELS.any_in
-    _text_hashes: Callable[[str, int], list[int]] = KERNELS.text_sentence_hashes
+    _text_hashes: Callable[[str, int, bool], list[int] | None] = KERNELS.text_sentence_hashes
     hinted = _hinted_native
     sentence_hashes = KERNELS.sentence_hashes
     _ascii_stand_in = KERNELS.ascii_stand_in
 
-    def text_sentence_hashes(text: str) -> list[int]:
-        """:func:`text_sentence_hashes_py` in C."""
-        return _text_hashes(text, SENTENCE_MIN)
+    def lowered_sentence_hashes(text: str) -> list[int] | None:
+        """:func:`lowered_sentence_hashes_py` in C."""
+        return _text_hashes(text, SENTENCE_MIN, True)
 
 
 SENTENCE_LIMIT = 512
@@ -345,18 +355,16 @@ class IndicatorDetector(CachedDetector):
         self.assistant_chars += len(text)
         probe = text[:TEXT_LIMIT]
         # the visible reasoning only: a code block is an action, not an explanation
-        prose = probe.split("```", 1)[0]
+        fence = probe.find("```")
+        prose = probe if fence < 0 else probe[:fence]
         # reversals and requests open a reply: probe its start, with cheap substring hints first
         opening = prose[:OPENING_LIMIT]
+        low = opening.lower()
         # lower-casing is per character and keeps lengths except for "İ" and a final "Σ": without
-        # them the prose is lowered once and its sentences are the same spans of the lowered text
-        if _LOWER_CONTEXT[0] in prose or _LOWER_CONTEXT[1] in prose:
-            low = opening.lower()
+        # them the sentences of the lowered prose are the same spans, hashed without lowering a copy
+        hashes = lowered_sentence_hashes(prose)
+        if hashes is None:
             hashes = sentence_hashes([s.lower() for s in sentences(prose)])
-        else:
-            low_prose = prose.lower()
-            low = low_prose[:OPENING_LIMIT]
-            hashes = text_sentence_hashes(low_prose)
         contradiction, missing = hinted(low)
         if contradiction or missing:
             if opening.isascii():
