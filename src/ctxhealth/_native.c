@@ -367,68 +367,75 @@ static uint32_t crc_bytes(uint32_t crc, const unsigned char *s, size_t n) {
     return crc;
 }
 
-typedef struct {
-    uint32_t crc; /* the running register, complemented */
-    uint32_t a, b;
-    uint32_t pending; /* bytes since the last Adler reduction */
-} Hash;
-
 #define ADLER_MOD 65521u
 #define ADLER_NMAX 5552u
 
-static inline void hash_byte(Hash *h, unsigned char c) {
-    h->crc = CRC_TABLE[(h->crc ^ c) & 0xFF] ^ (h->crc >> 8);
-    h->a += c;
-    h->b += h->a;
-    if (++h->pending == ADLER_NMAX) {
-        h->a %= ADLER_MOD;
-        h->b %= ADLER_MOD;
-        h->pending = 0;
+/* the Adler-32 sums after the bytes s[0:n] (zlib.adler32's arithmetic: reduced every NMAX bytes) */
+static void adler_bytes(uint32_t *pa, uint32_t *pb, const unsigned char *s, size_t n) {
+    uint32_t a = *pa, b = *pb;
+    while (n) {
+        size_t k = n < ADLER_NMAX ? n : ADLER_NMAX;
+        n -= k;
+        while (k--) {
+            a += *s++;
+            b += a;
+        }
+        a %= ADLER_MOD;
+        b %= ADLER_MOD;
     }
+    *pa = a;
+    *pb = b;
 }
 
-/* one code point as UTF-8; a lone surrogate as three bytes, as "surrogatepass" writes it */
-static inline void hash_char(Hash *h, Py_UCS4 ch) {
+/* stable_hash of bytes s[0:n]: crc32 << 32 | adler32 */
+static PyObject *bytes_hash(const unsigned char *s, size_t n) {
+    uint64_t crc = (uint64_t)(crc_bytes(0xFFFFFFFFu, s, n) ^ 0xFFFFFFFFu);
+    uint32_t a = 1, b = 0;
+    adler_bytes(&a, &b, s, n);
+    return PyLong_FromUnsignedLongLong((crc << 32) | ((uint64_t)b << 16) | a);
+}
+
+/* one code point as UTF-8 at o (a lone surrogate as three bytes, as "surrogatepass" writes it) */
+static inline unsigned char *put_utf8(unsigned char *o, Py_UCS4 ch) {
     if (ch < 0x80) {
-        hash_byte(h, (unsigned char)ch);
+        *o++ = (unsigned char)ch;
     } else if (ch < 0x800) {
-        hash_byte(h, (unsigned char)(0xC0 | (ch >> 6)));
-        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+        *o++ = (unsigned char)(0xC0 | (ch >> 6));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
     } else if (ch < 0x10000) {
-        hash_byte(h, (unsigned char)(0xE0 | (ch >> 12)));
-        hash_byte(h, (unsigned char)(0x80 | ((ch >> 6) & 0x3F)));
-        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+        *o++ = (unsigned char)(0xE0 | (ch >> 12));
+        *o++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
     } else {
-        hash_byte(h, (unsigned char)(0xF0 | (ch >> 18)));
-        hash_byte(h, (unsigned char)(0x80 | ((ch >> 12) & 0x3F)));
-        hash_byte(h, (unsigned char)(0x80 | ((ch >> 6) & 0x3F)));
-        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+        *o++ = (unsigned char)(0xF0 | (ch >> 18));
+        *o++ = (unsigned char)(0x80 | ((ch >> 12) & 0x3F));
+        *o++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
     }
+    return o;
 }
 
-/* " ".join(text[start:end].split()) into the running hash */
-static void hash_spaced(Hash *h, int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
-    int started = 0, space = 0;
+#define HASH_STACK 8192
+
+/* " ".join(text[start:end].split()) as UTF-8 at o; the end of what was written (at most 4 bytes
+   per character) */
+static unsigned char *spaced_utf8(unsigned char *o, int kind, const void *data, Py_ssize_t start,
+                                  Py_ssize_t end) {
+    unsigned char *first = o;
+    int space = 0;
     for (Py_ssize_t i = start; i < end; i++) {
         Py_UCS4 ch = PyUnicode_READ(kind, data, i);
         if (Py_UNICODE_ISSPACE(ch)) {
-            space = started;
+            space = o != first;
             continue;
         }
         if (space) {
-            hash_byte(h, ' ');
+            *o++ = ' ';
             space = 0;
         }
-        started = 1;
-        hash_char(h, ch);
+        o = put_utf8(o, ch);
     }
-}
-
-/* crc32 << 32 | adler32 of what the hash was fed, as stable_hash gives it */
-static PyObject *hash_value(const Hash *h) {
-    uint64_t crc = (uint64_t)(h->crc ^ 0xFFFFFFFFu);
-    uint64_t adler = ((uint64_t)(h->b % ADLER_MOD) << 16) | (h->a % ADLER_MOD);
-    return PyLong_FromUnsignedLongLong((crc << 32) | adler);
+    return o;
 }
 
 PyDoc_STRVAR(spaced_hash_doc,
@@ -441,23 +448,43 @@ static PyObject *native_spaced_hash(PyObject *self, PyObject *const *args, Py_ss
         PyErr_SetString(PyExc_TypeError, "spaced_hash() takes (str, str)");
         return NULL;
     }
-    Hash h = {0xFFFFFFFFu, 1, 0, 0};
     PyObject *prefix = args[0];
+    PyObject *text = args[1];
     int pkind = PyUnicode_KIND(prefix);
     const void *pdata = PyUnicode_DATA(prefix);
     Py_ssize_t pn = PyUnicode_GET_LENGTH(prefix);
+    Py_ssize_t tn = PyUnicode_GET_LENGTH(text);
+    unsigned char stack[HASH_STACK];
+    unsigned char *heap = NULL;
+    unsigned char *buf = stack;
+    if (pn + tn > HASH_STACK / 4) {
+        heap = buf = PyMem_Malloc(((size_t)pn + (size_t)tn) * 4);
+        if (heap == NULL)
+            return PyErr_NoMemory();
+    }
+    unsigned char *o = buf;
     for (Py_ssize_t i = 0; i < pn; i++)
-        hash_char(&h, PyUnicode_READ(pkind, pdata, i));
-    PyObject *text = args[1];
-    hash_spaced(&h, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, PyUnicode_GET_LENGTH(text));
-    return hash_value(&h);
+        o = put_utf8(o, PyUnicode_READ(pkind, pdata, i));
+    o = spaced_utf8(o, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, tn);
+    PyObject *value = bytes_hash(buf, (size_t)(o - buf));
+    PyMem_Free(heap);
+    return value;
 }
 
 /* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
 static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
-    Hash h = {0xFFFFFFFFu, 1, 0, 0};
-    hash_spaced(&h, kind, data, start, end);
-    return hash_value(&h);
+    unsigned char stack[HASH_STACK];
+    unsigned char *heap = NULL;
+    unsigned char *buf = stack;
+    if (end - start > HASH_STACK / 4) {
+        heap = buf = PyMem_Malloc((size_t)(end - start) * 4);
+        if (heap == NULL)
+            return PyErr_NoMemory();
+    }
+    unsigned char *o = spaced_utf8(buf, kind, data, start, end);
+    PyObject *value = bytes_hash(buf, (size_t)(o - buf));
+    PyMem_Free(heap);
+    return value;
 }
 
 PyDoc_STRVAR(sentence_hashes_doc,
@@ -771,96 +798,46 @@ PyDoc_STRVAR(text_sentence_hashes_doc,
              "copy); None when text holds U+0130 or U+03A3, the two characters whose str.lower() is\n"
              "not their own simple lower case (two characters; a final sigma by context).");
 
-/* the Adler-32 sums after the bytes s[0:n] (zlib.adler32's arithmetic: reduced every NMAX bytes) */
-static void adler_bytes(uint32_t *pa, uint32_t *pb, const unsigned char *s, size_t n) {
-    uint32_t a = *pa, b = *pb;
-    while (n) {
-        size_t k = n < ADLER_NMAX ? n : ADLER_NMAX;
-        n -= k;
-        while (k--) {
-            a += *s++;
-            b += a;
-        }
-        a %= ADLER_MOD;
-        b %= ADLER_MOD;
-    }
-    *pa = a;
-    *pb = b;
-}
-
-/* stable_hash of bytes s[0:n]: crc32 << 32 | adler32 */
-static PyObject *bytes_hash(const unsigned char *s, size_t n) {
-    uint64_t crc = (uint64_t)(crc_bytes(0xFFFFFFFFu, s, n) ^ 0xFFFFFFFFu);
-    uint32_t a = 1, b = 0;
-    adler_bytes(&a, &b, s, n);
-    return PyLong_FromUnsignedLongLong((crc << 32) | ((uint64_t)b << 16) | a);
-}
-
-/* one code point as UTF-8 at o (a lone surrogate as three bytes, as "surrogatepass" writes it) */
-static inline unsigned char *put_utf8(unsigned char *o, Py_UCS4 ch) {
-    if (ch < 0x80) {
-        *o++ = (unsigned char)ch;
-    } else if (ch < 0x800) {
-        *o++ = (unsigned char)(0xC0 | (ch >> 6));
-        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
-    } else if (ch < 0x10000) {
-        *o++ = (unsigned char)(0xE0 | (ch >> 12));
-        *o++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
-        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
-    } else {
-        *o++ = (unsigned char)(0xF0 | (ch >> 18));
-        *o++ = (unsigned char)(0x80 | ((ch >> 12) & 0x3F));
-        *o++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
-        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
-    }
-    return o;
-}
-
-/* One pass per string kind: each character either ends a sentence (hashed when it is long enough)
-   or is written, whitespace normalised and lower-cased when asked, as UTF-8 into the buffer of the
-   sentence it belongs to; a sentence's bytes are then hashed at once (CRC sliced by 8). */
+/* One pass per string kind over the sentence ends; a sentence long enough is then written,
+   whitespace normalised and lower-cased when asked, as UTF-8 into the buffer and hashed at once
+   (CRC sliced by 8). Short ones are passed over (most lines of a reply are). */
 #define SENTENCE_LOOP(TYPE)                                                                         \
     do {                                                                                            \
         const TYPE *p = (const TYPE *)data;                                                         \
         for (Py_ssize_t i = 0; i <= n; i++) {                                                       \
             Py_UCS4 ch = i < n ? (Py_UCS4)p[i] : (Py_UCS4)'.';                                      \
-            if (ch == '.' || ch == '!' || ch == '?' || ch == '\n') {                                \
-                if (i - start >= minimum) {                                                         \
-                    PyObject *value = bytes_hash(buf, (size_t)(o - buf));                           \
-                    if (value == NULL || PyList_Append(out, value) < 0) {                           \
-                        Py_XDECREF(value);                                                          \
-                        goto fail;                                                                  \
-                    }                                                                               \
-                    Py_DECREF(value);                                                               \
-                }                                                                                   \
-                start = i + 1;                                                                      \
-                o = buf;                                                                            \
-                space = 0;                                                                          \
-                continue;                                                                           \
-            }                                                                                       \
-            if (Py_UNICODE_ISSPACE(ch)) {                                                           \
-                space = o != buf;                                                                   \
-                continue;                                                                           \
-            }                                                                                       \
-            if (lower) {                                                                            \
-                if (ch < 128) {                                                                     \
-                    if (ch >= 'A' && ch <= 'Z')                                                     \
-                        ch |= 0x20;                                                                 \
-                } else if (ch == 0x130 || ch == 0x3A3) {                                            \
+            if (ch != '.' && ch != '!' && ch != '?' && ch != '\n') {                                \
+                if (refuse && (ch == 0x130 || ch == 0x3A3))                                         \
                     goto none;                                                                      \
-                } else {                                                                            \
-                    ch = Py_UNICODE_TOLOWER(ch);                                                    \
+                continue;                                                                           \
+            }                                                                                       \
+            if (i - start >= minimum) {                                                             \
+                unsigned char *o = buf;                                                             \
+                int space = 0;                                                                      \
+                for (Py_ssize_t j = start; j < i; j++) {                                            \
+                    Py_UCS4 c = p[j];                                                               \
+                    if (Py_UNICODE_ISSPACE(c)) {                                                    \
+                        space = o != buf;                                                           \
+                        continue;                                                                   \
+                    }                                                                               \
+                    if (lower)                                                                      \
+                        c = c < 128 ? (c >= 'A' && c <= 'Z' ? c | 0x20 : c) : Py_UNICODE_TOLOWER(c); \
+                    if (space) {                                                                    \
+                        *o++ = ' ';                                                                 \
+                        space = 0;                                                                  \
+                    }                                                                               \
+                    o = put_utf8(o, c);                                                             \
                 }                                                                                   \
+                PyObject *value = bytes_hash(buf, (size_t)(o - buf));                               \
+                if (value == NULL || PyList_Append(out, value) < 0) {                               \
+                    Py_XDECREF(value);                                                              \
+                    goto fail;                                                                      \
+                }                                                                                   \
+                Py_DECREF(value);                                                                   \
             }                                                                                       \
-            if (space) {                                                                            \
-                *o++ = ' ';                                                                         \
-                space = 0;                                                                          \
-            }                                                                                       \
-            o = put_utf8(o, ch);                                                                    \
+            start = i + 1;                                                                          \
         }                                                                                           \
     } while (0)
-
-#define SENTENCE_STACK 8192
 
 static PyObject *native_text_sentence_hashes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 2 || nargs > 3 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
@@ -882,10 +859,10 @@ static PyObject *native_text_sentence_hashes(PyObject *self, PyObject *const *ar
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     /* a sentence's normalised UTF-8 is at most 4 bytes per character of it (a lower-cased
        character is one code point too) */
-    unsigned char stack[SENTENCE_STACK];
+    unsigned char stack[HASH_STACK];
     unsigned char *heap = NULL;
     unsigned char *buf = stack;
-    if (n > SENTENCE_STACK / 4) {
+    if (n > HASH_STACK / 4) {
         heap = buf = PyMem_Malloc((size_t)n * 4);
         if (heap == NULL)
             return PyErr_NoMemory();
@@ -895,9 +872,10 @@ static PyObject *native_text_sentence_hashes(PyObject *self, PyObject *const *ar
         PyMem_Free(heap);
         return NULL;
     }
-    unsigned char *o = buf;
     Py_ssize_t start = 0;
-    int space = 0;
+    /* a sentence is lowered character by character: not for a text holding one of the two
+       characters whose str.lower() is not that (neither is in a one-byte string) */
+    int refuse = lower && kind != PyUnicode_1BYTE_KIND;
     if (kind == PyUnicode_1BYTE_KIND)
         SENTENCE_LOOP(Py_UCS1);
     else if (kind == PyUnicode_2BYTE_KIND)
