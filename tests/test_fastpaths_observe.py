@@ -327,6 +327,45 @@ def test_bound_risk_score_is_the_models_formula(model: RiskModel, values: list[f
     assert math.isclose(score, reference_score(model, vals), rel_tol=1e-9, abs_tol=1e-12)
 
 
+_feature_values = st.one_of(
+    st.none(), st.sampled_from([0.0, -0.0, 1.0, 2.5]), st.floats(-50, 1e6, allow_nan=False)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    risk_models(),
+    st.lists(st.lists(_feature_values, min_size=10, max_size=10), min_size=1, max_size=8),
+    st.data(),
+)
+def test_a_scorer_that_gives_its_kept_score_again_gives_the_models_score(
+    model: RiskModel, turns: list[list[float | None]], data: st.DataObject
+) -> None:
+    """The scorer keeps the last turn's values, features and score, and gives them again when a
+    turn's values are the same: every turn's features and score are still the model's of its own
+    values (turns repeat, and flip the sign of a zero, to exercise the kept ones)."""
+    monitor = Monitor("claude-sonnet-4-5")
+    names = model.features
+    bound = _Scorer(model)
+    current: list[float | None] = []
+    bound.fns = tuple((lambda m, i=i: current[i]) for i in range(len(names)))
+    for values in turns:
+        for repeat in range(data.draw(st.integers(1, 3))):
+            row = list(values[: len(names)])
+            if repeat and data.draw(st.booleans()):
+                row = [-v if v == 0.0 and v is not None else v for v in row]
+            current[:] = row
+            features, score = bound(monitor)
+            given_values = {n: v for n, v in zip(names, row, strict=False) if v is not None}
+            assert features == given_values
+            # the sign of a zero too: it is what a feature reads when rendered
+            assert [math.copysign(1.0, v) for v in features.values()] == [
+                math.copysign(1.0, v) for v in given_values.values()
+            ]
+            assert score == model.score(given_values)
+            features["changed by the caller"] = 1.0  # a caller's change stays its own
+
+
 # --------------------------------------------------------------------------- drift window
 
 

@@ -39,6 +39,8 @@ import math
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import repeat
+from operator import call
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -718,20 +720,37 @@ def risk_drivers(model: RiskModel, features: Mapping[str, float]) -> str:
 class _Scorer:
     """The profile's risk model bound to the monitor's feature functions once, so scoring a turn
     looks no names up: one call gives the features the model reads and its score
-    (:meth:`RiskModel.linear_values`, the same arithmetic as :meth:`RiskModel.score`)."""
+    (:meth:`RiskModel.linear_values`, the same arithmetic as :meth:`RiskModel.score`).
 
-    __slots__ = ("fns", "model", "names")
+    The score is a function of the feature values alone: when a turn's values are the ones of the
+    turn scored before (a message that moved none of them: most tool results), the kept features
+    and score are given again instead of being recomputed (not when a value is zero, whose sign a
+    comparison does not see)."""
+
+    __slots__ = ("_features", "_risk", "_values", "fns", "model", "names")
 
     def __init__(self, model: RiskModel) -> None:
         self.model = model
         self.names = model.features
-        self.fns = tuple(_FEATURES.get(name) for name in model.features)
+        self.fns = tuple(_FEATURES.get(name, _unknown) for name in model.features)
+        self._values: list[float | None] | None = None
+        self._features: dict[str, float] = {}
+        self._risk = 0.0
 
     def __call__(self, monitor: Monitor) -> tuple[dict[str, float], float]:
-        values = [None if f is None else f(monitor) for f in self.fns]
+        values = list(map(call, self.fns, repeat(monitor)))
+        if values == self._values and 0.0 not in values:
+            return dict(self._features), self._risk
         # ``fns`` is built from ``names``: the same length
         features = {n: v for n, v in zip(self.names, values, strict=False) if v is not None}
-        return features, sigmoid(self.model.linear_values(values))
+        risk = sigmoid(self.model.linear_values(values))
+        self._values, self._features, self._risk = values, dict(features), risk
+        return features, risk
+
+
+def _unknown(monitor: Monitor) -> None:
+    """A feature the monitor does not compute: missing (the model counts it as its mean)."""
+    return None
 
 
 SNAPSHOT_KIND = "ctxhealth.monitor"
