@@ -202,6 +202,46 @@ def test_anchor_positions_refuse_what_they_cannot_search() -> None:
         _native.anchor_positions(b"x", ("x",))
 
 
+_key_strings = st.one_of(
+    st.text(_chars, max_size=8),
+    texts,
+    st.sampled_from(["a b\n" * 300, "é  x\u2028" * 200, "z" * 1000, "z" * 1001, "\ud83d" + "q" * 70]),
+)
+_tool_inputs = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _key_strings,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(_chars, max_size=4), inner, max_size=4)
+    ),
+    max_leaves=14,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(_chars, max_size=8), _tool_inputs | st.dictionaries(st.integers(), st.integers(), max_size=3))
+def test_a_call_key_written_in_c_is_the_key_of_its_python_definition(prefix: str, value: object) -> None:
+    """A call's key (saved in snapshots): the text the kernel writes is the definition's, and the
+    key of every input (those the kernel leaves to Python too) is :func:`base.key_hash_py`'s."""
+    data = _native.key_text(prefix, value)
+    if data is not None:
+        assert data == (prefix + base.normalise_text(value)).encode("utf-8", "surrogatepass")
+    assert base._key_hash_native(prefix, value) == base.key_hash_py(prefix, value)
+
+
+def test_a_call_key_leaves_to_python_what_only_python_reads() -> None:
+    class Text(str):
+        pass
+
+    for value in ({1: "a"}, {"a": object()}, Text("x"), [[[[]]]] * 2, {"k": Text("v")}, b"raw"):
+        assert _native.key_text("T:", value) is None or isinstance(value, list)
+    deep: object = "x"
+    for _ in range(200):
+        deep = [deep]
+    assert _native.key_text("T:", deep) is None
+    assert base._key_hash_native("T:", deep) == base.key_hash_py("T:", deep)
+
+
 def test_lowering_while_hashing_is_str_lower_on_every_code_point() -> None:
     """The lowered sentence hashes lower each character on its own (its simple lower case): that is
     ``str.lower()`` on every code point but the two the kernel refuses (None), checked on all of them."""

@@ -487,6 +487,172 @@ static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssiz
     return value;
 }
 
+/* a growable byte buffer for key_text */
+typedef struct {
+    unsigned char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t more) {
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more)
+        cap *= 2;
+    unsigned char *p = PyMem_Realloc(b->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_str(Buf *b, PyObject *text, int spaced) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (!spaced && PyUnicode_IS_ASCII(text)) {
+        if (buf_reserve(b, (size_t)n) < 0)
+            return -1;
+        memcpy(b->p + b->len, PyUnicode_DATA(text), (size_t)n);
+        b->len += (size_t)n;
+        return 0;
+    }
+    if (!spaced && n > 64) {
+        /* a long text as it is (a file body): CPython's encoder is faster than a character loop */
+        PyObject *data = PyUnicode_AsEncodedString(text, "utf-8", "surrogatepass");
+        if (data == NULL)
+            return -1;
+        Py_ssize_t size = PyBytes_GET_SIZE(data);
+        int rc = buf_reserve(b, (size_t)size);
+        if (rc == 0) {
+            memcpy(b->p + b->len, PyBytes_AS_STRING(data), (size_t)size);
+            b->len += (size_t)size;
+        }
+        Py_DECREF(data);
+        return rc;
+    }
+    if (buf_reserve(b, (size_t)n * 4) < 0)
+        return -1;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    unsigned char *o = b->p + b->len;
+    if (spaced) {
+        o = spaced_utf8(o, kind, data, 0, n);
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++)
+            o = put_utf8(o, PyUnicode_READ(kind, data, i));
+    }
+    b->len = (size_t)(o - b->p);
+    return 0;
+}
+
+static int buf_byte(Buf *b, unsigned char c) {
+    if (buf_reserve(b, 1) < 0)
+        return -1;
+    b->p[b->len++] = c;
+    return 0;
+}
+
+#define KEY_SPACED_LIMIT 1000
+#define KEY_DEPTH_LIMIT 64
+
+/* normalise_text(value) into b: 0, -1 on an error, 1 when value holds what only the Python
+   definition handles (another type, a key that is not a str, deep nesting) */
+static int key_parts(Buf *b, PyObject *value, int depth) {
+    if (depth > KEY_DEPTH_LIMIT)
+        return 1;
+    if (PyUnicode_CheckExact(value))
+        return buf_str(b, value, PyUnicode_GET_LENGTH(value) <= KEY_SPACED_LIMIT);
+    if (PyDict_CheckExact(value)) {
+        PyObject *keys = PyDict_Keys(value);
+        if (keys == NULL)
+            return -1;
+        Py_ssize_t n = PyList_GET_SIZE(keys);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!PyUnicode_CheckExact(PyList_GET_ITEM(keys, i))) {
+                Py_DECREF(keys);
+                return 1;
+            }
+        }
+        /* distinct str keys: sorting the items is sorting the keys */
+        int rc = PyList_Sort(keys) < 0 ? -1 : buf_byte(b, '{');
+        for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+            PyObject *key = PyList_GET_ITEM(keys, i);
+            PyObject *item = PyDict_GetItemWithError(value, key);
+            if (item == NULL) {
+                rc = PyErr_Occurred() ? -1 : 1;
+                break;
+            }
+            Py_INCREF(item);
+            if (i)
+                rc = buf_byte(b, ',');
+            if (rc == 0)
+                rc = buf_str(b, key, 0);
+            if (rc == 0)
+                rc = buf_byte(b, '=');
+            if (rc == 0)
+                rc = key_parts(b, item, depth + 1);
+            Py_DECREF(item);
+        }
+        Py_DECREF(keys);
+        return rc != 0 ? rc : buf_byte(b, '}');
+    }
+    if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+        PyObject *seq = PySequence_Fast(value, "");
+        if (seq == NULL)
+            return -1;
+        int rc = buf_byte(b, '[');
+        /* only exact JSON types are converted (no user code runs): the size is read each time anyway */
+        for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+            Py_INCREF(item);
+            if (i)
+                rc = buf_byte(b, ',');
+            if (rc == 0)
+                rc = key_parts(b, item, depth + 1);
+            Py_DECREF(item);
+        }
+        Py_DECREF(seq);
+        return rc != 0 ? rc : buf_byte(b, ']');
+    }
+    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value)) {
+        PyObject *text = PyObject_Str(value);
+        if (text == NULL)
+            return -1;
+        int rc = buf_str(b, text, 0);
+        Py_DECREF(text);
+        return rc;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(key_text_doc,
+             "key_text(prefix, value, /)\n--\n\n"
+             "(prefix + ctxhealth.signals.base.normalise_text(value)).encode('utf-8', 'surrogatepass'),\n"
+             "written in one pass; None when value holds anything but str, int, float, bool, None and\n"
+             "lists, tuples and dicts with str keys of them (nested at most 64 deep).");
+
+static PyObject *native_key_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "key_text() takes (str, value)");
+        return NULL;
+    }
+    Buf b = {NULL, 0, 0};
+    int rc = buf_str(&b, args[0], 0);
+    if (rc == 0)
+        rc = key_parts(&b, args[1], 0);
+    PyObject *out = NULL;
+    if (rc == 0)
+        out = PyBytes_FromStringAndSize((const char *)b.p, (Py_ssize_t)b.len);
+    else if (rc == 1) {
+        out = Py_None;
+        Py_INCREF(out);
+    }
+    PyMem_Free(b.p);
+    return out;
+}
+
 PyDoc_STRVAR(sentence_hashes_doc,
              "sentence_hashes(found, /)\n--\n\n"
              "ctxhealth.signals.indicators.sentence_hashes_py(found): for each str, its whitespace\n"
@@ -978,6 +1144,7 @@ static PyMethodDef methods[] = {
     {"anchor_positions", (PyCFunction)(void (*)(void))native_anchor_positions, METH_FASTCALL,
      anchor_positions_doc},
     {"spaced_hash", (PyCFunction)(void (*)(void))native_spaced_hash, METH_FASTCALL, spaced_hash_doc},
+    {"key_text", (PyCFunction)(void (*)(void))native_key_text, METH_FASTCALL, key_text_doc},
     {NULL, NULL, 0, NULL},
 };
 
