@@ -395,6 +395,33 @@ def test_drift_runs_match_a_flat_window_across_a_new_instruction(
         assert detector._chars == sum(c for _, c in reference.window)
 
 
+short_replies = st.lists(st.lists(st.sampled_from(_WORDS), min_size=0, max_size=6).map(" ".join), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(short_replies, st.sampled_from([60, 120, 400]))
+def test_drift_tracks_exactly_the_task_words_in_the_window_as_it_moves(texts: list[str], limit: int) -> None:
+    """Short replies are appended word by word and the window's front moves through them (cutting a
+    reply's run in two): after each, the task words tracked are those in the window, each at its last
+    position there, and the similarity is the flat window's."""
+    detector = DriftDetector(Profile(risk=None, drift_window_chars=limit), sweet_spot=1)
+    reference = PlainDriftWindow("", limit)
+    events = EventBuilder()
+    detector.set_instruction("Fix the parser offsets and keep the tests green")
+    reference.instruction = set(detector.instruction_words)
+    for i, text in enumerate(texts, start=1):
+        detector.update(events.build(i, Message(Role.ASSISTANT, (TextBlock(text),)), i, 0))
+        if text:
+            reference.add(text)
+        window = detector.window_words()
+        start = detector._next - len(window)
+        expected = {w: start + max(k for k, x in enumerate(window) if x == w) for w in set(window)}
+        expected = {w: pos for w, pos in expected.items() if w in detector.instruction_words}
+        assert dict(detector._last) == expected
+        assert list(detector._last.values()) == sorted(expected.values())
+        assert detector.similarity == reference.similarity()
+
+
 # --------------------------------------------------------------------------- deferred signals
 
 
