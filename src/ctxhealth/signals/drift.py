@@ -18,8 +18,9 @@ quarter of the window or more recounts the window from the last characters of ou
 (bounded by the window). It is kept as *runs*, one per reply (its stems, how many of them were
 trimmed, the characters each stands for), so trimming is arithmetic on a run, never a loop over
 words; and only the task's words are tracked, each by the last position (a running word number)
-where it occurs: it is in the window while that position is, and a heap of positions says when it
-leaves. An update costs O(new words + task words in them), never O(history); a new request
+where it occurs: it is in the window while that position is; the words are kept in the order of
+those positions (a word seen again moves to the end), so the ones that leave as the front moves are
+the first ones. An update costs O(new words + task words in them), never O(history); a new request
 re-tracks its words over the window (bounded by the window). The tail's text is kept as segments
 with their content words, so a recount re-reads only the text of the new reply and of a segment
 the window cut into.
