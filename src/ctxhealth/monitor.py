@@ -39,8 +39,6 @@ import math
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import repeat
-from operator import call
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -723,28 +721,27 @@ class _Scorer:
     (:meth:`RiskModel.linear_values`, the same arithmetic as :meth:`RiskModel.score`).
 
     The score is a function of the feature values alone: when a turn's values are the ones of the
-    turn scored before (a message that moved none of them: most tool results), the kept features
-    and score are given again instead of being recomputed (not when a value is zero, whose sign a
-    comparison does not see)."""
+    turn scored before (a message that moved none of them: most tool results), the kept score is
+    given again instead of being recomputed (not when a value is zero, whose sign a comparison
+    does not see)."""
 
-    __slots__ = ("_features", "_risk", "_values", "fns", "model", "names")
+    __slots__ = ("_risk", "_values", "fns", "model", "names")
 
     def __init__(self, model: RiskModel) -> None:
         self.model = model
         self.names = model.features
         self.fns = tuple(_FEATURES.get(name, _unknown) for name in model.features)
         self._values: list[float | None] | None = None
-        self._features: dict[str, float] = {}
         self._risk = 0.0
 
     def __call__(self, monitor: Monitor) -> tuple[dict[str, float], float]:
-        values = list(map(call, self.fns, repeat(monitor)))
-        if values == self._values and 0.0 not in values:
-            return dict(self._features), self._risk
+        values = [f(monitor) for f in self.fns]
         # ``fns`` is built from ``names``: the same length
         features = {n: v for n, v in zip(self.names, values, strict=False) if v is not None}
-        risk = sigmoid(self.model.linear_values(values))
-        self._values, self._features, self._risk = values, dict(features), risk
+        if values == self._values and 0.0 not in values:
+            return features, self._risk
+        risk = self._risk = sigmoid(self.model.linear_values(values))
+        self._values = values
         return features, risk
 
 
