@@ -202,6 +202,23 @@ def test_anchor_positions_refuse_what_they_cannot_search() -> None:
         _native.anchor_positions(b"x", ("x",))
 
 
+_shell_pieces = st.sampled_from(
+    [
+        *("cat a.py", "X=1 ", "python3 t.py", "pythonista", "/bin/ls", "sed -n 1p f", "  ", "\t", "\u2028"),
+        *("\x1c", "\n", "\n\n", "printf('x')", "git", "rm", "é/", "a=b", "pytho", "tee", "\x85", "\u3000rm x"),
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_shell_pieces | st.text(_chars, max_size=6), max_size=40).map("".join))
+def test_the_segments_a_shell_parse_reads_are_its_python_definition(lines: str) -> None:
+    assert _native.lead_segments(lines, calls._LEAD_WORDS) == calls._lead_segments_py(
+        lines, calls._LEAD_WORDS
+    )
+    assert _native.lead_segments(lines, frozenset()) == calls._lead_segments_py(lines, frozenset())
+
+
 _key_strings = st.one_of(
     st.text(_chars, max_size=8),
     texts,

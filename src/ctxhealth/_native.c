@@ -653,6 +653,80 @@ static PyObject *native_key_text(PyObject *self, PyObject *const *args, Py_ssize
     return out;
 }
 
+PyDoc_STRVAR(lead_segments_doc,
+             "lead_segments(lines, lead, /)\n--\n\n"
+             "calls._lead_segments_py(lines, lead): (segment, first word) of each line of lines (split at\n"
+             "'\\n') whose first word holds '=' or '/', starts with 'python' or is in the frozenset lead.");
+
+static PyObject *native_lead_segments(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyFrozenSet_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "lead_segments() takes (str, frozenset)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    PyObject *lead = args[1];
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t start = 0;
+    while (start <= n) {
+        Py_ssize_t end = start;
+        while (end < n && PyUnicode_READ(kind, data, end) != '\n')
+            end++;
+        Py_ssize_t w = start;
+        while (w < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, w)))
+            w++;
+        Py_ssize_t we = w;
+        int marked = 0; /* the word holds '=' or '/' */
+        while (we < end) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, we);
+            if (Py_UNICODE_ISSPACE(ch))
+                break;
+            marked |= ch == '=' || ch == '/';
+            we++;
+        }
+        if (we > w) {
+            int wanted = marked;
+            if (!wanted && we - w >= 6) {
+                static const char python[] = "python";
+                wanted = 1;
+                for (int k = 0; k < 6 && wanted; k++)
+                    wanted = PyUnicode_READ(kind, data, w + k) == (Py_UCS4)python[k];
+            }
+            PyObject *word = PyUnicode_Substring(text, w, we);
+            if (word == NULL)
+                goto fail;
+            if (!wanted) {
+                wanted = PySet_Contains(lead, word);
+                if (wanted < 0) {
+                    Py_DECREF(word);
+                    goto fail;
+                }
+            }
+            if (wanted) {
+                PyObject *segment = PyUnicode_Substring(text, start, end);
+                PyObject *pair = segment == NULL ? NULL : PyTuple_Pack(2, segment, word);
+                Py_XDECREF(segment);
+                if (pair == NULL || PyList_Append(out, pair) < 0) {
+                    Py_XDECREF(pair);
+                    Py_DECREF(word);
+                    goto fail;
+                }
+                Py_DECREF(pair);
+            }
+            Py_DECREF(word);
+        }
+        start = end + 1;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 PyDoc_STRVAR(sentence_hashes_doc,
              "sentence_hashes(found, /)\n--\n\n"
              "ctxhealth.signals.indicators.sentence_hashes_py(found): for each str, its whitespace\n"
@@ -1145,6 +1219,7 @@ static PyMethodDef methods[] = {
      anchor_positions_doc},
     {"spaced_hash", (PyCFunction)(void (*)(void))native_spaced_hash, METH_FASTCALL, spaced_hash_doc},
     {"key_text", (PyCFunction)(void (*)(void))native_key_text, METH_FASTCALL, key_text_doc},
+    {"lead_segments", (PyCFunction)(void (*)(void))native_lead_segments, METH_FASTCALL, lead_segments_doc},
     {NULL, NULL, 0, NULL},
 };
 
