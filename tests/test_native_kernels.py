@@ -205,7 +205,8 @@ def test_anchor_positions_refuse_what_they_cannot_search() -> None:
 _shell_pieces = st.sampled_from(
     [
         *("cat a.py", "X=1 ", "python3 t.py", "pythonista", "/bin/ls", "sed -n 1p f", "  ", "\t", "\u2028"),
-        *("\x1c", "\n", "\n\n", "printf('x')", "git", "rm", "é/", "a=b", "pytho", "tee", "\x85", "\u3000rm x"),
+        *("\x1c", "\n", "\n\n", "printf('x')", "git", "rm", "é/", "a=b", "pytho", "tee", "\x85"),
+        "\u3000rm x",
     ]
 )
 
