@@ -418,7 +418,6 @@ def test_drift_tracks_exactly_the_task_words_in_the_window_as_it_moves(texts: li
         expected = {w: start + max(k for k, x in enumerate(window) if x == w) for w in set(window)}
         expected = {w: pos for w, pos in expected.items() if w in detector.instruction_words}
         assert dict(detector._last) == expected
-        assert list(detector._last.values()) == sorted(expected.values())
         assert detector.similarity == reference.similarity()
 
 

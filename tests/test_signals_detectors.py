@@ -159,7 +159,7 @@ def test_drift_window_is_bounded_by_characters() -> None:
     assert m.drift._count < 400
     # the window keeps few runs, and only instruction words are tracked
     assert len(m.drift._runs) <= P.drift_window_chars // 400 + 1
-    assert len(m.drift._last) <= len(m.drift.instruction_words)
+    assert len(m.drift._heap) <= len(m.drift.instruction_words) * len(m.drift._runs)
 
 
 def test_indicators_contradiction_missing_context_over_explanation_stale() -> None:

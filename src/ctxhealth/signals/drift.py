@@ -18,9 +18,8 @@ quarter of the window or more recounts the window from the last characters of ou
 (bounded by the window). It is kept as *runs*, one per reply (its stems, how many of them were
 trimmed, the characters each stands for), so trimming is arithmetic on a run, never a loop over
 words; and only the task's words are tracked, each by the last position (a running word number)
-where it occurs: it is in the window while that position is; the words are kept in the order of
-those positions (a word seen again moves to the end), so the ones that leave as the front moves are
-the first ones. An update costs O(new words + task words in them), never O(history); a new request
+where it occurs: it is in the window while that position is, and a heap of positions says when it
+leaves. An update costs O(new words + task words in them), never O(history); a new request
 re-tracks its words over the window (bounded by the window). The tail's text is kept as segments
 with their content words, so a recount re-reads only the text of the new reply and of a segment
 the window cut into.
@@ -28,10 +27,10 @@ the window cut into.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+import heapq
+from collections import deque
 from collections.abc import Callable
 from itertools import count
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ctxhealth.model import Role
@@ -79,14 +78,6 @@ if KERNELS is not None:
     _last_positions = KERNELS.last_positions
 
 
-_POSITION = itemgetter(1)
-
-
-def _by_position(last: dict[str, int]) -> OrderedDict[str, int]:
-    """``last`` (task word -> running number) ordered by the numbers (each number is one word's)."""
-    return OrderedDict(sorted(last.items(), key=_POSITION)) if len(last) > 1 else OrderedDict(last)
-
-
 class DriftDetector(CachedDetector):
     """Similarity of recent output to the current task (1.0 on topic); see the module docstring."""
 
@@ -105,10 +96,10 @@ class DriftDetector(CachedDetector):
         self._chars = 0
         self._count = 0
         self._next = 0
-        # task word -> running number of its last occurrence in the window, in the order of those
-        # numbers (a word seen again moves to the end): the words that leave the window as its
-        # front moves are the first ones, so a move pops exactly the words that leave
-        self._last: OrderedDict[str, int] = OrderedDict()
+        # task word -> running number of its last occurrence in the window; a heap of
+        # (number, word) says when each leaves (entries superseded by a later occurrence are skipped)
+        self._last: dict[str, int] = {}
+        self._heap: list[tuple[int, str]] = []
         self._hits = 0
         # the last ``drift_window_chars`` characters of output as "\n"-joined segments (text, its
         # content words or None when the text was cut and not yet recounted); ``_seg_chars`` is the
@@ -149,9 +140,7 @@ class DriftDetector(CachedDetector):
             count=self._count,
             next=self._next,
             last=list(self._last.items()),
-            # the saved heap of (number, word): ``last`` in order is one (snapshots stay readable
-            # by the heap-based window that kept superseded entries in it too)
-            heap=[(pos, w) for w, pos in self._last.items()],
+            heap=list(self._heap),
             hits=self._hits,
             segments=[(text, None if stems is None else list(stems)) for text, stems in self._segs],
             segment_chars=self._seg_chars,
@@ -183,9 +172,9 @@ class DriftDetector(CachedDetector):
         self._chars = state.chars
         self._count = state.count
         self._next = state.next
-        # every saved word is in the window (older snapshots saved them in any order, and a heap)
-        self._last = _by_position(dict(state.last))
-        self._hits = len(self._last)
+        self._last = dict(state.last)
+        self._heap = [(pos, w) for pos, w in state.heap]
+        self._hits = state.hits
         self._segs = deque((text, None if stems is None else list(stems)) for text, stems in state.segments)
         self._seg_chars = state.segment_chars
         self.similarity = state.similarity
@@ -230,7 +219,9 @@ class DriftDetector(CachedDetector):
         last: dict[str, int] = {}
         for run in self._runs:
             last.update(_last_positions(run[_STEMS], self.instruction_words, run[_BASE], run[_CUT]))
-        self._last = _by_position(last)
+        self._last = last
+        self._heap = [(pos, w) for w, pos in last.items()]
+        heapq.heapify(self._heap)
         self._hits = len(last)
 
     def update(self, event: Event) -> None:
@@ -312,7 +303,8 @@ class DriftDetector(CachedDetector):
         self._runs = deque(([stems, 0, each, 0, index, base],)) if n else deque()
         self._chars = each * n
         self._count = n
-        self._last = _by_position(_last_positions(stems, self.instruction_words, base, 0))
+        self._last = _last_positions(stems, self.instruction_words, base, 0)
+        self._heap = sorted(zip(self._last.values(), self._last.keys(), strict=True))
         self._hits = len(self._last)
 
     def _push(self, stems: list[str], chars: int, index: int) -> None:
@@ -326,16 +318,13 @@ class DriftDetector(CachedDetector):
             self._runs.append([stems, 0, each, extra, index, base])
             self._chars += chars
             self._count += n
-            found = _last_positions(stems, self.instruction_words, base, 0)
-            if found:
-                # the reply's numbers are past every number in the window: its words go to the end
-                last = self._last
-                move = last.move_to_end
-                for w, pos in sorted(found.items(), key=_POSITION) if len(found) > 1 else found.items():
-                    if w in last:
-                        move(w)
-                    last[w] = pos
-                self._hits = len(last)
+            last = self._last
+            heap = self._heap
+            for w, pos in _last_positions(stems, self.instruction_words, base, 0).items():
+                if w not in last:
+                    self._hits += 1
+                last[w] = pos
+                heapq.heappush(heap, (pos, w))
         if self._chars > self.profile.drift_window_chars:
             self._trim()
 
@@ -374,12 +363,13 @@ class DriftDetector(CachedDetector):
         self._chars = chars
         self._count = count
         start = runs[0][_BASE] + runs[0][_CUT] if runs else self._next
+        heap = self._heap
         last = self._last
-        if last:
-            pop = last.popitem
-            while last and last[next(iter(last))] < start:
-                pop(last=False)
-            self._hits = len(last)
+        while heap and heap[0][0] < start:
+            pos, w = heapq.heappop(heap)
+            if last.get(w) == pos:
+                del last[w]
+                self._hits -= 1
 
     def window_words(self) -> list[str]:
         """The words in the window now, oldest first (O(window): for tests and explanations)."""
