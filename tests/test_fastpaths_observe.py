@@ -395,6 +395,27 @@ def test_drift_runs_match_a_flat_window_across_a_new_instruction(
         assert detector._chars == sum(c for _, c in reference.window)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_drift_tracks_the_first_distinct_words_of_a_long_request(seed: int) -> None:
+    """A request of more than INSTRUCTION_WORD_LIMIT distinct words: the first that many distinct
+    ones, in the order they first occur (repeats do not count against the limit)."""
+    import random
+
+    from ctxhealth.signals.drift import INSTRUCTION_WORD_LIMIT
+
+    rng = random.Random(seed)
+    numbers = [rng.randrange(100 + 150 * seed) for _ in range(900)]
+    detector = DriftDetector(Profile(risk=None), sweet_spot=1)
+    detector.set_instruction(" ".join(f"word{n}x" for n in numbers))
+    distinct: list[str] = []
+    seen: set[str] = set()
+    for w in detector.task.words:
+        if w not in seen:
+            seen.add(w)
+            distinct.append(w)
+    assert detector.instruction_words == frozenset(distinct[:INSTRUCTION_WORD_LIMIT])
+
+
 short_replies = st.lists(st.lists(st.sampled_from(_WORDS), min_size=0, max_size=6).map(" ".join), max_size=40)
 
 
