@@ -257,6 +257,8 @@ hinted: Callable[[str], tuple[bool, bool]] = hinted_py
 """The hint test the detector runs: :func:`hinted_py`, or the same in C (:mod:`~ctxhealth.signals.native`)."""
 sentence_hashes: Callable[[list[str]], list[int]] = sentence_hashes_py
 """The sentence hashes the detector keeps: :func:`sentence_hashes_py`, or the same in C."""
+text_sentence_hashes: Callable[[str], list[int]] = text_sentence_hashes_py
+"""The hashes of a text's sentences: :func:`text_sentence_hashes_py`, or in C (one pass, no pieces)."""
 lowered_sentence_hashes: Callable[[str], list[int] | None] = lowered_sentence_hashes_py
 """The hashes of a lower-cased text's sentences: :func:`lowered_sentence_hashes_py`, or in C (one
 pass, each character lower-cased as it is hashed: no lower-cased copy of the text)."""
@@ -268,6 +270,12 @@ if KERNELS is not None:
     hinted = _hinted_native
     sentence_hashes = KERNELS.sentence_hashes
     _ascii_stand_in = KERNELS.ascii_stand_in
+
+    _plain_hashes: Callable[[str, int], list[int]] = KERNELS.text_sentence_hashes
+
+    def text_sentence_hashes(text: str) -> list[int]:
+        """:func:`text_sentence_hashes_py` in C."""
+        return _plain_hashes(text, SENTENCE_MIN)
 
     def lowered_sentence_hashes(text: str) -> list[int] | None:
         """:func:`lowered_sentence_hashes_py` in C."""
@@ -359,12 +367,20 @@ class IndicatorDetector(CachedDetector):
         prose = probe if fence < 0 else probe[:fence]
         # reversals and requests open a reply: probe its start, with cheap substring hints first
         opening = prose[:OPENING_LIMIT]
-        low = opening.lower()
-        # lower-casing is per character and keeps lengths except for "İ" and a final "Σ": without
-        # them the sentences of the lowered prose are the same spans, hashed without lowering a copy
-        hashes = lowered_sentence_hashes(prose)
-        if hashes is None:
-            hashes = sentence_hashes([s.lower() for s in sentences(prose)])
+        if prose.isascii():
+            # lowering ASCII is a copy at C speed: cheaper than lowering each character as it is hashed
+            low_prose = prose.lower()
+            low = low_prose[:OPENING_LIMIT]
+            hashes = text_sentence_hashes(low_prose)
+        else:
+            low = opening.lower()
+            # lower-casing is per character and keeps lengths except for "İ" and a final "Σ":
+            # without them the sentences of the lowered prose are the same spans, hashed without
+            # lowering a copy of up to TEXT_LIMIT characters
+            lowered = lowered_sentence_hashes(prose)
+            hashes = (
+                lowered if lowered is not None else sentence_hashes([s.lower() for s in sentences(prose)])
+            )
         contradiction, missing = hinted(low)
         if contradiction or missing:
             if opening.isascii():
