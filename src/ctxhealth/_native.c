@@ -419,22 +419,46 @@ static inline unsigned char *put_utf8(unsigned char *o, Py_UCS4 ch) {
 
 /* " ".join(text[start:end].split()) as UTF-8 at o; the end of what was written (at most 4 bytes
    per character) */
+/* one loop per string kind (no kind switch per character); ASCII written without put_utf8 */
+#define SPACED_LOOP(TYPE)                                                                           \
+    do {                                                                                            \
+        const TYPE *p = (const TYPE *)data;                                                         \
+        for (Py_ssize_t i = start; i < end; i++) {                                                  \
+            Py_UCS4 ch = p[i];                                                                      \
+            if (ch < 128) {                                                                         \
+                if (Py_UNICODE_ISSPACE(ch)) {                                                       \
+                    space = o != first;                                                             \
+                    continue;                                                                       \
+                }                                                                                   \
+                if (space) {                                                                        \
+                    *o++ = ' ';                                                                     \
+                    space = 0;                                                                      \
+                }                                                                                   \
+                *o++ = (unsigned char)ch;                                                           \
+                continue;                                                                           \
+            }                                                                                       \
+            if (Py_UNICODE_ISSPACE(ch)) {                                                           \
+                space = o != first;                                                                 \
+                continue;                                                                           \
+            }                                                                                       \
+            if (space) {                                                                            \
+                *o++ = ' ';                                                                         \
+                space = 0;                                                                          \
+            }                                                                                       \
+            o = put_utf8(o, ch);                                                                    \
+        }                                                                                           \
+    } while (0)
+
 static unsigned char *spaced_utf8(unsigned char *o, int kind, const void *data, Py_ssize_t start,
                                   Py_ssize_t end) {
     unsigned char *first = o;
     int space = 0;
-    for (Py_ssize_t i = start; i < end; i++) {
-        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        if (Py_UNICODE_ISSPACE(ch)) {
-            space = o != first;
-            continue;
-        }
-        if (space) {
-            *o++ = ' ';
-            space = 0;
-        }
-        o = put_utf8(o, ch);
-    }
+    if (kind == PyUnicode_1BYTE_KIND)
+        SPACED_LOOP(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        SPACED_LOOP(Py_UCS2);
+    else
+        SPACED_LOOP(Py_UCS4);
     return o;
 }
 
