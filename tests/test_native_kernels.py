@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -504,3 +505,19 @@ def test_last_positions_never_reads_past_a_list_an_item_shrinks() -> None:
     except RuntimeError:
         return
     assert set(got) <= {"a", "c"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=12_000), st.sampled_from([0, 1, 31, 32, 33, 5551, 5552, 5553, 11_104, 40_000]))
+def test_adler32_in_lanes_is_zlibs(data: bytes, pad: int) -> None:
+    """The kernel's Adler-32 (bytes summed in 32 lanes, reduced every NMAX bytes) is zlib's, at any
+    length around the lane and block sizes and with every byte at its largest (the sums' bounds)."""
+    for value in (data, data + b"\xff" * pad, b"\xff" * pad + data):
+        assert _native.adler32(value) == zlib.adler32(value)
+
+
+def test_a_long_call_key_is_the_definitions() -> None:
+    """A ``Write`` of a 25K-character body (non-ASCII too) hashes to :func:`base.key_hash_py`'s key."""
+    body = ("def f(x):\n    return x  # é 中 😀\n" * 800)[:25_000]
+    value = {"file_path": "/src/a.py", "content": body}
+    assert base._key_hash_native("Write:", value) == base.key_hash_py("Write:", value)
