@@ -187,7 +187,7 @@ def test_a_zones_level_is_its_position_from_best_to_worst() -> None:
     :data:`ZONES`, the declared order, and what :func:`worse` and :meth:`Zone.raised` read."""
     from ctxhealth.signals.zones import ZONES, Zone, worse
 
-    assert ZONES == tuple(Zone)
+    assert tuple(Zone) == ZONES
     for i, zone in enumerate(Zone):
         assert zone.level == i
         assert Zone(zone.value).level == i
