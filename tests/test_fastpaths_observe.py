@@ -327,6 +327,45 @@ def test_bound_risk_score_is_the_models_formula(model: RiskModel, values: list[f
     assert math.isclose(score, reference_score(model, vals), rel_tol=1e-9, abs_tol=1e-12)
 
 
+_feature_values = st.one_of(
+    st.none(), st.sampled_from([0.0, -0.0, 1.0, 2.5]), st.floats(-50, 1e6, allow_nan=False)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    risk_models(),
+    st.lists(st.lists(_feature_values, min_size=10, max_size=10), min_size=1, max_size=8),
+    st.data(),
+)
+def test_a_scorer_that_gives_its_kept_score_again_gives_the_models_score(
+    model: RiskModel, turns: list[list[float | None]], data: st.DataObject
+) -> None:
+    """The scorer keeps the last turn's values, features and score, and gives them again when a
+    turn's values are the same: every turn's features and score are still the model's of its own
+    values (turns repeat, and flip the sign of a zero, to exercise the kept ones)."""
+    monitor = Monitor("claude-sonnet-4-5")
+    names = model.features
+    bound = _Scorer(model)
+    current: list[float | None] = []
+    bound.fns = tuple((lambda m, i=i: current[i]) for i in range(len(names)))
+    for values in turns:
+        for repeat in range(data.draw(st.integers(1, 3))):
+            row = list(values[: len(names)])
+            if repeat and data.draw(st.booleans()):
+                row = [-v if v == 0.0 and v is not None else v for v in row]
+            current[:] = row
+            features, score = bound(monitor)
+            given_values = {n: v for n, v in zip(names, row, strict=False) if v is not None}
+            assert features == given_values
+            # the sign of a zero too: it is what a feature reads when rendered
+            assert [math.copysign(1.0, v) for v in features.values()] == [
+                math.copysign(1.0, v) for v in given_values.values()
+            ]
+            assert score == model.score(given_values)
+            features["changed by the caller"] = 1.0  # a caller's change stays its own
+
+
 # --------------------------------------------------------------------------- drift window
 
 
@@ -354,6 +393,53 @@ def test_drift_runs_match_a_flat_window_across_a_new_instruction(
         assert detector.window_words() == [w for w, _ in reference.window]
         assert detector.similarity == reference.similarity()
         assert detector._chars == sum(c for _, c in reference.window)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_drift_tracks_the_first_distinct_words_of_a_long_request(seed: int) -> None:
+    """A request of more than INSTRUCTION_WORD_LIMIT distinct words: the first that many distinct
+    ones, in the order they first occur (repeats do not count against the limit)."""
+    import random
+
+    from ctxhealth.signals.drift import INSTRUCTION_WORD_LIMIT
+
+    rng = random.Random(seed)
+    numbers = [rng.randrange(100 + 150 * seed) for _ in range(900)]
+    detector = DriftDetector(Profile(risk=None), sweet_spot=1)
+    detector.set_instruction(" ".join(f"word{n}x" for n in numbers))
+    distinct: list[str] = []
+    seen: set[str] = set()
+    for w in detector.task.words:
+        if w not in seen:
+            seen.add(w)
+            distinct.append(w)
+    assert detector.instruction_words == frozenset(distinct[:INSTRUCTION_WORD_LIMIT])
+
+
+short_replies = st.lists(st.lists(st.sampled_from(_WORDS), min_size=0, max_size=6).map(" ".join), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(short_replies, st.sampled_from([60, 120, 400]))
+def test_drift_tracks_exactly_the_task_words_in_the_window_as_it_moves(texts: list[str], limit: int) -> None:
+    """Short replies are appended word by word and the window's front moves through them (cutting a
+    reply's run in two): after each, the task words tracked are those in the window, each at its last
+    position there, and the similarity is the flat window's."""
+    detector = DriftDetector(Profile(risk=None, drift_window_chars=limit), sweet_spot=1)
+    reference = PlainDriftWindow("", limit)
+    events = EventBuilder()
+    detector.set_instruction("Fix the parser offsets and keep the tests green")
+    reference.instruction = set(detector.instruction_words)
+    for i, text in enumerate(texts, start=1):
+        detector.update(events.build(i, Message(Role.ASSISTANT, (TextBlock(text),)), i, 0))
+        if text:
+            reference.add(text)
+        window = detector.window_words()
+        start = detector._next - len(window)
+        expected = {w: start + max(k for k, x in enumerate(window) if x == w) for w in set(window)}
+        expected = {w: pos for w, pos in expected.items() if w in detector.instruction_words}
+        assert dict(detector._last) == expected
+        assert detector.similarity == reference.similarity()
 
 
 # --------------------------------------------------------------------------- deferred signals

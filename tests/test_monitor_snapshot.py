@@ -171,6 +171,33 @@ def test_snapshot_restore_on_a_real_session_at_several_cuts(claude_code_data: Pa
         assert got == expected, f"diverged after a restore at message {cut}"
 
 
+def test_a_snapshot_of_the_heap_window_resumes_identically(claude_code_data: Path) -> None:
+    """Drift's task words were kept with a heap of (number, word) holding superseded entries too, and
+    saved in any order: such a snapshot (its words shuffled, stale heap entries added) resumes as an
+    uninterrupted monitor does."""
+    s = _real(claude_code_data, F67)
+    msgs, fills = list(s.messages), dict(s.reported_fill)
+    expected = uninterrupted(msgs, s.model, fills)
+    tried = 0
+    for cut in range(len(msgs) // 8, len(msgs), len(msgs) // 8):
+        m = Monitor(s.model)
+        out = [reading(m, msg, fills.get(i)) for i, msg in enumerate(msgs[:cut])]
+        data = json.loads(json.dumps(m.snapshot()))
+        drift = data["state"]["drift"]
+        if len(drift["last"]) < 2 or tried == 2:
+            continue
+        tried += 1
+        drift["last"] = drift["last"][::-1]
+        # a superseded entry sorts before its word's live one in the old heap
+        drift["heap"] = sorted(
+            [[pos - 1, w] for w, pos in drift["last"]] + [[p, w] for w, p in drift["last"]]
+        )
+        m2 = Monitor.restore(data)
+        out += [reading(m2, msg, fills.get(i)) for i, msg in enumerate(msgs) if i >= cut]
+        assert out == expected, f"diverged after a restore at message {cut}"
+    assert tried == 2, "two cuts should hold more than one task word in the window"
+
+
 _CHILD = """
 import json, sys
 from ctxhealth.monitor import Monitor

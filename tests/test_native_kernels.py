@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,8 @@ def _assert_kernels_agree(value: str) -> None:
     assert _native.text_sentence_hashes(value, 3) == indicators.sentence_hashes_py(
         [p for p in value.replace("!", ".").replace("?", ".").replace("\n", ".").split(".") if len(p) >= 3]
     )
+    assert indicators.lowered_sentence_hashes(value) == indicators.lowered_sentence_hashes_py(value)
+    assert _native.text_sentence_hashes(value, 3, False) == _native.text_sentence_hashes(value, 3)
     assert _native.ascii_stand_in(value) == indicators._ascii_stand_in_py(value)
     assert _native.sentence_hashes(indicators.sentences(value)) == indicators.sentence_hashes_py(
         indicators.sentences(value)
@@ -198,6 +201,82 @@ def test_anchor_positions_refuse_what_they_cannot_search() -> None:
         _native.anchor_positions("x", ["x"])
     with pytest.raises(TypeError):
         _native.anchor_positions(b"x", ("x",))
+
+
+_shell_pieces = st.sampled_from(
+    [
+        *("cat a.py", "X=1 ", "python3 t.py", "pythonista", "/bin/ls", "sed -n 1p f", "  ", "\t", "\u2028"),
+        *("\x1c", "\n", "\n\n", "printf('x')", "git", "rm", "é/", "a=b", "pytho", "tee", "\x85"),
+        "\u3000rm x",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_shell_pieces | st.text(_chars, max_size=6), max_size=40).map("".join))
+def test_the_segments_a_shell_parse_reads_are_its_python_definition(lines: str) -> None:
+    assert _native.lead_segments(lines, calls._LEAD_WORDS) == calls._lead_segments_py(
+        lines, calls._LEAD_WORDS
+    )
+    assert _native.lead_segments(lines, frozenset()) == calls._lead_segments_py(lines, frozenset())
+
+
+_key_strings = st.one_of(
+    st.text(_chars, max_size=8),
+    texts,
+    st.sampled_from(["a b\n" * 300, "é  x\u2028" * 200, "z" * 1000, "z" * 1001, "\ud83d" + "q" * 70]),
+)
+_tool_inputs = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _key_strings,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(_chars, max_size=4), inner, max_size=4)
+    ),
+    max_leaves=14,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(_chars, max_size=8), _tool_inputs | st.dictionaries(st.integers(), st.integers(), max_size=3))
+def test_a_call_key_written_in_c_is_the_key_of_its_python_definition(prefix: str, value: object) -> None:
+    """A call's key (saved in snapshots): the text the kernel writes is the definition's, and the
+    key of every input (those the kernel leaves to Python too) is :func:`base.key_hash_py`'s."""
+    data = _native.key_text(prefix, value)
+    if data is not None:
+        assert data == (prefix + base.normalise_text(value)).encode("utf-8", "surrogatepass")
+    assert base._key_hash_native(prefix, value) == base.key_hash_py(prefix, value)
+
+
+def test_a_call_key_leaves_to_python_what_only_python_reads() -> None:
+    class Text(str):
+        pass
+
+    for value in ({1: "a"}, {"a": object()}, Text("x"), [[[[]]]] * 2, {"k": Text("v")}, b"raw"):
+        assert _native.key_text("T:", value) is None or isinstance(value, list)
+    deep: object = "x"
+    for _ in range(200):
+        deep = [deep]
+    assert _native.key_text("T:", deep) is None
+    assert base._key_hash_native("T:", deep) == base.key_hash_py("T:", deep)
+
+
+def test_lowering_while_hashing_is_str_lower_on_every_code_point() -> None:
+    """The lowered sentence hashes lower each character on its own (its simple lower case): that is
+    ``str.lower()`` on every code point but the two the kernel refuses (None), checked on all of them."""
+    refused = {0x130, 0x3A3}
+    chars = [chr(c) for c in range(0x110000) if c not in refused]
+    for at in range(0, len(chars), 40 * 4096):
+        chunk = "".join(chars[at : at + 40 * 4096])
+        low = chunk.lower()
+        # sentences of every length from 1: each character is hashed as a part of one
+        pieces = low.replace("!", ".").replace("?", ".").replace("\n", ".").split(".")
+        assert _native.text_sentence_hashes(chunk, 1, True) == indicators.sentence_hashes_py(
+            [p for p in pieces if p]
+        )
+    for c in refused:
+        assert _native.text_sentence_hashes("x" * 50 + chr(c), 40, True) is None
+        assert indicators.lowered_sentence_hashes_py("x" * 50 + chr(c)) is None
 
 
 @pytest.mark.parametrize(
@@ -426,3 +505,19 @@ def test_last_positions_never_reads_past_a_list_an_item_shrinks() -> None:
     except RuntimeError:
         return
     assert set(got) <= {"a", "c"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=12_000), st.sampled_from([0, 1, 31, 32, 33, 5551, 5552, 5553, 11_104, 40_000]))
+def test_adler32_in_lanes_is_zlibs(data: bytes, pad: int) -> None:
+    """The kernel's Adler-32 (bytes summed in 32 lanes, reduced every NMAX bytes) is zlib's, at any
+    length around the lane and block sizes and with every byte at its largest (the sums' bounds)."""
+    for value in (data, data + b"\xff" * pad, b"\xff" * pad + data):
+        assert _native.adler32(value) == zlib.adler32(value)
+
+
+def test_a_long_call_key_is_the_definitions() -> None:
+    """A ``Write`` of a 25K-character body (non-ASCII too) hashes to :func:`base.key_hash_py`'s key."""
+    body = ("def f(x):\n    return x  # é 中 😀\n" * 800)[:25_000]
+    value = {"file_path": "/src/a.py", "content": body}
+    assert base._key_hash_native("Write:", value) == base.key_hash_py("Write:", value)

@@ -180,3 +180,17 @@ def test_decide_is_total_and_deterministic(s: Snapshot, c: Counters) -> None:
         assert a.action is not Action.RESTART
     if c.cooldown > 0:
         assert a.action is Action.CONTINUE
+
+
+def test_a_zones_level_is_its_position_from_best_to_worst() -> None:
+    """:attr:`Zone.level` (an attribute set once on each member) is the member's position in
+    :data:`ZONES`, the declared order, and what :func:`worse` and :meth:`Zone.raised` read."""
+    from ctxhealth.signals.zones import ZONES, Zone, worse
+
+    assert tuple(Zone) == ZONES
+    for i, zone in enumerate(Zone):
+        assert zone.level == i
+        assert Zone(zone.value).level == i
+        for other in Zone:
+            assert worse(zone, other) is (zone if i >= list(Zone).index(other) else other)
+    assert Zone.GREEN.raised() is Zone.YELLOW and Zone.CRITICAL.raised() is Zone.CRITICAL

@@ -331,6 +331,9 @@ static PyObject *native_whole_runs(PyObject *self, PyObject *const *args, Py_ssi
 
 /* CRC-32 (zlib's, reflected polynomial 0xEDB88320) and Adler-32, as zlib.crc32 / zlib.adler32 */
 static uint32_t CRC_TABLE[256];
+/* CRC_SLICE[k][b]: the register after byte b and then k zero bytes (slicing by 8: eight bytes per
+   step, eight independent lookups instead of a chain of eight) */
+static uint32_t CRC_SLICE[8][256];
 
 static void init_crc_table(void) {
     for (uint32_t n = 0; n < 256; n++) {
@@ -339,70 +342,160 @@ static void init_crc_table(void) {
             c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         CRC_TABLE[n] = c;
     }
+    for (int n = 0; n < 256; n++) {
+        uint32_t c = CRC_TABLE[n];
+        CRC_SLICE[0][n] = c;
+        for (int k = 1; k < 8; k++) {
+            c = CRC_TABLE[c & 0xFF] ^ (c >> 8);
+            CRC_SLICE[k][n] = c;
+        }
+    }
 }
 
-typedef struct {
-    uint32_t crc; /* the running register, complemented */
-    uint32_t a, b;
-    uint32_t pending; /* bytes since the last Adler reduction */
-} Hash;
+/* the complemented CRC-32 register after the bytes s[0:n] (zlib.crc32 runs the same arithmetic) */
+static uint32_t crc_bytes(uint32_t crc, const unsigned char *s, size_t n) {
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24);
+        crc = CRC_SLICE[7][lo & 0xFF] ^ CRC_SLICE[6][(lo >> 8) & 0xFF] ^ CRC_SLICE[5][(lo >> 16) & 0xFF] ^
+              CRC_SLICE[4][lo >> 24] ^ CRC_SLICE[3][s[4]] ^ CRC_SLICE[2][s[5]] ^ CRC_SLICE[1][s[6]] ^
+              CRC_SLICE[0][s[7]];
+        s += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = CRC_TABLE[(crc ^ *s++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
 
 #define ADLER_MOD 65521u
 #define ADLER_NMAX 5552u
 
-static inline void hash_byte(Hash *h, unsigned char c) {
-    h->crc = CRC_TABLE[(h->crc ^ c) & 0xFF] ^ (h->crc >> 8);
-    h->a += c;
-    h->b += h->a;
-    if (++h->pending == ADLER_NMAX) {
-        h->a %= ADLER_MOD;
-        h->b %= ADLER_MOD;
-        h->pending = 0;
+#define ADLER_LANES 32
+
+/* the Adler-32 sums after the bytes s[0:n] (zlib.adler32's value, reduced every NMAX bytes). Within
+   a block of k bytes starting from (a, b): a gains the byte sum and b gains k * a plus each byte
+   weighted by how many prefixes hold it (k - j for byte j). The bytes are summed in 32 lanes (one
+   per position in a 32-byte chunk: lane[i]) with, per lane, the sum of its values before each
+   chunk (before[i]): byte j = 32c + i weighs 32 (m - 1 - c) + (32 - i), so the block adds
+   32 * sum(before) + sum((32 - i) * lane[i]); no chain of dependent adds (the compiler
+   vectorises the lanes). Bounds over a block (m <= 173 chunks): lane[i] <= 255 m, before[i] <=
+   255 m^2 / 2 < 2^32; the sums are 64-bit. */
+static void adler_bytes(uint32_t *pa, uint32_t *pb, const unsigned char *s, size_t n) {
+    uint64_t a = *pa, b = *pb;
+    while (n) {
+        size_t k = n < ADLER_NMAX ? n : ADLER_NMAX;
+        n -= k;
+        size_t m = k / ADLER_LANES;
+        uint32_t lane[ADLER_LANES] = {0}, before[ADLER_LANES] = {0};
+        for (size_t c = 0; c < m; c++, s += ADLER_LANES)
+            for (int i = 0; i < ADLER_LANES; i++) {
+                before[i] += lane[i];
+                lane[i] += s[i];
+            }
+        uint64_t sum = 0, weighted = 0, prior = 0;
+        for (int i = 0; i < ADLER_LANES; i++) {
+            sum += lane[i];
+            weighted += (uint64_t)(ADLER_LANES - i) * lane[i];
+            prior += before[i];
+        }
+        b += (uint64_t)(m * ADLER_LANES) * a + ADLER_LANES * prior + weighted;
+        a += sum;
+        for (size_t r = k - m * ADLER_LANES; r; r--) {
+            a += *s++;
+            b += a;
+        }
+        a %= ADLER_MOD;
+        b %= ADLER_MOD;
     }
+    *pa = (uint32_t)a;
+    *pb = (uint32_t)b;
 }
 
-/* one code point as UTF-8; a lone surrogate as three bytes, as "surrogatepass" writes it */
-static inline void hash_char(Hash *h, Py_UCS4 ch) {
+PyDoc_STRVAR(adler32_doc, "adler32(data, /)\n--\n\nzlib.adler32(data): the Adler-32 of a bytes object.");
+
+static PyObject *native_adler32(PyObject *self, PyObject *arg) {
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "adler32() takes bytes");
+        return NULL;
+    }
+    uint32_t a = 1, b = 0;
+    adler_bytes(&a, &b, (const unsigned char *)PyBytes_AS_STRING(arg), (size_t)PyBytes_GET_SIZE(arg));
+    return PyLong_FromUnsignedLong(((unsigned long)b << 16) | a);
+}
+
+/* stable_hash of bytes s[0:n]: crc32 << 32 | adler32 */
+static PyObject *bytes_hash(const unsigned char *s, size_t n) {
+    uint64_t crc = (uint64_t)(crc_bytes(0xFFFFFFFFu, s, n) ^ 0xFFFFFFFFu);
+    uint32_t a = 1, b = 0;
+    adler_bytes(&a, &b, s, n);
+    return PyLong_FromUnsignedLongLong((crc << 32) | ((uint64_t)b << 16) | a);
+}
+
+/* one code point as UTF-8 at o (a lone surrogate as three bytes, as "surrogatepass" writes it) */
+static inline unsigned char *put_utf8(unsigned char *o, Py_UCS4 ch) {
     if (ch < 0x80) {
-        hash_byte(h, (unsigned char)ch);
+        *o++ = (unsigned char)ch;
     } else if (ch < 0x800) {
-        hash_byte(h, (unsigned char)(0xC0 | (ch >> 6)));
-        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+        *o++ = (unsigned char)(0xC0 | (ch >> 6));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
     } else if (ch < 0x10000) {
-        hash_byte(h, (unsigned char)(0xE0 | (ch >> 12)));
-        hash_byte(h, (unsigned char)(0x80 | ((ch >> 6) & 0x3F)));
-        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+        *o++ = (unsigned char)(0xE0 | (ch >> 12));
+        *o++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
     } else {
-        hash_byte(h, (unsigned char)(0xF0 | (ch >> 18)));
-        hash_byte(h, (unsigned char)(0x80 | ((ch >> 12) & 0x3F)));
-        hash_byte(h, (unsigned char)(0x80 | ((ch >> 6) & 0x3F)));
-        hash_byte(h, (unsigned char)(0x80 | (ch & 0x3F)));
+        *o++ = (unsigned char)(0xF0 | (ch >> 18));
+        *o++ = (unsigned char)(0x80 | ((ch >> 12) & 0x3F));
+        *o++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (ch & 0x3F));
     }
+    return o;
 }
 
-/* " ".join(text[start:end].split()) into the running hash */
-static void hash_spaced(Hash *h, int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
-    int started = 0, space = 0;
-    for (Py_ssize_t i = start; i < end; i++) {
-        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        if (Py_UNICODE_ISSPACE(ch)) {
-            space = started;
-            continue;
-        }
-        if (space) {
-            hash_byte(h, ' ');
-            space = 0;
-        }
-        started = 1;
-        hash_char(h, ch);
-    }
-}
+#define HASH_STACK 8192
 
-/* crc32 << 32 | adler32 of what the hash was fed, as stable_hash gives it */
-static PyObject *hash_value(const Hash *h) {
-    uint64_t crc = (uint64_t)(h->crc ^ 0xFFFFFFFFu);
-    uint64_t adler = ((uint64_t)(h->b % ADLER_MOD) << 16) | (h->a % ADLER_MOD);
-    return PyLong_FromUnsignedLongLong((crc << 32) | adler);
+/* " ".join(text[start:end].split()) as UTF-8 at o; the end of what was written (at most 4 bytes
+   per character) */
+/* one loop per string kind (no kind switch per character); ASCII written without put_utf8 */
+#define SPACED_LOOP(TYPE)                                                                           \
+    do {                                                                                            \
+        const TYPE *p = (const TYPE *)data;                                                         \
+        for (Py_ssize_t i = start; i < end; i++) {                                                  \
+            Py_UCS4 ch = p[i];                                                                      \
+            if (ch < 128) {                                                                         \
+                if (Py_UNICODE_ISSPACE(ch)) {                                                       \
+                    space = o != first;                                                             \
+                    continue;                                                                       \
+                }                                                                                   \
+                if (space) {                                                                        \
+                    *o++ = ' ';                                                                     \
+                    space = 0;                                                                      \
+                }                                                                                   \
+                *o++ = (unsigned char)ch;                                                           \
+                continue;                                                                           \
+            }                                                                                       \
+            if (Py_UNICODE_ISSPACE(ch)) {                                                           \
+                space = o != first;                                                                 \
+                continue;                                                                           \
+            }                                                                                       \
+            if (space) {                                                                            \
+                *o++ = ' ';                                                                         \
+                space = 0;                                                                          \
+            }                                                                                       \
+            o = put_utf8(o, ch);                                                                    \
+        }                                                                                           \
+    } while (0)
+
+static unsigned char *spaced_utf8(unsigned char *o, int kind, const void *data, Py_ssize_t start,
+                                  Py_ssize_t end) {
+    unsigned char *first = o;
+    int space = 0;
+    if (kind == PyUnicode_1BYTE_KIND)
+        SPACED_LOOP(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        SPACED_LOOP(Py_UCS2);
+    else
+        SPACED_LOOP(Py_UCS4);
+    return o;
 }
 
 PyDoc_STRVAR(spaced_hash_doc,
@@ -415,23 +508,283 @@ static PyObject *native_spaced_hash(PyObject *self, PyObject *const *args, Py_ss
         PyErr_SetString(PyExc_TypeError, "spaced_hash() takes (str, str)");
         return NULL;
     }
-    Hash h = {0xFFFFFFFFu, 1, 0, 0};
     PyObject *prefix = args[0];
+    PyObject *text = args[1];
     int pkind = PyUnicode_KIND(prefix);
     const void *pdata = PyUnicode_DATA(prefix);
     Py_ssize_t pn = PyUnicode_GET_LENGTH(prefix);
+    Py_ssize_t tn = PyUnicode_GET_LENGTH(text);
+    unsigned char stack[HASH_STACK];
+    unsigned char *heap = NULL;
+    unsigned char *buf = stack;
+    if (pn + tn > HASH_STACK / 4) {
+        heap = buf = PyMem_Malloc(((size_t)pn + (size_t)tn) * 4);
+        if (heap == NULL)
+            return PyErr_NoMemory();
+    }
+    unsigned char *o = buf;
     for (Py_ssize_t i = 0; i < pn; i++)
-        hash_char(&h, PyUnicode_READ(pkind, pdata, i));
-    PyObject *text = args[1];
-    hash_spaced(&h, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, PyUnicode_GET_LENGTH(text));
-    return hash_value(&h);
+        o = put_utf8(o, PyUnicode_READ(pkind, pdata, i));
+    o = spaced_utf8(o, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, tn);
+    PyObject *value = bytes_hash(buf, (size_t)(o - buf));
+    PyMem_Free(heap);
+    return value;
 }
 
 /* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
 static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
-    Hash h = {0xFFFFFFFFu, 1, 0, 0};
-    hash_spaced(&h, kind, data, start, end);
-    return hash_value(&h);
+    unsigned char stack[HASH_STACK];
+    unsigned char *heap = NULL;
+    unsigned char *buf = stack;
+    if (end - start > HASH_STACK / 4) {
+        heap = buf = PyMem_Malloc((size_t)(end - start) * 4);
+        if (heap == NULL)
+            return PyErr_NoMemory();
+    }
+    unsigned char *o = spaced_utf8(buf, kind, data, start, end);
+    PyObject *value = bytes_hash(buf, (size_t)(o - buf));
+    PyMem_Free(heap);
+    return value;
+}
+
+/* a growable byte buffer for key_text */
+typedef struct {
+    unsigned char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t more) {
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more)
+        cap *= 2;
+    unsigned char *p = PyMem_Realloc(b->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_str(Buf *b, PyObject *text, int spaced) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (!spaced && PyUnicode_IS_ASCII(text)) {
+        if (buf_reserve(b, (size_t)n) < 0)
+            return -1;
+        memcpy(b->p + b->len, PyUnicode_DATA(text), (size_t)n);
+        b->len += (size_t)n;
+        return 0;
+    }
+    if (!spaced && n > 64) {
+        /* a long text as it is (a file body): CPython's encoder is faster than a character loop */
+        PyObject *data = PyUnicode_AsEncodedString(text, "utf-8", "surrogatepass");
+        if (data == NULL)
+            return -1;
+        Py_ssize_t size = PyBytes_GET_SIZE(data);
+        int rc = buf_reserve(b, (size_t)size);
+        if (rc == 0) {
+            memcpy(b->p + b->len, PyBytes_AS_STRING(data), (size_t)size);
+            b->len += (size_t)size;
+        }
+        Py_DECREF(data);
+        return rc;
+    }
+    if (buf_reserve(b, (size_t)n * 4) < 0)
+        return -1;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    unsigned char *o = b->p + b->len;
+    if (spaced) {
+        o = spaced_utf8(o, kind, data, 0, n);
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++)
+            o = put_utf8(o, PyUnicode_READ(kind, data, i));
+    }
+    b->len = (size_t)(o - b->p);
+    return 0;
+}
+
+static int buf_byte(Buf *b, unsigned char c) {
+    if (buf_reserve(b, 1) < 0)
+        return -1;
+    b->p[b->len++] = c;
+    return 0;
+}
+
+#define KEY_SPACED_LIMIT 1000
+#define KEY_DEPTH_LIMIT 64
+
+/* normalise_text(value) into b: 0, -1 on an error, 1 when value holds what only the Python
+   definition handles (another type, a key that is not a str, deep nesting) */
+static int key_parts(Buf *b, PyObject *value, int depth) {
+    if (depth > KEY_DEPTH_LIMIT)
+        return 1;
+    if (PyUnicode_CheckExact(value))
+        return buf_str(b, value, PyUnicode_GET_LENGTH(value) <= KEY_SPACED_LIMIT);
+    if (PyDict_CheckExact(value)) {
+        PyObject *keys = PyDict_Keys(value);
+        if (keys == NULL)
+            return -1;
+        Py_ssize_t n = PyList_GET_SIZE(keys);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!PyUnicode_CheckExact(PyList_GET_ITEM(keys, i))) {
+                Py_DECREF(keys);
+                return 1;
+            }
+        }
+        /* distinct str keys: sorting the items is sorting the keys */
+        int rc = PyList_Sort(keys) < 0 ? -1 : buf_byte(b, '{');
+        for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+            PyObject *key = PyList_GET_ITEM(keys, i);
+            PyObject *item = PyDict_GetItemWithError(value, key);
+            if (item == NULL) {
+                rc = PyErr_Occurred() ? -1 : 1;
+                break;
+            }
+            Py_INCREF(item);
+            if (i)
+                rc = buf_byte(b, ',');
+            if (rc == 0)
+                rc = buf_str(b, key, 0);
+            if (rc == 0)
+                rc = buf_byte(b, '=');
+            if (rc == 0)
+                rc = key_parts(b, item, depth + 1);
+            Py_DECREF(item);
+        }
+        Py_DECREF(keys);
+        return rc != 0 ? rc : buf_byte(b, '}');
+    }
+    if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+        PyObject *seq = PySequence_Fast(value, "");
+        if (seq == NULL)
+            return -1;
+        int rc = buf_byte(b, '[');
+        /* only exact JSON types are converted (no user code runs): the size is read each time anyway */
+        for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+            Py_INCREF(item);
+            if (i)
+                rc = buf_byte(b, ',');
+            if (rc == 0)
+                rc = key_parts(b, item, depth + 1);
+            Py_DECREF(item);
+        }
+        Py_DECREF(seq);
+        return rc != 0 ? rc : buf_byte(b, ']');
+    }
+    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value)) {
+        PyObject *text = PyObject_Str(value);
+        if (text == NULL)
+            return -1;
+        int rc = buf_str(b, text, 0);
+        Py_DECREF(text);
+        return rc;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(key_text_doc,
+             "key_text(prefix, value, /)\n--\n\n"
+             "(prefix + ctxhealth.signals.base.normalise_text(value)).encode('utf-8', 'surrogatepass'),\n"
+             "written in one pass; None when value holds anything but str, int, float, bool, None and\n"
+             "lists, tuples and dicts with str keys of them (nested at most 64 deep).");
+
+static PyObject *native_key_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "key_text() takes (str, value)");
+        return NULL;
+    }
+    Buf b = {NULL, 0, 0};
+    int rc = buf_str(&b, args[0], 0);
+    if (rc == 0)
+        rc = key_parts(&b, args[1], 0);
+    PyObject *out = NULL;
+    if (rc == 0)
+        out = PyBytes_FromStringAndSize((const char *)b.p, (Py_ssize_t)b.len);
+    else if (rc == 1) {
+        out = Py_None;
+        Py_INCREF(out);
+    }
+    PyMem_Free(b.p);
+    return out;
+}
+
+PyDoc_STRVAR(lead_segments_doc,
+             "lead_segments(lines, lead, /)\n--\n\n"
+             "calls._lead_segments_py(lines, lead): (segment, first word) of each line of lines (split at\n"
+             "'\\n') whose first word holds '=' or '/', starts with 'python' or is in the frozenset lead.");
+
+static PyObject *native_lead_segments(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyFrozenSet_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "lead_segments() takes (str, frozenset)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    PyObject *lead = args[1];
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t start = 0;
+    while (start <= n) {
+        Py_ssize_t end = start;
+        while (end < n && PyUnicode_READ(kind, data, end) != '\n')
+            end++;
+        Py_ssize_t w = start;
+        while (w < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, w)))
+            w++;
+        Py_ssize_t we = w;
+        int marked = 0; /* the word holds '=' or '/' */
+        while (we < end) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, we);
+            if (Py_UNICODE_ISSPACE(ch))
+                break;
+            marked |= ch == '=' || ch == '/';
+            we++;
+        }
+        if (we > w) {
+            int wanted = marked;
+            if (!wanted && we - w >= 6) {
+                static const char python[] = "python";
+                wanted = 1;
+                for (int k = 0; k < 6 && wanted; k++)
+                    wanted = PyUnicode_READ(kind, data, w + k) == (Py_UCS4)python[k];
+            }
+            PyObject *word = PyUnicode_Substring(text, w, we);
+            if (word == NULL)
+                goto fail;
+            if (!wanted) {
+                wanted = PySet_Contains(lead, word);
+                if (wanted < 0) {
+                    Py_DECREF(word);
+                    goto fail;
+                }
+            }
+            if (wanted) {
+                PyObject *segment = PyUnicode_Substring(text, start, end);
+                PyObject *pair = segment == NULL ? NULL : PyTuple_Pack(2, segment, word);
+                Py_XDECREF(segment);
+                if (pair == NULL || PyList_Append(out, pair) < 0) {
+                    Py_XDECREF(pair);
+                    Py_DECREF(word);
+                    goto fail;
+                }
+                Py_DECREF(pair);
+            }
+            Py_DECREF(word);
+        }
+        start = end + 1;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
 }
 
 PyDoc_STRVAR(sentence_hashes_doc,
@@ -738,42 +1091,107 @@ static PyObject *native_stem_run(PyObject *self, PyObject *const *args, Py_ssize
 }
 
 PyDoc_STRVAR(text_sentence_hashes_doc,
-             "text_sentence_hashes(text, minimum, /)\n--\n\n"
+             "text_sentence_hashes(text, minimum, lower=False, /)\n--\n\n"
              "sentence_hashes(the maximal runs of text without '.', '!', '?' or a newline, at least\n"
-             "minimum characters long): indicators.sentence_hashes_py(indicators.sentences(text)).");
+             "minimum characters long): indicators.sentence_hashes_py(indicators.sentences(text)).\n"
+             "lower: the same of text.lower(), each character lower-cased as it is hashed (no lowered\n"
+             "copy); None when text holds U+0130 or U+03A3, the two characters whose str.lower() is\n"
+             "not their own simple lower case (two characters; a final sigma by context).");
+
+/* One pass per string kind over the sentence ends; a sentence long enough is then written,
+   whitespace normalised and lower-cased when asked, as UTF-8 into the buffer and hashed at once
+   (CRC sliced by 8). Short ones are passed over (most lines of a reply are). */
+#define SENTENCE_LOOP(TYPE)                                                                         \
+    do {                                                                                            \
+        const TYPE *p = (const TYPE *)data;                                                         \
+        for (Py_ssize_t i = 0; i <= n; i++) {                                                       \
+            Py_UCS4 ch = i < n ? (Py_UCS4)p[i] : (Py_UCS4)'.';                                      \
+            if (ch != '.' && ch != '!' && ch != '?' && ch != '\n') {                                \
+                if (refuse && (ch == 0x130 || ch == 0x3A3))                                         \
+                    goto none;                                                                      \
+                continue;                                                                           \
+            }                                                                                       \
+            if (i - start >= minimum) {                                                             \
+                unsigned char *o = buf;                                                             \
+                int space = 0;                                                                      \
+                for (Py_ssize_t j = start; j < i; j++) {                                            \
+                    Py_UCS4 c = p[j];                                                               \
+                    if (Py_UNICODE_ISSPACE(c)) {                                                    \
+                        space = o != buf;                                                           \
+                        continue;                                                                   \
+                    }                                                                               \
+                    if (lower)                                                                      \
+                        c = c < 128 ? (c >= 'A' && c <= 'Z' ? c | 0x20 : c) : Py_UNICODE_TOLOWER(c); \
+                    if (space) {                                                                    \
+                        *o++ = ' ';                                                                 \
+                        space = 0;                                                                  \
+                    }                                                                               \
+                    o = put_utf8(o, c);                                                             \
+                }                                                                                   \
+                PyObject *value = bytes_hash(buf, (size_t)(o - buf));                               \
+                if (value == NULL || PyList_Append(out, value) < 0) {                               \
+                    Py_XDECREF(value);                                                              \
+                    goto fail;                                                                      \
+                }                                                                                   \
+                Py_DECREF(value);                                                                   \
+            }                                                                                       \
+            start = i + 1;                                                                          \
+        }                                                                                           \
+    } while (0)
 
 static PyObject *native_text_sentence_hashes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "text_sentence_hashes() takes (str, int)");
+    if (nargs < 2 || nargs > 3 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "text_sentence_hashes() takes (str, int[, bool])");
         return NULL;
     }
     Py_ssize_t minimum = PyLong_AsSsize_t(args[1]);
     if (minimum == -1 && PyErr_Occurred())
         return NULL;
+    int lower = 0;
+    if (nargs == 3) {
+        lower = PyObject_IsTrue(args[2]);
+        if (lower < 0)
+            return NULL;
+    }
     PyObject *text = args[0];
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    PyObject *out = PyList_New(0);
-    if (out == NULL)
-        return NULL;
-    Py_ssize_t start = 0;
-    for (Py_ssize_t i = 0; i <= n; i++) {
-        Py_UCS4 ch = i < n ? PyUnicode_READ(kind, data, i) : '.';
-        if (ch != '.' && ch != '!' && ch != '?' && ch != '\n')
-            continue;
-        if (i - start >= minimum) {
-            PyObject *value = span_hash(kind, data, start, i);
-            if (value == NULL || PyList_Append(out, value) < 0) {
-                Py_XDECREF(value);
-                Py_DECREF(out);
-                return NULL;
-            }
-            Py_DECREF(value);
-        }
-        start = i + 1;
+    /* a sentence's normalised UTF-8 is at most 4 bytes per character of it (a lower-cased
+       character is one code point too) */
+    unsigned char stack[HASH_STACK];
+    unsigned char *heap = NULL;
+    unsigned char *buf = stack;
+    if (n > HASH_STACK / 4) {
+        heap = buf = PyMem_Malloc((size_t)n * 4);
+        if (heap == NULL)
+            return PyErr_NoMemory();
     }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        PyMem_Free(heap);
+        return NULL;
+    }
+    Py_ssize_t start = 0;
+    /* a sentence is lowered character by character: not for a text holding one of the two
+       characters whose str.lower() is not that (neither is in a one-byte string) */
+    int refuse = lower && kind != PyUnicode_1BYTE_KIND;
+    if (kind == PyUnicode_1BYTE_KIND)
+        SENTENCE_LOOP(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        SENTENCE_LOOP(Py_UCS2);
+    else
+        SENTENCE_LOOP(Py_UCS4);
+    PyMem_Free(heap);
     return out;
+none:
+    PyMem_Free(heap);
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+fail:
+    PyMem_Free(heap);
+    Py_DECREF(out);
+    return NULL;
 }
 
 PyDoc_STRVAR(ascii_stand_in_doc,
@@ -860,6 +1278,9 @@ static PyMethodDef methods[] = {
     {"anchor_positions", (PyCFunction)(void (*)(void))native_anchor_positions, METH_FASTCALL,
      anchor_positions_doc},
     {"spaced_hash", (PyCFunction)(void (*)(void))native_spaced_hash, METH_FASTCALL, spaced_hash_doc},
+    {"key_text", (PyCFunction)(void (*)(void))native_key_text, METH_FASTCALL, key_text_doc},
+    {"lead_segments", (PyCFunction)(void (*)(void))native_lead_segments, METH_FASTCALL, lead_segments_doc},
+    {"adler32", (PyCFunction)native_adler32, METH_O, adler32_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -718,20 +718,36 @@ def risk_drivers(model: RiskModel, features: Mapping[str, float]) -> str:
 class _Scorer:
     """The profile's risk model bound to the monitor's feature functions once, so scoring a turn
     looks no names up: one call gives the features the model reads and its score
-    (:meth:`RiskModel.linear_values`, the same arithmetic as :meth:`RiskModel.score`)."""
+    (:meth:`RiskModel.linear_values`, the same arithmetic as :meth:`RiskModel.score`).
 
-    __slots__ = ("fns", "model", "names")
+    The score is a function of the feature values alone: when a turn's values are the ones of the
+    turn scored before (a message that moved none of them: most tool results), the kept score is
+    given again instead of being recomputed (not when a value is zero, whose sign a comparison
+    does not see)."""
+
+    __slots__ = ("_risk", "_values", "fns", "model", "names")
 
     def __init__(self, model: RiskModel) -> None:
         self.model = model
         self.names = model.features
-        self.fns = tuple(_FEATURES.get(name) for name in model.features)
+        self.fns = tuple(_FEATURES.get(name, _unknown) for name in model.features)
+        self._values: list[float | None] | None = None
+        self._risk = 0.0
 
     def __call__(self, monitor: Monitor) -> tuple[dict[str, float], float]:
-        values = [None if f is None else f(monitor) for f in self.fns]
+        values = [f(monitor) for f in self.fns]
         # ``fns`` is built from ``names``: the same length
         features = {n: v for n, v in zip(self.names, values, strict=False) if v is not None}
-        return features, sigmoid(self.model.linear_values(values))
+        if values == self._values and 0.0 not in values:
+            return features, self._risk
+        risk = self._risk = sigmoid(self.model.linear_values(values))
+        self._values = values
+        return features, risk
+
+
+def _unknown(monitor: Monitor) -> None:
+    """A feature the monitor does not compute: missing (the model counts it as its mean)."""
+    return None
 
 
 SNAPSHOT_KIND = "ctxhealth.monitor"

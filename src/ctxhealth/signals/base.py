@@ -278,7 +278,7 @@ KEY_JOIN_LIMIT = 4096
 piece by piece, without the joined copy."""
 
 
-def key_hash(prefix: str, value: Any) -> int:
+def key_hash_py(prefix: str, value: Any) -> int:
     """``stable_hash(prefix + normalise_text(value))``: a call's key. CRC-32 and Adler-32 run on
     over consecutive pieces, and UTF-8 of joined text is the pieces' UTF-8 joined, so a long input
     is hashed from its pieces (a 20K-character ``Write`` body is not copied twice first)."""
@@ -293,6 +293,25 @@ def key_hash(prefix: str, value: Any) -> int:
         crc = zlib.crc32(data, crc)
         adler = zlib.adler32(data, adler)
     return (crc << 32) | adler
+
+
+def _key_hash_native(prefix: str, value: Any) -> int:
+    """:func:`key_hash_py` with the key text written as UTF-8 in one pass in C (no pieces, no
+    joined copy, no sorted item tuples), hashed by zlib's CRC-32 and the kernel's Adler-32 (its
+    value, summed in 32 lanes: a 25K-character ``Write`` body 8 -> 2.6 us); an input the kernel
+    leaves to Python (another type than JSON's, a key that is not a str) takes :func:`key_hash_py`."""
+    data = _key_text(prefix, value)
+    if data is None:
+        return key_hash_py(prefix, value)
+    return (zlib.crc32(data) << 32) | _adler32(data)
+
+
+key_hash: Callable[[str, Any], int] = key_hash_py
+"""A call's key as the Monitor computes it: :func:`key_hash_py`, or its text written in C."""
+if KERNELS is not None:
+    _key_text: Callable[[str, Any], bytes | None] = KERNELS.key_text
+    _adler32: Callable[[bytes], int] = KERNELS.adler32
+    key_hash = _key_hash_native
 
 
 class TurnWindow:

@@ -158,13 +158,41 @@ def _command_text(value: Any) -> str:
 def _segments(command: str) -> list[str]:
     """The simple commands of a command line, split at ``&&``, ``||``, ``;``, ``|`` and newlines
     (plain string replacements: the same pieces as a regex split, cheaper on long commands)."""
+    return _separated(command).split("\n")
+
+
+def _separated(command: str) -> str:
+    """``command`` with each separator of :func:`_segments` a newline (its segments are its lines)."""
     if "&" in command:
         command = command.replace("&&", "\n")
     if "|" in command:
         command = command.replace("||", "\n").replace("|", "\n")
     if ";" in command:
         command = command.replace(";", "\n")
-    return command.split("\n")
+    return command
+
+
+def _lead_segments_py(lines: str, lead: frozenset[str]) -> list[tuple[str, str]]:
+    """Each line of ``lines`` (the segments, see :func:`_separated`) whose first word makes its other
+    words matter to the parse, with that word: one holding ``=`` or ``/``, one starting with
+    ``python`` or one of ``lead`` (:data:`_LEAD_WORDS`). Any other first word is its segment's verb,
+    and no branch of the parse reads such a segment (most lines of a quoted payload)."""
+    out = []
+    for segment in lines.split("\n"):
+        first = segment.split(None, 1)
+        if not first:
+            continue
+        word = first[0]
+        if "=" in word or "/" in word or word in lead or word.startswith("python"):
+            out.append((segment, word))
+    return out
+
+
+_lead_segments: Callable[[str, frozenset[str]], list[tuple[str, str]]] = _lead_segments_py
+"""The segments the shell parse reads: :func:`_lead_segments_py`, or the same in C (one pass over
+the lines, no list of segments, no split of the ones passed over)."""
+if KERNELS is not None:
+    _lead_segments = KERNELS.lead_segments
 
 
 def _parse_shell(
@@ -190,16 +218,9 @@ def _parse_shell(
         for target in _REDIRECT.findall(probe):
             if target not in {"/dev/null", "&1", "&2"} and not target.startswith("/dev/"):
                 edits.append(target)
-    for segment in _segments(head):
-        # most segments of a long command are lines of a quoted payload: the first word decides
-        # whether any other word matters, so a segment is split whole only when one does
-        first = segment.split(None, 1)
-        if not first:
-            continue
-        word = first[0]
-        if "=" not in word and "/" not in word and word not in _LEAD_WORDS and not word.startswith("python"):
-            # its verb is the word itself and none of the branches below reads it (a payload line)
-            continue
+    # most segments of a long command are lines of a quoted payload: the first word decides whether
+    # any other word matters, so only those segments are visited, and split whole only then
+    for segment, word in _lead_segments(_separated(head), _LEAD_WORDS):
         words: list[str] | None = None
         if "=" in word and not word.startswith("-"):
             words = segment.split()

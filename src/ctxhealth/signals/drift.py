@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Callable
-from itertools import count
+from itertools import count, islice
 from typing import TYPE_CHECKING, Any
 
 from ctxhealth.model import Role
@@ -205,12 +205,8 @@ class DriftDetector(CachedDetector):
         if not self.pinned:
             self.instruction = task.original
             self.instruction_index = task.original_index
-        words: dict[str, None] = {}
-        for w in task.words:
-            words.setdefault(w, None)
-            if len(words) >= INSTRUCTION_WORD_LIMIT:
-                break
-        self.instruction_words = frozenset(words)
+        # the first INSTRUCTION_WORD_LIMIT distinct words, in the order they first occur
+        self.instruction_words = frozenset(islice(dict.fromkeys(task.words), INSTRUCTION_WORD_LIMIT))
         self._track_all()
         self._recompute()
 

@@ -234,6 +234,15 @@ def text_sentence_hashes_py(text: str) -> list[int]:
     return sentence_hashes_py(sentences(text))
 
 
+def lowered_sentence_hashes_py(text: str) -> list[int] | None:
+    """The hashes of the sentences of ``text.lower()`` (:func:`text_sentence_hashes_py`), or None when
+    ``text`` holds ``İ`` or ``Σ`` (:data:`_LOWER_CONTEXT`: lowering changes its length, or lowers a
+    character by its context, so its sentences are not the spans of the text's own)."""
+    if _LOWER_CONTEXT[0] in text or _LOWER_CONTEXT[1] in text:
+        return None
+    return text_sentence_hashes_py(text.lower())
+
+
 def _sentence_hashes_one_by_one(found: list[str]) -> list[int]:
     normed = list(map(" ".join, map(str.split, found)))
     try:
@@ -254,18 +263,27 @@ sentence_hashes: Callable[[list[str]], list[int]] = sentence_hashes_py
 """The sentence hashes the detector keeps: :func:`sentence_hashes_py`, or the same in C."""
 text_sentence_hashes: Callable[[str], list[int]] = text_sentence_hashes_py
 """The hashes of a text's sentences: :func:`text_sentence_hashes_py`, or in C (one pass, no pieces)."""
+lowered_sentence_hashes: Callable[[str], list[int] | None] = lowered_sentence_hashes_py
+"""The hashes of a lower-cased text's sentences: :func:`lowered_sentence_hashes_py`, or in C (one
+pass, each character lower-cased as it is hashed: no lower-cased copy of the text)."""
 _ascii_stand_in: Callable[[str], str | None] = _ascii_stand_in_py
 """The indicators' ASCII stand-in of an opening: :func:`_ascii_stand_in_py`, or the same in C."""
 if KERNELS is not None:
     _any_in: Callable[[str, tuple[str, ...]], bool] = KERNELS.any_in
-    _text_hashes: Callable[[str, int], list[int]] = KERNELS.text_sentence_hashes
+    _text_hashes: Callable[[str, int, bool], list[int] | None] = KERNELS.text_sentence_hashes
     hinted = _hinted_native
     sentence_hashes = KERNELS.sentence_hashes
     _ascii_stand_in = KERNELS.ascii_stand_in
 
+    _plain_hashes: Callable[[str, int], list[int]] = KERNELS.text_sentence_hashes
+
     def text_sentence_hashes(text: str) -> list[int]:
         """:func:`text_sentence_hashes_py` in C."""
-        return _text_hashes(text, SENTENCE_MIN)
+        return _plain_hashes(text, SENTENCE_MIN)
+
+    def lowered_sentence_hashes(text: str) -> list[int] | None:
+        """:func:`lowered_sentence_hashes_py` in C."""
+        return _text_hashes(text, SENTENCE_MIN, True)
 
 
 SENTENCE_LIMIT = 512
@@ -349,18 +367,24 @@ class IndicatorDetector(CachedDetector):
         self.assistant_chars += len(text)
         probe = text[:TEXT_LIMIT]
         # the visible reasoning only: a code block is an action, not an explanation
-        prose = probe.split("```", 1)[0]
+        fence = probe.find("```")
+        prose = probe if fence < 0 else probe[:fence]
         # reversals and requests open a reply: probe its start, with cheap substring hints first
         opening = prose[:OPENING_LIMIT]
-        # lower-casing is per character and keeps lengths except for "İ" and a final "Σ": without
-        # them the prose is lowered once and its sentences are the same spans of the lowered text
-        if _LOWER_CONTEXT[0] in prose or _LOWER_CONTEXT[1] in prose:
-            low = opening.lower()
-            hashes = sentence_hashes([s.lower() for s in sentences(prose)])
-        else:
+        if prose.isascii():
+            # lowering ASCII is a copy at C speed: cheaper than lowering each character as it is hashed
             low_prose = prose.lower()
             low = low_prose[:OPENING_LIMIT]
             hashes = text_sentence_hashes(low_prose)
+        else:
+            low = opening.lower()
+            # lower-casing is per character and keeps lengths except for "İ" and a final "Σ":
+            # without them the sentences of the lowered prose are the same spans, hashed without
+            # lowering a copy of up to TEXT_LIMIT characters
+            lowered = lowered_sentence_hashes(prose)
+            hashes = (
+                lowered if lowered is not None else sentence_hashes([s.lower() for s in sentences(prose)])
+            )
         contradiction, missing = hinted(low)
         if contradiction or missing:
             if opening.isascii():

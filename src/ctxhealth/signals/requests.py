@@ -139,12 +139,18 @@ def is_pasted_shell(text: str) -> bool:
 def is_user_request(message: Message) -> bool:
     """A message a person typed as a request: user role, visible text, not a tool result, compaction,
     harness wrapper or pasted terminal output (see the module docstring)."""
+    return request_text(message) is not None
+
+
+def request_text(message: Message) -> str | None:
+    """The cleaned text (:func:`clean_user_text`) of a message that :func:`is_user_request`, else None
+    (the text is cleaned once for both answers)."""
     if message.role is not Role.USER or message.compaction is not None or message.tool_results:
-        return False
+        return None
     text = clean_user_text(message.text)
-    if not text:
-        return False
-    return not text[:80].lower().startswith(HARNESS_PREFIXES) and not is_pasted_shell(text)
+    if not text or text[:80].lower().startswith(HARNESS_PREFIXES) or is_pasted_shell(text):
+        return None
+    return text
 
 
 MIN_REQUEST_WORDS = 3
@@ -176,9 +182,8 @@ class TaskTracker(msgspec.Struct):
 
     def observe(self, message: Message, index: int | None) -> bool:
         """Take a user message; True when it changed the current task (or its words)."""
-        if not is_user_request(message):
-            return False
-        return self.add(clean_user_text(message.text), index)
+        text = request_text(message)
+        return False if text is None else self.add(text, index)
 
     def add(self, text: str, index: int | None) -> bool:
         """Take the text of a request; True when it changed the current task (or its words)."""

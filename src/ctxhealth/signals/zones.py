@@ -19,16 +19,18 @@ class Zone(StrEnum):
     RED = "red"
     CRITICAL = "critical"
 
-    @property
-    def level(self) -> int:
-        return _LEVEL[self]
+    level: int
+    """The zone's position in :data:`ZONES`, set on each member once (an attribute, not a property:
+    the policy reads it several times per assessment)."""
 
     def raised(self, steps: int = 1) -> Zone:
         return ZONES[min(len(ZONES) - 1, self.level + steps)]
 
 
 ZONES = (Zone.GREEN, Zone.YELLOW, Zone.ORANGE, Zone.RED, Zone.CRITICAL)
-_LEVEL = {z: i for i, z in enumerate(ZONES)}
+for _i, _z in enumerate(ZONES):
+    _z.level = _i
+del _i, _z
 
 
 def tier_zone_of(fill: int, sweet_spot: int, compact_zone: int, hard_limit: int) -> Zone:
@@ -59,4 +61,4 @@ def window_zone_of(
 
 
 def worse(a: Zone, b: Zone) -> Zone:
-    return a if _LEVEL[a] >= _LEVEL[b] else b
+    return a if a.level >= b.level else b
