@@ -571,6 +571,8 @@ static int buf_reserve(Buf *b, size_t more) {
 
 static int buf_str(Buf *b, PyObject *text, int spaced) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (n == 0)
+        return 0; /* nothing to write (and no memcpy to a buffer not yet allocated) */
     if (!spaced && PyUnicode_IS_ASCII(text)) {
         if (buf_reserve(b, (size_t)n) < 0)
             return -1;
