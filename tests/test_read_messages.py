@@ -112,3 +112,39 @@ def test_openai_sdk_message_and_system_prompt_keep_list_positions() -> None:
 def test_a_file_format_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="claude-code"):
         read_messages([], format="claude-code")
+
+
+def _nested(levels: int) -> object:
+    value: object = "x"
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def test_a_message_nested_past_the_limit_is_a_clear_error_and_the_monitor_goes_on() -> None:
+    from ctxhealth.sources.messages import MAX_DEPTH, plain
+
+    assert plain(_nested(MAX_DEPTH - 1)) == _nested(MAX_DEPTH - 1)
+    looped: dict[str, object] = {}
+    looped["me"] = looped
+    for bad in (_nested(MAX_DEPTH + 1), _nested(5_000), looped):
+        with pytest.raises(UsageError, match="levels deep"):
+            plain(bad)
+
+    request = {"role": "user", "content": "fix the failing test in parser.py"}
+    call = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"p": 1}}],
+    }
+    refused = Monitor()
+    refused.observe(request)
+    with pytest.raises(UsageError, match="levels deep"):
+        refused.observe(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t0", "name": "Edit", "input": _nested(900)}],
+            }
+        )
+    clean = Monitor()
+    clean.observe(request)
+    assert refused.observe(call) == clean.observe(call)

@@ -44,6 +44,9 @@ def read_messages(
     the model id when no message names one; ``name`` stands for the path in warnings, whose line
     numbers are 1-based positions in ``messages``. Lenient like the file readers: a malformed entry
     becomes a warning in ``Session.warnings`` (``strict`` raises :class:`StrictModeError` instead).
+    A message nesting dicts or lists more than :data:`MAX_DEPTH` levels deep, or holding itself, is a
+    :class:`~ctxhealth.errors.UsageError` (``Monitor.observe`` refuses such a message the same way,
+    before its state changes).
     """
     kind = _FORMATS.get(str(format))
     if kind is None:
@@ -79,13 +82,36 @@ def _with_system(session: Session, system: Any) -> Session:
     )
 
 
+MAX_DEPTH = 250
+"""The deepest nesting of dicts and lists a message passed in may have: deeper than any real
+message (a tool input nests a few levels), shallow enough for every step after (the JSON encoder
+used to size a tool input stops at 255 levels)."""
+
+
 def plain(value: Any) -> Any:
-    """``value`` as JSON-like data: SDK objects dumped, mappings as dicts, tuples as lists."""
+    """``value`` as JSON-like data: SDK objects dumped, mappings as dicts, tuples as lists. A value
+    nested deeper than :data:`MAX_DEPTH` (or holding itself) is a
+    :class:`~ctxhealth.errors.UsageError`, raised before anything reads it."""
+    return _plain(value, 0)
+
+
+def _plain(value: Any, depth: int) -> Any:
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         value = dump(exclude_none=True)
     if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
+        if depth >= MAX_DEPTH:
+            raise _too_deep()
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        if depth >= MAX_DEPTH:
+            raise _too_deep()
+        return [_plain(v, depth + 1) for v in value]
     return value
+
+
+def _too_deep() -> UsageError:
+    return UsageError(
+        f"a message nests dicts or lists more than {MAX_DEPTH} levels deep (or holds itself)",
+        hint="pass JSON-like data as an API would send it: no real message nests this deep",
+    )
