@@ -373,16 +373,21 @@ _WORDS = ["parser", "offsets", "tests", "green", "weather", "Lisbon", "the", "a"
 replies = st.lists(st.lists(st.sampled_from(_WORDS), min_size=0, max_size=300).map(" ".join), max_size=14)
 
 
+def _drift_and_plain_window(limit: int) -> tuple[DriftDetector, PlainDriftWindow, EventBuilder]:
+    """A drift detector and the flat reference window, both given the same task."""
+    detector = DriftDetector(Profile(risk=None, drift_window_chars=limit), sweet_spot=1)
+    reference = PlainDriftWindow("", limit)
+    detector.set_instruction("Fix the parser offsets and keep the tests green")
+    reference.instruction = set(detector.instruction_words)
+    return detector, reference, EventBuilder()
+
+
 @settings(max_examples=150, deadline=None)
 @given(replies, st.sampled_from([40, 200, 2_000]), st.integers(0, 14), st.sampled_from(_WORDS))
 def test_drift_runs_match_a_flat_window_across_a_new_instruction(
     texts: list[str], limit: int, switch: int, word: str
 ) -> None:
-    detector = DriftDetector(Profile(risk=None, drift_window_chars=limit), sweet_spot=1)
-    reference = PlainDriftWindow("", limit)
-    events = EventBuilder()
-    detector.set_instruction("Fix the parser offsets and keep the tests green")
-    reference.instruction = set(detector.instruction_words)
+    detector, reference, events = _drift_and_plain_window(limit)
     for i, text in enumerate(texts, start=1):
         if i == switch:
             detector.set_instruction(f"{word} and rounding of the weather")
@@ -425,11 +430,7 @@ def test_drift_tracks_exactly_the_task_words_in_the_window_as_it_moves(texts: li
     """Short replies are appended word by word and the window's front moves through them (cutting a
     reply's run in two): after each, the task words tracked are those in the window, each at its last
     position there, and the similarity is the flat window's."""
-    detector = DriftDetector(Profile(risk=None, drift_window_chars=limit), sweet_spot=1)
-    reference = PlainDriftWindow("", limit)
-    events = EventBuilder()
-    detector.set_instruction("Fix the parser offsets and keep the tests green")
-    reference.instruction = set(detector.instruction_words)
+    detector, reference, events = _drift_and_plain_window(limit)
     for i, text in enumerate(texts, start=1):
         detector.update(events.build(i, Message(Role.ASSISTANT, (TextBlock(text),)), i, 0))
         if text:
