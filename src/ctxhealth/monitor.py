@@ -263,12 +263,16 @@ class Monitor:
         self.update(message, fill=fill)
         return self.assess()
 
-    def update(self, message: Message | Mapping[str, Any] | Any, *, fill: int | None = None) -> None:
+    def update(
+        self, message: Message | Mapping[str, Any] | Any, *, fill: int | None = None, size: int | None = None
+    ) -> None:
         """Take ``message`` into account without assessing: the cheap per-message step (the fill
         account, the counters and every detector). :meth:`assess` then gives the assessment after
         the latest message, the same one :meth:`observe` would have returned for it; a caller that
         needs an answer only at some messages (a whole session, each assistant turn, each request)
-        updates on every message and assesses only there."""
+        updates on every message and assesses only there. ``size``: the message's
+        :func:`~ctxhealth.accounting.running.message_size` when the caller has it already (an
+        account's ``sizes``), else it is computed here."""
         if not isinstance(message, Message):
             self._update_raw(message, fill)
             return
@@ -289,7 +293,7 @@ class Monitor:
             # the agent compacted its own history: that is the reset the turn count waits for
             c = self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
         account = self.account
-        turn = account.observe(message, fill)
+        turn = account.observe(message, fill, size=size)
         # a message after the latest response is part of the prompt about to be sent
         self._pending_prompt = account.pending if not turn and fill is None else None
         if assistant:
@@ -654,9 +658,16 @@ class Monitor:
         stop = cut_index(session, upto)
         fills = {t.message_index: t.tokens for t in account.turns}
         update = self.update
-        for i, message in enumerate(session.messages[:stop]):
-            update(message, fill=fills.get(i))
-            yield i
+        # each message sized once: by the accounting when it sized them (see SessionAccount.sizes)
+        sizes = account.sizes if account.session is session else None
+        if sizes is None:
+            for i, message in enumerate(session.messages[:stop]):
+                update(message, fill=fills.get(i))
+                yield i
+        else:
+            for i, message in enumerate(session.messages[:stop]):
+                update(message, fill=fills.get(i), size=sizes[i])
+                yield i
 
     def _use_format(self, format: str) -> None:
         """Score risk with the model for this log format (see :meth:`Profile.risk_for`: a model

@@ -36,7 +36,7 @@ from msgspec.structs import replace
 
 from ctxhealth.accounting.cost import Priced, cost_of, iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill, is_turn
+from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill, is_turn, message_size
 from ctxhealth.accounting.tokens import (
     DEFAULT_CHARS_PER_TOKEN,
     count_batch,
@@ -77,6 +77,10 @@ class SessionAccount(msgspec.Struct, frozen=True):
     answers: Mapping[str, ToolResult] | None = None
     """The result that answers each call id, as the counts took it: the first one written, main
     thread then sub-agents (what fleet's tool-call rows join; None in an account made elsewhere)."""
+    sizes: tuple[int, ...] | None = None
+    """:func:`~ctxhealth.accounting.running.message_size` of each message of ``session``, by index,
+    when the accounting sized them (some turn was not reported), so the Monitor fed this account
+    sizes none again; None when it did not."""
 
     @property
     def window(self) -> int:
@@ -213,24 +217,28 @@ def _reported_fills(session: Session, turn_indices: Sequence[int]) -> dict[int, 
     return out
 
 
-def _running_context(session: Session, encoding: str | None) -> tuple[list[int], list[int], FillSource]:
+def _running_context(
+    session: Session, encoding: str | None
+) -> tuple[list[int], list[int], FillSource, list[int]]:
     """Per message index: tokens (or chars) of the context *before* that message, and of the message.
 
-    Returns ``(before, own, source)``. For the exact path the unit is tokens; for the estimate
-    path it is characters (the caller divides by a calibrated ratio). A compaction summary
-    resets the running context to the system messages plus the summary itself.
+    Returns ``(before, own, source, sizes)``. For the exact path the unit is tokens; for the
+    estimate path it is characters (the caller divides by a calibrated ratio). A compaction
+    summary resets the running context to the system messages plus the summary itself. ``sizes``
+    is :func:`message_size` of each message (the estimate path's ``own``, itself).
     """
     messages = session.messages
-    texts = [message_text_for_count(m) for m in messages]
     if exact_available(encoding):
+        texts = [message_text_for_count(m) for m in messages]
         counts, source = count_batch(texts, encoding)
-        own = [c + message_overhead(m) for c, m in zip(counts, messages, strict=True)]
+        overheads = [message_overhead(m) for m in messages]
+        own = [c + o for c, o in zip(counts, overheads, strict=True)]
+        # message_size's characters are len(message_text_for_count) (message_chars): the texts
+        # counted here give them without serialising any tool input again
+        sizes = [len(t) + int(o * DEFAULT_CHARS_PER_TOKEN) for t, o in zip(texts, overheads, strict=True)]
     else:
         # Characters; overhead tokens are converted to characters at the default ratio.
-        own = [
-            len(t) + int(message_overhead(m) * DEFAULT_CHARS_PER_TOKEN)
-            for t, m in zip(texts, messages, strict=True)
-        ]
+        own = sizes = [message_size(m) for m in messages]
         source = FillSource.ESTIMATED
     before: list[int] = []
     running = 0
@@ -242,7 +250,7 @@ def _running_context(session: Session, encoding: str | None) -> tuple[list[int],
         running += size
         if m.role is Role.SYSTEM:
             system += size
-    return before, own, source
+    return before, own, source, sizes
 
 
 def _calibrate(points: Sequence[tuple[int, int, int]], *, fit_ratio: bool) -> tuple[dict[int, float], float]:
@@ -294,20 +302,22 @@ def _output_tokens(message: Message) -> int:
 
 def _fills(
     session: Session, model: ModelInfo, turn_indices: Sequence[int], markers: Sequence[int]
-) -> tuple[list[TurnFill], FillSource, float]:
+) -> tuple[list[TurnFill], FillSource, float, list[int] | None]:
+    """``(turns, source, chars_per_token, sizes)``: ``sizes`` as :func:`_running_context` gives
+    them, None when every turn was reported (then no message is sized)."""
     messages = session.messages
     reported = _reported_fills(session, turn_indices)
     outputs = [_output_tokens(messages[i]) for i in turn_indices]
     if not turn_indices:
-        return [], FillSource.ESTIMATED, DEFAULT_CHARS_PER_TOKEN
+        return [], FillSource.ESTIMATED, DEFAULT_CHARS_PER_TOKEN, None
     if len(reported) == len(turn_indices):
         turns = [
             TurnFill(n, i, reported[i], FillSource.REPORTED, out)
             for n, (i, out) in enumerate(zip(turn_indices, outputs, strict=True))
         ]
-        return turns, FillSource.REPORTED, DEFAULT_CHARS_PER_TOKEN
+        return turns, FillSource.REPORTED, DEFAULT_CHARS_PER_TOKEN, None
 
-    before, own, counted = _running_context(session, model.encoding)
+    before, own, counted, sizes = _running_context(session, model.encoding)
     segments = _segments(turn_indices, markers)
     points = [
         (seg, before[i], reported[i]) for i, seg in zip(turn_indices, segments, strict=True) if i in reported
@@ -342,7 +352,7 @@ def _fills(
                 worst = counted
         n += 1
     chars_per_token = cpt if counted is FillSource.ESTIMATED else DEFAULT_CHARS_PER_TOKEN
-    return turns, worst, chars_per_token
+    return turns, worst, chars_per_token, sizes
 
 
 def _compactions(
@@ -412,7 +422,7 @@ def account_session(
     registry = registry or ModelRegistry.default()
     info = session_model_info(session, registry, model)
     scan = _scan(session, is_failure if verdicts is None else verdicts)
-    turns, source, cpt = _fills(session, info, scan.turns, [i for i, _ in scan.compactions])
+    turns, source, cpt, sizes = _fills(session, info, scan.turns, [i for i, _ in scan.compactions])
     compactions = _compactions(scan.compactions, turns)
     after = _after_compaction(session, turns, compactions)
     if after is not None:
@@ -432,6 +442,7 @@ def account_session(
         subagent_tool_errors=scan.errors - scan.main_errors,
         after_compaction=after,
         answers=scan.answers,
+        sizes=None if sizes is None else tuple(sizes),
     )
 
 
