@@ -1,7 +1,8 @@
 """Each message sized once: ``SessionAccount.sizes`` (what the accounting sized) is
 :func:`~ctxhealth.accounting.running.message_size` of each message, on the estimate and the exact
 path, and a Monitor fed the account with them ends where a Monitor that sizes every message itself
-ends."""
+ends; and each compaction looked up once: the Monitor's fill account, handed the compaction the
+Monitor looked up, is the fill account that looks it up itself."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from ctxhealth.accounting.fill import SessionAccount, account_session
-from ctxhealth.accounting.running import message_size
+from ctxhealth.accounting.running import RunningFill, message_size
 from ctxhealth.model import (
     CompactionSummary,
     Format,
@@ -99,3 +100,18 @@ def test_a_monitor_fed_the_accounts_sizes_ends_as_one_sizing_itself(
     foreign = account_session(_session(others, "acme"))
     lent, mine = _fed(session, foreign), _fed(session, replace(foreign, sizes=None))
     assert lent.account.dump_state() == mine.account.dump_state()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_message(), st.one_of(st.none(), st.integers(1, 100_000))), max_size=14))
+def test_the_monitors_fill_looks_up_each_compaction_as_a_fill_alone_does(
+    rows: list[tuple[Message, int | None]],
+) -> None:
+    """The Monitor hands the compaction it looked up to its fill account: after every message that
+    account is a plain :class:`RunningFill` fed the same messages (which looks each one up)."""
+    monitor = Monitor("acme")
+    alone = RunningFill()
+    for message, fill in rows:
+        monitor.update(message, fill=fill)
+        alone.observe(message, fill)
+        assert monitor.account.dump_state() == alone.dump_state()

@@ -283,17 +283,18 @@ class Monitor:
         self.index += 1
         index = self.index
         assistant = message.role is Role.ASSISTANT
+        compaction = message.compaction  # looked up once for the counters, the fill and the hedges
         c = self.counters
         if assistant:
             self.turn += 1
             c = self.counters = Counters(c.restarts, c.truncations, c.cooldown, c.steps + 1)
             if not self._model_fixed and message.model:
                 self._set_model(message.model)
-        elif c.steps and message.compaction is not None:
+        elif c.steps and compaction is not None:
             # the agent compacted its own history: that is the reset the turn count waits for
             c = self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
         account = self.account
-        turn = account.observe(message, fill, size=size)
+        turn = account.observe(message, fill, size=size, compaction=compaction)
         # a message after the latest response is part of the prompt about to be sent
         self._pending_prompt = account.pending if not turn and fill is None else None
         if assistant:
@@ -304,7 +305,7 @@ class Monitor:
                 self.usage_seen = True
         event = self._events.build(index, message, self.turn, account.fill)
         if assistant and self._track_hedges:
-            if message.compaction is not None:
+            if compaction is not None:
                 self.hedges += count_hedges(message.text)
             elif event.text:
                 # the text blocks are the whole visible text: reuse the event's word runs

@@ -32,7 +32,7 @@ from typing import Any
 from ctxhealth.accounting.cost import is_new_response
 from ctxhealth.accounting.tokens import DEFAULT_CHARS_PER_TOKEN, message_size_parts
 from ctxhealth.accounting.types import FillSource
-from ctxhealth.model import Message, Role
+from ctxhealth.model import CompactionSummary, Message, Role
 
 __all__ = ["SYNTHETIC_MODEL", "RunningFill", "is_turn", "message_size"]
 
@@ -54,6 +54,10 @@ def message_size(message: Message) -> int:
     tokens at the default ratio (what the estimate divides by chars per token)."""
     chars, overhead = message_size_parts(message)
     return chars + int(overhead * DEFAULT_CHARS_PER_TOKEN)
+
+
+LOOK_UP = CompactionSummary("")
+"""``RunningFill.observe``'s default ``compaction``: look the message's up (``Message.compaction``)."""
 
 
 class RunningFill:
@@ -90,14 +94,22 @@ class RunningFill:
         self._hidden = 0.0
         self._seen: set[str] = set()
 
-    def observe(self, message: Message, fill: int | None = None, *, size: int | None = None) -> bool:
+    def observe(
+        self,
+        message: Message,
+        fill: int | None = None,
+        *,
+        size: int | None = None,
+        compaction: CompactionSummary | None = LOOK_UP,
+    ) -> bool:
         """Account ``message``; True when it is a turn (then ``fill`` / ``source`` are its own).
 
         ``fill`` is the turn's fill when the caller knows it (e.g. ``SessionAccount`` turns or a
         log-level count), taken as reported; given with a message that is not a turn, it is the
         context's size now (a host's own figure) and replaces the fill the same way. ``size`` is
         what the message adds to the context in the estimator's unit (default
-        :func:`message_size`).
+        :func:`message_size`). ``compaction`` is ``message.compaction`` when the caller looked
+        it up already (the Monitor does), so the blocks are walked once.
         """
         turn = is_turn(message, self._seen)
         cpt = self.chars_per_token
@@ -121,7 +133,8 @@ class RunningFill:
                 self.peak = self.fill
         if size is None:
             size = message_size(message)
-        compaction = message.compaction
+        if compaction is LOOK_UP:
+            compaction = message.compaction
         if compaction is not None:
             self._chars = self._system_chars
             self._anchor_fill = None
