@@ -16,7 +16,7 @@ whose fingerprint changed or that are new, and replaces every row of those paths
 One run at a time per store: a second run is refused (``<store>.lock``), never interleaved.
 
 duckdb and pyarrow are imported lazily (the ``fleet`` extra). A DuckDB store never imports
-pyarrow: its rows go in as typed NumPy columns (:func:`duckdb_columns`; NumPy is a base dependency),
+pyarrow: its rows go in as typed NumPy columns (:func:`duckdb_columns`; NumPy is in the ``fleet`` extra),
 not Arrow arrays, whose construction from Python values also imports pandas (about 0.5 s of CPU
 for the two). A Parquet store builds Arrow tables (:func:`arrow_table`), the reference the NumPy
 columns are tested equal to.
