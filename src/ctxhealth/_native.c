@@ -1,7 +1,7 @@
 /* ctxhealth._native: C versions of the text kernels the Monitor runs on every assistant reply.
  *
  * Each function here computes exactly what a Python function computes (named in its doc string);
- * ctxhealth.signals.native picks these or the Python definitions, and the tests compare the two on
+ * ctxhealth.native picks these or the Python definitions, and the tests compare the two on
  * any text (hypothesis) and on every text of the real sessions. No fixed-size buffers: every output
  * is sized from its input before it is written; every C-API return is checked.
  */
@@ -1265,6 +1265,109 @@ static PyObject *native_anchor_positions(PyObject *self, PyObject *const *args, 
     return out;
 }
 
+/* error_gate(): the substring searches of ctxhealth.failures._error_gate_py, one pass */
+#define GATE_ANY 1     /* one of the six gate substrings */
+#define GATE_PHRASE 2  /* one of the four literal phrases */
+#define GATE_NAMED 4   /* "Error: " or "Exception: " */
+#define GATE_OPENING 8 /* "Error", "ERROR" or "error" at the probe's start or after a "\n" */
+#define GATE_HEAD 1200 /* the probe of a text longer than 2 * GATE_HEAD: its head + "\n" + its tail */
+
+static int holds_at(int kind, const void *data, Py_ssize_t i, Py_ssize_t end, const char *needle, Py_ssize_t m) {
+    if (m > end - i)
+        return 0;
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (PyUnicode_READ(kind, data, i + j) != (Py_UCS4)(unsigned char)needle[j])
+            return 0;
+    return 1;
+}
+
+#define HOLDS(lit) holds_at(kind, data, i, end, lit, (Py_ssize_t)(sizeof(lit) - 1))
+
+static int opening_at(int kind, const void *data, Py_ssize_t i, Py_ssize_t end) {
+    return HOLDS("Error") || HOLDS("ERROR") || HOLDS("error");
+}
+
+/* the bits found in text[start:end], one segment of the probe (none of the needles but the
+ * "\n" openings holds a "\n", so no other match spans the "\n" that joins head and tail) */
+static int gate_segment(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    int bits = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        switch (PyUnicode_READ(kind, data, i)) {
+        case 'r':
+            if (HOLDS("rror"))
+                bits |= GATE_ANY;
+            break;
+        case 'R':
+            if (HOLDS("RROR"))
+                bits |= GATE_ANY;
+            break;
+        case 'E':
+            if (HOLDS("Exception")) {
+                bits |= GATE_ANY;
+                if (HOLDS("Exception: "))
+                    bits |= GATE_NAMED;
+            } else if (HOLDS("Error: "))
+                bits |= GATE_NAMED;
+            break;
+        case 'T':
+            if (HOLDS("Traceback (most recent call last)"))
+                bits |= GATE_ANY | GATE_PHRASE;
+            break;
+        case 'c':
+            if (HOLDS("command not found"))
+                bits |= GATE_ANY | GATE_PHRASE;
+            break;
+        case 'N':
+            if (HOLDS("No such file or directory"))
+                bits |= GATE_ANY | GATE_PHRASE;
+            break;
+        case '<':
+            if (HOLDS("<tool_use_error>"))
+                bits |= GATE_PHRASE;
+            break;
+        case '\n':
+            if (opening_at(kind, data, i + 1, end))
+                bits |= GATE_OPENING;
+            break;
+        default:
+            break;
+        }
+    }
+    return bits;
+}
+
+#undef HOLDS
+
+PyDoc_STRVAR(error_gate_doc,
+             "error_gate(text, /)\n--\n\n"
+             "ctxhealth.failures._error_gate_py(text): which of the error text's substrings the probe of\n"
+             "text (all of it, or its head + '\\n' + its tail past 2400 characters) holds, as bits: 1 a gate\n"
+             "substring, 2 a literal phrase, 4 'Error: ' or 'Exception: ', 8 an opening at a line start.");
+
+static PyObject *native_error_gate(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "error_gate() takes a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int bits;
+    if (n <= 2 * GATE_HEAD) {
+        bits = gate_segment(kind, data, 0, n);
+        if (opening_at(kind, data, 0, n))
+            bits |= GATE_OPENING;
+    } else {
+        bits = gate_segment(kind, data, 0, GATE_HEAD) | gate_segment(kind, data, n - GATE_HEAD, n);
+        if (opening_at(kind, data, 0, GATE_HEAD) || opening_at(kind, data, n - GATE_HEAD, n))
+            bits |= GATE_OPENING;
+    }
+    /* "<tool_use_error>" holds "rror": a phrase is a gate substring */
+    if (bits & GATE_PHRASE)
+        bits |= GATE_ANY;
+    return PyLong_FromLong(bits);
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
     {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
@@ -1283,13 +1386,14 @@ static PyMethodDef methods[] = {
     {"key_text", (PyCFunction)(void (*)(void))native_key_text, METH_FASTCALL, key_text_doc},
     {"lead_segments", (PyCFunction)(void (*)(void))native_lead_segments, METH_FASTCALL, lead_segments_doc},
     {"adler32", (PyCFunction)native_adler32, METH_O, adler32_doc},
+    {"error_gate", (PyCFunction)native_error_gate, METH_O, error_gate_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     "ctxhealth._native",
-    "C versions of ctxhealth's text kernels (picked by ctxhealth.signals.native).",
+    "C versions of ctxhealth's text kernels (picked by ctxhealth.native).",
     -1,
     methods,
 };
