@@ -7,6 +7,11 @@ Run: ``python benchmarks/bench_failure_gate.py [--data ../shared/data] [--baseli
 [--repeat 5]``; prints one JSON document: CPU nanoseconds per result (best of the repeats; each
 repeat judges every result once), how many results and how many read failed (the three sides must
 agree), and the load average.
+
+With ``--worker`` and ``--baseline``, also a fleet worker's accounting level (``analyse_batch`` on
+every file of ``--data``, no per-turn assessment) with this tree's ``text_looks_failed`` and with
+the baseline's swapped in, alternating in this process (CPU milliseconds, median and best of the
+repeats): the gate's share of a worker in place.
 """
 
 from __future__ import annotations
@@ -52,11 +57,45 @@ def _time(judge: Callable[[str], bool], texts: list[str], repeat: int) -> tuple[
     return best / len(texts), failed
 
 
+def _worker(data: Path, baseline: Callable[[str], bool], repeat: int) -> dict[str, float]:
+    """CPU ms of ``analyse_batch`` at the accounting level, this tree's gate against the baseline's
+    (``output_failed`` looks ``text_looks_failed`` up in its module, so swapping it swaps the gate)."""
+    import statistics
+
+    from ctxhealth.accounting.registry import ModelRegistry
+    from ctxhealth.fleet.files import discover
+    from ctxhealth.fleet.jobs import JobOptions, analyse_batch
+    from ctxhealth.policy.profile import default_profile
+
+    entries = discover([data])
+    options = JobOptions(ModelRegistry.default(), default_profile(), health=False)
+    ours = failures.text_looks_failed
+    analyse_batch(entries, options)
+    took: dict[str, list[float]] = {"this": [], "baseline": []}
+    try:
+        for r in range(repeat):
+            for side in ("baseline", "this") if r % 2 else ("this", "baseline"):
+                failures.text_looks_failed = ours if side == "this" else baseline
+                gc.collect()
+                start = time.process_time()
+                analyse_batch(entries, options)
+                took[side].append((time.process_time() - start) * 1000)
+    finally:
+        failures.text_looks_failed = ours
+    return {
+        "this_median": round(statistics.median(took["this"]), 2),
+        "baseline_median": round(statistics.median(took["baseline"]), 2),
+        "this_best": round(min(took["this"]), 2),
+        "baseline_best": round(min(took["baseline"]), 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--baseline", default="", help="a baseline tree's src directory")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--worker", action="store_true", help="also a fleet worker's accounting level")
     args = parser.parse_args()
     texts = [
         b.text
@@ -80,6 +119,8 @@ def main() -> None:
         doc["baseline_ns"], doc["baseline_failed"] = _time(_baseline(Path(args.baseline)), texts, args.repeat)
         if "c_gate_ns" in doc:
             doc["c_vs_baseline"] = round(float(doc["c_gate_ns"]) / float(doc["baseline_ns"]), 3)  # type: ignore[arg-type]
+        if args.worker:
+            doc["worker_ms"] = _worker(Path(args.data), _baseline(Path(args.baseline)), max(args.repeat, 5))
     doc["loadavg"] = os.getloadavg()
     print(json.dumps(doc, indent=1))
 
