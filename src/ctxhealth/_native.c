@@ -1,7 +1,7 @@
 /* ctxhealth._native: C versions of the text kernels the Monitor runs on every assistant reply.
  *
  * Each function here computes exactly what a Python function computes (named in its doc string);
- * ctxhealth.signals.native picks these or the Python definitions, and the tests compare the two on
+ * ctxhealth.native picks these or the Python definitions, and the tests compare the two on
  * any text (hypothesis) and on every text of the real sessions. No fixed-size buffers: every output
  * is sized from its input before it is written; every C-API return is checked.
  */
@@ -1265,6 +1265,182 @@ static PyObject *native_anchor_positions(PyObject *self, PyObject *const *args, 
     return out;
 }
 
+/* error_gate(): the substring searches of ctxhealth.failures._error_gate_py, in one screening pass
+ * (and a second over the rare text that holds a gate substring) */
+#define GATE_ANY 1     /* one of the six gate substrings */
+#define GATE_PHRASE 2  /* one of the four literal phrases */
+#define GATE_NAMED 4   /* "Error: " or "Exception: " */
+#define GATE_OPENING 8 /* "Error", "ERROR" or "error" at the probe's start or after a "\n" */
+#define GATE_HEAD 1200 /* the probe of a text longer than 2 * GATE_HEAD: its head + "\n" + its tail */
+
+/* The probe is read as bytes (the text's own for a short 1-byte string, nearly every tool result),
+ * sixteen positions at a time with SSE2 where the compiler has it: each needle is screened by three of its bytes (its first and two
+ * more, at fixed offsets), and a position that passes a screen is compared in full. GATE_SCREEN
+ * (the six gate substrings) answers the common case, none of them, first; GATE_FULL then finds
+ * every bit of a text that has one. */
+typedef struct {
+    const char *text;
+    Py_ssize_t len;
+    int bits;
+} GateNeedle;
+
+static const GateNeedle GATE_SCREEN[] = {
+    {"rror", 4, GATE_ANY},
+    {"RROR", 4, GATE_ANY},
+    {"Exception", 9, GATE_ANY},
+    {"Traceback (most recent call last)", 33, GATE_ANY | GATE_PHRASE},
+    {"command not found", 17, GATE_ANY | GATE_PHRASE},
+    {"No such file or directory", 25, GATE_ANY | GATE_PHRASE},
+};
+#define GATE_SCREEN_N ((int)(sizeof(GATE_SCREEN) / sizeof(GATE_SCREEN[0])))
+
+static const GateNeedle GATE_FULL[] = {
+    {"rror", 4, GATE_ANY},
+    {"RROR", 4, GATE_ANY},
+    {"Exception", 9, GATE_ANY},
+    {"Exception: ", 11, GATE_NAMED},
+    {"Error: ", 7, GATE_NAMED},
+    {"Traceback (most recent call last)", 33, GATE_ANY | GATE_PHRASE},
+    {"command not found", 17, GATE_ANY | GATE_PHRASE},
+    {"No such file or directory", 25, GATE_ANY | GATE_PHRASE},
+    {"<tool_use_error>", 16, GATE_PHRASE},
+    {"\nError", 6, GATE_OPENING},
+    {"\nERROR", 6, GATE_OPENING},
+    {"\nerror", 6, GATE_OPENING},
+};
+#define GATE_FULL_N ((int)(sizeof(GATE_FULL) / sizeof(GATE_FULL[0])))
+#define GATE_REACH 10 /* the largest screened offset */
+
+static int gate_at(const Py_UCS1 *p, Py_ssize_t j, Py_ssize_t end, const GateNeedle *tab, int count) {
+    int bits = 0;
+    for (int k = 0; k < count; k++) {
+        const GateNeedle *g = &tab[k];
+        if (p[j] == (Py_UCS1)g->text[0] && g->len <= end - j && memcmp(p + j, g->text, (size_t)g->len) == 0)
+            bits |= g->bits;
+    }
+    return bits;
+}
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* the positions among the sixteen at q whose bytes pass a needle's screen: its first byte c0 and
+ * the bytes c1, c2 at its offsets o1, o2 (a0 .. a10: the sixteen bytes from q, q + 1, ... q + 10) */
+#define SCREEN(c0, o1, c1, o2, c2)                                                                      \
+    _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(a0, _mm_set1_epi8(c0)), _mm_cmpeq_epi8(a##o1, _mm_set1_epi8(c1))), \
+                  _mm_cmpeq_epi8(a##o2, _mm_set1_epi8(c2)))
+#define LOAD_BLOCK(q)                                                                                   \
+    __m128i a0 = _mm_loadu_si128((const __m128i *)(q));                                                 \
+    __m128i a1 = _mm_loadu_si128((const __m128i *)((q) + 1));                                           \
+    __m128i a2 = _mm_loadu_si128((const __m128i *)((q) + 2));                                           \
+    __m128i a3 = _mm_loadu_si128((const __m128i *)((q) + 3));                                           \
+    __m128i a8 = _mm_loadu_si128((const __m128i *)((q) + 8));                                           \
+    __m128i a10 = _mm_loadu_si128((const __m128i *)((q) + 10))
+
+/* the screens of GATE_SCREEN, in its order */
+static inline unsigned screen_block(const Py_UCS1 *q) {
+    LOAD_BLOCK(q);
+    (void)a2;
+    __m128i hit = _mm_or_si128(_mm_or_si128(SCREEN('r', 1, 'r', 2, 'o'), SCREEN('R', 1, 'R', 2, 'O')),
+                               _mm_or_si128(SCREEN('E', 1, 'x', 2, 'c'), SCREEN('T', 8, 'k', 10, '(')));
+    hit = _mm_or_si128(hit, _mm_or_si128(SCREEN('c', 3, 'm', 8, 'n'), SCREEN('N', 3, 's', 8, 'f')));
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+
+/* the screens of GATE_FULL, in its order (Exception and Exception: share one) */
+static inline unsigned full_block(const Py_UCS1 *q) {
+    LOAD_BLOCK(q);
+    __m128i hit = _mm_or_si128(_mm_or_si128(SCREEN('r', 1, 'r', 2, 'o'), SCREEN('R', 1, 'R', 2, 'O')),
+                               _mm_or_si128(SCREEN('E', 1, 'x', 2, 'c'), SCREEN('E', 1, 'r', 2, 'r')));
+    hit = _mm_or_si128(hit, _mm_or_si128(SCREEN('T', 8, 'k', 10, '('), SCREEN('c', 3, 'm', 8, 'n')));
+    hit = _mm_or_si128(hit, _mm_or_si128(SCREEN('N', 3, 's', 8, 'f'), SCREEN('<', 1, 't', 10, 'e')));
+    hit = _mm_or_si128(hit, _mm_or_si128(SCREEN('\n', 1, 'E', 2, 'r'), SCREEN('\n', 1, 'E', 2, 'R')));
+    hit = _mm_or_si128(hit, SCREEN('\n', 1, 'e', 2, 'r'));
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+#undef SCREEN
+#undef LOAD_BLOCK
+#endif
+
+/* the bits of tab (GATE_SCREEN or GATE_FULL) found in p[start:end]; with first_only, the bits of
+ * the first position where one is found */
+static int gate_scan_ucs1(const Py_UCS1 *p, Py_ssize_t start, Py_ssize_t end, int full, int first_only) {
+    const GateNeedle *tab = full ? GATE_FULL : GATE_SCREEN;
+    int count = full ? GATE_FULL_N : GATE_SCREEN_N;
+    int bits = 0;
+    Py_ssize_t i = start;
+#if defined(__SSE2__)
+    for (; i + 16 + GATE_REACH <= end; i += 16) {
+        unsigned mask = full ? full_block(p + i) : screen_block(p + i);
+        while (mask) {
+            bits |= gate_at(p, i + __builtin_ctz(mask), end, tab, count);
+            if (bits && first_only)
+                return bits;
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i < end; i++) {
+        bits |= gate_at(p, i, end, tab, count);
+        if (bits && first_only)
+            return bits;
+    }
+    return bits;
+}
+
+
+static int opening_at(const Py_UCS1 *p, Py_ssize_t n) {
+    return n >= 5 && (memcmp(p, "Error", 5) == 0 || memcmp(p, "ERROR", 5) == 0 || memcmp(p, "error", 5) == 0);
+}
+
+/* the bits of a probe of n bytes (a text, or its head + "\n" + its tail) */
+static int gate_probe(const Py_UCS1 *p, Py_ssize_t n) {
+    if (!gate_scan_ucs1(p, 0, n, 0, 1))
+        return 0;
+    int bits = gate_scan_ucs1(p, 0, n, 1, 0);
+    if (opening_at(p, n))
+        bits |= GATE_OPENING;
+    /* a phrase, a name or an opening holds one of the six gate substrings */
+    return bits | GATE_ANY;
+}
+
+PyDoc_STRVAR(error_gate_doc,
+             "error_gate(text, /)\n--\n\n"
+             "ctxhealth.failures._error_gate_py(text): which of the error text's substrings the probe of\n"
+             "text (all of it, or its head + '\\n' + its tail past 2400 characters) holds, as bits: 1 a gate\n"
+             "substring, 2 a literal phrase, 4 'Error: ' or 'Exception: ', 8 an opening at a line start.");
+
+static PyObject *native_error_gate(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "error_gate() takes a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (kind == PyUnicode_1BYTE_KIND && n <= 2 * GATE_HEAD)
+        return PyLong_FromLong(gate_probe((const Py_UCS1 *)data, n));
+    /* the probe as bytes, every character past ASCII as 0x80 (no needle holds one, so the bits are
+     * the same); its size is bounded by its definition */
+    Py_UCS1 probe[2 * GATE_HEAD + 1];
+    if (kind == PyUnicode_1BYTE_KIND) { /* a long one: its head and tail as they are */
+        memcpy(probe, data, GATE_HEAD);
+        probe[GATE_HEAD] = '\n';
+        memcpy(probe + GATE_HEAD + 1, (const Py_UCS1 *)data + n - GATE_HEAD, GATE_HEAD);
+        return PyLong_FromLong(gate_probe(probe, 2 * GATE_HEAD + 1));
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (n > 2 * GATE_HEAD && i == GATE_HEAD) {
+            probe[m++] = '\n';
+            i = n - GATE_HEAD;
+        }
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        probe[m++] = ch < 128 ? (Py_UCS1)ch : 0x80;
+    }
+    return PyLong_FromLong(gate_probe(probe, m));
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
     {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
@@ -1283,13 +1459,14 @@ static PyMethodDef methods[] = {
     {"key_text", (PyCFunction)(void (*)(void))native_key_text, METH_FASTCALL, key_text_doc},
     {"lead_segments", (PyCFunction)(void (*)(void))native_lead_segments, METH_FASTCALL, lead_segments_doc},
     {"adler32", (PyCFunction)native_adler32, METH_O, adler32_doc},
+    {"error_gate", (PyCFunction)native_error_gate, METH_O, error_gate_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     "ctxhealth._native",
-    "C versions of ctxhealth's text kernels (picked by ctxhealth.signals.native).",
+    "C versions of ctxhealth's text kernels (picked by ctxhealth.native).",
     -1,
     methods,
 };

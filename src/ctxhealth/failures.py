@@ -30,9 +30,12 @@ from __future__ import annotations
 import re
 
 from ctxhealth.lazy import pattern
+from ctxhealth.native import KERNELS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ctxhealth.model import ToolResult
 
 __all__ = [
@@ -84,14 +87,30 @@ _NAMED_ERROR = r"^\w*(?:Error|Exception): "
 needs is there."""
 _OPENINGS = ("Error", "ERROR", "error")
 
+_ANY = 1
+"""Gate bit: the probe holds one of the six substrings every alternative of the pattern needs."""
+_PHRASE = 2
+"""Gate bit: the probe holds one of :data:`_PHRASES` (it reads failed)."""
+_NAMED = 4
+"""Gate bit: the probe holds ``Error: `` or ``Exception: `` (:data:`_NAMED_ERROR` may match)."""
+_OPENING = 8
+"""Gate bit: an opening of :data:`_OPENINGS` starts the probe or follows a ``\\n``
+(:data:`_AT_LINE_START` may match)."""
+_HALF = 1200
+"""A text longer than twice this is read as its head and tail of this many characters."""
 
-def text_looks_failed(text: str) -> bool:
-    """:func:`looks_failed` on bare text (for a hook payload, which has no ToolResult).
 
-    Whether :data:`ERROR_TEXT` matches, alternative by alternative: the phrases by substring, each
-    line-start pattern only when the text holds what it needs (``tests/test_signals_fast_paths.py``
-    holds this equal to the one pattern)."""
-    probe = text if len(text) <= 2400 else text[:1200] + "\n" + text[-1200:]
+def _probe(text: str) -> str:
+    """What the gate reads: the text, or its head + ``\\n`` + its tail when it is long."""
+    return text if len(text) <= 2 * _HALF else text[:_HALF] + "\n" + text[-_HALF:]
+
+
+def _error_gate_py(text: str) -> int:
+    """The substring searches of :func:`text_looks_failed` on the probe of ``text``, as gate bits
+    (:data:`_ANY`, :data:`_PHRASE`, :data:`_NAMED`, :data:`_OPENING`); 0 when it holds none of the
+    six substrings (most results). The definition of ``_native.error_gate``, which makes them in
+    one pass (``tests/test_failure_gate.py`` holds the two equal)."""
+    probe = text if len(text) <= 2 * _HALF else text[:_HALF] + "\n" + text[-_HALF:]  # _probe, inlined
     # every alternative of the pattern holds one of these substrings ("rror" covers Error, error and
     # <tool_use_error>, "RROR" ERROR, then "Exception" and the three phrases): most results have none
     # (written out: a generator per result costs more than the searches)
@@ -103,15 +122,40 @@ def text_looks_failed(text: str) -> bool:
         or "command not found" in probe
         or "No such file or directory" in probe
     ):
+        return 0
+    bits = _ANY
+    if any(phrase in probe for phrase in _PHRASES):
+        bits |= _PHRASE
+    if "Error: " in probe or "Exception: " in probe:
+        bits |= _NAMED
+    if probe.startswith(_OPENINGS) or "\nError" in probe or "\nERROR" in probe or "\nerror" in probe:
+        bits |= _OPENING
+    return bits
+
+
+_error_gate: Callable[[str], int] = _error_gate_py
+"""The gate :func:`text_looks_failed` runs: :func:`_error_gate_py`, or the same in C
+(:mod:`~ctxhealth.native`)."""
+if KERNELS is not None:
+    _error_gate = KERNELS.error_gate
+
+
+def text_looks_failed(text: str) -> bool:
+    """:func:`looks_failed` on bare text (for a hook payload, which has no ToolResult).
+
+    Whether :data:`ERROR_TEXT` matches on the probe (the text, or the head and tail of a long one),
+    alternative by alternative: the phrases by substring, each line-start pattern only when the
+    probe holds what it needs (the gate bits of :func:`_error_gate_py`;
+    ``tests/test_signals_fast_paths.py`` holds this equal to the one pattern)."""
+    bits = _error_gate(text)
+    if not bits & _ANY:
         return False
-    for phrase in _PHRASES:
-        if phrase in probe:
-            return True
-    if ("Error: " in probe or "Exception: " in probe) and pattern(_NAMED_ERROR, re.M).search(probe):
+    if bits & _PHRASE:
         return True
-    return (
-        probe.startswith(_OPENINGS) or "\nError" in probe or "\nERROR" in probe or "\nerror" in probe
-    ) and pattern(_AT_LINE_START, re.M).search(probe) is not None
+    probe = _probe(text)
+    if bits & _NAMED and pattern(_NAMED_ERROR, re.M).search(probe):
+        return True
+    return bool(bits & _OPENING) and pattern(_AT_LINE_START, re.M).search(probe) is not None
 
 
 def is_failure(result: ToolResult) -> bool:

@@ -16,6 +16,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # base: no dependencies beyond the standard library and each other, lowest first
     ("errors",),
     ("lazy",),
+    ("native",),  # which text kernels run: the C extension or the Python definitions
     ("layers",),
     ("__init__",),
     ("atomic",),
