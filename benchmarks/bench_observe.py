@@ -317,7 +317,7 @@ def bench(session: Session, repeats: int) -> dict[str, Any]:
 
 def run_pure(argv: list[str]) -> dict[str, Any]:
     """This benchmark on this tree with the C text kernels switched off, in a child process."""
-    from ctxhealth.signals.native import SWITCH
+    from ctxhealth.native import SWITCH
 
     env = {**os.environ, SWITCH: "0"}
     command = [sys.executable, __file__, *argv, "--baseline", ""]
@@ -329,7 +329,7 @@ def run_pure(argv: list[str]) -> dict[str, Any]:
 def kernels() -> str:
     """Which text kernels this process runs: "native" (the C extension) or "python"."""
     try:
-        from ctxhealth.signals.native import KERNELS
+        from ctxhealth.native import KERNELS
     except ImportError:  # a baseline from before the switch
         return "python"
     return "python" if KERNELS is None else "native"

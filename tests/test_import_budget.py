@@ -334,8 +334,8 @@ def test_check_compiles_no_signal_pattern_its_texts_never_need(tmp_path: Path) -
     sentences: tested, never run) and,
     with the C kernels, the verify hints' pattern: none is compiled, at import or later. Nor are the
     sniffers' JSON-object head patterns for a file that opens no object (a licence beside them)."""
+    from ctxhealth.native import KERNELS
     from ctxhealth.signals import calls, hedging, indicators, requests, text
-    from ctxhealth.signals.native import KERNELS
     from ctxhealth.sources import sniff
 
     folder = tmp_path / "proj"

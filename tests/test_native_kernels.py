@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxhealth import native
 from ctxhealth.model import Message, Role, TextBlock, ToolCall
-from ctxhealth.signals import base, calls, drift, hedging, indicators, native, text
+from ctxhealth.signals import base, calls, drift, hedging, indicators, text
 from ctxhealth.signals.base import stable_hash
 from ctxhealth.signals.events import Event
 
@@ -391,7 +392,7 @@ def test_kernels_agree_on_every_text_of_the_real_sessions() -> None:
 def test_the_switch_picks_the_python_definitions() -> None:
     """``CTXHEALTH_NATIVE=0`` binds every kernel to its Python definition; by default the C ones."""
     probe = (
-        "from ctxhealth.signals import base, calls, hedging, indicators, native, text;"
+        "from ctxhealth import native; from ctxhealth.signals import base, calls, hedging, indicators, text;"
         "print(native.KERNELS is None, text.fold is text.fold_py, text.folded_stems is text.folded_stems_py,"
         " hedging.count_event is hedging.count_event_py, indicators.hinted is indicators.hinted_py,"
         " indicators.sentence_hashes is indicators.sentence_hashes_py,"

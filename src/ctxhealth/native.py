@@ -6,8 +6,8 @@ Python definition of each function, next to its caller (:mod:`~ctxhealth.signals
 :mod:`~ctxhealth.signals.hedging`, :mod:`~ctxhealth.signals.indicators`,
 :mod:`~ctxhealth.failures`); the extension computes the same results in C and is used
 when it was built at install (it is optional: without a compiler the package installs and runs the
-Python definitions). :data:`KERNELS` is the loaded extension, or None. This is a base module (the
-one picker, below :mod:`~ctxhealth.failures`); :mod:`ctxhealth.signals.native` re-exports it.
+Python definitions). :data:`KERNELS` is the loaded extension, or None. This is a base module: the
+one picker, below :mod:`~ctxhealth.failures` and the signals, which all read it.
 
 ``CTXHEALTH_NATIVE=0`` forces the Python definitions; ``CTXHEALTH_NATIVE=require`` makes a missing
 or broken extension an error at import (CI sets it, so the native path is the one tested).

@@ -16,7 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
-from ctxhealth.signals.native import KERNELS
+from ctxhealth.native import KERNELS
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -222,7 +222,7 @@ matches_at_anchors: Callable[[Callable[[str, int], object | None], str, tuple[st
     matches_at_anchors_py
 )
 """``pattern.search(text) is not None`` for a pattern whose matches start at ``anchors``:
-:func:`matches_at_anchors_py`, or the same with the anchors found in C (:mod:`~ctxhealth.signals.native`)."""
+:func:`matches_at_anchors_py`, or the same with the anchors found in C (:mod:`~ctxhealth.native`)."""
 if KERNELS is not None:
     spaced_hash = KERNELS.spaced_hash
     _anchor_positions: Callable[[str, tuple[str, ...]], list[int]] = KERNELS.anchor_positions

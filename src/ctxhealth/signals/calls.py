@@ -20,8 +20,8 @@ import msgspec
 
 from ctxhealth.lazy import pattern
 from ctxhealth.model import ToolCall, ToolResult
+from ctxhealth.native import KERNELS
 from ctxhealth.signals.base import key_hash, matches_at_anchors, spaced_hash
-from ctxhealth.signals.native import KERNELS
 
 
 class CallKind(StrEnum):

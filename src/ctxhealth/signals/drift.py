@@ -34,9 +34,9 @@ from itertools import count, islice
 from typing import TYPE_CHECKING, Any
 
 from ctxhealth.model import Role
+from ctxhealth.native import KERNELS
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.native import KERNELS
 from ctxhealth.signals.requests import TaskTracker
 from ctxhealth.signals.text import content_words
 from ctxhealth.signals.thresholds import SignalThresholds

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ctxhealth.lazy import pattern
-from ctxhealth.signals.native import KERNELS
+from ctxhealth.native import KERNELS
 from ctxhealth.signals.text import fold
 
 if TYPE_CHECKING:

@@ -23,9 +23,9 @@ from zlib import adler32, crc32
 
 from ctxhealth.lazy import pattern as lazy_pattern
 from ctxhealth.model import Role
+from ctxhealth.native import KERNELS
 from ctxhealth.signals.base import BoundedDict, CachedDetector, Signal, TurnWindow, matches_at_anchors
 from ctxhealth.signals.events import Event
-from ctxhealth.signals.native import KERNELS
 from ctxhealth.signals.thresholds import SignalThresholds
 
 if TYPE_CHECKING:
@@ -258,7 +258,7 @@ def _hinted_native(low: str) -> tuple[bool, bool]:
 
 
 hinted: Callable[[str], tuple[bool, bool]] = hinted_py
-"""The hint test the detector runs: :func:`hinted_py`, or the same in C (:mod:`~ctxhealth.signals.native`)."""
+"""The hint test the detector runs: :func:`hinted_py`, or the same in C (:mod:`~ctxhealth.native`)."""
 sentence_hashes: Callable[[list[str]], list[int]] = sentence_hashes_py
 """The sentence hashes the detector keeps: :func:`sentence_hashes_py`, or the same in C."""
 text_sentence_hashes: Callable[[str], list[int]] = text_sentence_hashes_py

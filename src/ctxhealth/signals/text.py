@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from ctxhealth.lazy import pattern
-from ctxhealth.signals.native import KERNELS
+from ctxhealth.native import KERNELS
 
 _WORD_SOURCE = r"[A-Za-z][A-Za-z0-9_]{2,}"
 """``WORD``, the definition the word runs are tested against: compiled on first use (no run needs it)."""
@@ -281,7 +281,7 @@ def _folded_stems_native(folded: bytes) -> list[str]:
 
 
 fold: Callable[[str], bytes] = fold_py
-"""The folding the Monitor runs: :func:`fold_py`, or the same in C (:mod:`~ctxhealth.signals.native`)."""
+"""The folding the Monitor runs: :func:`fold_py`, or the same in C (:mod:`~ctxhealth.native`)."""
 folded_stems: Callable[[bytes], list[str]] = folded_stems_py
 """The content words of a folded text the Monitor computes: :func:`folded_stems_py`, or in C."""
 if KERNELS is not None:
