@@ -23,6 +23,8 @@ class Session:
         self.home = str(root / "home")
         self.n = 0
         self.fill = 20_000
+        self.lag = 0  # lines written to the file only after this many more (Claude Code writes in batches)
+        self._held: list[str] = []
         self.transcript.write_text("")
         self.user(request)
 
@@ -36,8 +38,15 @@ class Session:
             "isSidechain": False,
             "message": message,
         }
-        with self.transcript.open("a") as sink:
-            sink.write(json.dumps(line) + "\n")
+        self._held.append(json.dumps(line) + "\n")
+        self.flush(keep=self.lag)
+
+    def flush(self, keep: int = 0) -> None:
+        """Write the lines held back, all but the last ``keep``."""
+        out, self._held = self._held[: len(self._held) - keep], self._held[len(self._held) - keep :]
+        if out:
+            with self.transcript.open("a") as sink:
+                sink.write("".join(out))
 
     def _assistant(self, content: list[dict[str, Any]]) -> None:
         usage = {"input_tokens": 10, "cache_read_input_tokens": self.fill - 10, "output_tokens": 20}

@@ -105,3 +105,39 @@ def test_a_reanchor_is_given_again_after_a_compaction_or_when_the_context_grew(t
     s.fill = 90_000 + 17_000  # a tenth of the usable window (167K) more since: buried deeper
     s.reply("More about Lisbon: trams, viewpoints and the river.")
     assert _drifted_turn(s).startswith("[RE-ANCHOR")
+
+
+def test_the_failure_notice_comes_at_the_third_failure_while_the_transcript_lags_two_results(
+    tmp_path: Path,
+) -> None:
+    # Claude Code 2.1 writes its transcript in batches: at the third PostToolUseFailure of three quick
+    # failures the transcript may hold only the first result. The calls the payloads stated are kept
+    # until the transcript holds them, so the monitor still sees three failures there.
+    s = Session(tmp_path)
+    s.lag = 3  # the last call, the result before it and that call stay unwritten at each hook
+    said = [s.call("Bash", {"command": f"make {i}"}, "Error: exit 2", failed=True) for i in range(4)]
+    assert [i for i, out in enumerate(said) if "Failure spiral" in _context(out)] == [2]
+    s.flush()
+    s.reply("Looking at the build error.")
+    s.hook("Stop")
+    counters = load_counters(s.home, str(s.transcript))
+    assert counters is not None
+    assert (tool_counts(counters).calls, tool_counts(counters).failed) == (4, 4)
+    # the transcript holds every stated result now: none is assessed again
+    assert all(f"r:{entry[0]}" in counters.observed for entry in counters.stated)
+
+
+def test_a_stated_call_whose_result_the_transcript_never_holds_is_dropped_once_a_later_one_is(
+    tmp_path: Path,
+) -> None:
+    s = Session(tmp_path)
+    s.lag = 2
+    s.call("Bash", {"command": "make 0"}, "Error: exit 2", failed=True)
+    s._held.pop()  # that result is never written (an interrupted call)
+    s.lag = 0
+    s.flush()
+    s.call("Bash", {"command": "make 1"}, "built")
+    s.call("Read", {"file_path": "/p/a.py"}, "x = 1")
+    counters = load_counters(s.home, str(s.transcript))
+    assert counters is not None
+    assert [entry[2] for entry in counters.stated] == [{"file_path": "/p/a.py"}]  # only the last call's

@@ -539,21 +539,42 @@ def _digest(text: str) -> str:
     return f"{zlib.crc32(text.encode('utf-8', errors='replace')):08x}"
 
 
+MAX_STATED = 8
+"""How many stated calls the tail state keeps while the transcript lags (it lags by one or two)."""
+
+
 def _assess_call(call: _Call) -> dict[str, Any] | None:
-    """The monitor's assessment with this PostToolUse's call and result added as the payload states
-    them (Claude Code writes the result to the transcript only after the hook), never saved: the
-    transcript's lines are what the monitor keeps (:func:`.monitoring.assess_call`)."""
+    """The monitor's assessment with the calls and results hook payloads stated that the transcript
+    does not hold yet added as the payloads state them, this one last: Claude Code writes a result to
+    the transcript only after the hook, and writes its transcript in batches, so at the third of
+    three quick failures the transcript may hold only the first (seen with Claude Code 2.1). Never
+    saved: the transcript's lines are what the monitor keeps (:func:`.monitoring.assess_call`); the
+    stated calls are kept, redacted, until the transcript holds their results (it is written in
+    order: a result it holds means every call stated before it is there too)."""
     from ctxhealth.integrations.claude_code.monitoring import assess_call
     from ctxhealth.model import ToolCall, ToolResult
+    from ctxhealth.redact import redact, redact_value
 
     payload = call.payload
     tool_id = payload.tool_use_id or ""
     if not tool_id:
         return None
+    counters = call.counters
+    stated = [s for s in counters.stated if s and s[0] != tool_id]
+    stated.append(
+        [
+            tool_id,
+            payload.tool_name or "?",
+            redact_value(payload.tool_input),
+            redact(payload.response_text),
+            payload.failed,
+        ]
+    )
+    held = [i for i, s in enumerate(stated) if f"r:{s[0]}" in counters.observed]
+    counters.stated = stated = stated[held[-1] + 1 if held else 0 :][-MAX_STATED:]
     return assess_call(
-        call.counters,
-        ToolCall(tool_id, payload.tool_name or "?", payload.tool_input),
-        ToolResult(tool_id, payload.response_text, is_error=payload.failed),
+        counters,
+        [(ToolCall(s[0], s[1], s[2]), ToolResult(s[0], s[3], is_error=bool(s[4]))) for s in stated],
     )
 
 

@@ -23,6 +23,7 @@ masked its digits would miss the key.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from msgspec.structs import replace
@@ -145,27 +146,30 @@ def _note_observed(counters: SessionCounters, message: Message) -> None:
 
 def assess_call(
     counters: SessionCounters,
-    call: ToolCall,
-    result: ToolResult,
+    calls: Sequence[tuple[ToolCall, ToolResult]],
     *,
     registry: ModelRegistry | None = None,
     profile: Profile | None = None,
 ) -> dict[str, Any] | None:
-    """The monitor's assessment with one finished tool call added as a hook payload states it (a
-    PostToolUse hook fires before Claude Code writes the result to the transcript, sometimes before
-    the call itself): the call (unless the monitor observed it already) and its result, in one
-    message that is no model turn. The monitor's snapshot is not changed: it stays the transcript's,
-    which the monitor reads when the lines are written, so the call is counted once (the caller may
-    show the assessment until then). None when the monitor observed this result already (the
-    transcript had it)."""
-    if f"r:{result.tool_call_id}" in counters.observed:
+    """The monitor's assessment with the finished tool calls hook payloads stated added, in order, as
+    the payloads state them. A PostToolUse hook fires before Claude Code writes the result to the
+    transcript, and Claude Code writes its transcript in batches, so the transcript may lack the
+    last few calls and results: each call (unless the monitor observed it already) and its result
+    go in as one message that is no model turn, skipping the results the monitor observed. The
+    monitor's snapshot is not changed: it stays the transcript's, which the monitor reads when the
+    lines are written, so a call is counted once (the caller may show the assessment until then).
+    None when the monitor observed every one of these results already (the transcript had them)."""
+    observed = counters.observed
+    pending = [(c, r) for c, r in calls if f"r:{r.tool_call_id}" not in observed]
+    if not pending:
         return None
     monitor = _monitor(counters, claude_code_profile(profile), registry)
-    blocks: tuple[ToolCall | ToolResult, ...] = (result,)
-    if f"c:{call.id}" not in counters.observed:
-        blocks = (call, result)
-    assessment = monitor.observe(redacted(Message(Role.USER, blocks)))
-    return summarise(assessment, monitor)
+    for call, result in pending:
+        blocks: tuple[ToolCall | ToolResult, ...] = (result,)
+        if f"c:{call.id}" not in observed:
+            blocks = (call, result)
+        monitor.update(redacted(Message(Role.USER, blocks)))
+    return summarise(monitor.assess(), monitor)
 
 
 def redacted(message: Message) -> Message:

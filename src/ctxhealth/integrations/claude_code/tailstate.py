@@ -74,6 +74,9 @@ class SessionCounters:
     last_response_id: str | None
     output_tokens: int
     observed: list[str]
+    stated: list[list[Any]]
+    """Tool calls hook payloads stated whose results the transcript did not hold yet, oldest first:
+    ``[id, tool name, input, response text, failed]``, redacted (:func:`.hooks._assess_call`)."""
     episodes: int
     drift: float | None
     compactions: int
