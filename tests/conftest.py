@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,21 @@ CLAUDE_CODE_DATA = SHARED_DATA / "claude-code"
 MINI_SWE_DATA = SHARED_DATA / "mini-swe-agent"
 OPENHANDS_DATA = SHARED_DATA / "openhands" / "claude-3-5-sonnet-20241022_verified"
 TAU_BENCH_DATA = SHARED_DATA / "tau-bench"
+
+
+@functools.cache
+def real_tool_outputs() -> tuple[str, ...]:
+    """The text of every tool result in the real sessions of ``SHARED_DATA`` (read once per run)."""
+    from ctxhealth.model import ToolResult
+    from ctxhealth.sources import read_sessions
+
+    return tuple(
+        b.text
+        for s in read_sessions([str(SHARED_DATA)])
+        for m in s.messages
+        for b in m.blocks
+        if isinstance(b, ToolResult)
+    )
 
 
 def invoke(*args: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], **kwargs: Any) -> Result:

@@ -142,16 +142,9 @@ _DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 @pytest.mark.skipif(not _DATA.is_dir(), reason="the real sessions are not here")
 def test_the_gate_is_its_definition_on_every_real_tool_result() -> None:
-    from ctxhealth.model import ToolResult
-    from ctxhealth.sources import read_sessions
+    from conftest import real_tool_outputs
 
-    outputs = [
-        b.text
-        for s in read_sessions([str(_DATA)])
-        for m in s.messages
-        for b in m.blocks
-        if isinstance(b, ToolResult)
-    ]
+    outputs = real_tool_outputs()
     assert len(outputs) > 1_000
     failed = 0
     for text in outputs:

@@ -119,15 +119,9 @@ _DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 def test_error_signature_is_the_plain_regex_on_every_real_tool_result() -> None:
     """The signature line found from the hints backwards is the regex's last line on every output
     of the real sessions (errors on several lines, hints on lines that do not match)."""
-    from ctxhealth.sources import read_sessions
+    from conftest import real_tool_outputs
 
-    outputs = [
-        b.text
-        for s in read_sessions([str(_DATA)])
-        for m in s.messages
-        for b in m.blocks
-        if isinstance(b, ToolResult)
-    ]
+    outputs = real_tool_outputs()
     assert len(outputs) > 1_000
     signed = 0
     for text in outputs:
