@@ -110,7 +110,7 @@ def _error_gate_py(text: str) -> int:
     (:data:`_ANY`, :data:`_PHRASE`, :data:`_NAMED`, :data:`_OPENING`); 0 when it holds none of the
     six substrings (most results). The definition of ``_native.error_gate``, which makes them in
     one pass (``tests/test_failure_gate.py`` holds the two equal)."""
-    probe = text if len(text) <= 2 * _HALF else text[:_HALF] + "\n" + text[-_HALF:]  # _probe, inlined
+    probe = _probe(text)
     # every alternative of the pattern holds one of these substrings ("rror" covers Error, error and
     # <tool_use_error>, "RROR" ERROR, then "Exception" and the three phrases): most results have none
     # (written out: a generator per result costs more than the searches)
