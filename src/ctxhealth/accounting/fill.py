@@ -36,7 +36,7 @@ from msgspec.structs import replace
 
 from ctxhealth.accounting.cost import Priced, cost_of, iter_threads, session_cost
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill, is_turn, message_size
+from ctxhealth.accounting.running import SYNTHETIC_MODEL, RunningFill, is_turn, message_size, size_of
 from ctxhealth.accounting.tokens import (
     DEFAULT_CHARS_PER_TOKEN,
     count_batch,
@@ -235,7 +235,7 @@ def _running_context(
         own = [c + o for c, o in zip(counts, overheads, strict=True)]
         # message_size's characters are len(message_text_for_count) (message_chars): the texts
         # counted here give them without serialising any tool input again
-        sizes = [len(t) + int(o * DEFAULT_CHARS_PER_TOKEN) for t, o in zip(texts, overheads, strict=True)]
+        sizes = [size_of(len(t), o) for t, o in zip(texts, overheads, strict=True)]
     else:
         # Characters; overhead tokens are converted to characters at the default ratio.
         own = sizes = [message_size(m) for m in messages]

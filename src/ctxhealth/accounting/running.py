@@ -34,7 +34,7 @@ from ctxhealth.accounting.tokens import DEFAULT_CHARS_PER_TOKEN, message_size_pa
 from ctxhealth.accounting.types import FillSource
 from ctxhealth.model import CompactionSummary, Message, Role
 
-__all__ = ["SYNTHETIC_MODEL", "RunningFill", "is_turn", "message_size"]
+__all__ = ["SYNTHETIC_MODEL", "RunningFill", "is_turn", "message_size", "size_of"]
 
 SYNTHETIC_MODEL = "<synthetic>"
 """Claude Code writes this model id on responses it made up itself (errors, interruptions)."""
@@ -52,8 +52,13 @@ def is_turn(message: Message, seen: set[str]) -> bool:
 def message_size(message: Message) -> int:
     """The characters ``message`` adds to the running context: its counted text plus its framing
     tokens at the default ratio (what the estimate divides by chars per token)."""
-    chars, overhead = message_size_parts(message)
-    return chars + int(overhead * DEFAULT_CHARS_PER_TOKEN)
+    return size_of(*message_size_parts(message))
+
+
+def size_of(chars: int, overhead_tokens: int) -> int:
+    """:func:`message_size` from its parts: counted characters and framing tokens (for a caller that
+    has the parts already)."""
+    return chars + int(overhead_tokens * DEFAULT_CHARS_PER_TOKEN)
 
 
 LOOK_UP = CompactionSummary("")
