@@ -39,6 +39,7 @@ import math
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -660,15 +661,12 @@ class Monitor:
         fills = {t.message_index: t.tokens for t in account.turns}
         update = self.update
         # each message sized once: by the accounting when it sized them (see SessionAccount.sizes)
-        sizes = account.sizes if account.session is session else None
-        if sizes is None:
-            for i, message in enumerate(session.messages[:stop]):
-                update(message, fill=fills.get(i))
-                yield i
-        else:
-            for i, message in enumerate(session.messages[:stop]):
-                update(message, fill=fills.get(i), size=sizes[i])
-                yield i
+        sized = account.sizes if account.session is session else None
+        sizes: Iterable[int | None] = repeat(None) if sized is None else sized
+        # (the sizes run to the session's end, or on without end: the messages cut at ``stop`` set the length)
+        for i, (message, size) in enumerate(zip(session.messages[:stop], sizes, strict=False)):
+            update(message, fill=fills.get(i), size=size)
+            yield i
 
     def _use_format(self, format: str) -> None:
         """Score risk with the model for this log format (see :meth:`Profile.risk_for`: a model
