@@ -453,6 +453,19 @@ static inline unsigned char *put_utf8(unsigned char *o, Py_UCS4 ch) {
 
 #define HASH_STACK 8192
 
+/* room for the UTF-8 of `chars` characters (at most 4 bytes each): `stack` (HASH_STACK bytes) when
+   it fits, else a heap block, also left in *heap for the caller to PyMem_Free (NULL there when the
+   stack is used); NULL with MemoryError set when there is no room */
+static unsigned char *utf8_room(unsigned char *stack, Py_ssize_t chars, unsigned char **heap) {
+    *heap = NULL;
+    if (chars <= HASH_STACK / 4)
+        return stack;
+    *heap = PyMem_Malloc((size_t)chars * 4);
+    if (*heap == NULL)
+        PyErr_NoMemory();
+    return *heap;
+}
+
 /* " ".join(text[start:end].split()) as UTF-8 at o; the end of what was written (at most 4 bytes
    per character) */
 /* one loop per string kind (no kind switch per character); ASCII written without put_utf8 */
@@ -515,13 +528,10 @@ static PyObject *native_spaced_hash(PyObject *self, PyObject *const *args, Py_ss
     Py_ssize_t pn = PyUnicode_GET_LENGTH(prefix);
     Py_ssize_t tn = PyUnicode_GET_LENGTH(text);
     unsigned char stack[HASH_STACK];
-    unsigned char *heap = NULL;
-    unsigned char *buf = stack;
-    if (pn + tn > HASH_STACK / 4) {
-        heap = buf = PyMem_Malloc(((size_t)pn + (size_t)tn) * 4);
-        if (heap == NULL)
-            return PyErr_NoMemory();
-    }
+    unsigned char *heap;
+    unsigned char *buf = utf8_room(stack, pn + tn, &heap);
+    if (buf == NULL)
+        return NULL;
     unsigned char *o = buf;
     for (Py_ssize_t i = 0; i < pn; i++)
         o = put_utf8(o, PyUnicode_READ(pkind, pdata, i));
@@ -534,13 +544,10 @@ static PyObject *native_spaced_hash(PyObject *self, PyObject *const *args, Py_ss
 /* stable_hash(" ".join(text[start:end].split())) as an int: crc32 << 32 | adler32 of its UTF-8 */
 static PyObject *span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
     unsigned char stack[HASH_STACK];
-    unsigned char *heap = NULL;
-    unsigned char *buf = stack;
-    if (end - start > HASH_STACK / 4) {
-        heap = buf = PyMem_Malloc((size_t)(end - start) * 4);
-        if (heap == NULL)
-            return PyErr_NoMemory();
-    }
+    unsigned char *heap;
+    unsigned char *buf = utf8_room(stack, end - start, &heap);
+    if (buf == NULL)
+        return NULL;
     unsigned char *o = spaced_utf8(buf, kind, data, start, end);
     PyObject *value = bytes_hash(buf, (size_t)(o - buf));
     PyMem_Free(heap);
@@ -1162,13 +1169,10 @@ static PyObject *native_text_sentence_hashes(PyObject *self, PyObject *const *ar
     /* a sentence's normalised UTF-8 is at most 4 bytes per character of it (a lower-cased
        character is one code point too) */
     unsigned char stack[HASH_STACK];
-    unsigned char *heap = NULL;
-    unsigned char *buf = stack;
-    if (n > HASH_STACK / 4) {
-        heap = buf = PyMem_Malloc((size_t)n * 4);
-        if (heap == NULL)
-            return PyErr_NoMemory();
-    }
+    unsigned char *heap;
+    unsigned char *buf = utf8_room(stack, n, &heap);
+    if (buf == NULL)
+        return NULL;
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         PyMem_Free(heap);
