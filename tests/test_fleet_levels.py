@@ -76,7 +76,7 @@ def test_accounting_level_rows_equal_the_full_levels_on_every_format_of_the_shar
     the same reading of each file, without the Monitor."""
     from conftest import SHARED_DATA
 
-    folders = [p for p in sorted(SHARED_DATA.iterdir()) if p.is_dir() and p.name != "claude-code"]
+    folders = [p for p in sorted(SHARED_DATA.glob("*")) if p.is_dir() and p.name != "claude-code"]
     if not folders:
         pytest.skip(f"the shared data is not at {SHARED_DATA}")
     registry, profile = ModelRegistry.default(), default_profile()
