@@ -216,11 +216,12 @@ def run_fleet(
     try:
         if options.health and not full and any(action is None for action, _, _ in store.verdicts()):
             full = True  # rows of an accounting-level run are there: every file is assessed again
-        known = {} if full else store.known()
-        todo = [e for e in entries if known.get(e.path) != e.fingerprint]
+        known = store.known()
+        todo = entries if full else [e for e in entries if known.get(e.path) != e.fingerprint]
         result.unchanged = len(entries) - len(todo)
-        # one step removes every row of the files about to be read again; batches then only append
-        store.forget([e.path for e in todo if e.path in known] if not full else [e.path for e in todo])
+        # one step removes every row of the files about to be read again (every file analysed has
+        # its row in ``files``, so those are the only ones with rows to remove); batches then only append
+        store.forget([e.path for e in todo if e.path in known])
         workers = jobs or os.cpu_count() or 1
         tasks = batches(todo, workers)
         total_bytes = sum(e.size for e in todo)
