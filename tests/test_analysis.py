@@ -135,14 +135,16 @@ def test_the_span_read_from_both_ends_is_the_span_read_in_order(stamps: list[str
     assert _span(messages) == _span_definition(messages)
 
 
-def test_a_tool_calls_input_chars_is_its_inputs_json_bytes_or_its_text() -> None:
-    """``input_chars`` of a tool-call row: the input's JSON bytes (orjson, ``str`` for what JSON
-    has no type for), a string input's length, and ``repr`` where JSON fails (an int past 64 bits)."""
+def test_a_tool_calls_input_chars_is_the_one_size_of_a_tool_input() -> None:
+    """``input_chars`` of a tool-call row is the size the running fill counts for the input
+    (``tokens.input_chars``): the characters of its JSON text, not its UTF-8 bytes, a string input's
+    length, and ``str`` where JSON fails (an int past 64 bits)."""
     import orjson
 
+    from ctxhealth.accounting.tokens import input_chars
     from ctxhealth.model import Format, Session, ToolCall
 
-    inputs: list[Any] = [{"command": "ls -la", "n": 3}, "plain text é", {"big": 2**70}, {"when": {1, 2}}]
+    inputs: list[Any] = [{"command": "ls -la", "n": 3}, "plain text é", {"big": 2**70}, {"path": "café/é.py"}]
     blocks = tuple(ToolCall(id=f"c{i}", name="Bash", input=v) for i, v in enumerate(inputs))
     session = Session(
         path="s.jsonl", format=Format.CLAUDE_CODE, messages=(Message(role=Role.ASSISTANT, blocks=blocks),)
@@ -151,7 +153,9 @@ def test_a_tool_calls_input_chars_is_its_inputs_json_bytes_or_its_text() -> None
     expected = [
         len(orjson.dumps(inputs[0])),
         len(inputs[1]),
-        len(repr(inputs[2])),
-        len(orjson.dumps(inputs[3], default=str)),
+        len(str(inputs[2])),
+        len(orjson.dumps(inputs[3]).decode()),
     ]
+    assert expected[3] < len(orjson.dumps(inputs[3]))  # characters, not bytes
+    assert [input_chars(v) for v in inputs] == expected
     assert [r.input_chars for r in rows] == expected

@@ -129,9 +129,12 @@ def _input_text(value: Any) -> str:
     return data.decode()
 
 
-def _input_len(value: Any) -> int:
-    """``len(_input_text(value))``, without decoding the JSON when it is ASCII (a character a byte;
-    orjson writes UTF-8 as it is, so the usual input is)."""
+def input_chars(value: Any) -> int:
+    """A tool call's input size in characters, as the model saw it: the length of its JSON text
+    (:func:`_input_text`; raw text as it is), without decoding the JSON when it is ASCII (a
+    character a byte; orjson writes UTF-8 as it is, so the usual input is). The one size of a
+    tool input: the running fill, the fleet's ``tool_calls.input_chars`` and the insights' steps
+    all take it."""
     if isinstance(value, str):
         return len(value)
     orjson = _orjson or _load_orjson()
@@ -183,7 +186,7 @@ def message_chars(message: Message) -> int:
             parts += 1
         elif isinstance(block, ToolCall):
             value = block.input
-            total += len(block.name) + _input_len(value)
+            total += len(block.name) + input_chars(value)
             parts += 2
         elif isinstance(block, ToolResult):
             total += len(block.text)
@@ -202,7 +205,7 @@ def message_size_parts(message: Message) -> tuple[int, int]:
             total += len(block.text)
             parts += 1
         elif isinstance(block, ToolCall):
-            total += len(block.name) + _input_len(block.input)
+            total += len(block.name) + input_chars(block.input)
             parts += 2
             extra += TOOL_BLOCK_OVERHEAD_TOKENS
         elif isinstance(block, ToolResult):

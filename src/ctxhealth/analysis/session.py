@@ -32,11 +32,10 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orjson import dumps as _dumps
-
 from ctxhealth.accounting.cost import iter_threads, priced_responses
 from ctxhealth.accounting.fill import SessionAccount, account_session, session_model_id
 from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.tokens import input_chars
 from ctxhealth.analysis.records import (
     CacheBreakRow,
     CostRow,
@@ -199,16 +198,6 @@ def _snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _json_len(value: Any) -> int:
-    """A tool input's size: a string's length, else its JSON's bytes (``repr`` where JSON fails)."""
-    if isinstance(value, str):
-        return len(value)
-    try:
-        return len(_dumps(value, default=str))
-    except TypeError:
-        return len(repr(value))
-
-
 def answers_of(session: Session) -> dict[str, ToolResult]:
     """The result that answers each call id: the first one written, every thread in order (what
     the accounting's counts take, :attr:`SessionAccount.answers`, for an account made elsewhere)."""
@@ -255,7 +244,7 @@ def _tool_rows(
                         block.id or "",
                         block.name,
                         None if result is None else failed(result),
-                        _json_len(block.input),
+                        input_chars(block.input),
                         len(result.text) if result is not None else 0,
                     )
                 )

@@ -156,7 +156,7 @@ TOOL_CALLS = Table(
         _c("call_id", "VARCHAR", "the tool call id ('' when the log has none)"),
         _c("tool", "VARCHAR", "tool name"),
         _c("failed", "BOOLEAN", "the result was an error or a non-zero exit; NULL when no result was seen"),
-        _c("input_chars", "INTEGER", "size of the call's input as JSON text"),
+        _c("input_chars", "INTEGER", "characters of the call's input as JSON text (as the fill counts it)"),
         _c("result_chars", "INTEGER", "size of the result text (0 when no result)"),
     ),
 )

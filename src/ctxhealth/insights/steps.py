@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import PurePath
 
 from ctxhealth.accounting.fill import SessionAccount, session_model_id
-from ctxhealth.accounting.tokens import message_overhead
+from ctxhealth.accounting.tokens import input_chars, message_overhead
 from ctxhealth.accounting.types import FillSource
 from ctxhealth.failures import is_failure
 from ctxhealth.model import (
@@ -203,10 +203,7 @@ def _block_chars(block: object) -> int:
     if isinstance(block, (TextBlock, ThinkingBlock, CompactionSummary, ToolResult)):
         return len(block.text)
     if isinstance(block, ToolCall):
-        from ctxhealth.accounting.tokens import _input_text
-
-        value = block.input
-        return len(block.name) + len(value if isinstance(value, str) else _input_text(value))
+        return len(block.name) + input_chars(block.input)
     return 0
 
 
