@@ -275,7 +275,8 @@ def test_the_drift_reading_is_shown_as_on_task(tmp_path: Path) -> None:
             {
                 "role": "assistant",
                 "id": f"resp-{n}",
-                "content": "Weather in Lisbon today is sunny with a light breeze from the ocean.",
+                # 4 x 552 characters: drift is read once a whole window (2,000) was written for the request
+                "content": "Weather in Lisbon today is sunny with a light breeze from the ocean. " * 8,
                 "usage": {"prompt_tokens": fill, "completion_tokens": 10},
             }
         )

@@ -83,7 +83,8 @@ def _fire(event: str, home: Path, transcript: Path, **fields: object) -> str:
 def test_reanchor_given_once_while_in_context_then_after_a_compaction(tmp_path: Path) -> None:
     home, path = tmp_path / "home", tmp_path / "t.jsonl"
     drifted = "The weather in Lisbon was lovely; tram 28 climbs through Alfama past many cafés."
-    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, drifted, 100_000) + "\n")
+    # a whole drift window (2,000 characters) of output off the request: drift is read
+    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, drifted * 25, 100_000) + "\n")
     first = _fire("UserPromptSubmit", home, path, prompt="go on")
     context = json.loads(first)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("[RE-ANCHOR -- Context drift detected]") and INSTRUCTION in context
@@ -279,7 +280,10 @@ def test_damaged_monitor_state_starts_a_fresh_monitor(tmp_path: Path) -> None:
     from ctxhealth.sources.claude_code import ClaudeCodeTail
 
     path = tmp_path / "t.jsonl"
-    path.write_text(_user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading src/parse.py now.", 5000) + "\n")
+    # a whole drift window of output (2,000 characters), so the assessment has a drift reading
+    path.write_text(
+        _user(0, INSTRUCTION) + "\n" + _assistant(1, "Reading src/parse.py now. " * 80, 5000) + "\n"
+    )
     c = SessionCounters(str(path))
     good = {"kind": "ctxhealth.monitor", "version": 1, "model": "claude-sonnet-4-5", "model_fixed": True}
     c.monitor = {**good, "state": {"drift": {"$x": {"_words": 3}}}}

@@ -55,9 +55,51 @@ def test_work_on_a_new_request_is_not_drift() -> None:
     drift = m.drift.signals()[0]
     assert m.drift.request == NEW and m.drift.instruction == ORIGINAL
     assert drift.value > 0.5 and not drift.fired
-    # the same output measured against the replaced request would have been drift
-    stale = monitor_over([user(ORIGINAL), reply(ON_NEW)])
+    # the same output (a whole window of it) measured against the replaced request would have been drift
+    stale = monitor_over([user(ORIGINAL), reply(ON_NEW * 11)])
     assert stale.drift.signals()[0].fired
+
+
+OFF_ORIGINAL = "The weather in Lisbon is mild; trams climb past the tiled houses to the castle. "
+"""Output about neither request (80 characters)."""
+DRIFT_ZONE = 90_000
+"""A fill above the sweet spot and below the compact zone: drift decides."""
+
+
+def test_a_new_request_is_not_drift_before_the_agent_has_written_a_window_for_it() -> None:
+    """At the moment a person gives a new request, the window holds only output for the request
+    before: the policy must not call that drift (it would re-anchor every change of subject)."""
+    m = monitor_over([user(ORIGINAL), reply(OFF_ORIGINAL * 30, DRIFT_ZONE)])
+    assert m.drift.drifting and m.assess().action.value == "reanchor"  # the original request drifted
+    m.observe(user(NEW))
+    assessment = m.assess()
+    assert m.drift.request == NEW and m.drift.similarity < 0.15  # nothing of the new request yet
+    assert not m.drift.drifting and assessment.action.value != "reanchor"
+    assert not assessment.signals["drift"].fired
+    assert "not read until 2000 more chars of output for this request" in assessment.signals["drift"].detail
+    # a short follow-up continues the request: it does not restart the count
+    for _ in range(24):
+        m.observe(reply(OFF_ORIGINAL, DRIFT_ZONE))
+    m.observe(user("yes go on"))
+    assert m.drift.request == NEW and m.drift.since_request == 24 * len(OFF_ORIGINAL)
+    assert not m.drift.drifting
+    # once a whole window was written for the new request, off-task output is drift again
+    m.observe(reply(OFF_ORIGINAL, DRIFT_ZONE))
+    assert m.drift.measured and m.drift.drifting
+    assert m.assess().action.value == "reanchor" and m.assess().signals["drift"].fired
+
+
+def test_the_output_count_since_the_request_survives_a_snapshot() -> None:
+    m = monitor_over(
+        [user(ORIGINAL), reply(OFF_ORIGINAL * 30, DRIFT_ZONE), user(NEW), reply(OFF_ORIGINAL * 5, DRIFT_ZONE)]
+    )
+    state = json.loads(json.dumps(m.snapshot()))
+    restored = Monitor.restore(state)
+    assert restored.drift.since_request == m.drift.since_request == 5 * len(OFF_ORIGINAL)
+    assert restored.assess().action == m.assess().action and not restored.drift.drifting
+    # a state saved before the count was kept reads as a whole window written (drift read as then)
+    del state["state"]["drift"]["since_request"]
+    assert Monitor.restore(state).drift.measured
 
 
 def test_evidence_and_detail_name_the_request_used() -> None:

@@ -81,7 +81,8 @@ def chat_body(turns: int) -> dict[str, Any]:
         messages.append(
             {
                 "role": "assistant",
-                "content": f"Meanwhile the garden hose and tomato plants need watering {i}.",
+                # over 500 characters a reply: from the fourth on, a whole drift window was written
+                "content": f"Meanwhile the garden hose and tomato plants need watering {i}. " * 9,
             }
         )
         messages.append({"role": "user", "content": "go on"})
@@ -162,6 +163,21 @@ def test_a_new_guard_resumes_from_the_store_as_the_old_one_would_have_gone_on() 
     assert a.body == b.body and a.action is b.action
     assert a.assessment is not None and b.assessment is not None
     assert a.assessment.to_dict() == b.assessment.to_dict()
+
+
+def test_a_new_request_after_drift_is_not_re_anchored_by_the_proxy() -> None:
+    """The request that carries a person's change of subject: the output before it was for the old
+    request, so the guard does not re-anchor (it did at every change of subject); a follow-up is."""
+    style = ApiStyle.ANTHROPIC_MESSAGES
+    actions = []
+    for last in ("Now draft the migration guide for the payments API clients and their webhooks", "go on"):
+        guard = Guard(Mode.ENFORCE)
+        first = guard.plan(style, orjson.dumps(chat_body(6)), {})
+        guard.finish(first, 200, ResponseFacts(Usage(input_tokens=85_000), None, "m1"))
+        grown = chat_body(7)
+        grown["messages"][-1] = {"role": "user", "content": last}
+        actions.append(guard.plan(style, orjson.dumps(grown), {}).action)
+    assert actions[0] is not Action.REANCHOR and actions[1] is Action.REANCHOR
 
 
 def test_ledger_store_keeps_sessions_and_records(tmp_path: Path) -> None:

@@ -75,6 +75,10 @@ def test_a_success_stated_by_the_payload_ends_the_streak(tmp_path: Path) -> None
     assert "Failure spiral" not in _context(s.call("Bash", {"command": "make ok"}, "built"))
 
 
+LISBON = "The weather in Lisbon is mild; museums, tiles and custard tarts are the highlights there. " * 25
+"""A whole drift window (2,000 characters) of output off the request: drift is read from here on."""
+
+
 def _drifted_turn(s: Session) -> str:
     s.user("carry on")
     said = s.hook("UserPromptSubmit", prompt="carry on")
@@ -85,7 +89,7 @@ def _drifted_turn(s: Session) -> str:
 def test_a_reanchor_still_in_context_is_not_repeated_until_it_may_be_lost(tmp_path: Path) -> None:
     s = Session(tmp_path)
     s.fill = 90_000  # above the sweet spot, below the compact zone: drift decides
-    s.reply("The weather in Lisbon is mild; museums, tiles and custard tarts are the highlights there.")
+    s.reply(LISBON)
     said = [_drifted_turn(s) for _ in range(REANCHOR_AGAIN_TURNS + 3)]
     counters = load_counters(s.home, str(s.transcript))
     assert counters is not None and counters.assessment is not None
@@ -99,7 +103,7 @@ def test_a_reanchor_still_in_context_is_not_repeated_until_it_may_be_lost(tmp_pa
 def test_a_reanchor_is_given_again_after_a_compaction_or_when_the_context_grew(tmp_path: Path) -> None:
     s = Session(tmp_path)
     s.fill = 90_000
-    s.reply("The weather in Lisbon is mild; museums, tiles and custard tarts are the highlights there.")
+    s.reply(LISBON)
     assert _drifted_turn(s).startswith("[RE-ANCHOR")
     assert _drifted_turn(s) == ""
     s.fill = 90_000 + 17_000  # a tenth of the usable window (167K) more since: buried deeper

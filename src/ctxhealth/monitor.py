@@ -401,7 +401,8 @@ class Monitor:
             utilisation=capacity,
             failure_rate=failures.rate,
             recent_calls=len(failures.window),
-            drift=drift.similarity,
+            # drift counts once a whole window was written for the current request
+            drift=drift.similarity if drift.measured else 1.0,
             above_sweet_spot=drift.fill >= drift.sweet_spot,
             same_mistake=failures.same_mistake_count,
             consecutive_failures=failures.streak_len,

@@ -23,6 +23,13 @@ leaves. An update costs O(new words + task words in them), never O(history); a n
 re-tracks its words over the window (bounded by the window). The tail's text is kept as segments
 with their content words, so a recount re-reads only the text of the new reply and of a segment
 the window cut into.
+
+Drift is read only on output written *for* the current request: until the agent has written a whole
+window (``drift_window_chars``) of output since that request (:attr:`DriftDetector.measured`), the
+window still holds what it wrote for an earlier one, and a low overlap says only that the person
+changed the subject, so drift does not fire (the policy reads the similarity as 1.0, "nothing to
+call drift yet"). A short follow-up continues its request and does not restart the count. The
+similarity itself is computed as always (what the risk model and the per-turn tables read).
 """
 
 from __future__ import annotations
@@ -109,6 +116,8 @@ class DriftDetector(CachedDetector):
         self.similarity = 1.0
         self.fill = 0
         self._last_output = 0
+        # characters of output written since the current request stood (see ``measured``)
+        self.since_request = 0
 
     def serialize(self) -> DriftState:
         from ctxhealth.signals.state import DriftRun, DriftState, TaskState
@@ -147,6 +156,7 @@ class DriftDetector(CachedDetector):
             similarity=self.similarity,
             fill=self.fill,
             last_output=self._last_output,
+            since_request=self.since_request,
         )
 
     def restore(self, state: DriftState) -> None:
@@ -180,6 +190,7 @@ class DriftDetector(CachedDetector):
         self.similarity = state.similarity
         self.fill = state.fill
         self._last_output = state.last_output
+        self.since_request = state.since_request
         self._snap = None
 
     def set_instruction(self, text: str, index: int | None = None) -> None:
@@ -198,8 +209,11 @@ class DriftDetector(CachedDetector):
             self._snap = None
 
     def _set_task(self) -> None:
-        """Measure against the tracker's current task from now on (its words tracked afresh)."""
+        """Measure against the tracker's current task from now on (its words tracked afresh); a
+        request that replaced the one before (not a follow-up of it) restarts the output count."""
         task = self.task
+        if task.current_index != self.request_index or task.current != self.request:
+            self.since_request = 0
         self.request = task.current
         self.request_index = task.current_index
         if not self.pinned:
@@ -238,6 +252,10 @@ class DriftDetector(CachedDetector):
         if not text:
             return
         limit = self.profile.drift_window_chars
+        if self.since_request < limit:
+            self.since_request += len(text)
+            if self.since_request >= limit:
+                self._snap = None  # the reading starts to count
         if len(text) >= limit:
             # the reply alone fills the window: only its last characters count
             tail = text[-limit:]
@@ -386,8 +404,14 @@ class DriftDetector(CachedDetector):
         return self.fill >= self.sweet_spot
 
     @property
+    def measured(self) -> bool:
+        """Whether a whole window of output was written since the current request (before that,
+        drift does not fire: see the module docstring)."""
+        return self.since_request >= self.profile.drift_window_chars
+
+    @property
     def drifting(self) -> bool:
-        return self.above_sweet_spot and self.similarity < self.profile.drift_threshold
+        return self.above_sweet_spot and self.measured and self.similarity < self.profile.drift_threshold
 
     def _take(self) -> tuple[Any, ...]:
         first = self._runs[0][_INDEX] if self._runs else self._last_output
@@ -399,6 +423,7 @@ class DriftDetector(CachedDetector):
             len(self.instruction_words),
             self.sweet_spot,
             (self.request, self.request_index, self.instruction, self.instruction_index),
+            max(0, self.profile.drift_window_chars - self.since_request),
         )
 
     @staticmethod
@@ -418,10 +443,11 @@ class DriftDetector(CachedDetector):
         return f'words of the current request ({where}: "{excerpt}"; original request: {original})'
 
     def render(self, snap: tuple[Any, ...]) -> tuple[Signal, ...]:
-        similarity, drifting, where, hits, n, sweet_spot, requests = snap
+        similarity, drifting, where, hits, n, sweet_spot, requests, unwritten = snap
         which = self._which(*requests)
         evidence = tuple(sorted({i for i in where if i is not None}))
         p = self.profile
+        waiting = f"; not read until {unwritten} more chars of output for this request" if unwritten else ""
         return (
             Signal(
                 "drift",
@@ -429,6 +455,6 @@ class DriftDetector(CachedDetector):
                 drifting,
                 evidence,
                 f"{hits}/{n} {which} in the last {p.drift_window_chars} chars of output "
-                f"(fires below {p.drift_threshold} above {sweet_spot} tokens)",
+                f"(fires below {p.drift_threshold} above {sweet_spot} tokens{waiting})",
             ),
         )

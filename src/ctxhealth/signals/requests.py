@@ -24,7 +24,7 @@ import re
 import msgspec
 
 from ctxhealth.lazy import pattern
-from ctxhealth.model import Message, Role
+from ctxhealth.model import Message, Role, TextBlock
 from ctxhealth.signals.text import content_words
 
 HARNESS_PREFIXES = (
@@ -155,6 +155,22 @@ def request_text(message: Message) -> str | None:
 
 MIN_REQUEST_WORDS = 3
 """A request with fewer content words is a follow-up of the task before it (see the module docstring)."""
+
+
+def stands_alone(words: list[str], min_words: int = MIN_REQUEST_WORDS) -> bool:
+    """Whether a request of these content words replaces the task before it (fewer than ``min_words``
+    distinct words: a follow-up of that task)."""
+    return len(set(words)) >= min_words
+
+
+def replaces_task(text: str, min_words: int = MIN_REQUEST_WORDS) -> bool:
+    """Whether a person's ``text``, once it is in the conversation, becomes the current task on its own:
+    a request (:func:`request_text`) that :func:`stands_alone` (what :class:`TaskTracker` does with it
+    when a task came before). For a prompt a host states before the transcript holds it."""
+    cleaned = request_text(Message(Role.USER, (TextBlock(text),)))
+    return cleaned is not None and stands_alone(content_words(cleaned), min_words)
+
+
 REQUEST_TEXT_LIMIT = 4_000
 """Characters of a request's text a tracker keeps (its words are read from the whole text)."""
 TASK_WORD_LIMIT = 1_000
@@ -192,7 +208,7 @@ class TaskTracker(msgspec.Struct):
         self.requests += 1
         if not self.original:
             self.original, self.original_index = text, index
-        if self.current and len(set(words)) < self.min_words:
+        if self.current and not stands_alone(words, self.min_words):
             if not words:
                 return False
             self.follow_ups.append(index if index is not None else -1)

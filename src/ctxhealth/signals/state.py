@@ -114,6 +114,9 @@ class DriftState(msgspec.Struct, forbid_unknown_fields=True):
     similarity: float
     fill: int
     last_output: int
+    since_request: int = 1 << 62
+    """Output characters since the current request; a state saved before it was kept counts as a
+    whole window (drift read as it was then)."""
 
 
 class FailureState(msgspec.Struct, forbid_unknown_fields=True):

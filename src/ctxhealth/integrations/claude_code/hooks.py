@@ -486,7 +486,11 @@ def _user_prompt(call: _Call) -> str:
     _read_tail(counters, call.agent)
     decision = verdict(counters)
     kind = _ACTION_NOTICE.get(decision.action)
-    if kind is Notice.REANCHOR:
+    if kind is Notice.REANCHOR and _new_task(payload):
+        # the person is changing the subject: the output so far was for the request before, so it
+        # is no drift from this one (and the agent must not be sent back to the old one)
+        context = ""
+    elif kind is Notice.REANCHOR:
         context = _reanchor(counters)
     else:
         context = _give(counters, kind.value, kind, "; ".join(decision.reasons)) if kind else ""
@@ -504,6 +508,14 @@ def _user_prompt(call: _Call) -> str:
                     context += f"\n\nA checkpoint of this session was saved: {outcome.json_path}"
             _flush(home, counters, ledger)
     return hook_output(HookEvent.USER_PROMPT_SUBMIT, context=context)
+
+
+def _new_task(payload: HookPayload) -> bool:
+    """Whether the prompt the payload states replaces the current task once the transcript holds it
+    (the CLI writes it there after this hook): a request that stands on its own, not a follow-up."""
+    from ctxhealth.signals.requests import replaces_task
+
+    return bool(payload.prompt) and replaces_task(str(payload.prompt))
 
 
 REANCHOR_AGAIN_TURNS = 10

@@ -180,9 +180,10 @@ def redacted(message: Message) -> Message:
 
 def summarise(assessment: Assessment, monitor: Monitor) -> dict[str, Any]:
     """The assessment as plain JSON data: decision, zone (and whether indicators raised it), risk,
-    drift (None until there is both an instruction and some output) and the signals that fired."""
+    drift (None until there is an instruction and a whole window of output written for the current
+    request, :attr:`~ctxhealth.signals.drift.DriftDetector.measured`) and the signals that fired."""
     drift = monitor.drift
-    measured = bool(drift.instruction_words) and drift.has_output
+    measured = bool(drift.instruction_words) and drift.measured
     return {
         "index": assessment.index,
         "turn": assessment.turn,
