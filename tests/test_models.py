@@ -128,6 +128,21 @@ def test_the_package_is_derived_once_then_read_without_importing_it(tmp_path: Pa
     assert second.split() == ["1000000", "False", "False"]  # read from the cached table
 
 
+def test_a_library_process_that_names_no_home_reads_the_default_homes_table(tmp_path: Path) -> None:
+    """A program using the Monitor (no CLI, no hook) caches the table under ``$CTXHEALTH_HOME`` as the
+    CLI does: only its first process pays for importing the package (it derived the table in memory
+    in every process, about 0.2 s of CPU and pydantic imported)."""
+    code = (
+        "import sys\n"
+        "from ctxhealth import Monitor\n"
+        "window = Monitor('claude-opus-5-5').info.window\n"
+        "print(window, 'genai_prices.data' in sys.modules, 'pydantic' in sys.modules)\n"
+    )
+    assert _fresh_python(code, tmp_path).split() == ["1000000", "True", "True"]
+    assert len(list((tmp_path / "cache" / "models").glob("genai_prices-*.json"))) == 1
+    assert _fresh_python(code, tmp_path).split() == ["1000000", "False", "False"]
+
+
 def test_an_unwritable_cache_falls_back_to_the_package(tmp_path: Path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")

@@ -38,12 +38,12 @@ import msgspec
 
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.errors import ConfigError
+from ctxhealth.home import HOME_ENV, default_home
 from ctxhealth.lazy import pattern
 
 ENV_PREFIX = "CTXHEALTH_"
 PROJECT_FILE = ".ctxhealth.toml"
 USER_FILE = "config.toml"
-DEFAULT_HOME = Path("~/.ctxhealth")
 
 Key = tuple[str, ...]
 
@@ -227,9 +227,7 @@ def resolve_home(flags: Mapping[str, Any], env: Mapping[str, str]) -> tuple[Path
     """The ctxhealth home and its origin: flag, then ``CTXHEALTH_HOME``, then ``~/.ctxhealth``."""
     if flags.get("home"):
         return Path(str(flags["home"])).expanduser(), "flag --home"
-    if env.get(f"{ENV_PREFIX}HOME"):
-        return Path(env[f"{ENV_PREFIX}HOME"]).expanduser(), f"env {ENV_PREFIX}HOME"
-    return DEFAULT_HOME.expanduser(), "default"
+    return Path(default_home(env)), f"env {HOME_ENV}" if env.get(HOME_ENV) else "default"
 
 
 def load_settings(flags: Mapping[str, Any], env: Mapping[str, str], cwd: Path) -> Settings:

@@ -15,6 +15,7 @@ from __future__ import annotations
 LAYERS: tuple[tuple[str, ...], ...] = (
     # base: no dependencies beyond the standard library and each other, lowest first
     ("errors",),
+    ("home",),  # where ctxhealth keeps its files by default: $CTXHEALTH_HOME or ~/.ctxhealth
     ("lazy",),
     ("native",),  # which text kernels run: the C extension or the Python definitions
     ("layers",),

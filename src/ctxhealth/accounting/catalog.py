@@ -352,18 +352,22 @@ def load_catalog(cache_dir: Path | None) -> Catalog:
 
 
 _cache_dir: Path | None = None
+"""Where the derived table is kept (None: derived in memory), once :func:`configure_cache_dir` named a
+place; until then (``_configured`` false) the default home's (:func:`ctxhealth.home.default_home`)."""
+_configured = False
 _default: Catalog | None = None
 _derived: dict[str, dict[str, Any]] = {}
 """Tables derived in this process, by package key: derived once even when the cache moves."""
 
 
 def configure_cache_dir(home: str | Path | None) -> None:
-    """Keep the derived table under ``home``/cache/models (the CLI and hooks call this with the
-    ctxhealth home); None derives it in memory. Drops a catalog loaded from another place."""
-    global _cache_dir, _default
+    """Keep the derived table under ``home``/cache/models (the hooks and the helper call this with
+    their home; a process that never calls it keeps it under the default home, as the CLI does);
+    None derives it in memory. Drops a catalog loaded from another place."""
+    global _cache_dir, _configured, _default
     new = Path(home) / "cache" / "models" if home else None
-    if new != _cache_dir:
-        _cache_dir = new
+    if new != _cache_dir or not _configured:
+        _cache_dir, _configured = new, True
         _default = None
 
 
@@ -378,5 +382,10 @@ def default_catalog() -> Catalog:
     """The process's catalog, loaded on first use."""
     global _default
     if _default is None:
-        _default = load_catalog(_cache_dir)
+        where = _cache_dir
+        if not _configured:
+            from ctxhealth.home import default_home
+
+            where = Path(default_home()) / "cache" / "models"
+        _default = load_catalog(where)
     return _default

@@ -23,8 +23,10 @@ MAX_STDIN_BYTES = 8 * 1024 * 1024
 
 
 def home_dir() -> str:
-    """``$CTXHEALTH_HOME`` or ``~/.ctxhealth``."""
-    return os.environ.get("CTXHEALTH_HOME") or os.path.join(os.path.expanduser("~"), ".ctxhealth")
+    """The ctxhealth home of a hook or the status line (:func:`ctxhealth.home.default_home`)."""
+    from ctxhealth.home import default_home
+
+    return default_home()
 
 
 def read_stdin() -> bytes:

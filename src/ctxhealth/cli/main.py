@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import os
 import sys
 
 import click
@@ -64,11 +63,11 @@ class LazyGroup(SuggestingGroup):
 def cli() -> None:
     """Keep long-running LLM agents healthy: fill, pressure, drift, failure spirals, recovery."""
     from ctxhealth.accounting.catalog import configure_cache_dir
+    from ctxhealth.home import default_home
 
-    # the model catalog's derived table is cached under the ctxhealth home (as the hooks do)
-    configure_cache_dir(
-        os.environ.get("CTXHEALTH_HOME") or os.path.join(os.path.expanduser("~"), ".ctxhealth")
-    )
+    # the model catalog's derived table is cached under this invocation's ctxhealth home (the hooks
+    # name theirs too; a process that names none takes the default home's)
+    configure_cache_dir(default_home())
 
 
 def load_command(name: str | None) -> None:
