@@ -397,7 +397,9 @@ def test_the_switch_picks_the_python_definitions() -> None:
         " hedging.count_event is hedging.count_event_py, indicators.hinted is indicators.hinted_py,"
         " indicators.sentence_hashes is indicators.sentence_hashes_py,"
         " base.matches_at_anchors is base.matches_at_anchors_py, calls._hinted is calls._hinted_py,"
-        " base.spaced_hash is base.spaced_hash_py)"
+        " base.spaced_hash is base.spaced_hash_py,"
+        " __import__('ctxhealth.sources.claude_code.typed', fromlist=['x'])._object_lines"
+        " is __import__('ctxhealth.sources.claude_code.typed', fromlist=['x'])._object_lines_py)"
     )
     env = {k: v for k, v in os.environ.items() if k != native.SWITCH}
     off = subprocess.run(
@@ -407,9 +409,9 @@ def test_the_switch_picks_the_python_definitions() -> None:
         text=True,
         check=True,
     )
-    assert off.stdout.split() == ["True"] * 9
+    assert off.stdout.split() == ["True"] * 10
     on = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    assert on.stdout.split() == ["False"] * 9
+    assert on.stdout.split() == ["False"] * 10
 
 
 def test_the_extension_is_loaded_when_required() -> None:
@@ -522,3 +524,67 @@ def test_a_long_call_key_is_the_definitions() -> None:
     body = ("def f(x):\n    return x  # é 中 😀\n" * 800)[:25_000]
     value = {"file_path": "/src/a.py", "content": body}
     assert base._key_hash_native("Write:", value) == base.key_hash_py("Write:", value)
+
+
+# -- the whole-file test of the Claude Code typed reader ------------------------------------------
+
+_PIECES = [
+    *(b"{", b"}", b"\n", b'"a":1', b" ", b"abcdefgh"),
+    *(b"\xc3\xa9", b"\xc2\x80", b"\xc1\xbf", b"\xe0\xa0\x80", b"\xe0\x9f\xbf", b"\xed\x9f\xbf"),
+    *(b"\xed\xa0\x80", b"\xef\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x8f\xbf\xbf"),
+    *(b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\x80", b"\xbf", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98"),
+    b"\xff",
+]
+"""Bytes that reach every branch: the line structure, ASCII, each lead byte class and the edges of its
+second byte's range (overlong forms, surrogates, past U+10FFFF), stray and truncated sequences."""
+
+
+def _object_lines_definition(data: bytes) -> int:
+    from ctxhealth.sources.claude_code.typed import _object_lines_py
+
+    return _object_lines_py(data)
+
+
+def _valid(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _every_line_an_object(data: bytes) -> bool:
+    return all(line[:1] == b"{" and line[-1:] == b"}" for line in data[:-1].split(b"\n"))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.booleans())
+def test_the_object_line_test_is_its_python_definition(pieces: list[bytes], framed: bool) -> None:
+    # framed: each piece inside a line of its own, so the UTF-8 branches are reached past the line test
+    data = b"".join(b"{" + p + b"}\n" for p in pieces) if framed else b"".join(pieces)
+    expected = _object_lines_definition(data)
+    assert _native.object_lines(data) == expected
+    assert _native.object_lines(memoryview(data)) == expected
+    assert (expected >= 0) == (data.endswith(b"\n") and _valid(data) and _every_line_an_object(data))
+
+
+def test_the_object_line_test_agrees_on_every_utf8_sequence_of_two_to_four_bytes() -> None:
+    """Every lead byte with every second byte (and valid continuations after), inside a line."""
+    for lead in range(0x80, 0x100):
+        for second in range(0x100):
+            for tail in (b"", b"\x80", b"\x80\x80"):
+                data = b"{" + bytes([lead, second]) + tail + b"}\n"
+                assert _native.object_lines(data) == _object_lines_definition(data), data
+
+
+def test_the_object_line_test_agrees_on_every_file_of_the_shared_data() -> None:
+    files = [p for p in DATA.glob("**/*") if p.is_file() and p.stat().st_size < 64 * 1024 * 1024]
+    if not files:
+        pytest.skip("the shared data is not here")
+    typed = 0
+    for path in files:
+        data = path.read_bytes()
+        expected = _object_lines_definition(data)
+        assert _native.object_lines(data) == expected, path
+        typed += expected >= 0
+    assert typed > 0

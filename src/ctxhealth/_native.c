@@ -1445,6 +1445,89 @@ static PyObject *native_error_gate(PyObject *self, PyObject *text) {
     return PyLong_FromLong(gate_probe(probe, m));
 }
 
+/* object_lines(): ctxhealth.sources.claude_code.typed._object_lines_py, the test a whole JSONL file
+ * passes before one typed decode reads all of it: it ends with a newline, every line starts with '{'
+ * and ends with '}', and it is valid UTF-8 (as Python's strict decoder takes it: no overlong form, no
+ * surrogate, nothing past U+10FFFF). The number of lines, or -1. */
+static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        /* eight ASCII bytes at a time */
+        while (i + 8 <= n) {
+            uint64_t word;
+            memcpy(&word, s + i, 8);
+            if (word & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        Py_ssize_t need;
+        unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0)
+                lo = 0xA0;
+            else if (c == 0xED)
+                hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            else if (c == 0xF4)
+                hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (i + need >= n)
+            return 0; /* truncated: the sequence runs past the end */
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (Py_ssize_t k = 2; k <= need; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+        }
+        i += need + 1;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(object_lines_doc,
+             "object_lines(data, /)\n--\n\n"
+             "The lines of data (a bytes-like object) when it ends with a newline, every line starts with '{' and ends "
+             "with '}' and it is valid UTF-8; else -1.");
+
+static Py_ssize_t object_lines(const unsigned char *s, Py_ssize_t n) {
+    if (n == 0 || s[n - 1] != '\n')
+        return -1;
+    Py_ssize_t lines = 0, start = 0;
+    while (start < n) {
+        const unsigned char *nl = memchr(s + start, '\n', (size_t)(n - start));
+        Py_ssize_t stop = nl - s; /* found: the data ends with one */
+        if (s[start] != '{' || s[stop - 1] != '}')
+            return -1;
+        lines++;
+        start = stop + 1;
+    }
+    return utf8_valid(s, n) ? lines : -1;
+}
+
+static PyObject *native_object_lines(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL; /* not bytes-like: the TypeError says so */
+    Py_ssize_t lines = object_lines((const unsigned char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(lines);
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)native_fold, METH_O, fold_doc},
     {"stems", (PyCFunction)(void (*)(void))native_stems, METH_FASTCALL, stems_doc},
@@ -1464,6 +1547,7 @@ static PyMethodDef methods[] = {
     {"lead_segments", (PyCFunction)(void (*)(void))native_lead_segments, METH_FASTCALL, lead_segments_doc},
     {"adler32", (PyCFunction)native_adler32, METH_O, adler32_doc},
     {"error_gate", (PyCFunction)native_error_gate, METH_O, error_gate_doc},
+    {"object_lines", (PyCFunction)native_object_lines, METH_O, object_lines_doc},
     {NULL, NULL, 0, NULL},
 };
 
