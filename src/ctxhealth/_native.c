@@ -1501,8 +1501,8 @@ static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
 
 PyDoc_STRVAR(object_lines_doc,
              "object_lines(data, /)\n--\n\n"
-             "The lines of data (a bytes-like object) when it ends with a newline, every line starts with '{' and ends "
-             "with '}' and it is valid UTF-8; else -1.");
+             "The lines of data (a bytes-like object) when it ends with a newline, every line starts "
+             "with '{' and ends with '}' and it is valid UTF-8; else -1.");
 
 static Py_ssize_t object_lines(const unsigned char *s, Py_ssize_t n) {
     if (n == 0 || s[n - 1] != '\n')
