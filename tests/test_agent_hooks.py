@@ -23,6 +23,7 @@ from ctxhealth.integrations.claude_code.install import (
 )
 from ctxhealth.integrations.claude_code.payloads import HookEvent, hook_output
 from ctxhealth.integrations.claude_code.tailstate import load_counters
+from ctxhealth.monitor import Monitor
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PY = "/usr/bin/python3"
@@ -171,6 +172,38 @@ def test_codex_hooks_read_the_rollout_and_checkpoint_before_compaction(tmp_path:
     given = json.loads(out)["hookSpecificOutput"]
     assert given["hookEventName"] == "SessionStart" and "[CONTEXT CHECKPOINT" in given["additionalContext"]
     assert _run(Agent.CODEX, "SessionStart", _codex("SessionStart", rollout, source="resume"), home) == ""
+
+
+def _monitor_of(counters: object) -> Monitor:
+    from ctxhealth.integrations.claude_code.monitoring import _monitor, claude_code_profile
+
+    return _monitor(counters, claude_code_profile(None), None)  # type: ignore[arg-type]
+
+
+def test_codex_hooks_use_the_window_the_rollout_states_as_check_does(tmp_path: Path) -> None:
+    """The rollout states ``model_context_window`` (272K for gpt-5-codex, already the share the prompt
+    may fill): the hooks' thresholds and monitor take it, as ``check`` does, on a whole read and on a
+    read resumed from a cut; they took the registry's window of the model."""
+    from ctxhealth.accounting.fill import session_model_info
+    from ctxhealth.sources import read_session
+
+    home, rollout = tmp_path / "home", tmp_path / "rollout.jsonl"
+    shutil.copy(FIXTURES / "codex-rollout.jsonl", rollout)
+    expected = session_model_info(read_session(rollout))
+    assert expected.window == 272_000 and expected.usable_window == 272_000
+    _run(Agent.CODEX, "UserPromptSubmit", _codex("UserPromptSubmit", rollout, prompt="go on"), home)
+    for _ in range(2):  # the whole read, then one resumed from its cut after a new call
+        counters = load_counters(str(home), str(rollout))
+        assert counters is not None and counters.thresholds is not None
+        assert (counters.thresholds["window"], counters.thresholds["usable"]) == (272_000, 272_000)
+        assert counters.thresholds["log_window"] == 272_000
+        assert counters.assessment is not None
+        monitor = Monitor.restore(counters.monitor or {})
+        assert monitor.info.window == 400_000  # a snapshot keeps the model's id, not the window
+        # the hooks' monitor is given the stated window again: its zones are check's
+        assert _monitor_of(counters).info.window == 272_000
+        _codex_call(rollout, 0)
+        _run(Agent.CODEX, "Stop", _codex("Stop", rollout, stop_hook_active=False), home)
 
 
 def _codex_call(rollout: Path, i: int) -> None:

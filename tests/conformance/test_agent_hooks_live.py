@@ -116,3 +116,51 @@ def test_gemini_hooks_fire_and_their_notes_reach_the_model(tmp_path: Path) -> No
         gemini_prompt(tmp_path, server, GEMINI_MODEL, script)
         notes = [_notes(e.body) for e in server.exchanges("turn")]
     assert any(any("Failure spiral" in n for n in ns) for ns in notes), notes
+
+
+def _check(rollout: Path) -> dict[str, object]:
+    """``ctxhealth check --json`` of the rollout: how the log reads on its own."""
+    command = [
+        sys.executable,
+        "-c",
+        "from ctxhealth.cli.main import main; main()",
+        "check",
+        str(rollout),
+        "--json",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode in (0, 1, 2), done.stderr
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def test_codex_hooks_read_the_window_the_rollout_states(tmp_path: Path, openai: FakeOpenAI) -> None:
+    """Codex states its window in the rollout (``model_context_window``, 95% of the configured one):
+    the hooks' zones and advice use it, as ``check`` does. They used the registry's window of the
+    model (1M for this one), so at 95% of the stated window they said green / continue."""
+    codex_home = tmp_path / "codex"
+    write_config(tmp_path, openai, model=CODEX_MODEL, provider="custom", extra="model_context_window = 60000")
+    _install("codex", codex_home, tmp_path / "ctxhealth")
+    trust = "--dangerously-bypass-hook-trust"
+    # the prompt and its answer are ~90K characters each: the second request is past 90% of the window
+    codex_exec(tmp_path, trust, "Count.\nSTEP say " + "lorem ipsum dolor sit amet " * 3300)
+    codex_exec(tmp_path, "resume", "--last", trust, "go on")
+    rollout = rollout_of(tmp_path)
+    stated = {
+        json.loads(line)["payload"]["info"]["model_context_window"]
+        for line in rollout.read_text("utf-8").splitlines()
+        if '"token_count"' in line and '"model_context_window"' in line
+    }
+    assert stated == {57_000}  # the truth: what the rollout states
+    from ctxhealth.integrations.claude_code.tailstate import load_counters
+
+    counters = load_counters(str(tmp_path / "home" / ".ctxhealth"), str(rollout))
+    assert counters is not None and counters.thresholds is not None and counters.assessment is not None
+    assert counters.thresholds["window"] == counters.thresholds["usable"] == 57_000
+    last = openai.exchanges("turn")[-1].usage
+    assert counters.assessment["fill"] == last["input"] > 0.9 * 57_000
+    report = _check(rollout)
+    assert report["window"] == 57_000
+    # one reading of the same log: the hooks' last assessment is check's
+    assert (counters.assessment["zone"], counters.assessment["action"]) == (report["zone"], report["action"])
+    assert counters.assessment["zone"] == "critical"

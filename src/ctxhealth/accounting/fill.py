@@ -130,9 +130,7 @@ def session_model_info(
     model's, so the registry's is used.
     """
     info = (registry or ModelRegistry.default()).lookup(model or session_model_id(session))
-    if model is None and session.context_window:
-        info = info.with_window(session.context_window, usable=True)
-    return info
+    return info.with_logged_window(session.context_window) if model is None else info
 
 
 class _Scan(msgspec.Struct):

@@ -96,6 +96,12 @@ class ModelInfo(msgspec.Struct, frozen=True):
             return replace(self, window=window, reserved_output=0, autocompact_buffer=0, window_from=origin)
         return replace(self, window=window, window_from=origin)
 
+    def with_logged_window(self, window: int | None) -> ModelInfo:
+        """This model with the window a log states (Codex ``model_context_window``), when it states
+        one: already what the prompt may fill, so usable as it is. The one rule ``check``
+        (:func:`~ctxhealth.accounting.fill.session_model_info`) and the hooks read that log by."""
+        return self.with_window(window, usable=True) if window else self
+
 
 class TurnFill(msgspec.Struct, frozen=True):
     """Context fill at one model response (turn ``turn``, 0-based, main thread)."""

@@ -499,6 +499,9 @@ class Resumed:
     session_id: str | None
     model: str | None
     carry: dict[str, Any]
+    window: int | None = None
+    """The window the rollout states (``token_count.info.model_context_window``; what
+    :attr:`Session.context_window` of a full read is), from the whole rollout, cut included."""
 
 
 def _settled(state: _State, since: int) -> bool:
@@ -572,7 +575,7 @@ def resume(data: bytes, path: str, carry: dict[str, Any] | None = None) -> Resum
     cut.update(
         version=RESUME_VERSION, offset=base + int(cut["offset"]), messages=before + int(cut["messages"])
     )
-    return Resumed(messages, state.session_id, state.model, cut)
+    return Resumed(messages, state.session_id, state.model, cut, state.window)
 
 
 def _finish(state: _State) -> tuple[list[Message], dict[int, int]]:

@@ -22,6 +22,7 @@ masked its digits would miss the key.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -66,26 +67,48 @@ def _monitor(
 ) -> Monitor:
     """The session's monitor as ``counters.monitor`` holds it: the live one that snapshot was just
     taken of in this thread when there is one (it is handed out once: whoever takes it changes it),
-    else restored from the snapshot, else a new one."""
+    else restored from the snapshot, else a new one; with the window stated for the session (the
+    status line's, or the agent's log's) as its model's window."""
     kept: tuple[Any, Monitor] | None = getattr(_KEPT, "last", None)
+    monitor = None
     if counters.monitor is not None and kept is not None and kept[0] is counters.monitor:
         _KEPT.last = None
-        return kept[1]
-    if counters.monitor is not None:
-        try:
-            return Monitor.restore(counters.monitor, profile=profile, registry=registry)
-        except StateError:
-            pass  # from another version, or damaged: start afresh from here
-    return Monitor(counters.model, profile, registry=registry, source_format=source_format)
+        monitor = kept[1]
+    elif counters.monitor is not None:
+        # from another version, or damaged: start afresh from here
+        with contextlib.suppress(StateError):
+            monitor = Monitor.restore(counters.monitor, profile=profile, registry=registry)
+    if monitor is None:
+        monitor = Monitor(counters.model, profile, registry=registry, source_format=source_format)
+    # a snapshot keeps the model's id, not the window stated for the session: it is given again
+    thresholds = counters.thresholds or {}
+    stated = stated_window(thresholds.get("stated_window"))
+    logged = stated_window(thresholds.get("log_window"))
+    if stated or (logged and counters.model):
+        # one ModelInfo per session: the window the host stated (status line) or else the one the
+        # agent's log states (a Codex rollout, as check reads it), for pressure and zones
+        info = session_info(counters.model, stated, registry or ModelRegistry.default(), log_window=logged)
+        if info.window != monitor.info.window:
+            monitor.set_info(info)
+    return monitor
 
 
-def session_info(model: str | None, window: int | None, registry: ModelRegistry) -> ModelInfo:
+def stated_window(value: Any) -> int | None:
+    """A window kept in the tail state (``stated_window``, ``log_window``), when it is one."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def session_info(
+    model: str | None, window: int | None, registry: ModelRegistry, *, log_window: int | None = None
+) -> ModelInfo:
     """The session's one :class:`ModelInfo`: the registry's, with the window the host states (a
-    status-line payload's ``context_window_size``) when it states one."""
+    status-line payload's ``context_window_size``) when it states one, else the one the agent's log
+    states (a Codex rollout's, already what the prompt may fill:
+    :meth:`~ctxhealth.accounting.types.ModelInfo.with_logged_window`, the rule ``check`` reads it by)."""
     info = registry.lookup(model)
     if window and window != info.window:
-        info = info.with_window(window, usable=False, origin="status line")
-    return info
+        return info.with_window(window, usable=False, origin="status line")
+    return info.with_logged_window(log_window)
 
 
 def observe_messages(
@@ -102,10 +125,6 @@ def observe_messages(
     if not messages:
         return None
     monitor = _monitor(counters, claude_code_profile(profile), registry, source_format)
-    stated = (counters.thresholds or {}).get("stated_window")
-    if isinstance(stated, int) and stated > 0 and stated != monitor.info.window:
-        # one ModelInfo per session: the window the host stated (status line) for pressure and zones
-        monitor.set_info(session_info(counters.model, stated, registry or ModelRegistry.default()))
     for message in messages:
         if message.compaction is not None:
             monitor.record_recovery(Action.TRUNCATE)

@@ -25,7 +25,7 @@ from typing import Any
 
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info
+from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info, stated_window
 from ctxhealth.integrations.claude_code.tailstate import (
     INSTRUCTION_CHARS,
     SessionCounters,
@@ -128,18 +128,19 @@ def read_whole(
     read = _resume_codex(counters, transcript, size, identity, carried)
     every: list[Message] | None = None
     if read is None:
-        messages, session_id, source_format, every = _read_full(counters, transcript, size, identity)
+        messages, session_id, source_format, window, every = _read_full(counters, transcript, size, identity)
     else:
-        messages, session_id, source_format = read
+        messages, session_id, source_format, window = read
     if session_id and not counters.session_id:
         counters.session_id = session_id
     fold_messages(counters, messages, registry=registry)
+    # the window the log states (a Codex rollout's): the monitor's zones and pressure, as check's
+    resolve_thresholds(counters, registry=registry, profile=profile, log_window=window)
     if source_format is Format.GEMINI_CLI and every is not None:
         settled = carried.get("settled") if carried is not None else None
         _observe_settled(counters, every, settled, registry=registry, profile=profile)
     else:
         observe_messages(counters, messages, registry=registry, profile=profile, source_format=source_format)
-    resolve_thresholds(counters, registry=registry, profile=profile)
     return messages
 
 
@@ -149,8 +150,9 @@ HEAD_DIGEST_BYTES = 4096
 
 def _resume_codex(
     counters: SessionCounters, transcript: str, size: int, identity: list[int], carried: dict[str, Any] | None
-) -> tuple[list[Message], str | None, Format] | None:
-    """The new messages read from the carried cut; None when it cannot be resumed there."""
+) -> tuple[list[Message], str | None, Format, int | None] | None:
+    """The new messages read from the carried cut (and the session id and the window the rollout
+    states); None when it cannot be resumed there."""
     from ctxhealth.sources import codex
 
     if carried is None or carried.get("format") != Format.CODEX.value:
@@ -173,12 +175,14 @@ def _resume_codex(
     counters.line = before + len(resumed.messages)
     counters.offset = counters.size = offset + len(data)
     counters.reader = _codex_state(resumed.carry, head, identity)
-    return messages, resumed.session_id, Format.CODEX
+    return messages, resumed.session_id, Format.CODEX, resumed.window
 
 
 def _read_full(
     counters: SessionCounters, transcript: str, size: int, identity: list[int]
-) -> tuple[list[Message], str | None, Format, list[Message]]:
+) -> tuple[list[Message], str | None, Format, int | None, list[Message]]:
+    """The messages after those observed, the session id, the format, the window the log states,
+    and every message of the file."""
     from ctxhealth.sources import codex
     from ctxhealth.sources.reader import detect_head, read_data, read_regular_file
 
@@ -188,15 +192,17 @@ def _read_full(
         resumed = codex.resume(data, transcript)
         assert resumed is not None  # a fresh read always gives an answer
         all_messages, session_id, source_format = resumed.messages, resumed.session_id, Format.CODEX
+        window = resumed.window
         head = data[:HEAD_DIGEST_BYTES]
         counters.reader = _codex_state(resumed.carry, [len(head), _digest(head)], identity)
     else:
         session = read_data(data, transcript)
         all_messages, session_id, source_format = list(session.messages), session.session_id, session.format
+        window = session.context_window
         counters.reader = {"format": session.format.value, "file": identity[:2], "mtime": identity[2]}
     messages = all_messages[counters.line :]
     counters.line, counters.offset, counters.size = len(all_messages), len(data), len(data)
-    return messages, session_id, source_format, all_messages
+    return messages, session_id, source_format, window, all_messages
 
 
 def _observe_settled(
@@ -335,22 +341,26 @@ def resolve_thresholds(
     registry: ModelRegistry | None = None,
     profile: Profile | None = None,
     window: int | None = None,
+    log_window: int | None = None,
 ) -> dict[str, Any]:
     """Cache the model's window and the profile's thresholds in the counters (for the fast path).
 
-    ``window`` is the one the host states (status line); once stated it is kept for the session
-    (``stated_window``), and the monitor's pressure and zones use it too."""
+    ``window`` is the one the host states (status line), ``log_window`` the one the agent's log
+    states (a Codex rollout's ``model_context_window``); once stated, each is kept for the session
+    (``stated_window``, ``log_window``), and the monitor's pressure and zones use it too."""
     registry = registry or ModelRegistry.default()
     profile = profile or default_profile()
     previous = counters.thresholds
-    if window is None and previous and previous.get("model") == counters.model:
-        stated = previous.get("stated_window")  # the host stated it before (status line payload)
-        window = stated if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0 else None
-    info = session_info(counters.model, window, registry)
+    if previous and previous.get("model") == counters.model:
+        # stated before: the host's (status line payload), the log's (an earlier read of it)
+        window = window or stated_window(previous.get("stated_window"))
+        log_window = log_window or stated_window(previous.get("log_window"))
+    info = session_info(counters.model, window, registry, log_window=log_window)
     th = profile.zones(info)
     counters.thresholds = {
         "model": counters.model,
         "stated_window": window,
+        "log_window": log_window,
         "window": info.window,
         "usable": info.usable_window,
         "tier": info.tier.value,
