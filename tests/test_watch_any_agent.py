@@ -178,3 +178,24 @@ def test_the_default_session_is_a_file_the_one_walk_lists(tmp_path: Path) -> Non
         ".gemini/tmp/proj/chats/session-2026-12-01T10-00-abcdef12.jsonl",
     ]
     assert find_latest_session(dirs) == claude / "s1.jsonl"
+
+
+def test_a_codex_rollouts_watch_reads_its_window_as_check_does() -> None:
+    """The watch's assessment takes the window the rollout states, the session's one ModelInfo (its
+    monitor took the registry's window of the model: 1M for gpt-5.5, where Codex states 258,400)."""
+    from ctxhealth.accounting.registry import ModelRegistry
+    from ctxhealth.policy.profile import default_profile
+    from ctxhealth.report.assessed import check_session
+    from ctxhealth.sources import read_session
+
+    watch = open_watch(CODEX)
+    assert isinstance(watch, LogWatch) and watch.poll() > 0
+    session = read_session(CODEX)
+    assert session.context_window is not None
+    assert watch.monitor.info.window == session.context_window == watch.usable
+    report = check_session(session, registry=ModelRegistry.default(), profile=default_profile())
+    assert watch.assessment is not None
+    assert (watch.assessment.zone.value, round(watch.assessment.pressure, 4)) == (
+        report["zone"],
+        report["pressure"],
+    )

@@ -174,6 +174,9 @@ class LogWatch:
         if self._keys and not self._keys & set(keys):  # rewritten from the start: follow it anew
             self.monitor, self._keys = Monitor(), set()
         account = account_session(session)
+        if self.monitor.info != account.model:
+            # the session's one ModelInfo, with the window its log states (a Codex rollout's), as check's
+            self.monitor.set_info(account.model)
         # a message not seen before (by where it was written and what it holds: a reader may settle an
         # earlier line's message only once later lines arrive, e.g. a Codex compaction record)
         new = [m for m, k in zip(session.messages, keys, strict=True) if k not in self._keys]
