@@ -420,3 +420,39 @@ def test_sessions_that_share_a_first_message_or_a_name_are_told_apart_by_their_c
     assert again.key == first.key and not again.reset
     compacted = guard.plan(ApiStyle.OPENAI_CHAT, chat("summary", 0), named)
     assert compacted.key == first.key and compacted.reset
+
+
+def test_the_window_the_proxy_is_told_is_the_sessions_window() -> None:
+    """No request states the window an agent works with (Codex CLI compacts within its own, 258,400
+    for gpt-5.5, where the model's is 1M): ``window`` makes it the sessions' window, in a new, a
+    reset and a restored session alike."""
+    style = ApiStyle.OPENAI_CHAT
+
+    def body(n: int) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "Port the billing exporter to the new API."}
+        ]
+        for i in range(n):
+            messages += [{"role": "assistant", "content": f"step {i}"}, {"role": "user", "content": "go on"}]
+        return {"model": "gpt-5.5", "messages": messages}
+
+    readings = {}
+    for told in (None, 258_400):
+        store = DictStore()
+        guard = Guard(Mode.OBSERVE, store=store, window=told, window_is_usable=True)
+        guard.finish(
+            guard.plan(style, orjson.dumps(body(2)), {}),
+            200,
+            ResponseFacts(Usage(input_tokens=240_000), None, "r1"),
+        )
+        plan = guard.plan(style, orjson.dumps(body(3)), {})
+        assert plan.assessment is not None
+        session = guard.sessions[str(plan.key)]
+        readings[told] = (session.monitor.info.usable_window, plan.assessment.zone.value)
+        assert guard.flush() == 1
+        again = Guard(Mode.OBSERVE, store=store, window=told, window_is_usable=True)
+        assert again._known(str(plan.key)) is not None
+        assert again.sessions[str(plan.key)].monitor.info.usable_window == readings[told][0]  # restored
+    # 240K tokens: past the sweet spot of the model's 1M window; 93% of the window Codex works with
+    assert readings[None] == (872_000, "yellow")
+    assert readings[258_400] == (258_400, "red")

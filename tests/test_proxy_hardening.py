@@ -394,3 +394,30 @@ def test_a_stop_signal_to_the_process_group_stops_both_cleanly_and_keeps_every_a
     finally:
         proxy.stop()
     assert after["requests"] == 6 and after["resets"] == 0
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_window_the_proxy_is_told_is_the_one_its_sessions_are_read_against(
+    upstream: str, workers: str
+) -> None:
+    """``--window N --window-is-usable``: no request says what window the agent works with (Codex CLI
+    compacts within its own), so the proxy is told; its sessions' zones use it, in the relay's
+    process or the guard's second one."""
+    told = ProxyProcess(upstream, "--workers", workers, "--window", "100000", "--window-is-usable")
+    plain = ProxyProcess(upstream, "--workers", workers)
+    try:
+        for proxy in (told, plain):
+            for turn in range(3):
+                post(proxy, conversation("agent W", turn))
+        deadline = time.monotonic() + 10  # the second process assesses beside the relay
+        while time.monotonic() < deadline and not all(
+            sessions(p, "anthropic-messages:") and "usable_window" in sessions(p, "anthropic-messages:")[0]
+            for p in (told, plain)
+        ):
+            time.sleep(0.1)
+        windows = [sessions(p, "anthropic-messages:")[0]["usable_window"] for p in (told, plain)]
+    finally:
+        told.stop()
+        plain.stop()
+    assert windows[0] == 100_000
+    assert windows[1] != 100_000  # the model's own (claude-sonnet-4-5: 167,000 usable)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -574,3 +575,44 @@ def test_mini_swe_agent_restarted_for_a_failure_spiral_goes_on_from_the_checkpoi
     assert any("restart" in (a or {}) for a in enforced.extra["actions"])  # the restart was carried out
     assert enforced.extra["distinct"] == enforced.extra["commands"]  # no command run twice
     assert enforced.requests <= RATIO * observed.requests and enforced.cost <= RATIO * observed.cost
+
+
+def test_codex_through_a_proxy_told_its_window_reads_as_its_rollout(tmp_path: Path) -> None:
+    """The window the proxy docs tell a Codex user to give (``--window 258400 --window-is-usable``) is
+    what the real Codex states in its rollout for this model, and the proxy's last reading of the
+    session is then ``check``'s reading of the rollout (without it, the model's 1M window)."""
+    from types import SimpleNamespace
+
+    from .run_codex import codex_exec, rollout_of, write_config
+
+    with FakeOpenAI(model=CODEX_MODEL) as server:
+        proxy = ProxyProcess(server.url, "--window", "258400", "--window-is-usable")
+        try:
+            write_config(tmp_path, SimpleNamespace(url=proxy.url), model=CODEX_MODEL, provider="custom")  # type: ignore[arg-type]
+            codex_exec(tmp_path, "Count.\nSTEP shell seq 1 2000\nSTEP shell ls\nSTEP say done")
+            status = proxy.status()
+        finally:
+            proxy.stop()
+    rollout = rollout_of(tmp_path)
+    stated = {
+        json.loads(line)["payload"]["info"]["model_context_window"]
+        for line in rollout.read_text("utf-8").splitlines()
+        if '"token_count"' in line and '"model_context_window"' in line
+    }
+    assert stated == {258_400}
+    sessions = status["sessions"]
+    assert isinstance(sessions, list) and len(sessions) == 1
+    assert sessions[0]["usable_window"] == 258_400
+    command = [
+        sys.executable,
+        "-c",
+        "from ctxhealth.cli.main import main; main()",
+        "check",
+        str(rollout),
+        "--json",
+    ]
+    report = json.loads(
+        subprocess.run(command, capture_output=True, text=True, timeout=60, check=False).stdout
+    )
+    assert report["window"] == 258_400
+    assert sessions[0]["zone"] == report["zone"]

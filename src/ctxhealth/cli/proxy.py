@@ -46,6 +46,17 @@ from ctxhealth.errors import EnvironmentProblem
 )
 @click.option("--model", help="Account every session as this model (window, tier).")
 @click.option(
+    "--window",
+    type=click.IntRange(min=1),
+    help="The context window the agent works with, when it is not its model's (no request states it): "
+    "Codex CLI compacts within its own model_context_window.",
+)
+@click.option(
+    "--window-is-usable",
+    is_flag=True,
+    help="The --window is already what the prompt may fill (as a Codex rollout states it): reserve nothing.",
+)
+@click.option(
     "--workers",
     type=click.Choice(["auto", "1", "2"]),
     default="auto",
@@ -69,6 +80,8 @@ def proxy(
     log_bodies: bool,
     no_ledger: bool,
     model: str | None,
+    window: int | None,
+    window_is_usable: bool,
     workers: str,
     guard_inline: bool,
     verbose: bool,
@@ -96,6 +109,8 @@ def proxy(
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         log_bodies=log_bodies,
         model=settings.model,
+        window=window,
+        window_is_usable=window_is_usable,
         guard_inline=guard_inline,
         workers=default_workers(Mode(mode)) if workers == "auto" else int(workers),
     )

@@ -127,6 +127,8 @@ class Guard:
         profile: Profile | None = None,
         registry: ModelRegistry | None = None,
         model: str | None = None,
+        window: int | None = None,
+        window_is_usable: bool = False,
         max_sessions: int = MAX_SESSIONS,
     ) -> None:
         self.mode = mode
@@ -134,6 +136,11 @@ class Guard:
         self.profile = profile
         self.registry = registry
         self.model = model
+        self.window = window
+        """The window the agent works with, when the proxy is told it (no request states it: Codex CLI
+        compacts at 95% of its own ``model_context_window``, not the model's); ``window_is_usable``:
+        it is already what the prompt may fill (as Codex states it), else the model's reserve applies."""
+        self.window_is_usable = window_is_usable
         self.max_sessions = max_sessions
         self.sessions: OrderedDict[str, GuardSession] = OrderedDict()
         self.metrics = Metrics()
@@ -149,7 +156,15 @@ class Guard:
     # ------------------------------------------------------------------ sessions
 
     def _new_monitor(self, model: str | None) -> Monitor:
-        return Monitor(self.model or model, self.profile, registry=self.registry)
+        return self._with_window(Monitor(self.model or model, self.profile, registry=self.registry))
+
+    def _with_window(self, monitor: Monitor) -> Monitor:
+        """``monitor`` with the window the proxy was told (:attr:`window`), once its model is known."""
+        window = self.window
+        if window and monitor.info.known and monitor.info.window != window:
+            usable = self.window_is_usable
+            monitor.set_info(monitor.info.with_window(window, usable=usable, origin="--window"))
+        return monitor
 
     def _session(self, key: str, style: ApiStyle, model: str | None) -> GuardSession:
         session = self._known(key)
@@ -171,7 +186,7 @@ class Guard:
             return None
         try:
             monitor = Monitor.restore(data["monitor"], self.model, self.profile, registry=self.registry)
-            return self._keep(GuardSession.load(data, monitor))
+            return self._keep(GuardSession.load(data, self._with_window(monitor)))
         except (StateError, KeyError, TypeError, ValueError):
             return None  # from another version, or damaged: start afresh
 
@@ -477,6 +492,7 @@ class Guard:
             "applied": plan.applied.value,
             "reasons": list(a.reasons),
             "model": a.model,
+            "usable_window": session.monitor.info.usable_window,
         }
         row = {
             "tokens": a.fill,

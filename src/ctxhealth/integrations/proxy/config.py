@@ -30,6 +30,10 @@ class ProxyConfig:
     max_body_bytes: int = MAX_BODY_BYTES
     log_bodies: bool = False
     model: str | None = None
+    window: int | None = None
+    """The window the agent works with (``--window``), when the requests' model's is not it."""
+    window_is_usable: bool = False
+    """``window`` is already what the prompt may fill (as Codex states it)."""
     flush_interval: float = 0.25
     body_timeout: float = 30.0
     """Seconds a client may take to send a request body (a stalled client gets 408)."""
