@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -221,6 +222,15 @@ def ctxhealth(args: Sequence[str], env: dict[str, str] | None = None) -> subproc
     """The ctxhealth CLI of the code under test."""
     command = [sys.executable, "-c", "from ctxhealth.cli.main import main; main()", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, check=False)
+
+
+def check_json(path: Path) -> dict[str, Any]:
+    """``ctxhealth check --json`` of one log: how it reads on its own (the reading every live surface
+    must agree with)."""
+    done = ctxhealth(["check", str(path), "--json"])
+    assert done.returncode in (0, 1, 2), done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
 
 
 class TmuxClaude:

@@ -78,3 +78,15 @@ def rollout_of(root: Path) -> Path:
     found = sorted((root / "codex" / "sessions").rglob("rollout-*.jsonl"))
     assert len(found) == 1, found
     return found[0]
+
+
+def stated_windows(rollout: Path) -> set[int]:
+    """Every ``model_context_window`` the rollout's ``token_count`` events state (the window Codex
+    works with: the truth the hooks, ``watch`` and a told proxy must read)."""
+    import json
+
+    return {
+        json.loads(line)["payload"]["info"]["model_context_window"]
+        for line in rollout.read_text("utf-8").splitlines()
+        if '"token_count"' in line and '"model_context_window"' in line
+    }

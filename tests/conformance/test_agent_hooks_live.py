@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from .claude_harness import check_json
 from .fake_openai import FakeOpenAI
-from .run_codex import codex_exec, rollout_of, write_config
+from .run_codex import codex_exec, rollout_of, stated_windows, write_config
 from .test_codex import MODEL as CODEX_MODEL
 
 pytestmark = pytest.mark.conformance
@@ -118,22 +119,6 @@ def test_gemini_hooks_fire_and_their_notes_reach_the_model(tmp_path: Path) -> No
     assert any(any("Failure spiral" in n for n in ns) for ns in notes), notes
 
 
-def _check(rollout: Path) -> dict[str, object]:
-    """``ctxhealth check --json`` of the rollout: how the log reads on its own."""
-    command = [
-        sys.executable,
-        "-c",
-        "from ctxhealth.cli.main import main; main()",
-        "check",
-        str(rollout),
-        "--json",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode in (0, 1, 2), done.stderr
-    report: dict[str, object] = json.loads(done.stdout)
-    return report
-
-
 def test_codex_hooks_read_the_window_the_rollout_states(tmp_path: Path, openai: FakeOpenAI) -> None:
     """Codex states its window in the rollout (``model_context_window``, 95% of the configured one):
     the hooks' zones and advice use it, as ``check`` does. They used the registry's window of the
@@ -146,12 +131,7 @@ def test_codex_hooks_read_the_window_the_rollout_states(tmp_path: Path, openai: 
     codex_exec(tmp_path, trust, "Count.\nSTEP say " + "lorem ipsum dolor sit amet " * 3300)
     codex_exec(tmp_path, "resume", "--last", trust, "go on")
     rollout = rollout_of(tmp_path)
-    stated = {
-        json.loads(line)["payload"]["info"]["model_context_window"]
-        for line in rollout.read_text("utf-8").splitlines()
-        if '"token_count"' in line and '"model_context_window"' in line
-    }
-    assert stated == {57_000}  # the truth: what the rollout states
+    assert stated_windows(rollout) == {57_000}  # the truth: what the rollout states
     from ctxhealth.integrations.claude_code.tailstate import load_counters
 
     counters = load_counters(str(tmp_path / "home" / ".ctxhealth"), str(rollout))
@@ -159,7 +139,7 @@ def test_codex_hooks_read_the_window_the_rollout_states(tmp_path: Path, openai: 
     assert counters.thresholds["window"] == counters.thresholds["usable"] == 57_000
     last = openai.exchanges("turn")[-1].usage
     assert counters.assessment["fill"] == last["input"] > 0.9 * 57_000
-    report = _check(rollout)
+    report = check_json(rollout)
     assert report["window"] == 57_000
     # one reading of the same log: the hooks' last assessment is check's
     assert (counters.assessment["zone"], counters.assessment["action"]) == (report["zone"], report["action"])

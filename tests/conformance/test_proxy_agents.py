@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from ctxhealth.recovery.clear import PLACEHOLDER_PREFIX
 from proxy_process import ProxyProcess
 
 from .agents import agent_or_skip, run_mini_jobs
-from .claude_harness import ClaudeBox
+from .claude_harness import ClaudeBox, check_json
 from .fake_anthropic import FakeAnthropic, default_scenario
 from .fake_gemini import FakeGemini
 from .fake_openai import FakeOpenAI
@@ -583,7 +582,7 @@ def test_codex_through_a_proxy_told_its_window_reads_as_its_rollout(tmp_path: Pa
     session is then ``check``'s reading of the rollout (without it, the model's 1M window)."""
     from types import SimpleNamespace
 
-    from .run_codex import codex_exec, rollout_of, write_config
+    from .run_codex import codex_exec, rollout_of, stated_windows, write_config
 
     with FakeOpenAI(model=CODEX_MODEL) as server:
         proxy = ProxyProcess(server.url, "--window", "258400", "--window-is-usable")
@@ -594,25 +593,10 @@ def test_codex_through_a_proxy_told_its_window_reads_as_its_rollout(tmp_path: Pa
         finally:
             proxy.stop()
     rollout = rollout_of(tmp_path)
-    stated = {
-        json.loads(line)["payload"]["info"]["model_context_window"]
-        for line in rollout.read_text("utf-8").splitlines()
-        if '"token_count"' in line and '"model_context_window"' in line
-    }
-    assert stated == {258_400}
+    assert stated_windows(rollout) == {258_400}
     sessions = status["sessions"]
     assert isinstance(sessions, list) and len(sessions) == 1
     assert sessions[0]["usable_window"] == 258_400
-    command = [
-        sys.executable,
-        "-c",
-        "from ctxhealth.cli.main import main; main()",
-        "check",
-        str(rollout),
-        "--json",
-    ]
-    report = json.loads(
-        subprocess.run(command, capture_output=True, text=True, timeout=60, check=False).stdout
-    )
+    report = check_json(rollout)
     assert report["window"] == 258_400
     assert sessions[0]["zone"] == report["zone"]

@@ -325,11 +325,5 @@ def create_app(
     if guard is None:
         if store is None and config.home is not None:
             store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))
-        guard = Guard(
-            config.mode,
-            store=store,
-            model=config.model,
-            window=config.window,
-            window_is_usable=config.window_is_usable,
-        )
+        guard = config.guard(store)
     return ProxyASGI(ProxyApp(config, guard))

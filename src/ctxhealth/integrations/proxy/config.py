@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxhealth.errors import UsageError
-from ctxhealth.integrations.guard import Mode
+from ctxhealth.integrations.guard import Guard, Mode, SessionStore
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -49,6 +49,17 @@ class ProxyConfig:
     max_connections: int = 256
     """Open client connections served at once; beyond, a connection is answered 503 and closed
     (slow clients cannot hold the proxy open without bound)."""
+
+    def guard(self, store: SessionStore | None) -> Guard:
+        """The guard that keeps this proxy's sessions in ``store``: its mode, and the model and
+        window every session is read against."""
+        return Guard(
+            self.mode,
+            store=store,
+            model=self.model,
+            window=self.window,
+            window_is_usable=self.window_is_usable,
+        )
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):

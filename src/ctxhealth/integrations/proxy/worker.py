@@ -223,13 +223,7 @@ def serve_guard(conn: Connection, config: ProxyConfig, verbose: bool) -> None:
     store: SessionStore | None = None
     if config.home is not None:
         store = LedgerStore(config.home, on_error=lambda exc: log.warning("ledger: %s", exc))
-    guard = Guard(
-        config.mode,
-        store=store,
-        model=config.model,
-        window=config.window,
-        window_is_usable=config.window_is_usable,
-    )
+    guard = config.guard(store)
     gc.collect()  # start-up's objects out of the collector's scans (as in the relay, see .server)
     gc.freeze()
     plans: OrderedDict[int, Plan] = OrderedDict()
