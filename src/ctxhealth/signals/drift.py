@@ -395,11 +395,6 @@ class DriftDetector(CachedDetector):
         self._snap = None
 
     @property
-    def has_output(self) -> bool:
-        """Whether any assistant text was seen (else the similarity is the 1.0 of "nothing yet")."""
-        return bool(self._segs)
-
-    @property
     def above_sweet_spot(self) -> bool:
         return self.fill >= self.sweet_spot
 

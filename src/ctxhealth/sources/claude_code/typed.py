@@ -116,7 +116,7 @@ def _object_lines_py(data: bytes) -> int:
 
 _object_lines: Callable[[bytes], int] = _object_lines_py
 """The test :func:`_typed_file` runs: :func:`_object_lines_py`, or the same in C (one pass over the
-lines, one over the bytes for UTF-8: a third of the Python loop's time on a Claude Code file)."""
+lines, one over the bytes for UTF-8: about a quarter of the Python loop's time on Claude Code files)."""
 if KERNELS is not None:
     _object_lines = KERNELS.object_lines
 
