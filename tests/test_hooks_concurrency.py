@@ -47,9 +47,17 @@ def _assistant(n: int) -> str:
 
 
 def _tool_turn(n: int) -> str:
-    """An assistant line with tool call ``t{n}`` and the user line with its (failed) result."""
+    """An assistant line with tool call ``t{n}`` and the user line with its (failed) result. Every line
+    of a response states its usage, as Claude Code writes it."""
     call = {"type": "tool_use", "id": f"t{n}", "name": f"Tool{n}", "input": {"i": n}}
-    message = {"id": f"m{n}", "role": "assistant", "model": "claude-sonnet-4-5-20250929", "content": [call]}
+    usage = {"input_tokens": 10, "cache_read_input_tokens": 1000 * n, "output_tokens": 5}
+    message = {
+        "id": f"m{n}",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": [call],
+        "usage": usage,
+    }
     result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": "Error: no", "is_error": True}
     lines = [
         {"type": "assistant", "uuid": f"a{n}", "sessionId": "s1", "message": message},

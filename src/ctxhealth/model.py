@@ -127,6 +127,22 @@ class Usage(msgspec.Struct, frozen=True):
     def context_tokens(self) -> int:
         return self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
 
+    def merged(self, later: Usage | None) -> Usage:
+        """The usage of one response after a later part of it (another line of the same response)
+        reported ``later``: the prompt as first reported, the largest output (streamed lines report
+        it growing), the largest reasoning with it. The one rule for a response given in parts: the
+        readers merging its lines, the Monitor and the hooks' counters reading it in pieces."""
+        if later is None or later.output_tokens <= self.output_tokens:
+            return self
+        return Usage(
+            self.input_tokens,
+            later.output_tokens,
+            self.cache_creation_tokens,
+            self.cache_read_tokens,
+            max(self.reasoning_tokens, later.reasoning_tokens),
+            self.cache_write_1h_tokens,
+        )
+
 
 class Message(msgspec.Struct, frozen=True):
     """One message in the context. For assistants, one model response.

@@ -40,7 +40,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 from msgspec.structs import replace
@@ -49,7 +49,7 @@ from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.running import RunningFill
 from ctxhealth.accounting.types import FillSource, ModelInfo
 from ctxhealth.errors import UsageError
-from ctxhealth.model import Format, Message, Role, Session
+from ctxhealth.model import Format, Message, Role, Session, ToolResult, Usage
 from ctxhealth.policy import Action, Counters, Decision, Rule, Snapshot, decide, record
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.risk.model import RiskModel, sigmoid
@@ -137,6 +137,16 @@ class Assessment(msgspec.Struct, frozen=True):
         }
 
 
+class OpenResponse(NamedTuple):
+    """The latest response while a message may still continue it (:meth:`Monitor.update`): its id,
+    its message index (``at``), and the usage counted for it (:meth:`Usage.merged` over its parts so far;
+    None while none of them reported usage)."""
+
+    response_id: str
+    at: int
+    usage: Usage | None
+
+
 class Monitor:
     """Incremental health monitor for one session (one agent thread).
 
@@ -208,6 +218,9 @@ class Monitor:
         self._pending_prompt: int | None = None
         self._cooldown_ran = False
         self._assessed = False
+        # the latest response while only its own tool results followed it: a message with its id
+        # continues it (see :meth:`_continues`)
+        self._open: OpenResponse | None = None
 
     # ------------------------------------------------------------------ model and instruction
 
@@ -281,9 +294,13 @@ class Monitor:
         self._assessed = False
         if self._pending is not None:
             self._seal()
+        assistant = message.role is Role.ASSISTANT
+        opened = self._open
+        if opened is not None and self._continues(message, opened, assistant):
+            self._update_continuation(message, opened, fill, size)
+            return
         self.index += 1
         index = self.index
-        assistant = message.role is Role.ASSISTANT
         compaction = message.compaction  # looked up once for the counters, the fill and the hedges
         c = self.counters
         if assistant:
@@ -304,6 +321,8 @@ class Monitor:
                 self.output_tokens += usage.output_tokens
                 self.reasoning_tokens += usage.reasoning_tokens
                 self.usage_seen = True
+            rid = message.response_id
+            self._open = None if rid is None else OpenResponse(rid, index, usage)
         event = self._events.build(index, message, self.turn, account.fill)
         if assistant and self._track_hedges:
             if compaction is not None:
@@ -319,6 +338,48 @@ class Monitor:
             self._cooldown_ran = True
         else:
             self._cooldown_ran = False
+
+    def _continues(self, message: Message, opened: OpenResponse, assistant: bool) -> bool:
+        """Whether ``message`` is more of the open response (its id, with only that response's tool
+        results in between), else closes it. A reader that builds whole responses never gives one
+        (it merges them, by the same rule); a reader of a growing log gives one when a read stops
+        between the lines of a response (Claude Code writes a line per content block)."""
+        if assistant:
+            if message.response_id == opened.response_id:
+                return True
+        elif message.role is Role.USER and _results_only(message):
+            return False  # its own tool results: it stays open
+        self._open = None
+        return False
+
+    def _update_continuation(
+        self, message: Message, opened: OpenResponse, fill: int | None, size: int | None
+    ) -> None:
+        """:meth:`update` with more of the open response: the same turn and message index as its
+        start, its blocks given to the detectors, its usage counted as one response's (the largest
+        output reported, as the readers merge a response's lines)."""
+        if not self._model_fixed and message.model:
+            self._set_model(message.model)
+        account = self.account
+        account.observe(message, fill, size=size, compaction=None)
+        if fill is not None or self._pending_prompt is not None:
+            # the prompt pending since the response (its tool results) now holds this part too
+            self._pending_prompt = account.pending if fill is None else None
+        usage = message.usage
+        if usage is not None:
+            kept = opened.usage
+            merged = usage if kept is None else kept.merged(usage)
+            if merged is not kept:
+                counted = Usage() if kept is None else kept
+                self.output_tokens += merged.output_tokens - counted.output_tokens
+                self.reasoning_tokens += merged.reasoning_tokens - counted.reasoning_tokens
+                self._open = opened._replace(usage=merged)
+            self.usage_seen = True
+        event = self._events.build(opened.at, message, self.turn, account.fill, continues=True)
+        if self._track_hedges and event.text:
+            self.hedges += count_event(event)
+        for detector in self._detectors:
+            detector.update(event)
 
     def assess(self) -> Assessment:
         """The assessment after the latest message given to :meth:`update` (what a caller acts on:
@@ -475,7 +536,7 @@ class Monitor:
         """The monitor's whole state, field by field (:class:`~ctxhealth.signals.state.MonitorState`:
         bounded like the monitor's memory). The profile, the registry, the model's figures and the
         last assessment are not part of it."""
-        from ctxhealth.signals.state import AccountState, CountersState, MonitorState
+        from ctxhealth.signals.state import AccountState, CountersState, MonitorState, OpenResponseState
 
         c = self.counters
         a = self.account.dump_state()
@@ -512,6 +573,7 @@ class Monitor:
             cache=self.cache.serialize(),
             pending_prompt=self._pending_prompt,
             cooldown_ran=self._cooldown_ran,
+            open_response=None if self._open is None else OpenResponseState(*self._open),
         )
 
     def _load(self, state: MonitorState) -> None:
@@ -554,6 +616,8 @@ class Monitor:
         self.cache.restore(state.cache)
         self._pending_prompt = state.pending_prompt
         self._cooldown_ran = state.cooldown_ran
+        o = state.open_response
+        self._open = None if o is None else OpenResponse(o.response_id, o.index, o.usage)
 
     def snapshot(self) -> dict[str, Any]:
         """The monitor's whole state as versioned JSON-safe data (:meth:`serialize`, bounded like the
@@ -699,6 +763,11 @@ class Monitor:
         if self.index == before:
             return self._assess(max(self.index, 0), self.fill)
         return self.assess()
+
+
+def _results_only(message: Message) -> bool:
+    blocks = message.blocks
+    return bool(blocks) and all(type(b) is ToolResult for b in blocks)
 
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})

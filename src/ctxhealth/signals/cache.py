@@ -66,8 +66,8 @@ class CacheDetector(CachedDetector):
     def update(self, event: Event) -> None:
         msg = event.message
         usage = msg.usage
-        if msg.role is not Role.ASSISTANT or usage is None:
-            return
+        if msg.role is not Role.ASSISTANT or usage is None or event.continues:
+            return  # (a response's later part reports the same prompt)
         prompt = usage.context_tokens
         rate = cache_hit_rate(usage.cache_read_tokens, prompt, self.profile.cache_min_prompt)
         if rate is None:

@@ -49,6 +49,8 @@ class Event:
 
     ``index`` is its position in the session, ``turn`` counts assistant responses so far (this one
     included), ``fill`` is the context fill after it, ``calls`` / ``results`` its parsed tool blocks.
+    ``continues``: the message is more of the response that started at ``index`` (the same turn; its
+    usage is that response's, already seen; see ``Monitor.update``).
     For an assistant message, ``text`` is its text blocks joined with newlines (joined once). Its
     word features are computed on first use and then shared by every detector that reads them:
     ``folded`` (the text through :func:`~ctxhealth.signals.text.fold`), ``runs`` (the word runs of
@@ -57,7 +59,19 @@ class Event:
     folded only when a reader asks for it (the hedge count, when the risk model uses it).
     """
 
-    __slots__ = ("_folded", "_runs", "_stems", "calls", "fill", "index", "message", "results", "text", "turn")
+    __slots__ = (
+        "_folded",
+        "_runs",
+        "_stems",
+        "calls",
+        "continues",
+        "fill",
+        "index",
+        "message",
+        "results",
+        "text",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -68,8 +82,10 @@ class Event:
         calls: tuple[CallInfo, ...] = (),
         results: tuple[ResultInfo, ...] = (),
         text: str = "",
+        continues: bool = False,
     ) -> None:
         self.index = index
+        self.continues = continues
         self.message = message
         self.turn = turn
         self.fill = fill
@@ -176,7 +192,7 @@ class EventBuilder:
             self._parsed.put(key, info)
         return info
 
-    def build(self, index: int, message: Message, turn: int, fill: int) -> Event:
+    def build(self, index: int, message: Message, turn: int, fill: int, continues: bool = False) -> Event:
         calls: list[CallInfo] = []
         results: list[ResultInfo] = []
         texts: list[str] = []
@@ -198,6 +214,6 @@ class EventBuilder:
                     )
                 )
         if message.role is not Role.ASSISTANT or not texts:
-            return Event(index, message, turn, fill, tuple(calls), tuple(results))
+            return Event(index, message, turn, fill, tuple(calls), tuple(results), "", continues)
         text = texts[0] if len(texts) == 1 else "\n".join(texts)
-        return Event(index, message, turn, fill, tuple(calls), tuple(results), text)
+        return Event(index, message, turn, fill, tuple(calls), tuple(results), text, continues)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ctxhealth.model import Role, TextBlock
+from ctxhealth.model import Message, Role, TextBlock
 from ctxhealth.signals.base import CachedDetector, Signal
 from ctxhealth.signals.calls import CallKind
 from ctxhealth.signals.events import Event
@@ -83,7 +83,9 @@ class FidelityDetector(CachedDetector):
 
     def update(self, event: Event) -> None:
         msg = event.message
-        if msg.role is Role.ASSISTANT and event.turn != self.turn:
+        if event.continues:
+            self._continue_reply(msg)
+        elif msg.role is Role.ASSISTANT and event.turn != self.turn:
             self.turn = event.turn
             self.turn_index = event.index
             if event.turn - self.block_start >= self.profile.fidelity_window:
@@ -112,6 +114,16 @@ class FidelityDetector(CachedDetector):
                 self.last_verify_index = event.index
             if len(self.cur_files) < FILE_LIMIT:
                 self.cur_files.update(call.mentions)
+            self._snap = None
+
+    def _continue_reply(self, msg: Message) -> None:
+        """More of the current turn's reply: its text counts toward the turn's length, in the early
+        block too when the turn is one of the early ones (every turn so far was early)."""
+        chars = sum(len(b.text) for b in msg.blocks if isinstance(b, TextBlock))
+        if chars:
+            self.cur_chars += chars
+            if not self.early_done or self.early_turns == self.turn:
+                self.early_chars += chars
             self._snap = None
 
     @property

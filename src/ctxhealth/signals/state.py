@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ctxhealth.model import Usage
 from ctxhealth.signals.base import BoundedDict, TurnWindow
 
 K = TypeVar("K")
@@ -215,6 +216,15 @@ class CountersState(msgspec.Struct, array_like=True, forbid_unknown_fields=True)
     steps: int
 
 
+class OpenResponseState(msgspec.Struct, forbid_unknown_fields=True):
+    """The response a message may still continue (``Monitor.update``; a snapshot from before it has
+    none, as if every response was complete)."""
+
+    response_id: str
+    index: int
+    usage: Usage | None
+
+
 class MonitorState(msgspec.Struct, forbid_unknown_fields=True):
     """Everything a :class:`~ctxhealth.monitor.Monitor` needs to go on where it was saved (with the
     same profile): its counts, the fill account, the calls waiting for results and each detector."""
@@ -241,6 +251,8 @@ class MonitorState(msgspec.Struct, forbid_unknown_fields=True):
     """The prompt pending since the latest response, for the next ``assess`` (see ``Monitor.update``)."""
     cooldown_ran: bool = False
     """Whether the cooldown ran down after the latest message (``assess`` reads it one higher)."""
+    open_response: OpenResponseState | None = None
+    """The latest response while a message may still continue it."""
 
 
 # ---------------------------------------------------------------------- helpers for the detectors

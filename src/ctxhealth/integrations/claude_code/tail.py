@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import msgspec
+
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.integrations.claude_code.monitoring import observe_messages, session_info, stated_window
@@ -32,7 +34,7 @@ from ctxhealth.integrations.claude_code.tailstate import (
     file_identity,
     unchanged,
 )
-from ctxhealth.model import Format, Message, Role
+from ctxhealth.model import Format, Message, Role, Usage
 from ctxhealth.policy.profile import Profile, default_profile
 from ctxhealth.redact import scrub
 from ctxhealth.signals.requests import clean_user_text, is_user_request
@@ -327,12 +329,21 @@ def fold_messages(
         if rid is None or rid != counters.last_response_id:
             counters.turns += 1
             counters.last_response_id = rid
-            usage = message.usage
-            if usage is not None:
-                counters.output_tokens += usage.output_tokens
-                prices = registry.lookup(message.model or counters.model).prices
-                if prices is not None:
-                    counters.cost_usd = (counters.cost_usd or 0.0) + usage_cost(usage, prices)
+            counters.last_response_usage = []
+        usage = message.usage
+        if usage is None:
+            continue
+        # a response read in parts (a read stopped between its lines) is counted as one response
+        kept = Usage(*counters.last_response_usage) if counters.last_response_usage else None
+        merged = usage if kept is None else kept.merged(usage)
+        if merged is kept:
+            continue
+        counters.last_response_usage = list(msgspec.structs.astuple(merged))
+        counters.output_tokens += merged.output_tokens - (0 if kept is None else kept.output_tokens)
+        prices = registry.lookup(message.model or counters.model).prices
+        if prices is not None:
+            added = usage_cost(merged, prices) - (0.0 if kept is None else usage_cost(kept, prices))
+            counters.cost_usd = (counters.cost_usd or 0.0) + added
 
 
 def resolve_thresholds(

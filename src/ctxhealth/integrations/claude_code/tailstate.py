@@ -72,6 +72,9 @@ class SessionCounters:
     peak: int
     turns: int
     last_response_id: str | None
+    last_response_usage: list[int]
+    """The usage counted for the latest response (``Usage`` field by field; empty while none of its
+    parts reported one): a later part of it counts only what it adds (:meth:`Usage.merged`)."""
     output_tokens: int
     observed: list[str]
     stated: list[list[Any]]

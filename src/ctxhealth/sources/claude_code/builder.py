@@ -22,12 +22,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import msgspec
-from msgspec.structs import replace
 
 from ctxhealth.model import Block, CompactionSummary, Message, Role, ToolResult, Usage
 from ctxhealth.sources.claude_code.blocks import _blocks, _usage
 from ctxhealth.sources.claude_code.plain import _MESSAGE_KINDS
-from ctxhealth.sources.lines import WarningSink, make_message, make_usage
+from ctxhealth.sources.lines import WarningSink, make_message
 
 if TYPE_CHECKING:
     from ctxhealth.sources.claude_code.schema import _Msg, _Node
@@ -192,19 +191,8 @@ class _Builder:
                 if last.usage is None:
                     last.usage = _usage(raw_usage)
                 elif raw_usage is not None and raw_usage.output_tokens > last.usage.output_tokens:
-                    # repeated usage; streamed lines often under-report output, so keep the max
-                    kept = last.usage
-                    last.usage = make_usage(
-                        kept.input_tokens,
-                        raw_usage.output_tokens,
-                        kept.cache_creation_tokens,
-                        kept.cache_read_tokens,
-                        kept.cache_write_1h_tokens,
-                    )
-                    newer = _usage(raw_usage)
-                    reasoning = max(kept.reasoning_tokens, newer.reasoning_tokens if newer else 0)
-                    if reasoning:
-                        last.usage = replace(last.usage, reasoning_tokens=reasoning)
+                    # repeated usage; streamed lines often under-report output (Usage.merged)
+                    last.usage = last.usage.merged(_usage(raw_usage))
                 return
         usage = _usage(raw_usage)
         self.drafts.append(
