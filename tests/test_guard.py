@@ -456,3 +456,30 @@ def test_the_window_the_proxy_is_told_is_the_sessions_window() -> None:
     # 240K tokens: past the sweet spot of the model's 1M window; 93% of the window Codex works with
     assert readings[None] == (872_000, "yellow")
     assert readings[258_400] == (258_400, "red")
+
+
+def test_a_request_asking_for_the_1m_context_is_read_with_it() -> None:
+    """Claude Code sends a ``[1m]`` model as the plain id with the ``context-1m`` beta (seen with the real
+    2.1.332 against the fake server): the proxy reads the session with the 1M window; without the beta,
+    the model's standard 200K; and a response that reports a prompt above 200K proves the 1M one."""
+    style = ApiStyle.ANTHROPIC_MESSAGES
+    body: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "Port the billing exporter to the new API."}],
+    }
+    beta = {"anthropic-beta": "claude-code-20250219,context-1m-2025-08-07,interleaved-thinking-2025-05-14"}
+    windows = {}
+    for name, headers in (("beta", beta), ("plain", {"anthropic-beta": "claude-code-20250219"})):
+        guard = Guard(Mode.OBSERVE, store=DictStore())
+        plan = guard.plan(style, orjson.dumps(body), headers)
+        windows[name] = guard.sessions[str(plan.key)].monitor.info.window
+        if name == "plain":
+            guard.finish(plan, 200, ResponseFacts(Usage(input_tokens=250_000), None, "r1"))
+            more = [
+                {"role": "assistant", "content": "Reading the exporter."},
+                {"role": "user", "content": "go on"},
+            ]
+            plan = guard.plan(style, orjson.dumps({**body, "messages": body["messages"] + more}), headers)
+            windows["plain, then a prompt of 250K"] = guard.sessions[str(plan.key)].monitor.info.window
+    assert windows == {"beta": 1_000_000, "plain": 200_000, "plain, then a prompt of 250K": 1_000_000}

@@ -46,7 +46,6 @@ def package_model(model_id: str) -> dict[str, Any]:
     ("model_id", "tier"),
     [
         ("claude-opus-5-5", Tier.FULL),
-        ("claude-sonnet-4-6", Tier.FULL),
         ("claude-opus-4-7", Tier.FULL),
         ("claude-opus-4-8", Tier.FULL),
         ("claude-opus-5", Tier.FULL),
@@ -62,6 +61,38 @@ def test_current_models_take_window_and_prices_from_the_package(model_id: str, t
     assert info.priced_as == model_id  # its own prices, never another model's
     assert info.prices is not None and info.prices.input == entry["prices"]["input"]
     assert info.window_from.startswith("genai-prices ")
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    ["claude-sonnet-4-6", "claude-opus-4-6", "claude-sonnet-4-5-20250929", "claude-sonnet-4-20250514"],
+)
+def test_a_model_whose_1m_context_is_asked_for_reads_its_standard_window(model_id: str) -> None:
+    """Sonnet 4 to 4.6 and Opus 4.6 answer within 200K unless a request asks for the 1M context (the
+    real Claude Code 2.1.332 reports ``contextWindow`` 200,000 for them, 1,000,000 with ``[1m]``);
+    the package gives their maximum. The ``[1m]`` id, and a prompt above 200K, read 1M."""
+    info = REG.lookup(model_id)
+    assert (info.window, info.usable_window, info.variant_window) == (200_000, 167_000, 1_000_000)
+    assert REG.lookup(f"{model_id}[1m]").window == 1_000_000
+    assert info.with_prompt_seen(150_000) is info
+    wider = info.with_prompt_seen(250_000)
+    assert (wider.window, wider.usable_window) == (1_000_000, 967_000)
+    assert "variant" in wider.window_from
+
+
+@pytest.mark.parametrize(
+    "model_id", ["claude-opus-4-7", "claude-opus-5", "claude-sonnet-5", "gpt-4o", "gpt-5.5"]
+)
+def test_a_model_without_a_larger_variant_keeps_its_window_past_any_prompt(model_id: str) -> None:
+    info = REG.lookup(model_id)
+    assert info.variant_window is None
+    assert info.with_prompt_seen(info.window + 50_000) is info
+
+
+def test_a_stated_window_is_not_widened() -> None:
+    """A window a host or log states is the window: a prompt above it proves nothing more."""
+    stated = REG.lookup("claude-sonnet-4-6").with_window(200_000, usable=False, origin="status line")
+    assert stated.with_prompt_seen(300_000) is stated
 
 
 def test_the_default_claude_code_model_has_its_1m_window() -> None:

@@ -177,6 +177,8 @@ class Monitor:
         self.counters = Counters()
         self.index = -1
         self.turn = 0
+        self.prompt_seen = 0
+        """The largest prompt a response reported (:meth:`ModelInfo.with_prompt_seen`)."""
         self.account = RunningFill()
         self.output_tokens = 0
         self.reasoning_tokens = 0
@@ -251,7 +253,8 @@ class Monitor:
         states (``SessionAccount.model``)."""
         self._seal()
         self._assessed = False
-        self.info = info
+        # a prompt already reported above its window proves the window larger (a model's 1M variant)
+        self.info = info.with_prompt_seen(self.prompt_seen) if self.prompt_seen > info.window else info
         self.pressure.set_model(self.info)
         self.drift.sweet_spot = self.profile.zones(self.info).sweet_spot
         self.drift.changed()
@@ -313,6 +316,8 @@ class Monitor:
             c = self.counters = Counters(c.restarts, c.truncations, c.cooldown, 0)
         account = self.account
         turn = account.observe(message, fill, size=size, compaction=compaction)
+        if turn and account.fill > self.prompt_seen and account.source is FillSource.REPORTED:
+            self._prompt_reported(account.fill)
         # a message after the latest response is part of the prompt about to be sent
         self._pending_prompt = account.pending if not turn and fill is None else None
         if assistant:
@@ -338,6 +343,15 @@ class Monitor:
             self._cooldown_ran = True
         else:
             self._cooldown_ran = False
+
+    def _prompt_reported(self, tokens: int) -> None:
+        self.prompt_seen = tokens
+        if tokens > self.info.window:
+            wider = self.info.with_prompt_seen(tokens)
+            if wider is not self.info:
+                fixed = self._model_fixed
+                self.set_info(wider)
+                self._model_fixed = fixed
 
     def _continues(self, message: Message, opened: OpenResponse, assistant: bool) -> bool:
         """Whether ``message`` is more of the open response (its id, with only that response's tool
@@ -574,6 +588,7 @@ class Monitor:
             pending_prompt=self._pending_prompt,
             cooldown_ran=self._cooldown_ran,
             open_response=None if self._open is None else OpenResponseState(*self._open),
+            prompt_seen=self.prompt_seen,
         )
 
     def _load(self, state: MonitorState) -> None:
@@ -616,6 +631,11 @@ class Monitor:
         self.cache.restore(state.cache)
         self._pending_prompt = state.pending_prompt
         self._cooldown_ran = state.cooldown_ran
+        if state.prompt_seen > self.prompt_seen:
+            fixed = self._model_fixed
+            self.prompt_seen = state.prompt_seen
+            self.set_info(self.info)  # (widened when that prompt proves it)
+            self._model_fixed = fixed
         o = state.open_response
         self._open = None if o is None else OpenResponse(o.response_id, o.index, o.usage)
 

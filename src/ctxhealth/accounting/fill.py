@@ -127,10 +127,26 @@ def session_model_info(
     A window the log states (Codex ``model_context_window``) is already what the prompt may fill:
     the client took the response's share out (Codex states 95% of the model's window), so nothing
     more is reserved (:meth:`ModelInfo.with_window`). ``model`` given: the log's window is not that
-    model's, so the registry's is used.
+    model's, so the registry's is used. A response that reported a prompt above the window proves
+    it larger (:meth:`ModelInfo.with_prompt_seen`: a model's 1M variant).
     """
     info = (registry or ModelRegistry.default()).lookup(model or session_model_id(session))
-    return info.with_logged_window(session.context_window) if model is None else info
+    if model is None and session.context_window:
+        return info.with_logged_window(session.context_window)
+    return info.with_prompt_seen(largest_reported_prompt(session))
+
+
+def largest_reported_prompt(session: Session) -> int:
+    """The largest prompt a response of ``session`` reported (its usage's input, cache writes and
+    reads), 0 when none did."""
+    largest = 0
+    for m in session.messages:
+        usage = m.usage
+        if usage is not None and m.role is Role.ASSISTANT:
+            tokens = usage.context_tokens
+            if tokens > largest:
+                largest = tokens
+    return largest
 
 
 class _Scan(msgspec.Struct):

@@ -46,7 +46,18 @@ CLAUDE_CODE_MAX_RESERVE = 20_000
 """Claude Code's effective window is the window less the model's maximum output, at most 20K."""
 
 ONE_MILLION_WINDOW = 1_000_000
+"""The window of a Claude model's 1M-token variant."""
+
 _ONE_M_SUFFIX = "[1m]"
+
+STANDARD_WINDOW_OF_1M_OPT_IN = 200_000
+_OPT_IN_1M = r"claude-(?:opus|sonnet)-4(?:[-.][0-6])?(?:-\d{8})?(?![-.]?[0-9])"
+"""Claude models whose 1M-token context is a variant a request asks for (Anthropic's ``context-1m``
+beta header; Claude Code's ``[1m]`` suffix): Sonnet 4 to 4.6 and Opus 4 to 4.6. Without it they
+answer within 200K, and Claude Code works (and compacts) within 200K: its own model table gives them a
+200K window with a 1M maximum, and its ``modelUsage.contextWindow`` is 200,000 for a plain
+``claude-sonnet-4-6`` or ``claude-opus-4-6`` and 1,000,000 with ``[1m]`` (2.1.332). The price package
+gives their maximum. Later models (Opus 4.7, Sonnet 5 ...) have 1M natively."""
 
 O200K = "o200k_base"
 CL100K = "cl100k_base"
@@ -73,6 +84,8 @@ class Family(msgspec.Struct, frozen=True):
     autocompact_buffer: int = 0
     window: int | None = None
     encoding: str | None = None
+    variant_window: int | None = None
+    """The window of the family's larger variant a request may ask for (Claude's 1M context)."""
 
     def matches(self, key: str) -> bool:
         return lazy.search(self.pattern, key) is not None  # compiled only for keys holding its words
@@ -91,6 +104,7 @@ def _claude(name: str, pattern: str, tier: Tier, max_output: int) -> Family:
         reserved_output=claude_code_reserve(max_output),
         autocompact_buffer=CLAUDE_CODE_AUTOCOMPACT_BUFFER,
         window=200_000,
+        variant_window=ONE_MILLION_WINDOW,
     )
 
 
@@ -242,6 +256,10 @@ class ModelRegistry:
             window, window_from = family.window, FAMILY_TABLE
         else:
             window, window_from = UNKNOWN_WINDOW, "default (unknown model)"
+        variant = family.variant_window if family is not None else None
+        if variant and window > STANDARD_WINDOW_OF_1M_OPT_IN and lazy.search(_OPT_IN_1M, key):
+            # the package gives the 1M maximum: without the request asking for it, 200K
+            window, window_from = STANDARD_WINDOW_OF_1M_OPT_IN, f"{window_from} (1M with the context-1m beta)"
         info = ModelInfo(
             id=shown,
             family=family.name if family is not None else (hit.id if hit is not None else "unknown"),
@@ -256,12 +274,15 @@ class ModelRegistry:
             prices_from=source if hit is not None and hit.prices is not None else "",
             tier_from=FAMILY_TABLE if family is not None else "default (unknown model)",
             priced_as=hit.id if hit is not None and hit.prices is not None else None,
+            variant_window=variant if variant and variant > window else None,
         )
         override = self.find_override(key) if key else None
         if override is not None:
             info = _apply_override(info, override)
         if one_m:
-            info = replace(info, window=ONE_MILLION_WINDOW, window_from="the id's [1m] suffix")
+            info = replace(
+                info, window=ONE_MILLION_WINDOW, window_from="the id's [1m] suffix", variant_window=None
+            )
         return info
 
     def with_overrides(

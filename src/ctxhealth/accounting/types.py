@@ -78,6 +78,9 @@ class ModelInfo(msgspec.Struct, frozen=True):
     prices_from: str = ""
     tier_from: str = ""
     priced_as: str | None = None
+    variant_window: int | None = None
+    """The window of the model's larger variant, when it has one a request asks for (Anthropic's
+    1M-token context, with the ``context-1m`` beta): :meth:`with_prompt_seen` widens to it."""
 
     @property
     def usable_window(self) -> int:
@@ -91,10 +94,34 @@ class ModelInfo(msgspec.Struct, frozen=True):
         """This model with a window a log or payload states. ``usable``: the window is already what
         the prompt may fill (Codex ``model_context_window``: the client took the response's share
         out), so nothing more is reserved; otherwise it is the model's whole window (Claude Code's
-        status line) and the reserve and buffer still apply."""
+        status line) and the reserve and buffer still apply. A stated window is the window: no
+        variant is inferred past it (:meth:`with_prompt_seen`)."""
         if usable:
-            return replace(self, window=window, reserved_output=0, autocompact_buffer=0, window_from=origin)
-        return replace(self, window=window, window_from=origin)
+            return replace(
+                self,
+                window=window,
+                reserved_output=0,
+                autocompact_buffer=0,
+                window_from=origin,
+                variant_window=None,
+            )
+        return replace(self, window=window, window_from=origin, variant_window=None)
+
+    def with_prompt_seen(self, tokens: int) -> ModelInfo:
+        """This model after a response reported a prompt of ``tokens``: a prompt above the window
+        proves the window larger. A model with a larger variant (:attr:`variant_window`, whose
+        responses name the plain model: Sonnet 4.6 in a Claude Code ``[1m]`` session) is read with
+        that variant's window. Any other model keeps its window, which the reading then shows
+        exceeded. The one rule ``check``, the fleet and the Monitor (hooks, proxy, SDKs) widen by."""
+        variant = self.variant_window
+        if tokens <= self.window or variant is None or tokens > variant:
+            return self
+        return replace(
+            self,
+            window=variant,
+            variant_window=None,
+            window_from=f"its {variant:,}-token variant (a prompt of {tokens:,}, above {self.window:,})",
+        )
 
     def with_logged_window(self, window: int | None) -> ModelInfo:
         """This model with the window a log states (Codex ``model_context_window``), when it states

@@ -253,6 +253,8 @@ class MonitorState(msgspec.Struct, forbid_unknown_fields=True):
     """Whether the cooldown ran down after the latest message (``assess`` reads it one higher)."""
     open_response: OpenResponseState | None = None
     """The latest response while a message may still continue it."""
+    prompt_seen: int = 0
+    """The largest prompt a response reported (it may prove the model's window larger)."""
 
 
 # ---------------------------------------------------------------------- helpers for the detectors

@@ -99,16 +99,25 @@ def stated_window(value: Any) -> int | None:
 
 
 def session_info(
-    model: str | None, window: int | None, registry: ModelRegistry, *, log_window: int | None = None
+    model: str | None,
+    window: int | None,
+    registry: ModelRegistry,
+    *,
+    log_window: int | None = None,
+    prompt_seen: int = 0,
 ) -> ModelInfo:
     """The session's one :class:`ModelInfo`: the registry's, with the window the host states (a
     status-line payload's ``context_window_size``) when it states one, else the one the agent's log
     states (a Codex rollout's, already what the prompt may fill:
-    :meth:`~ctxhealth.accounting.types.ModelInfo.with_logged_window`, the rule ``check`` reads it by)."""
+    :meth:`~ctxhealth.accounting.types.ModelInfo.with_logged_window`, the rule ``check`` reads it by),
+    else the registry's widened by the largest prompt a response reported (``prompt_seen``:
+    :meth:`~ctxhealth.accounting.types.ModelInfo.with_prompt_seen`, as ``check`` and the Monitor)."""
     info = registry.lookup(model)
-    if window and window != info.window:
+    if window:
         return info.with_window(window, usable=False, origin="status line")
-    return info.with_logged_window(log_window)
+    if log_window:
+        return info.with_logged_window(log_window)
+    return info.with_prompt_seen(prompt_seen)
 
 
 def observe_messages(
@@ -137,6 +146,7 @@ def observe_messages(
     counters.fill = monitor.fill
     counters.fill_source = monitor.fill_source.value if monitor.account.turns else ""
     counters.peak = max(counters.peak, monitor.pressure.peak)
+    counters.prompt_seen = monitor.prompt_seen
     if last is not None:
         counters.assessment = summarise(last, monitor)
         counters.drift = counters.assessment["drift"]

@@ -366,7 +366,9 @@ def resolve_thresholds(
         # stated before: the host's (status line payload), the log's (an earlier read of it)
         window = window or stated_window(previous.get("stated_window"))
         log_window = log_window or stated_window(previous.get("log_window"))
-    info = session_info(counters.model, window, registry, log_window=log_window)
+    info = session_info(
+        counters.model, window, registry, log_window=log_window, prompt_seen=counters.prompt_seen
+    )
     th = profile.zones(info)
     counters.thresholds = {
         "model": counters.model,

@@ -70,6 +70,8 @@ class SessionCounters:
     fill: int
     fill_source: str
     peak: int
+    prompt_seen: int
+    """The largest prompt a response reported (the monitor's): it may prove the window larger."""
     turns: int
     last_response_id: str | None
     last_response_usage: list[int]

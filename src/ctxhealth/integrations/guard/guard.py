@@ -50,6 +50,7 @@ from ctxhealth.integrations.guard.prefix import chain_values, session_digest
 from ctxhealth.integrations.guard.session import GuardSession
 from ctxhealth.integrations.guard.store import MemoryStore, SessionStore
 from ctxhealth.integrations.wire import ADAPTERS, ApiStyle, ResponseFacts, WireAdapter
+from ctxhealth.integrations.wire.anthropic import requested_model
 from ctxhealth.integrations.wire.base import ApiError, attach_usage, canonical
 from ctxhealth.integrations.wire.gemini import model_in_path
 from ctxhealth.integrations.wire.harness import (
@@ -335,6 +336,8 @@ class Guard:
         style = adapter.style
         self.metrics.requests[(style.value, self.mode.value)] += 1
         model = body.get("model") if isinstance(body.get("model"), str) else named
+        if style is ApiStyle.ANTHROPIC_MESSAGES:
+            model = requested_model(model, headers)  # (the 1M context asked for by a beta header)
         items = adapter.items(body)
         continued = isinstance(body.get("previous_response_id"), str)
         key, family = self._key(adapter, body, headers)

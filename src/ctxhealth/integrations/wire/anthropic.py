@@ -8,6 +8,7 @@ cached prefix before it stays byte-identical.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ctxhealth.integrations.wire.base import (
@@ -56,6 +57,22 @@ def merge_roles(items: list[Any]) -> list[Any]:
         else:
             out.append(item)
     return out
+
+
+ONE_M_BETA = "context-1m"
+"""The ``anthropic-beta`` feature (``context-1m-2025-08-07``) by which a request asks for a Claude model's
+1M-token context; the response names the plain model (Claude Code sends it for a ``[1m]`` model)."""
+
+
+def requested_model(model: str | None, headers: Mapping[str, str]) -> str | None:
+    """The model id a request asks for, as the registry reads it: with the 1M beta, the id with the
+    ``[1m]`` suffix (the registry's 1M window for it)."""
+    if not model or model.endswith("[1m]"):
+        return model
+    beta = next((v for k, v in headers.items() if k.lower() == "anthropic-beta"), "")
+    if any(part.strip().startswith(ONE_M_BETA) for part in beta.split(",")):
+        return f"{model}[1m]"
+    return model
 
 
 class AnthropicMessages:
