@@ -432,3 +432,32 @@ def test_install_derives_the_model_table_so_hooks_only_read_it(tmp_path: Path) -
     assert not list(home.glob("cache/models/genai_prices-*.json"))
     assert invoke(*args, "--apply").exit_code == 0
     assert len(list(home.glob("cache/models/genai_prices-*.json"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("model_id", "window", "tier"),
+    [
+        ("claude-fable-5", 1_000_000, Tier.FULL),
+        ("claude-fable-5-3", 1_000_000, Tier.FULL),
+        ("claude-mythos-5-3", 1_000_000, Tier.FULL),
+        ("claude-opus-5-6", 1_000_000, Tier.FULL),
+        ("claude-haiku-6", 1_000_000, Tier.COMPACT),
+        ("claude-opus-4-9", 1_000_000, Tier.FULL),
+    ],
+)
+def test_claude_models_after_the_4_6_generation_have_1m_and_claude_codes_reserve(
+    model_id: str, window: int, tier: Tier
+) -> None:
+    """Claude Code's model table (2.1.332) gives every model after the 4.6 generation, Fable and Mythos
+    included, a native 1M window; a model the price package does not list yet reads the same, with the
+    full tier and Claude Code's reserve (Fable was an unknown model: compact tier, no reserve)."""
+    info = REG.lookup(model_id)
+    assert info.known and info.tier is tier and info.window == window
+    assert info.usable_window == window - 20_000 - 13_000
+
+
+def test_gemma_is_a_local_family_with_the_window_gemini_cli_gives_gemma_4() -> None:
+    """Gemini CLI 0.61 runs ``gemma-4-31b-it`` with a 256K token limit; it was an unknown model (128K)."""
+    info = REG.lookup("gemma-4-31b-it")
+    assert info.known and info.tier is Tier.LOCAL and info.window == 256_000
+    assert REG.lookup("gemma-3-27b-it").window == 131_072

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from ctxhealth.accounting.registry import ModelRegistry
+from ctxhealth.accounting.types import ModelInfo
 from ctxhealth.errors import StateError
 from ctxhealth.monitor import LEGACY_SNAPSHOT_VERSION, SNAPSHOT_VERSION, Monitor
 from ctxhealth.signals.state import MonitorState
@@ -37,10 +39,19 @@ def _rest(m: Monitor) -> list[dict[str, Any]]:
     return out
 
 
+def _as_recorded() -> ModelInfo:
+    """The fixture's model as it was read when the fixture was written: its session goes past 200K on
+    ``claude-sonnet-4`` (made-up fills), which now proves the 1M variant (``ModelInfo.with_prompt_seen``);
+    given as that 200K window, the old state must resume exactly as it did."""
+    return (
+        ModelRegistry.default().lookup("claude-sonnet-4").with_window(200_000, usable=False, origin="fixture")
+    )
+
+
 def test_a_state_saved_by_the_old_format_resumes_exactly_as_before() -> None:
     saved = _fixture()
     assert saved["snapshot"]["version"] == LEGACY_SNAPSHOT_VERSION
-    m = Monitor.restore(saved["snapshot"])
+    m = Monitor.restore(saved["snapshot"], info=_as_recorded())
     assert m.counters.cooldown == 3 and m.counters.restarts == 1  # the saved recovery is back
     readings = _rest(m)
     assert readings[-1] == saved["last"]
@@ -49,9 +60,11 @@ def test_a_state_saved_by_the_old_format_resumes_exactly_as_before() -> None:
 
 def test_an_old_state_saved_again_in_the_new_format_resumes_the_same() -> None:
     saved = _fixture()
-    again = json.loads(json.dumps(Monitor.restore(saved["snapshot"]).snapshot(), allow_nan=False))
+    again = json.loads(
+        json.dumps(Monitor.restore(saved["snapshot"], info=_as_recorded()).snapshot(), allow_nan=False)
+    )
     assert again["version"] == SNAPSHOT_VERSION
-    assert digest(_rest(Monitor.restore(again))) == saved["after_sha256"]
+    assert digest(_rest(Monitor.restore(again, info=_as_recorded()))) == saved["after_sha256"]
 
 
 def test_the_saved_state_is_the_struct_fields_and_nothing_else() -> None:

@@ -375,7 +375,7 @@ class Monitor:
         if not self._model_fixed and message.model:
             self._set_model(message.model)
         account = self.account
-        account.observe(message, fill, size=size, compaction=None)
+        account.observe(message, fill, size=size)
         if fill is not None or self._pending_prompt is not None:
             # the prompt pending since the response (its tool results) now holds this part too
             self._pending_prompt = account.pending if fill is None else None

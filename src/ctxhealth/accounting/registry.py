@@ -96,16 +96,25 @@ def _word(*words: str) -> str:
     return r"(?<![a-z0-9])" + r"[-._ ]?".join(re.escape(w) for w in words) + r"(?![a-z])"
 
 
-def _claude(name: str, pattern: str, tier: Tier, max_output: int) -> Family:
+def _claude(name: str, pattern: str, tier: Tier, max_output: int, window: int = 200_000) -> Family:
     return Family(
         name,
         pattern,
         tier,
         reserved_output=claude_code_reserve(max_output),
         autocompact_buffer=CLAUDE_CODE_AUTOCOMPACT_BUFFER,
-        window=200_000,
+        window=window,
         variant_window=ONE_MILLION_WINDOW,
     )
+
+
+CLAUDE_1M_NATIVE = (
+    r"claude-(?:(?:opus|sonnet|haiku)-(?:[5-9]|\d\d)(?![0-9])|opus-4[-.](?:[7-9]|\d\d)(?![0-9])|fable|mythos)"
+)
+"""Claude models with 1M natively, for one the price package does not list yet: every model after
+the 4.6 generation (Opus 4.7 and 4.8, the 5 generation of every family, Fable, Mythos) in Claude Code's
+own model table (2.1.332); earlier ones have 200K (the 1M context a request asks for, see
+:data:`_OPT_IN_1M`)."""
 
 
 F, C, L = Tier.FULL, Tier.COMPACT, Tier.LOCAL
@@ -117,6 +126,8 @@ FAMILIES: tuple[Family, ...] = (
     _claude("claude-3-sonnet", _word("claude", "3", "sonnet"), F, 4_096),
     _claude("claude-3-5-haiku", r"claude-3[-.]5-haiku", C, 8_192),
     _claude("claude-3-5-sonnet", r"claude-3[-.]5-sonnet", F, 8_192),
+    _claude("claude-fable", _word("fable"), F, 64_000, window=ONE_MILLION_WINDOW),
+    _claude("claude-mythos", _word("mythos"), F, 64_000, window=ONE_MILLION_WINDOW),
     _claude("claude-opus", _word("opus"), F, 32_000),
     _claude("claude-sonnet", _word("sonnet"), F, 64_000),
     _claude("claude-haiku", _word("haiku"), C, 64_000),
@@ -148,6 +159,9 @@ FAMILIES: tuple[Family, ...] = (
     Family("codellama", r"codellama", L, window=16_384),
     Family("llama", r"llama", L, window=131_072),
     Family("qwen", r"qwen", L, window=131_072),
+    # Google's open models (Gemini CLI runs Gemma 4 with a 256K token limit, 0.61)
+    Family("gemma-4", _word("gemma", "4"), L, window=256_000),
+    Family("gemma", _word("gemma"), L, window=131_072),
     Family("phi", r"^phi-", L, window=16_384),
 )
 """First match wins: the more specific rows come before the family words they contain."""
@@ -254,6 +268,13 @@ class ModelRegistry:
             window, window_from = hit.window, source
         elif family is not None and family.window:
             window, window_from = family.window, FAMILY_TABLE
+            if (
+                family.variant_window
+                and window < family.variant_window
+                and lazy.search(CLAUDE_1M_NATIVE, key)
+            ):
+                # a Claude model after the 4.6 generation: 1M natively
+                window = family.variant_window
         else:
             window, window_from = UNKNOWN_WINDOW, "default (unknown model)"
         variant = family.variant_window if family is not None else None
