@@ -10,6 +10,7 @@ exactly as one read of the chat so far leaves it (its snapshot and assessment)."
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -244,3 +245,38 @@ def test_gemini_hooks_fed_record_by_record_assess_as_one_read(chat: Path, tmp_pa
         fed, read = load_counters(str(home), str(path)), load_counters(str(fresh), str(once))
         assert fed is not None and read is not None
         assert fed.assessment == read.assessment and fed.monitor == read.monitor, step
+
+
+FOLDED = ("assessment", "monitor", "turns", "output_tokens", "cost_usd", "compactions", "fill", "peak")
+
+
+def _pieces(data: bytes) -> list[int]:
+    """Where a writer may have stopped: every line's end, and halfway through every line."""
+    ends = _line_ends(data)
+    return sorted({*ends[1:], *(a + (b - a) // 2 for a, b in itertools.pairwise(ends))})
+
+
+@pytest.mark.parametrize("log", [*ROLLOUTS, *CHATS], ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_hooks_on_a_growing_log_read_at_every_step_as_a_fresh_read_of_it(log: Path, tmp_path: Path) -> None:
+    # a response is settled by lines written after it (a Codex response gets its usage from the
+    # record after its items; a Gemini response is written again with its tool calls): what the
+    # hooks folded in and observed of it before is taken back, so their turns, output tokens, cost,
+    # fill and monitor are those of one read of the log as it is at each step
+    agent, event = (Agent.CODEX, "Stop") if log.name == "rollout.jsonl" else (Agent.GEMINI, "AfterAgent")
+    data = log.read_bytes()
+    grown, home = tmp_path / log.name, tmp_path / "home"
+    grown.write_bytes(b"")
+    written = 0
+    for step, end in enumerate(_pieces(data)):
+        with grown.open("ab") as f:
+            f.write(data[written:end])
+        written = end
+        _hook(home, event, grown, step, agent)
+        once = tmp_path / f"once-{step}" / log.name
+        once.parent.mkdir()
+        once.write_bytes(data[:end])
+        _hook(once.parent / "home", event, once, step, agent)
+        fed, read = load_counters(str(home), str(grown)), load_counters(str(once.parent / "home"), str(once))
+        assert (fed is None) == (read is None), step
+        if fed is not None and read is not None:
+            assert {k: getattr(fed, k) for k in FOLDED} == {k: getattr(read, k) for k in FOLDED}, (step, end)

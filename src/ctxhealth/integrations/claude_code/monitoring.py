@@ -168,6 +168,8 @@ def _note_observed(counters: SessionCounters, message: Message) -> None:
     payload that states one again is not counted twice (:func:`assess_call`)."""
     ids = [f"c:{b.id}" for b in message.tool_calls if b.id]
     ids += [f"r:{r.tool_call_id}" for r in message.tool_results if r.tool_call_id]
+    # (a message given again, in its latest form, is one already noted: :func:`.tail.read_whole`)
+    ids = [i for i in dict.fromkeys(ids) if i not in counters.observed]
     if ids:
         counters.observed.extend(ids)
         del counters.observed[:-MAX_OBSERVED]

@@ -10,7 +10,9 @@ its head (the original request) and its last ``max_bytes``, and so does a read a
 
 Another agent's transcript is read by :func:`read_whole`: a Codex rollout from the last cut its
 reader can resume at (the reader's state there kept in ``counters.reader``), a Gemini chat whole
-when it changed.
+when it changed. Its last messages may still change as lines are added (a response settled by a
+later line), so what was folded in and observed from its settled point on is done again on their
+latest form, from the counters and the monitor's snapshot kept there.
 
 The new messages are also fed to the session's monitor (:mod:`.monitoring`), whose snapshot and last
 assessment travel in the counters. This is the slow path of a hook: it imports the reader, the model
@@ -100,16 +102,17 @@ def read_whole(
     registry: ModelRegistry | None = None,
     profile: Profile | None = None,
 ) -> list[Message]:
-    """Another agent's transcript (a Codex rollout, a Gemini chat): read by its reader, the messages
-    after the ``counters.line`` already observed folded in and returned.
+    """Another agent's transcript (a Codex rollout, a Gemini chat): read by its reader, folded in
+    and observed so that the counters and the monitor end as one read of it as it is now leaves
+    them (:func:`_observe_settled`); the messages after the ``counters.line`` already read returned.
 
     A Codex rollout is append-only: it is read from the last cut its reader could resume at
     (``counters.reader``, :func:`ctxhealth.sources.codex.resume`), so a hook costs O(bytes since
     then). It is read whole when there is no such cut, or when the file is not the one the cut was
-    made in (it shrank, or its inode, device or first bytes changed), or when the reader cannot
-    resume (see there). A Gemini chat is read whole (its records are upserts by id and ``$set``
-    patches that restate the history), but not again while its size, mtime and inode are unchanged;
-    its monitor goes on from the snapshot before the last model response (:func:`_observe_settled`).
+    made in (it shrank, or its inode, device or first bytes changed), when the reader cannot resume
+    (see there), or when the session's model or the window the rollout states changed since the
+    cut (:func:`_observe_settled`). A Gemini chat is read whole (its records are upserts by id and ``$set``
+    patches that restate the history), but not again while its size, mtime and inode are unchanged.
     Raises the reader's error when the format is not readable."""
     st = os.stat(transcript)
     size = st.st_size
@@ -127,23 +130,29 @@ def read_whole(
         carried = None
     if unchanged(counters, st):
         return []
+    settled = carried.get("settled") if carried is not None else None
+    seen = counters.line
     read = _resume_codex(counters, transcript, size, identity, carried)
-    every: list[Message] | None = None
-    if read is None:
-        messages, session_id, source_format, window, every = _read_full(counters, transcript, size, identity)
-    else:
-        messages, session_id, source_format, window = read
-    if session_id and not counters.session_id:
-        counters.session_id = session_id
-    fold_messages(counters, messages, registry=registry)
-    # the window the log states (a Codex rollout's): the monitor's zones and pressure, as check's
-    resolve_thresholds(counters, registry=registry, profile=profile, log_window=window)
-    if source_format is Format.GEMINI_CLI and every is not None:
-        settled = carried.get("settled") if carried is not None else None
-        _observe_settled(counters, every, settled, registry=registry, profile=profile)
-    else:
-        observe_messages(counters, messages, registry=registry, profile=profile, source_format=source_format)
-    return messages
+    if read is None or not _observe_settled(counters, read, settled, registry=registry, profile=profile):
+        read = _read_full(counters, transcript, size, identity)
+        _observe_settled(counters, read, settled, registry=registry, profile=profile)
+    if read.session_id and not counters.session_id:
+        counters.session_id = read.session_id
+    return read.messages[max(0, seen - read.first) :]
+
+
+class _Read(msgspec.Struct, frozen=True):
+    """What one read of another agent's transcript gave."""
+
+    messages: list[Message]
+    """The messages from index ``first`` on (a Codex rollout resumed at a cut: those after it)."""
+    first: int
+    session_id: str | None
+    format: Format
+    window: int | None
+    """The window the log states (a Codex rollout's ``model_context_window``)."""
+    cut: int | None
+    """How many messages nothing read later can change (the Codex reader's cut); None: unknown."""
 
 
 HEAD_DIGEST_BYTES = 4096
@@ -152,20 +161,20 @@ HEAD_DIGEST_BYTES = 4096
 
 def _resume_codex(
     counters: SessionCounters, transcript: str, size: int, identity: list[int], carried: dict[str, Any] | None
-) -> tuple[list[Message], str | None, Format, int | None] | None:
-    """The new messages read from the carried cut (and the session id and the window the rollout
-    states); None when it cannot be resumed there."""
+) -> _Read | None:
+    """The messages read from the carried cut; None when it cannot be resumed there (or the counters
+    and the monitor were not kept as they were at that cut)."""
     from ctxhealth.sources import codex
 
     if carried is None or carried.get("format") != Format.CODEX.value:
         return None
-    cut, head = carried.get("cut"), carried.get("head")
+    cut, head, settled = carried.get("cut"), carried.get("head"), carried.get("settled")
     if not isinstance(cut, dict) or not isinstance(head, list):
         return None
     offset, before = cut.get("offset"), cut.get("messages")
     if not isinstance(offset, int) or not isinstance(before, int) or not 0 <= offset <= size:
         return None
-    if before > counters.line:
+    if before > counters.line or (before and _kept_at(settled) != before):
         return None
     with open(transcript, "rb") as f:
         f.seek(offset)
@@ -173,18 +182,16 @@ def _resume_codex(
     resumed = codex.resume(data, transcript, cut)
     if resumed is None:
         return None
-    messages = resumed.messages[counters.line - before :]
     counters.line = before + len(resumed.messages)
     counters.offset = counters.size = offset + len(data)
     counters.reader = _codex_state(resumed.carry, head, identity)
-    return messages, resumed.session_id, Format.CODEX, resumed.window
+    return _Read(
+        resumed.messages, before, resumed.session_id, Format.CODEX, resumed.window, resumed.carry["messages"]
+    )
 
 
-def _read_full(
-    counters: SessionCounters, transcript: str, size: int, identity: list[int]
-) -> tuple[list[Message], str | None, Format, int | None, list[Message]]:
-    """The messages after those observed, the session id, the format, the window the log states,
-    and every message of the file."""
+def _read_full(counters: SessionCounters, transcript: str, size: int, identity: list[int]) -> _Read:
+    """Every message of the file."""
     from ctxhealth.sources import codex
     from ctxhealth.sources.reader import detect_head, read_data, read_regular_file
 
@@ -193,64 +200,135 @@ def _read_full(
     if detect_head(data) is Format.CODEX:
         resumed = codex.resume(data, transcript)
         assert resumed is not None  # a fresh read always gives an answer
-        all_messages, session_id, source_format = resumed.messages, resumed.session_id, Format.CODEX
-        window = resumed.window
         head = data[:HEAD_DIGEST_BYTES]
         counters.reader = _codex_state(resumed.carry, [len(head), _digest(head)], identity)
+        read = _Read(
+            resumed.messages, 0, resumed.session_id, Format.CODEX, resumed.window, resumed.carry["messages"]
+        )
     else:
         session = read_data(data, transcript)
-        all_messages, session_id, source_format = list(session.messages), session.session_id, session.format
-        window = session.context_window
         counters.reader = {"format": session.format.value, "file": identity[:2], "mtime": identity[2]}
-    messages = all_messages[counters.line :]
-    counters.line, counters.offset, counters.size = len(all_messages), len(data), len(data)
-    return messages, session_id, source_format, window, all_messages
+        messages = list(session.messages)
+        read = _Read(messages, 0, session.session_id, session.format, session.context_window, None)
+    counters.line, counters.offset, counters.size = len(read.messages), len(data), len(data)
+    return read
+
+
+FOLDED = (
+    "turns",
+    "last_response_id",
+    "last_response_usage",
+    "output_tokens",
+    "cost_usd",
+    "compactions",
+    "peak",
+)
+"""The counters a read adds to (:func:`fold_messages`, the monitor's peak): kept as they were at the
+settled point, with the monitor's snapshot, and gone on from there (:func:`_observe_settled`)."""
 
 
 def _observe_settled(
     counters: SessionCounters,
-    messages: list[Message],
+    read: _Read,
     settled: Any,
     *,
     registry: ModelRegistry | None,
     profile: Profile | None,
-) -> None:
-    """Give a Gemini chat's messages to the session's monitor so that it has seen each one once, in
-    the form the chat holds now: what one read of the whole chat gives.
+) -> bool:
+    """Fold the messages in and give them to the session's monitor so that each one was taken once,
+    in the form the transcript holds now, against the model and window it states now: what one read
+    of the whole transcript gives. False (nothing observed) when a read resumed at a cut cannot go
+    on from the state kept there: then the whole transcript must be read.
 
-    A Gemini record is an upsert by id: a response is written when it arrives and again with its
-    tool calls once they ran, so the messages from the last model response on may still change. The
-    monitor's snapshot from before them is kept (``counters.reader["settled"]``: the index, a digest
-    of the messages before it, the snapshot). When those messages are unchanged the monitor goes on
-    from that snapshot and is given the rest again, in their latest form; otherwise (or with no such
-    snapshot) it starts afresh and is given every message."""
+    A reader may settle a message only once later lines arrive: a Codex response gets its usage
+    from the record written after it, a Gemini record is an upsert by id (a response is written when
+    it arrives and again with its tool calls once they ran). So the counters (:data:`FOLDED`) and
+    the monitor's snapshot are kept as they were at the settled point (``counters.reader
+    ["settled"]``: its index ``at``, a digest of the messages before it when they were all read, the
+    counters, the snapshot, the model and window the monitor had): where the reader says nothing
+    before can change (a Codex rollout's cut), else the last model response. A read resumed at a cut
+    goes on from the state kept there; a whole read goes on from it when the messages before it are
+    unchanged. Otherwise, and when the session's model or the window its log states changed since
+    (a whole read assesses every message against the last ones), the counters and the monitor start
+    afresh and take every message."""
+    messages, first = read.messages, read.first
     start, crc = 0, ""
-    if isinstance(settled, dict):
-        at = settled.get("at")
-        if (
-            isinstance(at, int)
-            and 0 < at <= len(messages)
-            and _messages_digest(messages[:at]) == settled.get("digest")
-        ):
-            start, crc = at, settled["digest"]
-    counters.monitor = settled.get("monitor") if start and isinstance(settled, dict) else None
-    last = next(
-        (k for k in range(len(messages) - 1, -1, -1) if messages[k].role is Role.ASSISTANT), len(messages)
-    )
-    at = max(last, start)
-    observe_messages(
-        counters, messages[start:at], registry=registry, profile=profile, source_format=Format.GEMINI_CLI
-    )
+    kept_at = _kept_at(settled) or 0
+    if first:  # resumed at the reader's cut, where the state was kept (``_resume_codex``)
+        start, crc = first, settled.get("digest")
+    elif 0 < kept_at <= len(messages) and _messages_digest(messages[:kept_at]) == settled.get("digest"):
+        start, crc = kept_at, settled["digest"]
+    at, kept = _fold_settled(counters, read, start, settled if start else None, registry=registry)
+    resolve_thresholds(counters, registry=registry, profile=profile, log_window=read.window)
+    if start and settled.get("info") != _info(counters):
+        if first:
+            return False
+        start, crc = 0, ""
+        at, kept = _fold_settled(counters, read, 0, None, registry=registry)
+        resolve_thresholds(counters, registry=registry, profile=profile, log_window=read.window)
+    counters.monitor = settled.get("monitor") if start else None
+    head, rest = messages[start - first : at - first], messages[at - first :]
+    observe_messages(counters, head, registry=registry, profile=profile, source_format=read.format)
     snapshot = counters.monitor
-    observe_messages(
-        counters, messages[at:], registry=registry, profile=profile, source_format=Format.GEMINI_CLI
-    )
+    kept["peak"] = counters.peak
+    observe_messages(counters, rest, registry=registry, profile=profile, source_format=read.format)
     if isinstance(counters.reader, dict):
         counters.reader["settled"] = {
             "at": at,
-            "digest": _messages_digest(messages[start:at], crc),
+            "digest": _messages_digest(head, crc) if isinstance(crc, str) else None,
+            "counters": kept,
             "monitor": snapshot,
+            "info": _info(counters),
         }
+    return True
+
+
+def _fold_settled(
+    counters: SessionCounters, read: _Read, start: int, settled: Any, *, registry: ModelRegistry | None
+) -> tuple[int, dict[str, Any]]:
+    """Fold the messages from ``start`` in, the counters set back to those ``settled`` kept there
+    first (to their defaults without it); the new settled point and the counters there."""
+    messages, first = read.messages, read.first
+    _rewind(counters, settled["counters"] if settled is not None else None)
+    last = next(
+        (k for k in range(len(messages) - 1, -1, -1) if messages[k].role is Role.ASSISTANT), len(messages)
+    )
+    at = max(first + last if read.cut is None else read.cut, start)
+    fold_messages(counters, messages[start - first : at - first], registry=registry)
+    kept = {name: getattr(counters, name) for name in FOLDED}
+    fold_messages(counters, messages[at - first :], registry=registry)
+    return at, kept
+
+
+def _info(counters: SessionCounters) -> list[Any]:
+    """The model and window the session's monitor assesses against (:func:`resolve_thresholds`)."""
+    th = counters.thresholds or {}
+    return [th.get("model"), th.get("window"), th.get("usable")]
+
+
+def _kept_at(settled: Any) -> int | None:
+    """The index the state in ``settled`` (``counters.reader["settled"]``) was kept at, when it is
+    whole (from a version that kept the counters with the snapshot)."""
+    if not isinstance(settled, dict) or not isinstance(settled.get("counters"), dict):
+        return None
+    at = settled.get("at")
+    return at if isinstance(at, int) and not isinstance(at, bool) and at > 0 else None
+
+
+def _rewind(counters: SessionCounters, kept: Any) -> None:
+    """Set the counters a read adds to back to ``kept`` (their defaults when it is not a dict);
+    the episodes the compactions since started are taken back with them."""
+    fresh = SessionCounters()
+    values = {name: getattr(fresh, name) for name in FOLDED}
+    if isinstance(kept, dict):
+        for name, default in values.items():
+            value = kept.get(name, default)
+            if type(value) is type(default) or (default is None and isinstance(value, str | float)):
+                values[name] = value
+    compactions = values["compactions"]
+    counters.episodes = max(0, counters.episodes - max(0, counters.compactions - compactions))
+    for name, value in values.items():
+        setattr(counters, name, value)
 
 
 def _messages_digest(messages: list[Message], before: str = "") -> str:

@@ -16,9 +16,9 @@ The file is written atomically; the ledger is brought up to date whenever a hook
 matters (a checkpoint, a notice, a compaction, the end of a session), see :mod:`.hooks`.
 
 Bounded: observed ids and pending ledger events are capped and the monitor's snapshot is bounded by
-its windows (a Gemini chat's state holds a second one, the monitor before the last response; a Codex
-rollout's, the reader's few values at its last cut), so the state stays within tens of kilobytes
-however long the session runs.
+its windows (another agent's state holds a second one, the monitor at the last settled message, and
+for a Codex rollout the reader's few values at its last cut), so the state stays within tens of
+kilobytes however long the session runs.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ class SessionCounters:
     assessment: dict[str, Any] | None
     reader: dict[str, Any] | None
     """Another agent's transcript as last read (:func:`.tail.read_whole`): the file's identity, a
-    Codex reader's state at its last cut, a Gemini chat's monitor snapshot before its last response."""
+    Codex reader's state at its last cut, and the counters and the monitor's snapshot at the last
+    settled message (a Codex rollout's cut, else the last response)."""
 
     # Not stored: whether this process holds the session's lock (only then may it save the state),
     # and how many of ``pending_events`` were loaded (queued by earlier processes).
