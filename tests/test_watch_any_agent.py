@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES, invoke
 from ctxhealth.integrations.watch import AgentDirs, LogWatch, find_latest_session, open_watch, render
 
@@ -199,3 +201,51 @@ def test_a_codex_rollouts_watch_reads_its_window_as_check_does() -> None:
         report["zone"],
         report["pressure"],
     )
+
+
+GROWN = sorted(
+    [*FIXTURES.glob("agents/codex-*/*/rollout.jsonl"), *FIXTURES.glob("agents/gemini-*/*/chat.jsonl")]
+)
+
+
+@pytest.mark.parametrize(
+    "log",
+    GROWN,
+    ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}",
+)
+def test_a_log_watched_as_it_grows_reads_as_check_reads_the_whole_log(log: Path, tmp_path: Path) -> None:
+    """A reader settles a message only once later lines arrive (a Codex response gets its usage from
+    the record after its items, a Gemini response is written again with its tool calls): polled at
+    every line (and halfway through each), the watch ends with check's reading of the whole log (its
+    monitor had counted such a message again, as another one: one more turn per response)."""
+    from ctxhealth.accounting.registry import ModelRegistry
+    from ctxhealth.policy.profile import default_profile
+    from ctxhealth.report.assessed import check_session
+    from ctxhealth.sources import read_session
+
+    target = tmp_path / log.name
+    target.write_bytes(b"")
+    watch = open_watch(target)
+    assert isinstance(watch, LogWatch)
+    for line in log.read_bytes().splitlines(keepends=True):
+        with target.open("ab") as out:  # a line written in two pieces, polled between
+            out.write(line[: len(line) // 2])
+            out.flush()
+            watch.poll()
+            out.write(line[len(line) // 2 :])
+        watch.poll()
+    report = check_session(read_session(log), registry=ModelRegistry.default(), profile=default_profile())
+    fresh = open_watch(log)
+    assert fresh.poll() > 0 and fresh.assessment is not None and watch.assessment is not None
+    got, whole = watch.assessment, fresh.assessment
+    assert (got.zone.value, got.action.value, round(got.pressure, 4), got.fill, round(got.risk or 0, 4)) == (
+        report["zone"],
+        report["action"],
+        report["pressure"],
+        report["fill"]["current"],
+        report["risk"],
+    )
+    assert (got.turn, got.index, got.rule) == (whole.turn, whole.index, whole.rule)
+    assert got.reasons == whole.reasons
+    assert got.turn == report["turns"]
+    assert (watch.tool_calls, watch.tool_errors) == (report["tool_calls"], report["tool_errors"])

@@ -5,9 +5,10 @@ A Claude Code transcript is followed incrementally by :class:`ctxhealth.integrat
 Codex rollouts, Gemini CLI chats, OpenHands folders, a JSONL a home-made agent appends to — is followed
 by :class:`LogWatch`: when the file (or folder) changed since the last poll it is read again with its
 reader, accounted (:func:`ctxhealth.accounting.fill.account_session`: the same fill, compactions and
-tool counts as ``check``) and the messages not seen before are fed to a
-:class:`ctxhealth.monitor.Monitor` (the same assessment). Re-reading costs the file's size per change;
-nothing is read while it does not change.
+tool counts as ``check``) and observed whole by a new :class:`ctxhealth.monitor.Monitor` (the same
+assessment: a reader may settle a message only once later lines arrive, so a monitor that had seen
+it before would have seen another message). Re-reading costs the file's size per change; nothing is
+read while it does not change.
 
 :func:`find_latest_session` is the default session: the most recently written session of any agent
 whose data directory exists (Claude Code ``~/.claude/projects``, Codex ``$CODEX_HOME/sessions`` or
@@ -172,17 +173,20 @@ class LogWatch:
         session = sessions[-1]
         keys = [_key(m) for m in session.messages]
         if self._keys and not self._keys & set(keys):  # rewritten from the start: follow it anew
-            self.monitor, self._keys = Monitor(), set()
+            self._keys = set()
         account = account_session(session)
-        if self.monitor.info != account.model:
-            # the session's one ModelInfo, with the window its log states (a Codex rollout's), as check's
-            self.monitor.set_info(account.model)
-        # a message not seen before (by where it was written and what it holds: a reader may settle an
-        # earlier line's message only once later lines arrive, e.g. a Codex compaction record)
+        # the session's one ModelInfo, with the window its log states (a Codex rollout's), as check's;
+        # every message observed in the form this read gives it: a reader may settle an earlier line's
+        # message only once later lines arrive (a Codex response gets its usage from the record after
+        # it, a Gemini response is written again with its tool calls), so what a monitor saw of it
+        # before is no part of the session
+        self.monitor = Monitor(info=account.model)
+        if session.messages:
+            self.assessment = self.monitor.observe_session(session, account=account)
+        # a message not seen before (by where it was written and what it holds), for the count and
+        # the events
         new = [m for m, k in zip(session.messages, keys, strict=True) if k not in self._keys]
         self._keys.update(keys)
-        for message in new:
-            self.assessment = self.monitor.observe(message)
         self._note(new)
         self.seen = len(session.messages)
         self.session = session
