@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, invoke
-from ctxhealth.integrations.watch import AgentDirs, LogWatch, find_latest_session, open_watch, render
+from ctxhealth.errors import InputError
+from ctxhealth.integrations.watch import (
+    AgentDirs,
+    LogWatch,
+    check_followable,
+    find_latest_session,
+    open_watch,
+    render,
+)
+from ctxhealth.model import Format
 
 CODEX = FIXTURES / "agents" / "codex-0.171.0" / "compaction-default-provider" / "rollout.jsonl"
 GEMINI = FIXTURES / "agents" / "gemini-0.61.0" / "compression-resume" / "chat.jsonl"
@@ -249,3 +258,31 @@ def test_a_log_watched_as_it_grows_reads_as_check_reads_the_whole_log(log: Path,
     assert got.reasons == whole.reasons
     assert got.turn == report["turns"]
     assert (watch.tool_calls, watch.tool_errors) == (report["tool_calls"], report["tool_errors"])
+
+
+def test_a_session_just_started_is_followed_from_its_first_bytes(tmp_path: Path) -> None:
+    """``watch`` on the newest session may meet it at its first bytes: Claude Code 2.1 starts an
+    interactive transcript with four bookkeeping lines (``mode``, ``permission-mode``, ``atis-latch``,
+    ``tools-used``), and any writer may be half-way through its first line. Both were "unrecognised
+    content" (exit 3); they are followed, and read as check reads the whole log."""
+    interactive = FIXTURES / "agents" / "claude-code-2.1.332" / "interactive.jsonl"
+    first = tmp_path / "interactive.jsonl"
+    first.write_bytes(b"".join(interactive.read_bytes().splitlines(keepends=True)[:4]))
+    assert check_followable(first) is Format.CLAUDE_CODE
+    assert not isinstance(open_watch(first), LogWatch)
+    for log in (CODEX, interactive):
+        data = log.read_bytes()
+        target = tmp_path / "half" / log.name
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(data[:30])  # half of the first line
+        watch = open_watch(target)
+        watch.poll()
+        target.write_bytes(data)
+        assert watch.poll() > 0 and watch.assessment is not None
+        report = invoke(["check", "--json", str(log)])
+        figures = json.loads(report.stdout)
+        reading = (watch.assessment.zone.value, watch.assessment.action.value, watch.assessment.fill)
+        assert reading == (figures["zone"], figures["action"], figures["fill"]["current"])
+    (tmp_path / "notes.txt").write_bytes(b"half a line of notes")
+    with pytest.raises(InputError, match="unrecognised content"):
+        open_watch(tmp_path / "notes.txt")

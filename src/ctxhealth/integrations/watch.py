@@ -90,7 +90,8 @@ def find_latest_session(dirs: AgentDirs) -> Path | None:
 
 
 def check_followable(path: Path) -> Format | None:
-    """The format of ``path`` (None: empty so far, a session that just started), or
+    """The format of ``path`` (None: empty so far, or its first line still being written: a session
+    that just started), or
     :class:`InputError` saying what it is when ``watch`` cannot follow it (gzip, a FIFO or device,
     bytes no reader recognises)."""
     from ctxhealth.integrations.claude_code.transcript import open_transcript
@@ -112,6 +113,8 @@ def check_followable(path: Path) -> Format | None:
             path=str(path),
         )
     found = detect_format(head, str(path))
+    if found is None and b"\n" not in head and len(head) < DETECT_BYTES and head.lstrip()[:1] in (b"{", b"["):
+        return None  # a writer half-way through the first line: judged once it is written
     if found is None:
         raise InputError(
             "unrecognised content (no format ctxhealth reads)",

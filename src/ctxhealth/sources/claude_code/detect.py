@@ -4,9 +4,27 @@ from __future__ import annotations
 
 from ctxhealth.sources.lines import get_str, head_objects
 
-#: Top-level ``type`` values Claude Code writes that are not conversation messages.
+#: Top-level ``type`` values Claude Code writes that are not conversation messages (2.1 starts an
+#: interactive session with ``mode``, ``permission-mode``, ``atis-latch`` and ``tools-used`` lines,
+#: and writes its own bookkeeping between messages).
 _NON_MESSAGE_TYPES = frozenset(
-    {"summary", "file-history-snapshot", "queue-operation", "progress", "system", "attachment"}
+    {
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "system",
+        "attachment",
+        "mode",
+        "permission-mode",
+        "atis-latch",
+        "tools-used",
+        "last-prompt",
+        "cost-state",
+        "api-request",
+        "api-request-blob",
+        "api-request-shape",
+    }
 )
 _DETECT_TYPES = frozenset({"user", "assistant", *_NON_MESSAGE_TYPES})
 
