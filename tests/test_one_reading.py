@@ -82,3 +82,17 @@ def test_every_surface_reads_a_real_agents_log_alike(log: Path, tmp_path: Path) 
     if session.format.value in HOOKED:
         readings["hooks"] = _hooks(log, tmp_path, session.session_id, session.format.value)
     assert len(set(readings.values())) == 1, readings
+
+
+@pytest.mark.parametrize(
+    "log", [p for p in LOGS if p.name in ("rollout.jsonl", "chat.jsonl")], ids=lambda p: p.parent.name
+)
+def test_the_hooks_count_turns_and_cost_as_check_does(log: Path, tmp_path: Path) -> None:
+    # a Codex compaction's own request is billed though it is no turn (the hooks left it out: the
+    # compaction rollouts cost $0.153 and $0.119 in the hooks, $0.227 and $0.145 in check)
+    session = read_session(log)
+    report = check_session(session, registry=ModelRegistry.default(), profile=default_profile())
+    _hooks(log, tmp_path, session.session_id, session.format.value)
+    counters = load_counters(str(tmp_path / "home"), str(tmp_path / log.parent.name / log.name))
+    assert counters is not None and counters.cost_usd is not None and report["cost_usd"] is not None
+    assert (counters.turns, round(counters.cost_usd, 6)) == (report["turns"], round(report["cost_usd"], 6))

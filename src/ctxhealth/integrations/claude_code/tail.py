@@ -388,12 +388,16 @@ def fold_messages(
     counters: SessionCounters, messages: list[Message], *, registry: ModelRegistry | None = None
 ) -> None:
     """Update turns, output, cost, the instruction and compactions from new messages (the fill and
-    the tool counts are the monitor's, :func:`observe_messages`)."""
+    the tool counts are the monitor's, :func:`observe_messages`). A compaction whose own request's
+    usage the log keeps (a Codex rollout's) is billed, though it is no turn, as ``check`` prices it
+    (:func:`ctxhealth.accounting.cost.iter_responses`)."""
     registry = registry or ModelRegistry.default()
     for message in messages:
         if message.compaction is not None:
             counters.compactions += 1
             counters.episodes += 1
+            if message.compaction.usage is not None:
+                _bill(counters, message.compaction.usage, None, message.model, registry)
             continue
         if message.role is Role.USER:
             if not counters.instruction and is_user_request(message):
@@ -417,11 +421,19 @@ def fold_messages(
         if merged is kept:
             continue
         counters.last_response_usage = list(msgspec.structs.astuple(merged))
-        counters.output_tokens += merged.output_tokens - (0 if kept is None else kept.output_tokens)
-        prices = registry.lookup(message.model or counters.model).prices
-        if prices is not None:
-            added = usage_cost(merged, prices) - (0.0 if kept is None else usage_cost(kept, prices))
-            counters.cost_usd = (counters.cost_usd or 0.0) + added
+        _bill(counters, merged, kept, message.model, registry)
+
+
+def _bill(
+    counters: SessionCounters, usage: Usage, counted: Usage | None, model: str | None, registry: ModelRegistry
+) -> None:
+    """Add a response's ``usage`` to the output tokens and the cost (``counted``: what was added for
+    it already, from its earlier parts)."""
+    counters.output_tokens += usage.output_tokens - (counted.output_tokens if counted else 0)
+    prices = registry.lookup(model or counters.model).prices
+    if prices is not None:
+        was = usage_cost(counted, prices) if counted else 0.0
+        counters.cost_usd = (counters.cost_usd or 0.0) + usage_cost(usage, prices) - was
 
 
 def resolve_thresholds(
