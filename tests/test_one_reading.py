@@ -96,3 +96,17 @@ def test_the_hooks_count_turns_and_cost_as_check_does(log: Path, tmp_path: Path)
     counters = load_counters(str(tmp_path / "home"), str(tmp_path / log.parent.name / log.name))
     assert counters is not None and counters.cost_usd is not None and report["cost_usd"] is not None
     assert (counters.turns, round(counters.cost_usd, 6)) == (report["turns"], round(report["cost_usd"], 6))
+
+
+CLAUDE_LOGS = [p for p in LOGS if p.parent.name.startswith("claude-code")]
+
+
+@pytest.mark.parametrize("log", CLAUDE_LOGS, ids=lambda p: p.name)
+def test_a_claude_code_watch_scores_risk_with_checks_model(log: Path) -> None:
+    # the watch's own monitor took the profile's risk model (fitted on mini-swe-agent runs) where
+    # check scores a Claude Code log with the fill fallback: risk 0.1431 for check's 0.2218
+    report = check_session(read_session(log), registry=ModelRegistry.default(), profile=default_profile())
+    watch = open_watch(log)
+    assert watch.poll() > 0 and watch.assessment is not None and watch.assessment.risk is not None
+    assert watch.monitor.risk_model == report["risk_model"]
+    assert round(watch.assessment.risk, 4) == report["risk"]

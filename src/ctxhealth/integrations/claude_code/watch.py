@@ -17,7 +17,7 @@ from pathlib import Path
 from ctxhealth.failures import is_failure
 from ctxhealth.integrations.claude_code.assess import read_counters, tool_counts
 from ctxhealth.integrations.claude_code.tailstate import SessionCounters
-from ctxhealth.model import Message, Role
+from ctxhealth.model import Format, Message, Role
 from ctxhealth.monitor import Assessment, Monitor
 
 __all__ = ["SessionWatch", "find_newest_session", "render_frame"]
@@ -43,7 +43,9 @@ class SessionWatch:
         self.counters = SessionCounters(str(transcript.resolve()))
         self.fills: deque[int] = deque(maxlen=MAX_POINTS)
         self.events: deque[str] = deque(maxlen=MAX_EVENTS)
-        self.monitor = Monitor()
+        # scoring risk with the model for Claude Code logs, as check does (without the format it took
+        # the profile's model, fitted on another agent's runs)
+        self.monitor = Monitor(source_format=Format.CLAUDE_CODE)
         self.assessment: Assessment | None = None
 
     def poll(self) -> int:
