@@ -786,8 +786,12 @@ class Monitor:
 
 
 def _results_only(message: Message) -> bool:
+    """Whether ``message`` holds tool results and nothing else (a loop: no generator per message)."""
     blocks = message.blocks
-    return bool(blocks) and all(type(b) is ToolResult for b in blocks)
+    for b in blocks:
+        if type(b) is not ToolResult:
+            return False
+    return bool(blocks)
 
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
