@@ -483,3 +483,37 @@ def test_a_request_asking_for_the_1m_context_is_read_with_it() -> None:
             plan = guard.plan(style, orjson.dumps({**body, "messages": body["messages"] + more}), headers)
             windows["plain, then a prompt of 250K"] = guard.sessions[str(plan.key)].monitor.info.window
     assert windows == {"beta": 1_000_000, "plain": 200_000, "plain, then a prompt of 250K": 1_000_000}
+
+
+def test_a_message_written_as_a_string_then_as_one_marked_block_is_the_same_conversation() -> None:
+    """Claude Code 2.1 writes the newest message's string content as a one-block list to carry its cache
+    marker, and as a string on the next request: the conversation only grew (no reset), so the usage
+    the server reported for the response is the next turn's fill (it was estimated again, without the
+    tool definitions, on every such turn)."""
+    from ctxhealth.integrations.wire.base import canonical
+
+    text = "Today's date is 2026-12-03.\nThe deferred tools are now available."
+    marked = {
+        "role": "user",
+        "content": [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}],
+    }
+    plain = {"role": "user", "content": text}
+    assert canonical(marked) == canonical(plain)
+    two = {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+    assert canonical(two) != canonical({"role": "user", "content": "ab"})
+
+    style = ApiStyle.ANTHROPIC_MESSAGES
+    guard = Guard(Mode.OBSERVE, store=DictStore())
+    first = {
+        "model": "claude-sonnet-4-6",
+        "messages": [{"role": "user", "content": "Fix the parser."}, marked],
+    }
+    plan = guard.plan(style, orjson.dumps(first), {})
+    guard.finish(plan, 200, ResponseFacts(Usage(input_tokens=12_127), None, "r1"))
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "Reading the parser."}]}
+    nxt = {"type": "text", "text": "go on", "cache_control": {"type": "ephemeral"}}
+    second = {**first, "messages": [first["messages"][0], plain, reply, {"role": "user", "content": [nxt]}]}
+    plan = guard.plan(style, orjson.dumps(second), {})
+    session = guard.sessions[str(plan.key)]
+    assert not plan.reset and session.resets == 0
+    assert plan.assessment is not None and plan.assessment.fill == 12_127

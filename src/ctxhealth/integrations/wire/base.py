@@ -1,9 +1,11 @@
 """What every API adapter offers (:class:`WireAdapter`) and the helpers they share.
 
 Items are the raw JSON values of a conversation in request order (Anthropic and Chat Completions:
-messages; Responses: input items; Gemini: contents). :func:`item_digest` hashes one item with its
-``cache_control`` markers left out: clients move their cache breakpoints to the newest messages on
-every request (Claude Code does), and a moved marker must not read as an edited history.
+messages; Responses: input items; Gemini: contents). :func:`canonical` writes them with their
+``cache_control`` markers left out and a content of one text block as its string: clients move their
+cache breakpoints to the newest messages on every request (Claude Code does, turning the marked
+message's string into a block list to carry the marker), and a moved marker must not read as an
+edited history.
 """
 
 from __future__ import annotations
@@ -90,10 +92,16 @@ class WireAdapter(Protocol):
 
 
 _CACHE_MARKER = re.compile(rb',"cache_control":\{[^{}]*\}|"cache_control":\{[^{}]*\},?')
+_ONE_TEXT_BLOCK = re.compile(rb'"content":\[\{"type":"text","text":("(?:[^"\\]++|\\.)*+")\}\]')
+"""A content that is one text block and nothing else (once its marker is cut): the same content as
+its text as a string. A client writes the message it puts its cache breakpoint on as a block list
+(to carry the marker) and the same message as a string on the next request (Claude Code 2.1 does)."""
+_ONE_TEXT_BLOCK_START = b'"content":[{"type":"text","text":'
 
 
 def canonical(value: Any) -> bytes:
-    """Compact JSON bytes of ``value`` without ``cache_control`` markers.
+    """Compact JSON bytes of ``value`` without ``cache_control`` markers, a content of one text block
+    written as its string.
 
     orjson writes compact JSON (no spaces), and a marker is a small flat object, so it is cut out of
     the bytes; inside a string the key's quotes would be escaped, so text is never touched.
@@ -101,6 +109,8 @@ def canonical(value: Any) -> bytes:
     data = orjson.dumps(value)
     if b'"cache_control"' in data:
         data = _CACHE_MARKER.sub(b"", data)
+    if _ONE_TEXT_BLOCK_START in data:
+        data = _ONE_TEXT_BLOCK.sub(rb'"content":\1', data)
     return data
 
 
