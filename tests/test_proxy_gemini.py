@@ -386,3 +386,31 @@ def test_gemini_cli_side_calls_are_forwarded_untouched_and_make_no_session() -> 
     # Gemini CLI's turns stream: observed
     turn = guard.plan(ApiStyle.GEMINI, orjson.dumps(body(history(1))), HEADERS, path=STREAM)
     assert turn.key is not None and len(guard.sessions) == 2
+
+
+def test_a_function_response_restated_twice_on_resume_is_one_result() -> None:
+    """Gemini CLI 0.61 sends a resumed history with each function response twice in its turn (seen with
+    the real CLI through the proxy: a run of 4 calls and 1 failure read as 6 and 2 after ``--resume``).
+    The repeat is no second result, as the chat reader reads it; two different answers both are."""
+
+    def response(call_id: str, output: str) -> dict[str, Any]:
+        return {
+            "functionResponse": {"name": "run_shell_command", "id": call_id, "response": {"output": output}}
+        }
+
+    call = {"functionCall": {"name": "run_shell_command", "id": "c1", "args": {"command": "false"}}}
+    failed = "Output: (empty)\nExit Code: 1"
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "Count."}]},
+            {"role": "model", "parts": [call]},
+            {"role": "user", "parts": [response("c1", failed), response("c1", failed)]},
+        ]
+    }
+    adapter = GeminiContents()
+    messages = adapter.to_messages(body, adapter.items(body), with_head=True)
+    results = [b for m in messages for b in m.blocks if isinstance(b, ToolResult)]
+    assert [r.tool_call_id for r in results] == ["c1"]
+    body["contents"][2]["parts"][1] = response("c1", "Output: ok")
+    messages = adapter.to_messages(body, adapter.items(body), with_head=True)
+    assert len([b for m in messages for b in m.blocks if isinstance(b, ToolResult)]) == 2

@@ -496,6 +496,8 @@ class Guard:
             "reasons": list(a.reasons),
             "model": a.model,
             "usable_window": session.monitor.info.usable_window,
+            "tool_calls": session.monitor.failures.total_calls,
+            "tool_errors": session.monitor.failures.total_failures,
         }
         row = {
             "tokens": a.fill,

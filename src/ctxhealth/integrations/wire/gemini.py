@@ -71,6 +71,7 @@ class GeminiContents:
             text = head if isinstance(head, str) else "\n".join(_texts(_parts(head)))
             out.append(Message(role=Role.SYSTEM, blocks=(TextBlock(text),), line=0))
         unanswered: list[tuple[str, str]] = []  # (name, id) of calls not answered yet
+        answered: dict[str, str] = {}  # id -> output of the calls answered
         for index, item in enumerate(items, start=1):
             model = isinstance(item, dict) and item.get("role") == "model"
             blocks: list[Block] = []
@@ -92,7 +93,13 @@ class GeminiContents:
                     if match is not None:
                         unanswered.remove(match)
                         call_id = match[1]
-                    blocks.append(tool_result(call_id, response_text([part]), None))
+                    output = response_text([part])
+                    if match is None and call_id and answered.get(call_id) == output:
+                        # the same answer again: Gemini CLI 0.61 restates a resumed history with each
+                        # function response twice (the chat reader reads such a repeat once too)
+                        continue
+                    answered[call_id] = output
+                    blocks.append(tool_result(call_id, output, None))
                 elif isinstance(part.get("text"), str):
                     text = part["text"]
                     if model:
