@@ -345,6 +345,8 @@ class Monitor:
             self._cooldown_ran = False
 
     def _prompt_reported(self, tokens: int) -> None:
+        """Keep ``tokens`` as the largest prompt reported; a prompt above the window widens it to the
+        variant it proves (:meth:`ModelInfo.with_prompt_seen`), the model left as fixed as it was."""
         self.prompt_seen = tokens
         if tokens > self.info.window:
             wider = self.info.with_prompt_seen(tokens)
@@ -632,12 +634,9 @@ class Monitor:
         self._pending_prompt = state.pending_prompt
         self._cooldown_ran = state.cooldown_ran
         if state.prompt_seen > self.prompt_seen:
-            fixed = self._model_fixed
-            self.prompt_seen = state.prompt_seen
-            self.set_info(self.info)  # (widened when that prompt proves it)
-            self._model_fixed = fixed
+            self._prompt_reported(state.prompt_seen)
         o = state.open_response
-        self._open = None if o is None else OpenResponse(o.response_id, o.index, o.usage)
+        self._open = None if o is None else OpenResponse(o.response_id, o.at, o.usage)
 
     def snapshot(self) -> dict[str, Any]:
         """The monitor's whole state as versioned JSON-safe data (:meth:`serialize`, bounded like the

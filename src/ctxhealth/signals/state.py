@@ -221,7 +221,8 @@ class OpenResponseState(msgspec.Struct, forbid_unknown_fields=True):
     none, as if every response was complete)."""
 
     response_id: str
-    index: int
+    at: int
+    """Its message index."""
     usage: Usage | None
 
 
