@@ -541,3 +541,22 @@ def test_a_started_worker_process_moves_what_it_imported_out_of_the_collectors_r
     finally:
         gc.unfreeze()
         set_default_catalog(catalog)
+
+
+def test_dask_tasks_hold_more_files_than_the_local_engines() -> None:
+    """Each Dask task costs its event loops a few milliseconds, so the Dask engine's tasks are four
+    times a process pool's (bytes and files); both keep the discovery order and every file."""
+    from ctxhealth.fleet import run as fleet_run
+    from ctxhealth.fleet.files import FileEntry
+
+    size = 1 << 20
+    entries = [FileEntry(f"/s/{i}.jsonl", size, i) for i in range(1024)]
+    local = fleet_run.batches(entries, 2, fleet_run.BATCH_BYTES, fleet_run.MAX_BATCH_FILES)
+    dask = fleet_run.batches(entries, 2, fleet_run.DASK_BATCH_BYTES, fleet_run.DASK_MAX_BATCH_FILES)
+    assert [len(b) for b in local] == [8] * 128
+    assert [len(b) for b in dask] == [32] * 32
+    for grouped in (local, dask):
+        assert [e for b in grouped for e in b] == entries
+    # a small corpus still gives every worker several tasks
+    few = fleet_run.batches(entries[:16], 2, fleet_run.DASK_BATCH_BYTES, fleet_run.DASK_MAX_BATCH_FILES)
+    assert len(few) == 8
