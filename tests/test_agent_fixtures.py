@@ -56,6 +56,20 @@ def test_codex_local_compaction_keeps_its_summary_text() -> None:
     assert "SUMMARY:" in summary.text
 
 
+def test_codex_local_compaction_before_usage_records_is_billed_and_not_a_turn() -> None:
+    """0.142 writes a local compaction's reply as an ordinary assistant message with its count (no
+    ``compaction_output`` mark, no usage record): it is the summary the ``compacted`` line repeats."""
+    folder = FIXTURES / "codex-0.142.4" / "compaction-custom-provider"
+    session = read_session(folder / "rollout.jsonl")
+    truth = json.loads((folder / "truth.json").read_text("utf-8"))
+    summary = next(m.compaction for m in session.messages if m.compaction is not None)
+    assert summary is not None and not summary.encrypted and "SUMMARY:" in summary.text
+    assert summary.usage is not None and summary.pre_tokens == truth["compaction_fills"][0]
+    replies = [m for m in session.messages if m.role is Role.ASSISTANT]
+    assert len(replies) == truth["turns"]
+    assert all("SUMMARY:" not in m.text for m in replies)
+
+
 def test_codex_session_meta_gives_system_prompt_and_cwd() -> None:
     session = read_session(CODEX / "tools-resume" / "rollout.jsonl")
     assert session.messages[0].role is Role.SYSTEM

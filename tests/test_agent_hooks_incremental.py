@@ -25,11 +25,19 @@ from ctxhealth.integrations.claude_code.tailstate import SessionCounters, load_c
 from ctxhealth.sources import codex
 
 FIXTURES = Path(__file__).parent / "fixtures"
-ROLLOUTS = [
-    *sorted(FIXTURES.glob("agents/codex-*/*/rollout.jsonl")),
-    FIXTURES / "codex-rollout.jsonl",
-    FIXTURES / "codex-rollout-0.60.jsonl",
-]
+
+
+def _version(rollout: Path) -> tuple[int, ...]:
+    return tuple(int(part) for part in rollout.parent.parent.name.removeprefix("codex-").split("."))
+
+
+RECORDED = sorted(
+    FIXTURES.glob("agents/codex-*/*/rollout.jsonl"), key=lambda p: ([-n for n in _version(p)], p)
+)
+"""The recorded runs, the newest version first."""
+ROLLOUTS = [*RECORDED, FIXTURES / "codex-rollout.jsonl", FIXTURES / "codex-rollout-0.60.jsonl"]
+LEGACY_COMPACTION = FIXTURES / "agents" / "codex-0.142.4" / "compaction-custom-provider" / "rollout.jsonl"
+"""A local compaction before usage records (0.171): its reply is an ordinary assistant message."""
 CHATS = sorted(FIXTURES.glob("agents/gemini-*/*/chat.jsonl"))
 
 
@@ -120,7 +128,11 @@ def _halves(line: bytes, split: bool) -> list[bytes]:
 EVENTS = ("PostToolUse", "UserPromptSubmit", "Stop", "PostToolUse")
 
 
-@pytest.mark.parametrize("rollout", ROLLOUTS[:2] + ROLLOUTS[-1:], ids=lambda p: p.parent.name)
+@pytest.mark.parametrize(
+    "rollout",
+    [*ROLLOUTS[:2], LEGACY_COMPACTION, ROLLOUTS[-1]],
+    ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}",
+)
 def test_codex_hooks_fed_line_by_line_answer_as_a_full_read(
     rollout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,8 +168,13 @@ def test_codex_hooks_fed_line_by_line_answer_as_a_full_read(
         }, step
     by_home = [sum(p == str(path) for p in full_reads) for path in live.values()]
     assert by_home[1] >= len(writes) - 1  # the reference read the whole file (nearly) every time
-    records_at = next((n for n, line in enumerate(lines) if b'"token_usage_record"' in line), 0)
-    assert by_home[0] <= records_at + 2  # the incremental one only until its first resumable cut
+    # the incremental one only until its first resumable cut: the first usage record, or in a
+    # rollout without them (before 0.171) the first count stating the window (a new window starts
+    # the reading afresh)
+    records_at = next((n for n, line in enumerate(lines) if b'"token_usage_record"' in line), None)
+    if records_at is None:
+        records_at = next((n for n, line in enumerate(lines) if b'"model_context_window"' in line), 0)
+    assert by_home[0] <= records_at + 2
 
 
 def _fed(home: Path, rollout: Path) -> dict[str, object]:

@@ -148,7 +148,8 @@ def assert_matches(figures: dict[str, Any], truth: Truth) -> None:
         "cost_usd": round(figures["cost_usd"] or 0.0, 6),
     }
     expected = {k: getattr(truth, k) for k in seen}
-    assert seen == expected
+    differ = {k: (seen[k], expected[k]) for k in seen if seen[k] != expected[k]}
+    assert not differ, f"ctxhealth read (left) against the server's log (right): {differ}"
 
 
 def recording() -> bool:

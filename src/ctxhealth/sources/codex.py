@@ -37,11 +37,13 @@ request under the OpenAI provider (it has no items, and ``token_count`` is not u
 top-level ``metadata.compaction_output`` is true are the compaction's own reply, and the
 ``compacted`` line that follows names that response (``compaction_response_id``) and repeats its
 record (``latest_token_usage_record``): that response becomes the :class:`CompactionSummary`'s
-``usage`` and ``pre_tokens`` (billed, never a turn). Under the OpenAI provider the summary exists only
-encrypted (``message`` is empty, ``replacement_history`` ends with a ``compaction`` item holding
-``encrypted_content``): the summary is marked ``encrypted``. ``world_state`` (the harness's own
-environment snapshot), top-level ``ordinal`` and the rest of ``metadata`` carry nothing ctxhealth
-measures and are read without a warning.
+``usage`` and ``pre_tokens`` (billed, never a turn). Before 0.171 (no records) a local compaction's
+reply is an ordinary assistant message with its ``token_count``: the text-only reply the
+``compacted`` line's ``message`` ends with is that reply, taken out the same way. Under the OpenAI
+provider the summary exists only encrypted (``message`` is empty, ``replacement_history`` ends
+with a ``compaction`` item holding ``encrypted_content``): the summary is marked ``encrypted``.
+``world_state`` (the harness's own environment snapshot), top-level ``ordinal`` and the rest of
+``metadata`` carry nothing ctxhealth measures and are read without a warning.
 
 :func:`resume` reads a rollout incrementally (the hooks, on every call): from the last cut after
 which nothing already read can change, with the reader's lasting state carried as JSON data, giving
@@ -320,10 +322,9 @@ def _compacted(state: _State, payload: dict[str, Any], line: int, timestamp: str
     reply: _Response | None = None
     for k in range(len(state.out) - 1, -1, -1):
         item = state.out[k]
-        if (
-            isinstance(item, _Response)
-            and item.compaction
-            and (response_id is None or item.response_id in (None, response_id))
+        if isinstance(item, _Response) and (
+            (item.compaction and (response_id is None or item.response_id in (None, response_id)))
+            or (not state.records and _summary_reply(item, text))
         ):
             reply = item
             del state.out[k]
@@ -347,6 +348,22 @@ def _compacted(state: _State, payload: dict[str, Any], line: int, timestamp: str
         encrypted=encrypted,
     )
     state.emit(Message(role=Role.USER, blocks=(summary,), timestamp=timestamp, line=line))
+
+
+def _text_only(reply: _Response) -> str | None:
+    """The text of a reply of text and reasoning only (no tool call), else None."""
+    if not all(isinstance(b, TextBlock | ThinkingBlock) for b in reply.blocks):
+        return None
+    return "\n".join(b.text for b in reply.blocks if isinstance(b, TextBlock)).strip() or None
+
+
+def _summary_reply(reply: _Response, message: str) -> bool:
+    """Whether ``reply`` is a local compaction's own reply in a rollout without usage records
+    (before 0.171 the reply is written as an ordinary assistant message, with no
+    ``compaction_output`` mark): a reply of text only that the ``compacted`` line's ``message``
+    ends with (that message is the summary prompt's preamble, then the reply)."""
+    text = _text_only(reply)
+    return bool(text) and message.rstrip().endswith(text)
 
 
 def _response_item(
@@ -506,7 +523,8 @@ class Resumed:
 
 def _settled(state: _State, since: int) -> bool:
     """True when nothing read so far can still change: no response is open (a later count or record
-    may close it), and no compaction reply waits for its ``compacted`` line (which takes it out).
+    may close it), and no compaction reply waits for its ``compacted`` line (which takes it out; in a
+    rollout without usage records, any reply of text only since the last user message may be one).
     ``since``: the length of ``state.out`` when this was last true (only what came after is looked
     at: before it no reply waited, and a ``compacted`` line takes out none from there)."""
     if state.open is not None or state.compaction_reply is not None:
@@ -514,7 +532,8 @@ def _settled(state: _State, since: int) -> bool:
     for k in range(len(state.out) - 1, since - 1, -1):
         item = state.out[k]
         if isinstance(item, _Response):
-            if item.compaction:
+            # without usage records, a reply of text only may yet prove a compaction's own
+            if item.compaction or (not state.records and _text_only(item)):
                 return False
         elif item.role is Role.USER:
             return True
