@@ -13,7 +13,7 @@ from conftest import invoke
 from ctxhealth.accounting.cost import usage_cost
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.accounting.registry import ModelRegistry
-from ctxhealth.model import Usage
+from ctxhealth.model import Role, ToolCall, Usage
 from ctxhealth.sources.claude_code.session import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agents" / "claude-code-2.1.332"
@@ -167,3 +167,25 @@ def test_fill_right_after_a_compaction_is_what_the_compaction_left() -> None:
     assert account.current < 0.75 * before
     assert record.log_post_tokens is not None and record.dropped_tokens is not None
     assert record.post_tokens == account.current
+
+
+def test_a_stream_json_log_is_one_session_with_its_sub_agent_apart() -> None:
+    """``claude -p --output-format stream-json --verbose`` (2.1.332, a sub-agent running two failing
+    calls): file order is the thread, the sub-agent's lines (``parent_tool_use_id``) its own sidechain,
+    the session named by ``session_id``, Claude Code's own total from the ``result`` line; no link
+    warnings. Both decoding paths give the same session."""
+    data = (FIXTURES / "stream-json" / "subagent.jsonl").read_bytes()
+    lines = [json.loads(line) for line in data.splitlines()]
+    for typed in (True, False):
+        session = parse(data, "subagent.jsonl", typed=typed)
+        assert session.session_id == lines[0]["session_id"]
+        assert session.warnings == ()
+        main_ids = [
+            d["message"]["id"] for d in lines if d["type"] == "assistant" and not d["parent_tool_use_id"]
+        ]
+        assert [m.response_id for m in session.messages if m.role is Role.ASSISTANT] == main_ids
+        (side,) = session.sidechains
+        side_calls = [b for m in side.messages for b in m.blocks if isinstance(b, ToolCall)]
+        assert len(side_calls) == 2
+        total = next(d["total_cost_usd"] for d in reversed(lines) if d["type"] == "result")
+        assert session.agent_cost_usd == total

@@ -125,10 +125,13 @@ else:
             "logicalParentUuid",
             "message",
             "parentUuid",
+            "parent_tool_use_id",
             "sessionId",
+            "session_id",
             "subtype",
             "timestamp",
             "totalCostUSD",
+            "total_cost_usd",
             "type",
             "uuid",
         )
@@ -149,6 +152,9 @@ else:
             totalCostUSD: float | None = None,
             attachment: PlainAttachment | None = None,
             line: int = 0,
+            session_id: str | None = None,
+            parent_tool_use_id: str | None = None,
+            total_cost_usd: Any = None,
         ) -> None:
             self.type = type
             self.uuid = uuid
@@ -164,3 +170,6 @@ else:
             self.totalCostUSD = totalCostUSD
             self.attachment = attachment
             self.line = line
+            self.session_id = session_id
+            self.parent_tool_use_id = parent_tool_use_id
+            self.total_cost_usd = total_cost_usd

@@ -107,6 +107,9 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
         totalCostUSD=_cost(obj.get("totalCostUSD")),
         attachment=_attachment(obj.get("attachment")),
         line=line,
+        session_id=get_str(obj, "session_id"),
+        parent_tool_use_id=get_str(obj, "parent_tool_use_id"),
+        total_cost_usd=obj.get("total_cost_usd"),
     )
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from ctxhealth.model import Format, InjectedContext, ReadWarning, Session
 from ctxhealth.sources.claude_code.builder import _messages
-from ctxhealth.sources.claude_code.records import _read_nodes
-from ctxhealth.sources.claude_code.thread import _chain, _is_message, _sidechain_groups
+from ctxhealth.sources.claude_code.records import _cost, _read_nodes
+from ctxhealth.sources.claude_code.thread import _THREAD_KINDS, _chain, _is_message, _sidechain_groups
 from ctxhealth.sources.lines import WarningSink
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ def parse(
     """
     sink = WarningSink(path)
     nodes = _read_nodes(data, sink, typed=typed)
+    _link_stream(nodes)
     main_nodes = [n for n in nodes if not n.isSidechain]
     if len(main_nodes) == len(nodes):
         side_nodes: list[_Node] = []
@@ -106,8 +107,35 @@ def _injected(nodes: Sequence[_Node]) -> tuple[InjectedContext, ...]:
 
 
 def _agent_cost(nodes: Sequence[_Node]) -> float | None:
-    """Claude Code's own running total: the last ``cost-state`` line's ``totalCostUSD`` (2.1)."""
+    """Claude Code's own running total: the last ``cost-state`` line's ``totalCostUSD`` (2.1), or in
+    a stream-json log the last ``result`` line's ``total_cost_usd``."""
     for n in reversed(nodes):
         if n.totalCostUSD is not None and n.type == "cost-state":
             return n.totalCostUSD
+        if n.type == "result" and (cost := _cost(n.total_cost_usd)) is not None:
+            return cost
     return None
+
+
+def _link_stream(nodes: Sequence[_Node]) -> None:
+    """A stream-json log (``claude -p --output-format stream-json --verbose``) as the tree a transcript
+    is: its lines name the session as ``session_id`` and carry no ``parentUuid``; file order is the
+    thread, and a sub-agent's lines (``parent_tool_use_id``, the call that started it) are a sidechain
+    of their own, also in file order. A transcript (any line with a tree link) is left as it is."""
+    if not any(n.session_id for n in nodes) or any(n.parentUuid or n.logicalParentUuid for n in nodes):
+        return
+    main: str | None = None
+    sides: dict[str, str] = {}
+    for n in nodes:
+        if n.sessionId is None:
+            n.sessionId = n.session_id
+        if n.uuid is None or n.type not in _THREAD_KINDS:
+            continue
+        call = n.parent_tool_use_id
+        if call:
+            n.isSidechain = True
+            n.parentUuid = sides.get(call)
+            sides[call] = n.uuid
+        else:
+            n.parentUuid = main
+            main = n.uuid
