@@ -363,7 +363,7 @@ def _summary_reply(reply: _Response, message: str) -> bool:
     ``compaction_output`` mark): a reply of text only that the ``compacted`` line's ``message``
     ends with (that message is the summary prompt's preamble, then the reply)."""
     text = _text_only(reply)
-    return bool(text) and message.rstrip().endswith(text)
+    return text is not None and message.rstrip().endswith(text)
 
 
 def _response_item(
