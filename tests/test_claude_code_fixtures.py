@@ -11,7 +11,7 @@ import pytest
 
 from conftest import invoke
 from ctxhealth.accounting.cost import usage_cost
-from ctxhealth.accounting.fill import account_session
+from ctxhealth.accounting.fill import account_session, session_model_info
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.model import Role, ToolCall, Usage
 from ctxhealth.sources.claude_code.session import parse
@@ -169,15 +169,21 @@ def test_fill_right_after_a_compaction_is_what_the_compaction_left() -> None:
     assert record.post_tokens == account.current
 
 
-def test_a_stream_json_log_is_one_session_with_its_sub_agent_apart() -> None:
+STREAMS = sorted((FIXTURES / "stream-json").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("log", STREAMS, ids=lambda p: p.stem)
+def test_a_stream_json_log_is_one_session_with_its_sub_agent_apart(log: Path) -> None:
     """``claude -p --output-format stream-json --verbose`` (2.1.332, a sub-agent running two failing
     calls): file order is the thread, the sub-agent's lines (``parent_tool_use_id``) its own sidechain,
-    the session named by ``session_id``, Claude Code's own total from the ``result`` line; no link
-    warnings. Both decoding paths give the same session."""
-    data = (FIXTURES / "stream-json" / "subagent.jsonl").read_bytes()
+    the session named by ``session_id``, Claude Code's own total from the ``result`` line and the window
+    it worked with (1M for ``[1m]``, the reserve still out of it); no link warnings. Both decoding
+    paths give the same session."""
+    data = log.read_bytes()
     lines = [json.loads(line) for line in data.splitlines()]
+    result = next(d for d in reversed(lines) if d["type"] == "result")
     for typed in (True, False):
-        session = parse(data, "subagent.jsonl", typed=typed)
+        session = parse(data, log.name, typed=typed)
         assert session.session_id == lines[0]["session_id"]
         assert session.warnings == ()
         main_ids = [
@@ -187,5 +193,7 @@ def test_a_stream_json_log_is_one_session_with_its_sub_agent_apart() -> None:
         (side,) = session.sidechains
         side_calls = [b for m in side.messages for b in m.blocks if isinstance(b, ToolCall)]
         assert len(side_calls) == 2
-        total = next(d["total_cost_usd"] for d in reversed(lines) if d["type"] == "result")
-        assert session.agent_cost_usd == total
+        assert session.agent_cost_usd == result["total_cost_usd"]
+        info = session_model_info(session)
+        (stated,) = [u["contextWindow"] for u in result["modelUsage"].values()]
+        assert info.window == stated and info.usable_window < stated

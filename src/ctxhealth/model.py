@@ -229,7 +229,9 @@ class Session(msgspec.Struct, frozen=True):
     """One agent session in the normalised model.
 
     ``context_window`` is set when the log itself states the window (Codex
-    ``model_context_window``); ``reported_fill`` maps message index -> the fill the log
+    ``model_context_window``, already what the prompt may fill; ``window_whole``: the model's whole
+    window, which the reserve still comes out of, as the ``contextWindow`` a Claude Code stream-json
+    log's ``result`` line states); ``reported_fill`` maps message index -> the fill the log
     reported outside any message usage (Codex ``token_count`` events).
 
     ``cwd`` is the working directory the agent ran in, when the log states it (Codex ``session_meta.cwd``).
@@ -250,6 +252,7 @@ class Session(msgspec.Struct, frozen=True):
     sidechains: tuple[Session, ...] = ()
     warnings: tuple[ReadWarning, ...] = ()
     context_window: int | None = None
+    window_whole: bool = False
     reported_fill: dict[int, int] = msgspec.field(default_factory=dict)
     outcome: float | None = None
     task_id: str | None = None

@@ -3,8 +3,10 @@ runs keep) reads as the session's transcript does.
 
 Its lines name the session ``session_id`` and carry no tree links; a sub-agent's lines are inline, marked
 with the call that started it (``parent_tool_use_id``); a ``result`` line closes the run with Claude
-Code's own total cost. Read as a transcript they gave no session id, a "no parent link" warning per line,
-and the sub-agent's responses as the main session's turns (6 for the server's 3).
+Code's own total cost and, per model, the ``contextWindow`` it worked with. Read as a transcript they gave
+no session id, a "no parent link" warning per line, and the sub-agent's responses as the main session's
+turns (6 for the server's 3). The stated window is the one Claude Code worked with: for a ``[1m]`` session
+1,000,000, which its transcript cannot tell (the responses name the plain model).
 """
 
 from __future__ import annotations
@@ -23,16 +25,20 @@ from .fake_anthropic import FakeAnthropic
 pytestmark = pytest.mark.conformance
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
-SAME = ("session_id", "model", "turns", "window", "tool_calls", "tool_errors", "subagent_tool_calls")
+SAME = ("session_id", "model", "turns", "tool_calls", "tool_errors", "subagent_tool_calls")
+RUNS = {"subagent": None, "subagent-1m": "claude-sonnet-4-6[1m]"}
 
 
-def test_a_stream_json_log_reads_as_its_transcript(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_a_stream_json_log_reads_as_its_transcript(name: str, tmp_path: Path) -> None:
+    model = RUNS[name]
     with FakeAnthropic() as fake:
         box = ClaudeBox(tmp_path, fake, agent_or_skip("claude"))
         try:
             run = box.print_mode(
                 "AGENT: SUB ls /nonexistent x2",
                 *("--output-format", "stream-json", "--verbose", "--allowedTools", "Bash,Agent,Task"),
+                *(("--model", model) if model else ()),
             )
             assert run.returncode == 0, run.stderr[-500:]
             log = tmp_path / "run.jsonl"
@@ -44,9 +50,13 @@ def test_a_stream_json_log_reads_as_its_transcript(tmp_path: Path) -> None:
             assert stream["warnings"] == []
             result = [json.loads(line) for line in run.stdout.splitlines() if '"type":"result"' in line]
             assert stream["agent_cost_usd"] == round(result[-1]["total_cost_usd"], 6)
+            worked_with = {u["canonicalModel"]: u["contextWindow"] for u in result[-1]["modelUsage"].values()}
+            assert stream["window"] == worked_with[stream["model"]]
+            if model is not None:  # the transcript names the plain model: its standard window
+                assert (stream["window"], transcript["window"]) == (1_000_000, 200_000)
             if os.environ.get("CTXHEALTH_RECORD_FIXTURES") == "1":
                 folder = FIXTURES / f"claude-code-{agent_version(box.cli).split()[0]}"
                 text = run.stdout.replace(str(box.home.parent), "/tmp/conformance")
-                (folder / "stream-json" / "subagent.jsonl").write_text(text.replace(sys.executable, "python"))
+                (folder / "stream-json" / f"{name}.jsonl").write_text(text.replace(sys.executable, "python"))
         finally:
             box.close()

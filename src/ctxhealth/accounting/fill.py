@@ -132,7 +132,7 @@ def session_model_info(
     """
     info = (registry or ModelRegistry.default()).lookup(model or session_model_id(session))
     if model is None and session.context_window:
-        return info.with_logged_window(session.context_window)
+        return info.with_logged_window(session.context_window, whole=session.window_whole)
     return info.with_prompt_seen(largest_reported_prompt(session))
 
 

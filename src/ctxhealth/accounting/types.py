@@ -123,11 +123,13 @@ class ModelInfo(msgspec.Struct, frozen=True):
             window_from=f"its {variant:,}-token variant (a prompt of {tokens:,}, above {self.window:,})",
         )
 
-    def with_logged_window(self, window: int | None) -> ModelInfo:
-        """This model with the window a log states (Codex ``model_context_window``), when it states
-        one: already what the prompt may fill, so usable as it is. The one rule ``check``
-        (:func:`~ctxhealth.accounting.fill.session_model_info`) and the hooks read that log by."""
-        return self.with_window(window, usable=True) if window else self
+    def with_logged_window(self, window: int | None, *, whole: bool = False) -> ModelInfo:
+        """This model with the window a log states, when it states one: Codex's
+        ``model_context_window`` is already what the prompt may fill, so usable as it is; a ``whole``
+        one (Claude Code's ``contextWindow``) is the model's window, the reserve still taken out. The
+        one rule ``check`` (:func:`~ctxhealth.accounting.fill.session_model_info`) and the hooks read
+        a log by."""
+        return self.with_window(window, usable=not whole) if window else self
 
 
 class TurnFill(msgspec.Struct, frozen=True):

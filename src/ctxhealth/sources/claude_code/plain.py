@@ -124,6 +124,7 @@ else:
             "line",
             "logicalParentUuid",
             "message",
+            "modelUsage",
             "parentUuid",
             "parent_tool_use_id",
             "sessionId",
@@ -155,6 +156,7 @@ else:
             session_id: str | None = None,
             parent_tool_use_id: str | None = None,
             total_cost_usd: Any = None,
+            modelUsage: Any = None,
         ) -> None:
             self.type = type
             self.uuid = uuid
@@ -173,3 +175,4 @@ else:
             self.session_id = session_id
             self.parent_tool_use_id = parent_tool_use_id
             self.total_cost_usd = total_cost_usd
+            self.modelUsage = modelUsage

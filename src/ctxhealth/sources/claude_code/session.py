@@ -88,6 +88,8 @@ def parse(
         warnings=sink.result() + tuple(extra_warnings),
         agent_cost_usd=_agent_cost(nodes),
         injected_context=_injected(main_nodes),
+        context_window=(window := _stated_window(nodes, model)),
+        window_whole=window is not None,
     )
 
 
@@ -114,6 +116,27 @@ def _agent_cost(nodes: Sequence[_Node]) -> float | None:
             return n.totalCostUSD
         if n.type == "result" and (cost := _cost(n.total_cost_usd)) is not None:
             return cost
+    return None
+
+
+def _stated_window(nodes: Sequence[_Node], model: str | None) -> int | None:
+    """The window Claude Code worked with, as a stream-json log's last ``result`` line states it for
+    the session's model (``modelUsage[...].contextWindow``: 1,000,000 for a ``[1m]`` session, whose
+    responses name the plain model); None in a transcript, which states none."""
+    if model is None:
+        return None
+    for n in reversed(nodes):
+        if n.type != "result" or not isinstance(n.modelUsage, dict):
+            continue
+        for name, usage in n.modelUsage.items():
+            if not isinstance(usage, dict):
+                continue
+            canonical = usage.get("canonicalModel")
+            if (canonical if isinstance(canonical, str) else str(name).partition("[")[0]) != model:
+                continue
+            window = usage.get("contextWindow")
+            if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                return window
     return None
 
 
