@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -56,7 +57,10 @@ def test_a_stream_json_log_reads_as_its_transcript(name: str, tmp_path: Path) ->
                 assert (stream["window"], transcript["window"]) == (1_000_000, 200_000)
             if os.environ.get("CTXHEALTH_RECORD_FIXTURES") == "1":
                 folder = FIXTURES / f"claude-code-{agent_version(box.cli).split()[0]}"
-                text = run.stdout.replace(str(box.home.parent), "/tmp/conformance")
+                scratch = str(box.home.parent)
+                text = run.stdout.replace(scratch, "/tmp/conformance")
+                # a project's folder name: its path with every other character a dash
+                text = text.replace(re.sub("[^A-Za-z0-9]", "-", scratch), "-tmp-conformance")
                 (folder / "stream-json" / f"{name}.jsonl").write_text(text.replace(sys.executable, "python"))
         finally:
             box.close()

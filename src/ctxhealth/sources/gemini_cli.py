@@ -10,8 +10,9 @@ The JSONL file is a log of writes, read in order:
   the later write lacks are kept;
 * ``{"$set": {...}}`` patches. ``$set.messages`` replaces the conversation the CLI holds: it brings
   the first context (``<session_context>``), on resume it restates the history (ids reused, usage
-  dropped), after compression it holds the compressed context. The history that was billed stays
-  what it was: a message whose id was written before is not a new one. The compression's summary,
+  dropped), after compression it holds the compressed context (0.45: with the history the compression
+  kept after it, under new ids). The history that was billed stays what it was: a message whose id
+  was written before is not a new one, nor is one of the kept history. The compression's summary,
   a new user message holding a ``<state_snapshot>``, becomes a :class:`CompactionSummary` where it
   was written (the CLI's "Got it" acknowledgement after it is not a model response and is skipped);
 * ``{"$rewindTo": id}`` (the person rewound): the messages stay in the history that was billed.
@@ -149,6 +150,8 @@ class _Log:
     lines: dict[str, int] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     session_id: str | None = None
+    restated: set[str] = field(default_factory=set)
+    """Ids of the history a compression kept, restated under new ids (never news)."""
 
     def upsert(self, record: dict[str, Any], line: int | None) -> None:
         key = get_str(record, "id")
@@ -168,14 +171,25 @@ class _Log:
 
     def replace(self, messages: list[Any], line: int | None) -> None:
         """``$set.messages``: a message whose id was written before is a restatement (resume), not news;
-        the rest are new (the first context, a compression's summary and acknowledgement)."""
-        for message in messages:
+        the rest are new (the first context, a compression's summary and acknowledgement). What follows
+        the acknowledgement in the same patch is the part of the history the compression kept, restated
+        (0.45 gives it new ids): already read where it was first written."""
+        kept = -1  # the position after which the kept history starts (none yet)
+        for at, message in enumerate(messages):
             if not isinstance(message, dict):
                 continue
             key = get_str(message, "id")
-            if key is not None and (key in self.records or f"user:{key}" in self.records):
+            if 0 <= kept < at:
+                if key is not None:
+                    self.restated.add(key)  # a later restatement (resume) is not news either
+                continue
+            if key is not None and (
+                key in self.records or f"user:{key}" in self.records or key in self.restated
+            ):
                 continue
             compression = get_str(message, "type") == "user" and SNAPSHOT in _text(message.get("content"))
+            if compression:
+                kept = at + 1  # the acknowledgement comes next
             self.upsert({**message, "compression": True} if compression else message, line)
 
 
