@@ -14,7 +14,7 @@ from conftest import invoke
 from ctxhealth.model import Role
 from ctxhealth.sources import read_session
 
-LOGS = ("rollout.jsonl", "chat.jsonl", "traj.json")
+LOGS = ("rollout.jsonl", "chat.jsonl", "chat.json", "traj.json")
 RUNS = sorted(p.parent for p in FIXTURES.glob("*-*/*/truth.json"))
 
 

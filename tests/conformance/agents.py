@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -45,9 +47,16 @@ def agent_or_skip(name: str) -> Path:
 
 
 def agent_version(path: Path) -> str:
-    """What ``CLI --version`` prints, first line."""
-    done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60, check=False)
-    return (done.stdout or done.stderr).strip().splitlines()[0] if (done.stdout or done.stderr) else ""
+    """What ``CLI --version`` prints: its first line holding a version number (an older CLI may warn
+    first), else its first line."""
+    env = dict(os.environ)
+    if not Path(env.get("HOME", "")).is_dir():  # an older CLI cannot even say its version without one
+        env["HOME"] = tempfile.gettempdir()
+    done = subprocess.run(
+        [str(path), "--version"], capture_output=True, text=True, timeout=60, check=False, env=env
+    )
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return next((line for line in lines if re.search(r"\d+\.\d+\.\d+", line)), lines[0] if lines else "")
 
 
 def scratch_env(root: Path, env: Mapping[str, str]) -> dict[str, str]:

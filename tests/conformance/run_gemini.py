@@ -9,6 +9,7 @@ fake, a fake ``GEMINI_API_KEY`` and stdin closed; :func:`chat_of` finds the chat
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -70,9 +71,11 @@ def gemini_prompt(
 
 
 def chat_of(root: Path) -> Path:
-    """The session's chat. A resume started in a later minute than the session also leaves a stub: a new
-    file holding only the harness context (Gemini CLI 0.61 names files by the minute), not the chat."""
-    found = sorted((root / "home" / ".gemini" / "tmp").rglob("session-*.jsonl"))
-    chats = [p for p in found if b'"type":"gemini"' in p.read_bytes()]
+    """The session's chat (``session-*.jsonl``; before the JSONL log, one ``session-*.json`` document). A
+    resume started in a later minute than the session also leaves a stub: a new file holding only the
+    harness context (Gemini CLI 0.61 names files by the minute), not the chat."""
+    tmp = root / "home" / ".gemini" / "tmp"
+    found = sorted([*tmp.rglob("session-*.jsonl"), *tmp.rglob("session-*.json")])
+    chats = [p for p in found if re.search(rb'"type":\s*"gemini"', p.read_bytes())]
     assert len(chats) == 1, found
     return chats[0]

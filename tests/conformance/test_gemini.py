@@ -46,7 +46,7 @@ def _finish(tmp_path: Path, server: FakeGemini, scenario: str) -> tuple[dict[str
         server.log, MODEL, failures=_failures(server), logged=("turn",), compaction_fill="last_turn"
     )
     if recording():
-        files = {"chat.jsonl": chat, "projects.json": tmp_path / "home" / ".gemini" / "projects.json"}
+        files = {f"chat{chat.suffix}": chat, "projects.json": tmp_path / "home" / ".gemini" / "projects.json"}
         record("gemini", cli_version("gemini"), scenario, files, truth, scratch=tmp_path)
     return check_json(chat, "--strict"), truth
 
@@ -79,6 +79,6 @@ def test_compression_then_resume(tmp_path: Path, server: FakeGemini) -> None:
         "Again.\nSTEP shell seq 1 2500\nSTEP say finished again",
     )
     figures, truth = _finish(tmp_path, server, "compression-resume")
-    assert truth.compactions == 1
+    assert truth.compactions >= 1  # 0.61 compresses once here, 0.45 three times, 0.30 twice
     assert_matches(figures, truth)
     assert figures["warnings"] == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -33,11 +34,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 
 @functools.cache
 def cli_version(name: str) -> str:
-    """The version of agent CLI ``name`` (its ``--version``'s last word), asked once per test run: a
-    node CLI takes seconds to start."""
+    """The version of agent CLI ``name`` (the last version number its ``--version`` prints: an older
+    CLI may print a warning after it), asked once per test run: a node CLI takes seconds to start."""
     from .agents import agent_or_skip, agent_version
 
-    return agent_version(agent_or_skip(name)).split()[-1]
+    said = agent_version(agent_or_skip(name))
+    numbers = re.findall(r"\b\d+\.\d+\.\d+\b", said)
+    return numbers[-1] if numbers else said.split()[-1]
 
 
 RECORD_ENV = "CTXHEALTH_RECORD_FIXTURES"
