@@ -27,19 +27,28 @@ pytestmark = pytest.mark.conformance
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 SAME = ("session_id", "model", "turns", "tool_calls", "tool_errors", "subagent_tool_calls")
-RUNS = {"subagent": None, "subagent-1m": "claude-sonnet-4-6[1m]"}
+SUBAGENT = "AGENT: SUB ls /nonexistent x2"
+RUNS: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
+    "subagent": (SUBAGENT, None, ()),
+    "subagent-1m": (SUBAGENT, "claude-sonnet-4-6[1m]", ()),
+    "partial": ("BASH: ls /nonexistent x2", None, ("--include-partial-messages",)),
+}
+"""name -> the prompt, the model asked for, more flags. With ``--include-partial-messages`` each
+main-thread response's ``message_delta`` event states its output (a sub-agent's responses have no
+events): without a sub-agent the cost is then Claude Code's own."""
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_a_stream_json_log_reads_as_its_transcript(name: str, tmp_path: Path) -> None:
-    model = RUNS[name]
+    prompt, model, more = RUNS[name]
     with FakeAnthropic() as fake:
         box = ClaudeBox(tmp_path, fake, agent_or_skip("claude"))
         try:
             run = box.print_mode(
-                "AGENT: SUB ls /nonexistent x2",
+                prompt,
                 *("--output-format", "stream-json", "--verbose", "--allowedTools", "Bash,Agent,Task"),
                 *(("--model", model) if model else ()),
+                *more,
             )
             assert run.returncode == 0, run.stderr[-500:]
             log = tmp_path / "run.jsonl"
@@ -47,12 +56,17 @@ def test_a_stream_json_log_reads_as_its_transcript(name: str, tmp_path: Path) ->
             stream, transcript = check_json(log), check_json(box.transcript())
             assert {k: stream[k] for k in SAME} == {k: transcript[k] for k in SAME}
             assert stream["turns"] == len(fake.messages("main"))
-            assert stream["sidechains"] == 1 and stream["subagent_tool_calls"] == 2
+            subagent = prompt == SUBAGENT
+            assert (stream["sidechains"], stream["subagent_tool_calls"]) == ((1, 2) if subagent else (0, 0))
             assert stream["warnings"] == []
             result = [json.loads(line) for line in run.stdout.splitlines() if '"type":"result"' in line]
             assert stream["agent_cost_usd"] == round(result[-1]["total_cost_usd"], 6)
             worked_with = {u["canonicalModel"]: u["contextWindow"] for u in result[-1]["modelUsage"].values()}
             assert stream["window"] == worked_with[stream["model"]]
+            if more:  # each response's output stated: every request's cost is in the log
+                assert stream["cost_usd"] == stream["agent_cost_usd"]
+            else:  # only each response's first streamed output count: less than Claude Code's
+                assert stream["cost_usd"] < stream["agent_cost_usd"]
             if model is not None:  # the transcript names the plain model: its standard window
                 assert (stream["window"], transcript["window"]) == (1_000_000, 200_000)
             if os.environ.get("CTXHEALTH_RECORD_FIXTURES") == "1":

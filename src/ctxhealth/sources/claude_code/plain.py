@@ -119,6 +119,7 @@ else:
         __slots__ = (
             "attachment",
             "compactMetadata",
+            "event",
             "isCompactSummary",
             "isSidechain",
             "line",
@@ -157,6 +158,7 @@ else:
             parent_tool_use_id: str | None = None,
             total_cost_usd: Any = None,
             modelUsage: Any = None,
+            event: Any = None,
         ) -> None:
             self.type = type
             self.uuid = uuid
@@ -176,3 +178,4 @@ else:
             self.parent_tool_use_id = parent_tool_use_id
             self.total_cost_usd = total_cost_usd
             self.modelUsage = modelUsage
+            self.event = event

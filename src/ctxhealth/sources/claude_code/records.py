@@ -111,6 +111,7 @@ def _lenient_node(line: int, raw: bytes, sink: WarningSink, retry_typed: bool = 
         parent_tool_use_id=get_str(obj, "parent_tool_use_id"),
         total_cost_usd=obj.get("total_cost_usd"),
         modelUsage=obj.get("modelUsage"),
+        event=obj.get("event") if kind == "stream_event" else None,
     )
 
 

@@ -147,6 +147,7 @@ class _Node(msgspec.Struct, gc=False):
     parent_tool_use_id: str | None = None  # set on a sub-agent's lines: the call that started it
     total_cost_usd: Any = None  # its ``result`` line: Claude Code's own total (checked when read)
     modelUsage: Any = None  # and per model its ``contextWindow`` (checked when read)
+    event: Any = None  # a ``stream_event`` line's API event (``--include-partial-messages``)
     attachment: _Attachment | None = None  # attachment lines (2.1); only hook context is read
     # Set after decoding: the 1-based line number (see ``_Msg.blocks`` for the name).
     line: int = msgspec.field(default=0, name="(ctxhealth line)")

@@ -144,14 +144,23 @@ def _link_stream(nodes: Sequence[_Node]) -> None:
     """A stream-json log (``claude -p --output-format stream-json --verbose``) as the tree a transcript
     is: its lines name the session as ``session_id`` and carry no ``parentUuid``; file order is the
     thread, and a sub-agent's lines (``parent_tool_use_id``, the call that started it) are a sidechain
-    of their own, also in file order. A transcript (any line with a tree link) is left as it is."""
+    of their own, also in file order. A transcript (any line with a tree link) is left as it is.
+
+    An assistant line carries the usage of its response's start (``output_tokens`` the first streamed
+    count); with ``--include-partial-messages`` the ``message_delta`` event after it gives the
+    response's output, which then is its usage's."""
     if not any(n.session_id for n in nodes) or any(n.parentUuid or n.logicalParentUuid for n in nodes):
         return
     main: str | None = None
     sides: dict[str, str] = {}
+    streaming: dict[str | None, str] = {}  # per thread, the response whose events are streaming
+    output: dict[str, int] = {}
     for n in nodes:
         if n.sessionId is None:
             n.sessionId = n.session_id
+        if n.type == "stream_event":
+            _stream_event(n, streaming, output)
+            continue
         if n.uuid is None or n.type not in _THREAD_KINDS:
             continue
         call = n.parent_tool_use_id
@@ -162,3 +171,30 @@ def _link_stream(nodes: Sequence[_Node]) -> None:
         else:
             n.parentUuid = main
             main = n.uuid
+    if output:
+        for n in nodes:
+            message = n.message
+            if n.type == "assistant" and message is not None and message.usage is not None:
+                final = output.get(message.id or "")
+                if final is not None and final > message.usage.output_tokens:
+                    message.usage.output_tokens = final
+
+
+def _stream_event(node: _Node, streaming: dict[str | None, str], output: dict[str, int]) -> None:
+    """Note a ``message_start`` event's response id (per thread) and the output a ``message_delta``
+    event states for the response streaming in that thread."""
+    event = node.event
+    if not isinstance(event, dict):
+        return
+    thread = node.parent_tool_use_id
+    kind = event.get("type")
+    if kind == "message_start":
+        started = event.get("message")
+        rid = started.get("id") if isinstance(started, dict) else None
+        if isinstance(rid, str):
+            streaming[thread] = rid
+    elif kind == "message_delta" and thread in streaming:
+        usage = event.get("usage")
+        tokens = usage.get("output_tokens") if isinstance(usage, dict) else None
+        if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+            output[streaming[thread]] = tokens
