@@ -19,7 +19,13 @@ from ctxhealth.fleet.files import FileEntry
 from ctxhealth.fleet.rows import Row, table_rows
 from ctxhealth.model import Format, Session
 from ctxhealth.policy.profile import Profile
-from ctxhealth.sources.reader import SESSION_SEPARATOR, read_call_folder, read_data_all, read_regular_file
+from ctxhealth.sources.reader import (
+    SESSION_SEPARATOR,
+    read_call_folder,
+    read_data_all,
+    read_regular_file,
+    skip_reason,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +75,8 @@ def analyse_file(entry: FileEntry, options: JobOptions) -> FileOutcome:
         return FileOutcome(entry, "skipped", "empty file")
     try:
         sessions = read_data_all(raw, entry.path, format=options.format, strict=options.strict)
-    except UnknownFormatError:
-        return FileOutcome(entry, "skipped", "not a transcript (no reader recognises the content)")
+    except UnknownFormatError as exc:
+        return FileOutcome(entry, "skipped", skip_reason(exc))
     except InputError as exc:
         return FileOutcome(entry, "skipped", exc.render())
     rows: dict[str, list[Row]] = {}

@@ -359,6 +359,49 @@ def _read_bytes(path: Path) -> bytes:
     return read_regular_file(path)
 
 
+UNRECOGNISED = "no reader recognises this content"
+NOT_A_TRANSCRIPT = "not a transcript (no reader recognises the content)"
+"""How a folder walk and the fleet name a file no reader recognises (:func:`skip_reason`)."""
+
+
+def unrecognised(head: bytes, name: str) -> UnknownFormatError:
+    """The error for content no reader recognises: what it is when it is a log known not to be a
+    transcript (the event stream Codex CLI's ``exec --json`` or Gemini CLI's ``-p --output-format
+    stream-json`` prints: no prompt, usage summed), with the session's log to read instead; else the
+    formats that are read."""
+    session = sniff.gemini_stream_events(head)
+    if session is not None:
+        return UnknownFormatError(
+            "a Gemini CLI `--output-format stream-json` event stream, not a transcript: it holds the "
+            "messages but not the prompts sent, and only the run's total usage, so no fill can be read "
+            "from it",
+            hint="read the session's chat instead, which Gemini CLI writes as "
+            f"~/.gemini/tmp/<project>/chats/session-*-{session[:8] or '<id>'}.jsonl",
+            path=name,
+        )
+    thread = sniff.codex_exec_events(head)
+    if thread is not None:
+        return UnknownFormatError(
+            "a Codex CLI `exec --json` event stream, not a transcript: it holds no prompt and one "
+            "usage per turn, summed over the turn's requests, so no fill can be read from it",
+            hint="read the session's rollout instead, which Codex writes as "
+            f"$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-{thread or '<thread_id>'}.jsonl "
+            "(CODEX_HOME is ~/.codex unless set)",
+            path=name,
+        )
+    return UnknownFormatError(
+        UNRECOGNISED,
+        hint=f"check that it is a transcript; formats read: {_FORMAT_NAMES} (a command's --format, "
+        "where it has one, forces one)",
+        path=name,
+    )
+
+
+def skip_reason(error: UnknownFormatError) -> str:
+    """The reason a folder walk or the fleet gives for skipping a file no reader recognises."""
+    return NOT_A_TRANSCRIPT if error.message == UNRECOGNISED else f"{error.message}. {error.hint}"
+
+
 def read_data(data: bytes, name: str, *, format: Format | None = None, strict: bool = False) -> Session:
     """Read one transcript held in memory (already read from disk, a pipe or a socket); a file
     holding several sessions gives its first."""
@@ -377,12 +420,7 @@ def read_data_all(
     if spec is None:
         detected = detect_head(content)
         if detected is None:
-            raise UnknownFormatError(
-                "no reader recognises this content",
-                hint=f"check that it is a transcript; formats read: {_FORMAT_NAMES} (a command's --format, "
-                "where it has one, forces one)",
-                path=name,
-            )
+            raise unrecognised(content[:HEAD_BYTES], name)
         spec = _BY_FORMAT[detected]
     sessions = _parse(spec, content, name)
     if any(s.warnings for s in sessions) and not content.isascii() and not valid_utf8(content):
@@ -516,9 +554,9 @@ def discover(paths: Iterable[str | Path], *, absolute: bool = False) -> list[Sou
     return list(found.values())
 
 
-def _sniff(file: Path) -> tuple[Format | None, bool]:
-    """(detected format, has content) of a file, reading only its head (and last bytes) unless it
-    is gzip or its first line is longer than the head."""
+def _sniff(file: Path) -> tuple[Format | None, bytes]:
+    """(detected format, head) of a file, reading only its head (and last bytes) unless it is gzip
+    or its first line is longer than the head; the head is empty when the file holds only blanks."""
     tail: bytes | None = None
     with file.open("rb") as handle:
         head = handle.read(HEAD_BYTES)
@@ -531,8 +569,9 @@ def _sniff(file: Path) -> tuple[Format | None, bool]:
             handle.seek(max(handle.seek(0, os.SEEK_END) - TAIL_BYTES, HEAD_BYTES))
             tail = handle.read(TAIL_BYTES)
     if not head or head.isspace():
-        return None, False
-    return detect_head(head.removeprefix(_BOM), tail), True
+        return None, b""
+    head = head.removeprefix(_BOM)
+    return detect_head(head, tail), head
 
 
 class SkippedFile(msgspec.Struct, frozen=True):
@@ -577,19 +616,19 @@ def _read_directory(
         file = Path(source.path)
         try:
             check_regular_file(file)
-            detected, has_content = _sniff(file)
+            detected, head = _sniff(file)
         except OSError as exc:
             skip(file, f"cannot read file ({exc.strerror or exc})", error=True)
             continue
         except TranscriptError as exc:
             skip(file, exc.message, error=True)
             continue
-        if not has_content:
+        if not head:
             skip(file, "empty file")
             continue
         if format is None:
             if detected is None:
-                skip(file, "not a transcript (no reader recognises the content)")
+                skip(file, skip_reason(unrecognised(head[:HEAD_BYTES], str(file))))
                 continue
         elif detected != format and not (detected is None and file.name.endswith(_TRANSCRIPT_SUFFIXES)):
             skip(
