@@ -296,29 +296,33 @@ def test_a_state_field_of_the_wrong_type_is_invalid_state_naming_it(tmp_path: Pa
     assert inspect(StateStore(root)).status is Status.MISSING_STATE  # empty is still missing
 
 
-def test_a_gemini_stream_json_event_stream_names_the_chat_to_read() -> None:
-    """``gemini -p --output-format stream-json`` prints events (0.61, recorded): only the run's total
-    usage. The error names the session's chat by the first 8 characters of its id."""
-    events = FIXTURES / "agents" / "gemini-0.61.0" / "stream-json" / "events.jsonl"
-    session = json.loads(events.read_text("utf-8").splitlines()[0])["session_id"]
-    result = _run("check", str(events))
-    assert result.exit_code == 3
-    assert "`--output-format stream-json` event stream, not a transcript" in result.output
-    assert f"chats/session-*-{session[:8]}.jsonl" in result.output
+EVENT_STREAMS = {
+    "codex-0.171.0/exec-json": ("thread_id", "a Codex CLI `exec --json` event stream", "rollout-*-{}.jsonl"),
+    "gemini-0.61.0/stream-json": (
+        "session_id",
+        "a Gemini CLI `--output-format stream-json` event stream",
+        "chats/session-*-{:.8}.jsonl",
+    ),
+}
+"""Recorded event streams -> the key of the session's id in their first line, what the error calls
+them, and the log it names to read instead (by that id)."""
 
 
-def test_a_codex_exec_event_stream_names_the_rollout_to_read(tmp_path: Path) -> None:
-    """``codex exec --json`` prints events (0.171, recorded): no prompt, one usage per turn summed over
-    its requests. It is no transcript: the error says so and names the session's rollout by its thread
-    id; in a folder it is skipped with that reason and the rest is checked."""
-    events = FIXTURES / "agents" / "codex-0.171.0" / "exec-json" / "events.jsonl"
-    thread = json.loads(events.read_text("utf-8").splitlines()[0])["thread_id"]
+@pytest.mark.parametrize("name", sorted(EVENT_STREAMS))
+def test_an_agents_event_stream_names_the_log_to_read(name: str, tmp_path: Path) -> None:
+    """``codex exec --json`` (0.171) and ``gemini -p --output-format stream-json`` (0.61) print events:
+    no prompt, usage summed over a turn or the run. They are no transcripts: the error says what they
+    are and names the session's rollout or chat by its id; in a folder they are skipped with that
+    reason and the rest is checked."""
+    key, what, log = EVENT_STREAMS[name]
+    events = FIXTURES / "agents" / name / "events.jsonl"
+    session = json.loads(events.read_text("utf-8").splitlines()[0])[key]
     result = _run("check", str(events))
     assert result.exit_code == 3
-    assert "`exec --json` event stream, not a transcript" in result.output
-    assert f"rollout-*-{thread}.jsonl" in result.output
+    assert f"{what}, not a transcript" in result.output
+    assert log.format(session) in result.output
     (tmp_path / "events.jsonl").write_bytes(events.read_bytes())
     (tmp_path / "session.jsonl").write_bytes(EXAMPLE.read_bytes())
     folder = _run("check", "--json", str(tmp_path))
-    assert f"skipped {tmp_path / 'events.jsonl'}: a Codex CLI" in folder.stderr
+    assert f"skipped {tmp_path / 'events.jsonl'}: {what}" in folder.stderr
     assert sum('"fill"' in line for line in folder.stdout.splitlines()) == 1
