@@ -208,10 +208,12 @@ _AGENT_LOGS = sorted(
     str(p.relative_to(AGENTS))
     for p in AGENTS.rglob("*")
     if p.is_file()
-    and p.name not in ("truth.json", "projects.json")
+    and p.name not in ("truth.json", "projects.json", "events.jsonl")
     and not p.name.endswith((".truth.json", ".meta.json"))
 )
-"""Every agent fixture, and every log a real agent CLI wrote in the conformance suite (``<agent>-<ver>/``)."""
+"""Every agent fixture, and every log a real agent CLI wrote in the conformance suite (``<agent>-<ver>/``),
+but the event streams a CLI prints (``events.jsonl``: no transcripts, refused as such in
+``test_bad_input.py``)."""
 
 
 @pytest.mark.parametrize("name", _AGENT_LOGS)
