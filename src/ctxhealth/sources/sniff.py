@@ -49,26 +49,28 @@ def codex(head: bytes) -> bool:
     return False
 
 
+def _stream_id(head: bytes, kind: str, key: str, *required: str) -> str | None:
+    """The ``key`` of an event stream whose first object is ``{"type": kind, key, *required}`` (""
+    when it has none), else None."""
+    for obj in head_objects(head):
+        if isinstance(obj, dict) and get_str(obj, "type") == kind and all(k in obj for k in required):
+            return get_str(obj, key) or ""
+        return None
+    return None
+
+
 def codex_exec_events(head: bytes) -> str | None:
     """The thread id of a Codex CLI ``exec --json`` event stream (its first object is
     ``{"type": "thread.started", "thread_id"}``), else None. Not a transcript: it holds no prompt
     and one usage per turn, summed over the turn's requests; the session's rollout is named by it."""
-    for obj in head_objects(head):
-        if isinstance(obj, dict) and get_str(obj, "type") == "thread.started":
-            return get_str(obj, "thread_id") or ""
-        return None
-    return None
+    return _stream_id(head, "thread.started", "thread_id")
 
 
 def gemini_stream_events(head: bytes) -> str | None:
     """The session id of a Gemini CLI ``-p --output-format stream-json`` event stream (its first object
     is ``{"type": "init", "session_id", "model"}``), else None. Not a transcript: its usage is the
     run's total (the ``result`` line's ``stats``); the session's chat is named by it."""
-    for obj in head_objects(head):
-        if isinstance(obj, dict) and get_str(obj, "type") == "init" and "model" in obj:
-            return get_str(obj, "session_id") or ""
-        return None
-    return None
+    return _stream_id(head, "init", "session_id", "model")
 
 
 def gemini_cli(head: bytes) -> bool:

@@ -54,7 +54,7 @@ def parse(
     """
     sink = WarningSink(path)
     nodes = _read_nodes(data, sink, typed=typed)
-    _link_stream(nodes)
+    stream = _link_stream(nodes)
     main_nodes = [n for n in nodes if not n.isSidechain]
     if len(main_nodes) == len(nodes):
         side_nodes: list[_Node] = []
@@ -88,7 +88,7 @@ def parse(
         warnings=sink.result() + tuple(extra_warnings),
         agent_cost_usd=_agent_cost(nodes),
         injected_context=_injected(main_nodes),
-        context_window=(window := _stated_window(nodes, model)),
+        context_window=(window := _stated_window(nodes, model) if stream else None),
         window_whole=window is not None,
     )
 
@@ -122,7 +122,7 @@ def _agent_cost(nodes: Sequence[_Node]) -> float | None:
 def _stated_window(nodes: Sequence[_Node], model: str | None) -> int | None:
     """The window Claude Code worked with, as a stream-json log's last ``result`` line states it for
     the session's model (``modelUsage[...].contextWindow``: 1,000,000 for a ``[1m]`` session, whose
-    responses name the plain model); None in a transcript, which states none."""
+    responses name the plain model), else None (a transcript states none: not asked)."""
     if model is None:
         return None
     for n in reversed(nodes):
@@ -140,7 +140,7 @@ def _stated_window(nodes: Sequence[_Node], model: str | None) -> int | None:
     return None
 
 
-def _link_stream(nodes: Sequence[_Node]) -> None:
+def _link_stream(nodes: Sequence[_Node]) -> bool:
     """A stream-json log (``claude -p --output-format stream-json --verbose``) as the tree a transcript
     is: its lines name the session as ``session_id`` and carry no ``parentUuid``; file order is the
     thread, and a sub-agent's lines (``parent_tool_use_id``, the call that started it) are a sidechain
@@ -148,9 +148,10 @@ def _link_stream(nodes: Sequence[_Node]) -> None:
 
     An assistant line carries the usage of its response's start (``output_tokens`` the first streamed
     count); with ``--include-partial-messages`` the ``message_delta`` event after it gives the
-    response's output, which then is its usage's."""
-    if not any(n.session_id for n in nodes) or any(n.parentUuid or n.logicalParentUuid for n in nodes):
-        return
+    response's output, which then is its usage's. True when ``nodes`` are such a log."""
+    # a transcript's tree links start on its first lines: the cheap test first
+    if any(n.parentUuid or n.logicalParentUuid for n in nodes) or not any(n.session_id for n in nodes):
+        return False
     main: str | None = None
     sides: dict[str, str] = {}
     streaming: dict[str | None, str] = {}  # per thread, the response whose events are streaming
@@ -178,6 +179,7 @@ def _link_stream(nodes: Sequence[_Node]) -> None:
                 final = output.get(message.id or "")
                 if final is not None and final > message.usage.output_tokens:
                     message.usage.output_tokens = final
+    return True
 
 
 def _stream_event(node: _Node, streaming: dict[str | None, str], output: dict[str, int]) -> None:
