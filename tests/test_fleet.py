@@ -416,9 +416,22 @@ def test_rows_are_mapped_by_name_not_position() -> None:
     from datetime import UTC, datetime
 
     from ctxhealth.analysis import TurnRecord
-    from ctxhealth.fleet.rows import rows_of
+    from ctxhealth.fleet.rows import table_columns
+
+    def row_of(table: str, record: Any) -> tuple[Any, ...]:
+        """The one row the columns of ``record`` make, back as Python values."""
+        row = []
+        for values, nulls in table_columns(table, [("k", [record])]):
+            value = values[0]
+            if nulls is not None and nulls[0]:
+                value = None
+            elif hasattr(value, "item"):  # a NumPy scalar
+                value = value.item()
+            row.append(value)
+        return tuple(row)
 
     when = datetime(2026, 1, 1, tzinfo=UTC)
+    micros = int(when.timestamp()) * 1_000_000  # a timestamp column holds microseconds since the epoch
     turn = TurnRecord(
         3,
         7,
@@ -440,12 +453,12 @@ def test_rows_are_mapped_by_name_not_position() -> None:
         reasons="why",
         drifting=False,
     )
-    (row,) = rows_of("turns", [turn], "k")
+    row = row_of("turns", turn)
     assert dict(zip(BY_NAME["turns"].names, row, strict=True)) == {
         "path": "k",
         "turn": 3,
         "message_index": 7,
-        "timestamp": when,
+        "timestamp": micros,
         "fill": 1_000,
         "fill_source": "reported",
         "output_tokens": 5,
@@ -460,12 +473,12 @@ def test_rows_are_mapped_by_name_not_position() -> None:
         "drift": 0.8,
         "indicators": 2,
     }
-    (decision,) = rows_of("decisions", [turn], "k")
+    decision = row_of("decisions", turn)
     assert dict(zip(BY_NAME["decisions"].names, decision, strict=True)) == {
         "path": "k",
         "turn": 3,
         "message_index": 7,
-        "timestamp": when,
+        "timestamp": micros,
         "action": "warn",
         "rule": "warning",
         "healthy": True,

@@ -1,6 +1,7 @@
-"""The DuckDB store's NumPy columns (:func:`ctxhealth.fleet.store.duckdb_columns`) hold exactly the
-values the Arrow tables of :func:`~ctxhealth.fleet.store.arrow_table` (the reference) hold, for every
-column type of every fleet table; and a DuckDB run imports neither pyarrow nor pandas."""
+"""The typed columns a worker makes (:mod:`ctxhealth.fleet.columns`) hold exactly the values the
+Arrow tables of :func:`~ctxhealth.fleet.store.arrow_table` (the reference) hold, for every column
+type of every fleet table: as the DuckDB store scans them, as the Parquet store makes Arrow arrays
+of them, and joined from several batches; and a DuckDB run imports neither pyarrow nor pandas."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxhealth.fleet.columns import arrow_table_of, concat, duckdb_select, typed_columns
 from ctxhealth.fleet.schema import TABLES, Table, duckdb_ddl
 from ctxhealth.fleet.store import arrow_table, duckdb_columns
 
@@ -46,14 +48,27 @@ def _rows(table: Table) -> st.SearchStrategy[list[tuple[Any, ...]]]:
     return st.lists(row, min_size=1, max_size=6)
 
 
-def _stored(table: Table, rows: list[tuple[Any, ...]], numpy: bool) -> list[tuple[Any, ...]]:
+def _stored(
+    table: Table, rows: list[tuple[Any, ...]], numpy: bool, split: int = 0, arrow: bool = False
+) -> list[tuple[Any, ...]]:
+    """The rows as DuckDB stores them: through the typed columns (``numpy``; made of the rows
+    before and after ``split`` apart and joined when it is given; as the Parquet store's Arrow
+    table when ``arrow``), else through the reference Arrow table."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute(duckdb_ddl(table))
     if numpy:
-        arrays, select = duckdb_columns(table, rows)
-        con.register("batch_rows", arrays)
-        con.execute(f'INSERT INTO "{table.name}" SELECT {select} FROM batch_rows')
+        if split:
+            columns = concat([typed_columns(table, rows[:split]), typed_columns(table, rows[split:])])
+        else:
+            columns = typed_columns(table, rows)
+        if arrow:
+            con.register("batch_rows", arrow_table_of(table, columns))
+            con.execute(f'INSERT INTO "{table.name}" SELECT * FROM batch_rows')
+        else:
+            arrays, select = duckdb_select(table, columns)
+            con.register("batch_rows", arrays)
+            con.execute(f'INSERT INTO "{table.name}" SELECT {select} FROM batch_rows')
     else:
         con.register("batch_rows", arrow_table(table, rows))
         con.execute(f'INSERT INTO "{table.name}" SELECT * FROM batch_rows')
@@ -68,7 +83,21 @@ def _stored(table: Table, rows: list[tuple[Any, ...]], numpy: bool) -> list[tupl
 @given(data=st.data())
 def test_numpy_columns_store_what_the_arrow_table_stores(table: Table, data: st.DataObject) -> None:
     rows = data.draw(_rows(table))
-    assert _stored(table, rows, numpy=True) == _stored(table, rows, numpy=False)
+    reference = _stored(table, rows, numpy=False)
+    assert _stored(table, rows, numpy=True) == reference
+    assert _stored(table, rows, numpy=True, arrow=True) == reference
+    if len(rows) > 1:
+        split = data.draw(st.integers(1, len(rows) - 1))
+        assert _stored(table, rows, numpy=True, split=split) == reference
+        assert _stored(table, rows, numpy=True, split=split, arrow=True) == reference
+
+
+def test_duckdb_columns_are_the_typed_columns_selected() -> None:
+    responses = next(t for t in TABLES if t.name == "responses")
+    row = ("p", 0, 1, None, "r", datetime(2026, 1, 2, tzinfo=UTC), "m", 1, 2, 3, 4, 0.5)
+    arrays, select = duckdb_columns(responses, [row])
+    again, same = duckdb_select(responses, typed_columns(responses, [row]))
+    assert select == same and arrays.keys() == again.keys()
 
 
 def test_a_null_nan_and_extremes_keep_their_values() -> None:

@@ -4,7 +4,8 @@
 local process pool or a Dask cluster and writes the tables documented in
 :mod:`ctxhealth.fleet.schema`. Each session is analysed by :func:`ctxhealth.analysis.analyse_session`
 (the one pass that ``check --json --series`` and the HTML report share too), whose typed records
-:mod:`ctxhealth.fleet.rows` maps to columns by name.
+:mod:`ctxhealth.fleet.rows` maps to columns by name; a worker sends them back as typed arrays
+(:mod:`ctxhealth.fleet.columns`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,17 @@
-"""An analysed session's records as the rows of every fleet table, column by column by name.
+"""An analysed session's records as the columns of every fleet table, column by column by name.
 
 Each table's columns (:mod:`ctxhealth.fleet.schema`) are fields of one record type of
-:mod:`ctxhealth.analysis.records`: a row is the record's fields read in the table's column order
-(``path``, the session's key, first where the record has none). :data:`RECORD_TYPES` says which
-record fills which table; ``tests/test_fleet.py`` checks every column is a field.
+:mod:`ctxhealth.analysis.records`: a column is that field read from each record (``path``, the
+session's key, where the record has none), made a typed column (:mod:`ctxhealth.fleet.columns`)
+straight from the records, without a tuple per row. :data:`RECORD_TYPES` says which record fills
+which table; ``tests/test_fleet.py`` checks every column is a field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Sequence
+from itertools import chain, repeat
 from operator import attrgetter
-from typing import Any
 
 import msgspec
 
@@ -23,10 +24,8 @@ from ctxhealth.analysis import (
     ToolCallRow,
     TurnRecord,
 )
+from ctxhealth.fleet.columns import Columns, typed_column
 from ctxhealth.fleet.schema import BY_NAME
-
-Row = tuple[Any, ...]
-"""One table row, in the table's column order (what the stores write)."""
 
 RECORD_TYPES: dict[str, type[msgspec.Struct]] = {
     "sessions": SessionRow,
@@ -39,37 +38,35 @@ RECORD_TYPES: dict[str, type[msgspec.Struct]] = {
 }
 """The record type whose fields fill each session table."""
 
-
-def _getter(table: str) -> Callable[[Any], Any]:
-    names = BY_NAME[table].names
-    if "path" not in RECORD_TYPES[table].__struct_fields__:
-        names = names[1:]
-    get = attrgetter(*names)
-    return get
+Records = dict[str, Sequence[msgspec.Struct]]
+"""One session's records of each session table (by table name)."""
 
 
-_GET = {name: _getter(name) for name in RECORD_TYPES}
-
-
-def rows_of(table: str, records: Iterable[msgspec.Struct], key: str) -> list[Row]:
-    """``records`` as rows of ``table``, each keyed ``key`` (the session's path) when the record
-    type has no ``path`` of its own."""
-    get = _GET[table]
-    if "path" in RECORD_TYPES[table].__struct_fields__:
-        return [get(r) for r in records]
-    prefix = (key,)
-    return [prefix + get(r) for r in records]
-
-
-def table_rows(analysis: SessionAnalysis, key: str, file_bytes: int) -> dict[str, list[Row]]:
-    """Rows of every session table of one analysed session, keyed ``key``."""
+def table_records(analysis: SessionAnalysis, key: str, file_bytes: int) -> Records:
+    """The records of every session table of one analysed session, keyed ``key``."""
     r = analysis.rows
     return {
-        "sessions": rows_of("sessions", [analysis.session_row(key, file_bytes)], key),
-        "turns": rows_of("turns", r.turns, key),
-        "decisions": rows_of("decisions", r.decisions, key),
-        "tool_calls": rows_of("tool_calls", r.tool_calls, key),
-        "cache_breaks": rows_of("cache_breaks", r.cache_breaks, key),
-        "responses": rows_of("responses", r.responses, key),
-        "costs": rows_of("costs", r.costs, key),
+        "sessions": [analysis.session_row(key, file_bytes)],
+        "turns": r.turns,
+        "decisions": r.decisions,
+        "tool_calls": r.tool_calls,
+        "cache_breaks": r.cache_breaks,
+        "responses": r.responses,
+        "costs": r.costs,
     }
+
+
+def table_columns(table: str, parts: Sequence[tuple[str, Sequence[msgspec.Struct]]]) -> Columns:
+    """The rows of ``table`` of several sessions, each ``(key, its records of the table)`` in order,
+    as typed columns: each column the field of its name read from every record, the ``path`` of a
+    record type without one the key of its session."""
+    own_path = "path" in RECORD_TYPES[table].__struct_fields__
+    records = list(chain.from_iterable(records for _, records in parts))
+    out: Columns = []
+    for column in BY_NAME[table].columns:
+        if column.name == "path" and not own_path:
+            values = list(chain.from_iterable(repeat(key, len(records)) for key, records in parts))
+        else:
+            values = list(map(attrgetter(column.name), records))
+        out.append(typed_column(column.type, values))
+    return out

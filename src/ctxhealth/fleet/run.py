@@ -28,7 +28,7 @@ from typing import Any
 from ctxhealth.accounting.catalog import Catalog, set_default_catalog
 from ctxhealth.errors import UsageError
 from ctxhealth.fleet.files import FileEntry, discover
-from ctxhealth.fleet.jobs import FileOutcome, JobOptions, analyse_batch
+from ctxhealth.fleet.jobs import Batch, JobOptions, analyse_batch
 from ctxhealth.fleet.store import open_store, require
 
 Progress = Callable[[int, int, int, int], None]
@@ -43,8 +43,9 @@ DASK_BATCH_BYTES = 4 * BATCH_BYTES
 the client's and its worker's event loops (4.6 ms CPU in all, measured on 1 GB at the accounting
 level, where an 8 MB task is 40 ms of work), four times a process pool's, so its tasks are larger."""
 DASK_MAX_BATCH_FILES = 4 * MAX_BATCH_FILES
-PRELOAD = ("ctxhealth.fleet.jobs",)
-"""Modules the local engine's fork server imports before it forks the workers."""
+PRELOAD = ("ctxhealth.fleet.jobs", "numpy")
+"""Modules the local engine's fork server imports before it forks the workers (NumPy: each batch's
+columns are made in its worker)."""
 STARTED_CLUSTER: dict[str, Any] = {
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
     "distributed.worker.profile.enabled": False,
@@ -132,7 +133,7 @@ def start_worker(catalog: Catalog, freeze: bool = True) -> None:
         gc.freeze()
 
 
-def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iterator[list[FileOutcome]]:
+def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iterator[Batch]:
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
             yield analyse_batch(task, options)
@@ -148,7 +149,7 @@ def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iter
         initializer=start_worker,
         initargs=(options.registry.catalog,),
     ) as pool:
-        pending: set[Future[list[FileOutcome]]] = set()
+        pending: set[Future[Batch]] = set()
         queue = iter(tasks)
         # keep two tasks per worker in flight: results stream back in bounded memory
         for task in queue:
@@ -166,7 +167,7 @@ def _local(tasks: list[list[FileEntry]], options: JobOptions, jobs: int) -> Iter
 
 def _dask(
     tasks: list[list[FileEntry]], options: JobOptions, jobs: int, scheduler: str | None, processes: bool
-) -> Iterator[list[FileOutcome]]:
+) -> Iterator[Batch]:
     distributed = require("distributed")
     cluster = None
     if scheduler:
@@ -246,11 +247,11 @@ def run_fleet(
             if engine == "local"
             else _dask(tasks, options, workers, scheduler, dask_processes)
         )
-        gathered: list[FileOutcome] = []
+        gathered: list[Batch] = []
         gathered_bytes = 0
-        for outcomes in stream:
-            gathered += outcomes
-            for o in outcomes:
+        for batch in stream:
+            gathered.append(batch)
+            for o in batch.outcomes:
                 gathered_bytes += o.entry.size
                 result.analysed += 1
                 result.bytes_read += o.entry.size

@@ -15,11 +15,12 @@ whose fingerprint changed or that are new, and replaces every row of those paths
 
 One run at a time per store: a second run is refused (``<store>.lock``), never interleaved.
 
-duckdb and pyarrow are imported lazily (the ``fleet`` extra). A DuckDB store never imports
-pyarrow: its rows go in as typed NumPy columns (:func:`duckdb_columns`; NumPy is in the ``fleet`` extra),
-not Arrow arrays, whose construction from Python values also imports pandas (about 0.5 s of CPU
-for the two). A Parquet store builds Arrow tables (:func:`arrow_table`), the reference the NumPy
-columns are tested equal to.
+duckdb and pyarrow are imported lazily (the ``fleet`` extra). Rows arrive as the typed NumPy
+columns the workers made (:mod:`ctxhealth.fleet.columns`; NumPy is in the ``fleet`` extra); a
+DuckDB store scans them as they are and never imports pyarrow (Arrow arrays built from Python
+values also import pandas: about 0.5 s of CPU for the two); a Parquet store makes Arrow arrays of
+them. :func:`arrow_table` (Arrow's conversion of the Python values) is the reference both are
+tested equal to.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
 from ctxhealth.atomic import PRIVATE_FILE_MODE, ExclusiveLock, write_atomic
 from ctxhealth.errors import EnvironmentProblem, InputError, UsageError
-from ctxhealth.fleet.jobs import FileOutcome
+from ctxhealth.fleet.columns import Columns, arrow_table_of, concat, duckdb_select, typed_columns
+from ctxhealth.fleet.jobs import Batch
 from ctxhealth.fleet.schema import BY_NAME, FILES, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
 from ctxhealth.sources.reader import SESSION_SEPARATOR
 
@@ -47,9 +48,9 @@ class FleetStore(Protocol):
         """Path -> (size, mtime_ns) of every file recorded with the current schema."""
         ...
 
-    def append(self, outcomes: Sequence[FileOutcome]) -> None:
-        """Add these files' rows (and their ``files`` rows); their old rows must be gone
-        (:meth:`forget` them first, as :func:`~ctxhealth.fleet.run.run_fleet` does)."""
+    def append(self, batches: Sequence[Batch]) -> None:
+        """Add these batches' rows (their files' ``files`` rows included); their old rows must be
+        gone (:meth:`forget` them first, as :func:`~ctxhealth.fleet.run.run_fleet` does)."""
         ...
 
     def forget(self, paths: Sequence[str]) -> None:
@@ -106,7 +107,8 @@ def require(module: str) -> Any:
 
 
 def arrow_table(table: Table, rows: Iterable[tuple[Any, ...]]) -> Any:
-    """Rows (tuples in column order) as a ``pyarrow.Table`` with the table's schema."""
+    """Rows (tuples in column order) as a ``pyarrow.Table`` with the table's schema: Arrow's own
+    conversion of the Python values, the reference the typed columns are tested against."""
     pa = require("pyarrow")
     rows = list(rows)
     schema = arrow_schema(table)
@@ -116,77 +118,20 @@ def arrow_table(table: Table, rows: Iterable[tuple[Any, ...]]) -> Any:
     )
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_EPOCH_DAY = date(1970, 1, 1)
-_MICROSECOND = timedelta(microseconds=1)
-_NUMPY_TYPES = {"BIGINT": "int64", "INTEGER": "int64", "DOUBLE": "float64", "BOOLEAN": "bool"}
-
-
-def _microseconds(moment: datetime) -> int:
-    """Microseconds since the epoch of ``moment`` (a naive one taken as UTC, as Arrow takes it)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // _MICROSECOND
-
-
 def duckdb_columns(table: Table, rows: Sequence[tuple[Any, ...]]) -> tuple[dict[str, Any], str]:
-    """Rows (tuples in column order, at least one) as NumPy columns DuckDB scans without pyarrow,
-    and the ``SELECT`` list that makes them the table's values, column for column what
-    :func:`arrow_table` gives.
-
-    Numbers, booleans, timestamps (microseconds since the epoch) and dates (days since it) are
-    typed arrays, strings object arrays; a column holding None has a mask column beside it (DuckDB
-    would take a NumPy NaN for NULL, so a float column holding NaN has a NaN mask too), so no type
-    is ever inferred from values.
-    """
-    import numpy as np
-
-    arrays: dict[str, Any] = {}
-    select: list[str] = []
-    for i, (column, values) in enumerate(zip(table.columns, zip(*rows, strict=True), strict=True)):
-        kind = column.type
-        name, mask = f"c{i}", None
-        if kind == "VARCHAR":  # an object array: None is NULL, every other value a str
-            arrays[name] = np.array(values, dtype=object)
-            select.append(f'"{name}"')
-            continue
-        if None in values:
-            mask = np.array([v is None for v in values], dtype=bool)
-            filler = next((v for v in values if v is not None), None)
-            if filler is None:  # every value None
-                select.append(f"NULL::{kind}")
-                continue
-            values = tuple(filler if v is None else v for v in values)
-        if kind == "TIMESTAMPTZ":
-            arrays[name] = np.array([_microseconds(v) for v in values], dtype=np.int64)
-            expr = f"timezone('UTC', make_timestamp(\"{name}\"))"
-        elif kind == "DATE":
-            arrays[name] = np.array([(v - _EPOCH_DAY).days for v in values], dtype=np.int32)
-            expr = f"DATE '1970-01-01' + \"{name}\""
-        else:
-            array = np.array(values, dtype=_NUMPY_TYPES[kind])
-            arrays[name] = array
-            expr = f'"{name}"::{kind}'
-            if kind == "DOUBLE" and (nan := np.isnan(array)).any():
-                arrays[f"n{i}"] = nan
-                expr = f"CASE WHEN \"n{i}\" THEN 'NaN'::DOUBLE ELSE {expr} END"
-        if mask is not None:
-            arrays[f"m{i}"] = mask
-            expr = f'CASE WHEN "m{i}" THEN NULL ELSE {expr} END'
-        select.append(expr)
-    if not arrays:  # every column NULL: DuckDB still needs one to count the rows
-        arrays["rows"] = np.zeros(len(rows), dtype=np.int8)
-    return arrays, ", ".join(select)
+    """Rows (tuples in column order, at least one) as the arrays DuckDB scans and their ``SELECT``
+    list (:func:`~ctxhealth.fleet.columns.typed_columns`, then
+    :func:`~ctxhealth.fleet.columns.duckdb_select`)."""
+    return duckdb_select(table, typed_columns(table, rows))
 
 
-def _batch_rows(outcomes: Sequence[FileOutcome]) -> dict[str, list[tuple[Any, ...]]]:
-    out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in SESSION_TABLES}
-    for o in outcomes:
-        for name, rows in o.rows.items():
-            out[name].extend(rows)
-    out["files"] = [
-        (o.entry.path, o.entry.size, o.entry.mtime_ns, o.status, o.reason, SCHEMA_VERSION) for o in outcomes
-    ]
+def _joined(batches: Sequence[Batch]) -> dict[str, Columns]:
+    """Every table's columns of ``batches``, joined in order (a table no batch has rows of is absent)."""
+    out: dict[str, Columns] = {}
+    for table in TABLES:
+        parts = [b.columns[table.name] for b in batches if table.name in b.columns]
+        if parts:
+            out[table.name] = concat(parts)
     return out
 
 
@@ -270,17 +215,17 @@ class DuckDBStore:
             self._rollback()
             raise
 
-    def append(self, outcomes: Sequence[FileOutcome]) -> None:
-        if not outcomes:
+    def append(self, batches: Sequence[Batch]) -> None:
+        if not batches:
             return
-        batch = _batch_rows(outcomes)
+        joined = _joined(batches)
         con = self.con
         self._begin()
         try:
             for table in TABLES:
-                rows = batch[table.name]
-                if rows:
-                    arrays, select = duckdb_columns(table, rows)
+                columns = joined.get(table.name)
+                if columns:
+                    arrays, select = duckdb_select(table, columns)
                     con.register("batch_rows", arrays)
                     con.execute(f'INSERT INTO "{table.name}" SELECT {select} FROM batch_rows')
                     con.unregister("batch_rows")
@@ -397,14 +342,14 @@ class ParquetStore:
         for name, parts in old_parts.items():
             self.retired += sorted(set(parts) - set(self.parts[name]))
 
-    def append(self, outcomes: Sequence[FileOutcome]) -> None:
-        if not outcomes:
+    def append(self, batches: Sequence[Batch]) -> None:
+        if not batches:
             return
-        batch = _batch_rows(outcomes)
+        joined = _joined(batches)
         for table in TABLES:
-            rows = batch[table.name]
-            if rows:
-                self.parts[table.name].append(self._write_part(table.name, arrow_table(table, rows)))
+            columns = joined.get(table.name)
+            if columns:
+                self.parts[table.name].append(self._write_part(table.name, arrow_table_of(table, columns)))
 
     def commit(self) -> None:
         """The new generation goes live in one rename of ``meta.json``; then the old parts go."""
