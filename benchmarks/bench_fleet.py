@@ -15,7 +15,11 @@ files (page cache warmed first):
   done), the CPU of all of them during the run counted with the client's;
 * ``contextrot`` — the ``contextrot`` package's Claude Code adapter (``ClaudeCodeAdapter().parse``)
   on every file, in one process, and ``contextrot_pool`` over a pool of ``--workers`` processes.
-  It parses only: no accounting, no per-turn assessment, nothing written.
+  It parses only: no accounting, no per-turn assessment, nothing written;
+* ``contextrot_analysis`` — contextrot's own analysis of each file, in one process, as its
+  ``analyze`` does per session: the parse, the session's window, then its per-step signals
+  (``extract_signals``: fill, cost and the degradation signals of every step), the anchor of the
+  full level (its per-turn assessment). Nothing is written and no cross-session curves are built.
 
 Wall time and CPU time of every process the run used are reported (``cpu_tree.CpuMeter``: the
 fork server of the local engine is stopped and reaped after its run, so its workers count, and
@@ -175,6 +179,23 @@ def _contextrot_parse(paths: list[str]) -> int:
     return sum(adapter.parse(Path(p)) is not None for p in paths)
 
 
+def _contextrot_analysis(paths: list[str]) -> int:
+    """contextrot's per-session analysis (what its ``analyze`` does for each session it loads):
+    the parse, the session's window and every step's signals; the sessions analysed."""
+    from contextrot.adapters.claude_code import ClaudeCodeAdapter
+    from contextrot.analysis import _session_window
+    from contextrot.signals import extract_signals
+
+    adapter = ClaudeCodeAdapter()
+    sessions = 0
+    for p in paths:
+        session = adapter.parse(Path(p))
+        if session is not None:
+            extract_signals(session, _session_window(session, None))
+            sessions += 1
+    return sessions
+
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -307,6 +328,9 @@ def main() -> None:
                     return sum(pool.map(_contextrot_parse, chunks))
 
             results["contextrot_pool"] = measure("contextrot pool", pooled, total)
+            results["contextrot_analysis"] = measure(
+                "contextrot analysis", lambda: _contextrot_analysis(names), total
+            )
         except ImportError:
             print("contextrot not installed (pip install -e '.[bench]'): not measured", file=sys.stderr)
         for name in ("dask", "dask_running"):
@@ -334,6 +358,12 @@ def main() -> None:
                 )
                 for name in ("fleet_dask", "fleet_dask_running")
             },
+            # the aim of the full level: no more CPU than contextrot's own per-session analysis
+            "local_cpu_over_contextrot_analysis": (
+                round(results["fleet_local"]["cpu_s"] / results["contextrot_analysis"]["cpu_s"], 2)
+                if "contextrot_analysis" in results and args.engine_level == "health"
+                else None
+            ),
         }
         print(
             f"local engine {local} MB/s: target {TARGET_MB_S:.0f} MB/s "

@@ -17,13 +17,11 @@ hook or a ``check``), and its instances are cheaper to build and compare.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 
 class Role(StrEnum):
@@ -194,8 +192,6 @@ def parse_timestamp(value: str | None) -> datetime | None:
     reading of a log's time: callers that need UTC convert (``.astimezone(UTC)``)."""
     if not value:
         return None
-    from datetime import UTC, datetime  # imported by whoever reads times, not at every hook's start
-
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
