@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ctxhealth.fleet.columns import arrow_table_of, concat, duckdb_select, typed_columns
 from ctxhealth.fleet.schema import TABLES, Table, duckdb_ddl
-from ctxhealth.fleet.store import arrow_table, duckdb_columns
+from ctxhealth.fleet.store import arrow_table
 
 duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("pyarrow")
@@ -90,14 +90,6 @@ def test_numpy_columns_store_what_the_arrow_table_stores(table: Table, data: st.
         split = data.draw(st.integers(1, len(rows) - 1))
         assert _stored(table, rows, numpy=True, split=split) == reference
         assert _stored(table, rows, numpy=True, split=split, arrow=True) == reference
-
-
-def test_duckdb_columns_are_the_typed_columns_selected() -> None:
-    responses = next(t for t in TABLES if t.name == "responses")
-    row = ("p", 0, 1, None, "r", datetime(2026, 1, 2, tzinfo=UTC), "m", 1, 2, 3, 4, 0.5)
-    arrays, select = duckdb_columns(responses, [row])
-    again, same = duckdb_select(responses, typed_columns(responses, [row]))
-    assert select == same and arrays.keys() == again.keys()
 
 
 def test_a_null_nan_and_extremes_keep_their_values() -> None:

@@ -6,7 +6,8 @@ A table's rows become one :class:`Column` per column of the table: numbers, bool
 value is None; strings as an object array (None is NULL). So a worker sends arrays that pickle as
 their bytes, not tuples of Python values, and the process writing the store concatenates arrays
 instead of converting every value (that conversion, on one process, was the largest part of the
-writer's CPU). :func:`typed_columns` is the one conversion; :func:`duckdb_select` and
+writer's CPU). :func:`typed_column` is the one conversion (a worker calls it per column, with the
+values read from the records; :func:`typed_columns` from rows); :func:`duckdb_select` and
 :func:`arrow_table_of` read its result, and ``tests/test_fleet_store_columns.py`` checks both store
 exactly what :func:`ctxhealth.fleet.store.arrow_table` (Arrow's own conversion of the Python
 values, the reference) stores. NumPy is imported on first use (the ``fleet`` extra).
@@ -111,6 +112,7 @@ def concat(parts: Sequence[Columns]) -> Columns:
 
 
 def row_count(columns: Columns) -> int:
+    """How many rows the columns hold."""
     return len(columns[0].values) if columns else 0
 
 

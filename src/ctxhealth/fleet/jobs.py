@@ -114,7 +114,7 @@ def session_key(path: str, session_id: str) -> str:
 
 @dataclass(slots=True)
 class Batch:
-    """A batch's result: each file's outcome (``rows`` left empty) and the rows of every table,
+    """A batch's result: each file's outcome (its ``records`` emptied) and the rows of every table,
     the ``files`` table's included, as typed columns (a table without rows is absent)."""
 
     outcomes: list[FileOutcome]

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from ctxhealth.atomic import PRIVATE_FILE_MODE, ExclusiveLock, write_atomic
 from ctxhealth.errors import EnvironmentProblem, InputError, UsageError
-from ctxhealth.fleet.columns import Columns, arrow_table_of, concat, duckdb_select, typed_columns
+from ctxhealth.fleet.columns import Columns, arrow_table_of, concat, duckdb_select
 from ctxhealth.fleet.jobs import Batch
 from ctxhealth.fleet.schema import BY_NAME, FILES, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
 from ctxhealth.sources.reader import SESSION_SEPARATOR
@@ -116,13 +116,6 @@ def arrow_table(table: Table, rows: Iterable[tuple[Any, ...]]) -> Any:
     return pa.Table.from_arrays(
         [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)], schema=schema
     )
-
-
-def duckdb_columns(table: Table, rows: Sequence[tuple[Any, ...]]) -> tuple[dict[str, Any], str]:
-    """Rows (tuples in column order, at least one) as the arrays DuckDB scans and their ``SELECT``
-    list (:func:`~ctxhealth.fleet.columns.typed_columns`, then
-    :func:`~ctxhealth.fleet.columns.duckdb_select`)."""
-    return duckdb_select(table, typed_columns(table, rows))
 
 
 def _joined(batches: Sequence[Batch]) -> dict[str, Columns]:
