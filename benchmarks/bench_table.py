@@ -13,8 +13,10 @@ Rows (``--rows``, default all but ``proxy``):
   largest real session); anchor: the spec's "sub-millisecond", the aim p99 < 50 µs;
 * ``fleet`` — the sessions replicated to ``--fleet-gb``; ``run_fleet`` (local engine, every
   process's CPU counted, see ``cpu_tree.py``) at the accounting level and with ``--health``;
-  anchors: DuckDB pulling the usage fields of every line (``read_ndjson``, sum per file) and
-  contextrot's Claude Code adapter on the same files;
+  anchors: DuckDB pulling the usage fields of every line (``read_ndjson``, sum per file),
+  contextrot's Claude Code adapter on the same files (the parse alone) and contextrot's own analysis
+  of each of them (the parse and its per-step signals, ``bench_fleet._contextrot_analysis``: the
+  full level's anchor);
 * ``pack`` — ``ctxhealth pack`` warm (index cached) as a fresh process on ``--pack-tree`` (or a
   generated tree of 6,900 files); anchor: a fresh Python process listing the same tree. With
   ``--pack-tasks [FILE]`` every task of the file (default: the data's django packing tasks) is
@@ -262,7 +264,7 @@ def _duckdb_usage(files: list[Path]) -> int:
 
 
 def row_fleet(data: Path, size_gb: float, workers: int, levels: list[str], anchors: bool) -> dict[str, Any]:
-    from bench_fleet import _contextrot_parse, build_corpus
+    from bench_fleet import _contextrot_analysis, _contextrot_parse, build_corpus
     from cpu_tree import CpuMeter
 
     from ctxhealth.accounting.registry import ModelRegistry
@@ -310,6 +312,7 @@ def row_fleet(data: Path, size_gb: float, workers: int, levels: list[str], ancho
 
             names = [str(f) for f in files]
             timed("contextrot_parse", lambda: _contextrot_parse(names))
+            timed("contextrot_analysis", lambda: _contextrot_analysis(names))
         except ImportError:
             log("contextrot: not installed: skipped")
         aims: dict[str, Any] = {}
@@ -317,10 +320,14 @@ def row_fleet(data: Path, size_gb: float, workers: int, levels: list[str], ancho
             rate = out["fleet_accounting"]["mb_per_cpu_s"]
             aims["accounting_mb_per_cpu_s_at_least_200"] = rate >= 200.0
             aims["accounting_gap_to_duckdb"] = round(out["duckdb_usage_fields"]["mb_per_cpu_s"] / rate, 1)
-        if "fleet_health" in out and "contextrot_parse" in out:
-            full, peer = out["fleet_health"]["mb_per_cpu_s"], out["contextrot_parse"]["mb_per_cpu_s"]
+        if "fleet_health" in out and "contextrot_analysis" in out:
+            # the full level against contextrot's own analysis of the same files (its parse alone
+            # is the floor under it: ``full_cpu_over_contextrot_parse``)
+            full = out["fleet_health"]["mb_per_cpu_s"]
+            peer = out["contextrot_analysis"]["mb_per_cpu_s"]
             aims["full_at_least_contextrot"] = full >= peer
             aims["full_cpu_over_contextrot"] = round(peer / full, 2)
+            aims["full_cpu_over_contextrot_parse"] = round(out["contextrot_parse"]["mb_per_cpu_s"] / full, 2)
         out["aims"] = aims
         log(f"fleet aims: {json.dumps(aims)}")
         return out
