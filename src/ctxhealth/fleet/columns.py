@@ -26,8 +26,16 @@ from ctxhealth.fleet.schema import Table
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_DAY = date(1970, 1, 1)
 _MICROSECOND = timedelta(microseconds=1)
-_NUMPY_TYPES = {"BIGINT": "int64", "INTEGER": "int64", "DOUBLE": "float64", "BOOLEAN": "bool"}
-_INTEGERS = frozenset(kind for kind, dtype in _NUMPY_TYPES.items() if dtype == "int64")
+_DTYPES = {
+    "BIGINT": "int64",
+    "INTEGER": "int64",
+    "DOUBLE": "float64",
+    "BOOLEAN": "bool",
+    "TIMESTAMPTZ": "int64",  # microseconds since the epoch
+    "DATE": "int32",  # days since the epoch
+}
+"""The NumPy type a column of each type (VARCHAR aside: object arrays) is held in."""
+_INTEGERS = frozenset(("BIGINT", "INTEGER"))
 
 
 class Column(NamedTuple):
@@ -84,14 +92,13 @@ def typed_column(kind: str, values: Sequence[Any]) -> Column:
         nulls = np.array([v is None for v in values], dtype=bool)
         filler = next((v for v in values if v is not None), None)
         if filler is None:  # every value None: zeros of the type, all masked
-            dtype = {"TIMESTAMPTZ": np.int64, "DATE": np.int32}.get(kind) or _NUMPY_TYPES[kind]
-            return Column(np.zeros(len(values), dtype=dtype), nulls)
+            return Column(np.zeros(len(values), dtype=_DTYPES[kind]), nulls)
         values = [filler if v is None else v for v in values]
     if kind == "TIMESTAMPTZ":
         return Column(_timestamps(values), nulls)
     if kind == "DATE":
-        return Column(np.array([(v - _EPOCH_DAY).days for v in values], dtype=np.int32), nulls)
-    return Column(np.array(values, dtype=_NUMPY_TYPES[kind]), nulls)
+        return Column(np.array([(v - _EPOCH_DAY).days for v in values], dtype=_DTYPES[kind]), nulls)
+    return Column(np.array(values, dtype=_DTYPES[kind]), nulls)
 
 
 def typed_columns(table: Table, rows: Sequence[tuple[Any, ...]]) -> Columns:
@@ -173,9 +180,6 @@ def arrow_table_of(table: Table, columns: Columns) -> Any:
         if column.type == "VARCHAR":
             arrays.append(pa.array(values, type=field.type))
             continue
-        stored_as = {"TIMESTAMPTZ": pa.int64(), "DATE": pa.int32()}.get(column.type)
-        if stored_as is None:
-            arrays.append(pa.array(values, type=field.type, mask=nulls))
-        else:  # the numbers of the timestamps and dates, read as what they are
-            arrays.append(pa.array(values, type=stored_as, mask=nulls).cast(field.type))
+        # the array as NumPy holds it (timestamps and dates as their numbers), read as the field's type
+        arrays.append(pa.array(values, mask=nulls).cast(field.type))
     return pa.Table.from_arrays(arrays, schema=schema)

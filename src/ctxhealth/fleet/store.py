@@ -35,10 +35,8 @@ from ctxhealth.atomic import PRIVATE_FILE_MODE, ExclusiveLock, write_atomic
 from ctxhealth.errors import EnvironmentProblem, InputError, UsageError
 from ctxhealth.fleet.columns import Columns, arrow_table_of, concat, duckdb_select
 from ctxhealth.fleet.jobs import Batch
-from ctxhealth.fleet.schema import BY_NAME, FILES, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
+from ctxhealth.fleet.schema import BY_NAME, SCHEMA_VERSION, TABLES, Table, arrow_schema, duckdb_ddl
 from ctxhealth.sources.reader import SESSION_SEPARATOR
-
-SESSION_TABLES = tuple(t.name for t in TABLES if t is not FILES)
 
 
 class FleetStore(Protocol):
