@@ -16,6 +16,7 @@ thousands per file); the model's classes are ``msgspec.Struct``, whose ``__init_
 
 from __future__ import annotations
 
+import _thread
 import json as _json
 import math
 import os
@@ -57,7 +58,12 @@ def loads(raw: bytes | str) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        reason = shorten(str(exc))
+        message = str(exc)
+        reason = shorten(message)
+    if message.startswith(_CUT_OFF):
+        # the input ends inside a value (orjson read everything before without objecting): no
+        # decoder reads it, so the slow one is not tried (a line cut off by a head's end, mostly)
+        raise BadJSON(reason)
     try:
         try:
             value = _json.loads(raw, parse_constant=_no_constant)
@@ -66,6 +72,10 @@ def loads(raw: bytes | str) -> Any:
     except (ValueError, RecursionError):
         raise BadJSON(reason) from None
     return _clean_surrogates(value)
+
+
+_CUT_OFF = "unexpected end of data"
+"""How orjson's error begins when the input ends before its value does."""
 
 
 def _no_constant(name: str) -> Any:
@@ -333,10 +343,7 @@ _HEAD_OBJECTS = 5
 _HEAD_LINES = 8
 
 
-def head_objects(head: bytes) -> Iterator[Any]:
-    """The decoded values of the first lines of ``head`` that open with ``{`` and decode: at most
-    5 of them, from the first 8 non-blank lines (a line cut off by the end of ``head`` is skipped
-    like any other that does not decode)."""
+def _decode_head(head: bytes) -> Iterator[Any]:
     decoded = 0
     for tried, (_, raw) in enumerate(split_lines(head)):
         if decoded >= _HEAD_OBJECTS or tried >= _HEAD_LINES:
@@ -349,6 +356,64 @@ def head_objects(head: bytes) -> Iterator[Any]:
             continue
         decoded += 1
         yield obj
+
+
+_DONE = object()
+
+
+class _HeadValues:
+    """The values of one head decoded as far as a reader's ``detect`` has read them, so the next
+    reader asked about the same head reads them again without decoding (a format is found by asking
+    each reader in turn, and most of them read the same first lines)."""
+
+    __slots__ = ("_lock", "_source", "_values", "head")
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+        self._values: list[Any] = []
+        self._source: Iterator[Any] | None = _decode_head(head)
+        self._lock = _thread.allocate_lock()  # two threads may read the same head (one-byte heads are shared)
+
+    def __iter__(self) -> Iterator[Any]:
+        values = self._values
+        i = 0
+        while True:
+            if i < len(values):
+                yield values[i]
+                i += 1
+                continue
+            with self._lock:
+                if i < len(values):  # another reader decoded it meanwhile
+                    continue
+                source = self._source
+                if source is None:
+                    return
+                value = next(source, _DONE)
+                if value is _DONE:
+                    self._source = None
+                    return
+                values.append(value)
+
+
+_HEAD_KEPT_BYTES = 1 << 20
+"""The largest head whose values are kept for the next reader (a head is a few KB; one whose first
+line is longer holds the whole file, which is not kept alive after its detection)."""
+_last_head = _HeadValues(b"")
+
+
+def head_objects(head: bytes) -> Iterator[Any]:
+    """The decoded values of the first lines of ``head`` that open with ``{`` and decode: at most
+    5 of them, from the first 8 non-blank lines (a line cut off by the end of ``head`` is skipped
+    like any other that does not decode). Asked again about the same ``head`` object (the next
+    reader's ``detect``), the values already decoded are given again, not decoded again: the values
+    are shared, and no reader changes them."""
+    global _last_head
+    kept = _last_head
+    if kept.head is not head:
+        if len(head) > _HEAD_KEPT_BYTES:
+            return _decode_head(head)
+        kept = _last_head = _HeadValues(head)
+    return iter(kept)
 
 
 def load_document(data: bytes, sink: WarningSink) -> Any:

@@ -63,20 +63,21 @@ def is_hidden(name: str) -> bool:
     return name.startswith(".")
 
 
-def _files(root: Path, hooks: Sequence[WalkHooks]) -> Iterator[tuple[Path, list[Path]]]:
-    """(folder, its visible files sorted) for every folder under ``root``, in sorted order."""
+def _files(root: Path, hooks: Sequence[WalkHooks]) -> Iterator[tuple[str, list[str]]]:
+    """(folder, the names of its visible files sorted) for every folder under ``root``, in sorted
+    order (strings: a path object per file is made only where a hook or the caller needs one)."""
     skips = [h.is_companion_dir for h in hooks if h.is_companion_dir is not None]
     for current, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not is_hidden(d) and not any(skip(d) for skip in skips))
-        yield Path(current), [Path(current) / n for n in sorted(files) if not is_hidden(n)]
+        yield current, sorted(n for n in files if not is_hidden(n))
 
 
-def _stat(files: Iterable[Path]) -> tuple[int, int, bool]:
+def _stat(files: Iterable[str | Path]) -> tuple[int, int, bool]:
     """Total bytes, latest mtime (ns), and whether any of ``files`` could be stat'ed."""
     size, mtime, seen = 0, 0, False
     for file in files:
         try:
-            st = file.stat()
+            st = os.stat(file)
         except OSError:
             continue
         size, mtime, seen = size + st.st_size, max(mtime, st.st_mtime_ns), True
@@ -86,17 +87,21 @@ def _stat(files: Iterable[Path]) -> tuple[int, int, bool]:
 def resolver() -> Callable[[Path], str]:
     """``str(path.resolve())``, each folder resolved once: a path whose last part is not a symbolic
     link resolves to its resolved folder joined with its name (the walk's folders hold many files,
-    and resolving each file's path again looks up every folder above it)."""
-    folders: dict[Path, Path] = {}
+    and resolving each file's path again looks up every folder above it). The folders are kept by
+    their text, and the name joined to the resolved folder's text (a path object per file, made
+    and printed again, cost more than the lookup)."""
+    folders: dict[str, str] = {}
 
     def resolve(path: Path) -> str:
-        if path.name in ("", ".", "..") or os.path.islink(path):
-            return str(path.resolve())
-        parent = path.parent
+        text = os.fspath(path)
+        name = os.path.basename(text)
+        if name in ("", ".", "..") or os.path.islink(text):
+            return str(Path(text).resolve())
+        parent = os.path.dirname(text) or "."  # as Path.parent: "." for a bare name
         folder = folders.get(parent)
         if folder is None:
-            folder = folders[parent] = parent.resolve()
-        return str(folder / path.name)
+            folder = folders[parent] = str(Path(parent).resolve())
+        return os.path.join(folder, name)
 
     return resolve
 
@@ -118,7 +123,7 @@ def file_source(
             companions.extend(hook.companions(file))
     size, mtime, _ = _stat([file, *companions])
     name = (resolve or resolver()) if absolute else str
-    return Source(name(file), size, mtime, companions=tuple(name(c) for c in companions))
+    return Source(name(file), size, mtime, companions=tuple(map(name, companions)))
 
 
 def walk(root: Path, hooks: Sequence[WalkHooks], *, absolute: bool = False) -> Iterator[Source]:
@@ -127,12 +132,14 @@ def walk(root: Path, hooks: Sequence[WalkHooks], *, absolute: bool = False) -> I
     ``absolute`` names them by resolved path (the fleet tables' keys); else as found under ``root``.
     """
     name = resolver() if absolute else str
-    for folder, files in _files(root, hooks):
-        rest = files
-        for hook in hooks:
-            if hook.group is None or not rest:
-                continue
-            members = hook.group(folder, rest)
+    groups = [h.group for h in hooks if h.group is not None]
+    for current, names in _files(root, hooks):
+        folder = Path(current)
+        rest = [folder / n for n in names]
+        for group in groups:
+            if not rest:
+                break
+            members = group(folder, rest)
             if not members:
                 continue
             size, mtime, seen = _stat(members)

@@ -7,6 +7,7 @@ session next to them, and the directory walk (:mod:`ctxhealth.sources.walk`) nei
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 SUBAGENTS_DIR = "subagents"
@@ -15,28 +16,34 @@ SUBAGENTS_DIR = "subagents"
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
 
 
-def subagent_folder(path: str | Path) -> Path:
-    """``<dir>/<session>/subagents`` for the transcript ``<dir>/<session>.jsonl`` (or ``.jsonl.gz``)."""
-    p = Path(path)
-    return p.with_name(p.name.removesuffix(".gz").removesuffix(".jsonl")) / SUBAGENTS_DIR
+def subagent_folder(path: str | Path) -> str:
+    """``<dir>/<session>/subagents`` for the transcript ``<dir>/<session>.jsonl`` (or ``.jsonl.gz``),
+    spelt from ``path`` as it is given (the walk and the reader ask it of every session: a path
+    object per session cost them more than looking for the folder)."""
+    head, name = os.path.split(os.fspath(path).rstrip(os.sep))
+    return os.path.join(head, name.removesuffix(".gz").removesuffix(".jsonl"), SUBAGENTS_DIR)
 
 
 def subagent_files(path: str | Path) -> list[Path]:
     """The sub-agent transcripts of the session file ``path``, sorted (none when it has no folder); not the
-    ``*.meta.json`` files 2.1 writes beside them (an agent's type and description, no transcript)."""
+    ``*.meta.json`` files 2.1 writes beside them (an agent's type and description, no transcript).
+    Asked of every session a walk finds and of every session read, most of which have no folder:
+    the folder is listed by name, and a path made only for each transcript in it."""
     folder = subagent_folder(path)
     try:
-        children = sorted(folder.iterdir())
+        with os.scandir(folder) as entries:
+            names = sorted(
+                e.name
+                for e in entries
+                if e.name.endswith(_SUFFIXES)
+                and not e.name.endswith(".meta.json")
+                and not e.name.startswith(".")
+                and e.is_file()
+            )
     except OSError:
         return []
-    return [
-        c
-        for c in children
-        if c.name.endswith(_SUFFIXES)
-        and not c.name.endswith(".meta.json")
-        and not c.name.startswith(".")
-        and c.is_file()
-    ]
+    base = Path(folder)
+    return [base / name for name in names]
 
 
 def is_companion_dir(name: str) -> bool:
