@@ -31,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from baseline_tree import export
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "claude-code"
 BOUND = 4_000_000
@@ -94,13 +96,6 @@ def generate(path: Path, mb: float, seed: int = 0) -> None:
                 body += f"\nerror: undefined reference to `foo{i % 50}'"
             result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": body, "is_error": failed}
             line({"type": "user", "message": {"role": "user", "content": [result]}})
-
-
-def export(rev: str, into: Path) -> Path:
-    """The ``src`` tree of git revision ``rev``, unpacked under ``into``."""
-    archive = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
 
 
 def run(src: Path, paths: list[Path], bounded: bool, repeat: int) -> float:

@@ -14,9 +14,11 @@ real sessions of ``../shared/data`` and, when present, the generated fleet corpu
   process; only for roots with at least 100 sources.
 
 ``before`` is the code at ``--baseline`` (default ``HEAD``; ``''`` to skip), exported with
-``git archive`` and run in child processes (``PYTHONPATH``) with this tree's compiled extension;
-``after`` is this tree, in child processes alike, alternating with ``before``. Both must list the
-same sources (the benchmark stops otherwise). Prints a table to stderr and one JSON line to stdout:
+``git archive`` with its own C kernels built (``baseline_tree.export``) and run in child processes
+(``PYTHONPATH``); ``after`` is this tree, in child processes alike: ``discover`` once per variant (the
+best of ``--repeat`` inside the child), the fleet re-runs alternating ``before`` and ``after``. Both
+must list the same sources (the benchmark stops otherwise). Prints a line per root to stderr and one
+JSON line to stdout:
 per root its sources, per variant the figures, and ``after_vs_before`` (below 1 is faster), with the
 load average at the end.
 """
@@ -33,6 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from baseline_tree import export
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -93,15 +97,6 @@ def _fleet_unchanged(root: Path, store: Path, src: Path | None) -> float:
     return float(out.stderr.rsplit("CPU ", 1)[1])
 
 
-def _baseline_tree(rev: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    src = into / "src"
-    for built in (ROOT / "src" / "ctxhealth").glob("_native*.so"):
-        shutil.copy2(built, src / "ctxhealth" / built.name)
-    return src
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, action="append", help="a folder of sessions (repeatable)")
@@ -115,7 +110,7 @@ def main() -> None:
     try:
         variants: dict[str, Path | None] = {"after": None}
         if args.baseline:
-            variants = {"before": _baseline_tree(args.baseline, work), "after": None}
+            variants = {"before": export(args.baseline, work, native=True), "after": None}
         results: dict[str, dict[str, Any]] = {}
         for root in roots:
             row: dict[str, Any] = {}

@@ -48,6 +48,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline_tree import export
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "claude-code"
 TARGET_BYTES = 2 * 1024 * 1024
@@ -92,14 +94,6 @@ def build_transcript(data: Path, out: Path) -> Path:
 
 
 TURN_COMMANDS = ("statusline", "UserPromptSubmit", "PostToolUse", "Stop")
-
-
-def export(rev: str, into: Path) -> Path:
-    """The ``src`` tree of git revision ``rev``, unpacked under ``into``."""
-    archive = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True, check=True).stdout
-    into.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
 
 
 def settle(home: Path, wait: float = 5.0) -> None:

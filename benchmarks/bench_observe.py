@@ -47,6 +47,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from baseline_tree import export
+
 from ctxhealth.model import Format, Message, Role, Session, TextBlock, ToolCall, ToolResult, Usage
 from ctxhealth.monitor import Monitor
 
@@ -335,41 +337,12 @@ def kernels() -> str:
     return "python" if KERNELS is None else "native"
 
 
-_BUILD_NATIVE = """
-import sys
-from setuptools import Distribution, Extension
-root = sys.argv[1]
-dist = Distribution({"ext_modules": [Extension("ctxhealth._native", [root + "/src/ctxhealth/_native.c"])]})
-dist.verbose = 0
-command = dist.get_command_obj("build_ext")
-command.build_lib = root + "/src"
-command.build_temp = root + "/build"
-dist.run_command("build_ext")
-"""
-
-
-def build_native(root: Path) -> bool:
-    """Build the C text kernels of an exported tree (``root/src``) in place, as an install does, so
-    a baseline with kernels is measured with them (the archive holds their source, not the built
-    module); False when it has none or they do not build (then it runs its Python definitions)."""
-    if not (root / "src" / "ctxhealth" / "_native.c").is_file():
-        return False
-    done = subprocess.run([sys.executable, "-c", _BUILD_NATIVE, str(root)], capture_output=True, text=True)
-    return done.returncode == 0
-
-
 def run_baseline(rev: str, argv: list[str]) -> dict[str, Any]:
     """This benchmark on the code of git revision ``rev`` (its ``src`` tree, with its C kernels
     built when it has them and this tree's are in use), in a child process."""
-    root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="ctxhealth-observe-") as tmp:
-        archive = subprocess.run(
-            ["git", "archive", rev, "src"], cwd=root, capture_output=True, check=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        if kernels() == "native":
-            build_native(Path(tmp))
-        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
+        src = export(rev, Path(tmp), native=kernels() == "native")
+        env = {**os.environ, "PYTHONPATH": str(src)}
         command = [sys.executable, __file__, *argv, "--baseline", ""]
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     result: dict[str, Any] = json.loads(done.stdout)

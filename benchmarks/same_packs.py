@@ -28,6 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from baseline_tree import export
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 
@@ -50,13 +52,6 @@ for n, row in enumerate(rows):
         ).hexdigest()
         print(row["instance_id"], kind, fmt, budget, digest)
 """
-
-
-def export(rev: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True, check=True).stdout
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
 
 
 def run(src: Path | None, repo: Path, home: Path, tasks: Path, limit: int) -> list[str]:

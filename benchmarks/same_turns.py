@@ -34,6 +34,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from baseline_tree import export
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "claude-code"
 
@@ -84,14 +86,6 @@ if helped:
     os.unlink(helper_paths(served)[0])
 print(json.dumps(out))
 """
-
-
-def export(rev: str, into: Path) -> Path:
-    """The ``src`` tree of git revision ``rev``, unpacked under ``into``."""
-    archive = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True, check=True).stdout
-    into.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
 
 
 def replay(sessions: list[Path], work: Path, step: int, helped: bool, src: Path | None) -> list[list[object]]:
