@@ -65,7 +65,8 @@ def is_hidden(name: str) -> bool:
 
 def _files(root: Path, hooks: Sequence[WalkHooks]) -> Iterator[tuple[str, list[str]]]:
     """(folder, the names of its visible files sorted) for every folder under ``root``, in sorted
-    order (strings: a path object per file is made only where a hook or the caller needs one)."""
+    order (names: the caller joins each to its folder once, where ``os.walk``'s folder would
+    otherwise be made a path object twice per file)."""
     skips = [h.is_companion_dir for h in hooks if h.is_companion_dir is not None]
     for current, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not is_hidden(d) and not any(skip(d) for skip in skips))
