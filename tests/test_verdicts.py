@@ -13,11 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ctxhealth.failures as failures
-from ctxhealth.accounting.cost import cost_of, iter_responses, priced_responses, usage_cost
+from ctxhealth.accounting.cost import cost_of, iter_responses, iter_threads, priced_responses, usage_cost
 from ctxhealth.accounting.fill import account_session
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.analysis import analyse_session
-from ctxhealth.analysis.session import answers_of
 from ctxhealth.audit.responses import session_responses
 from ctxhealth.failures import Verdicts, is_failure
 from ctxhealth.model import (
@@ -234,17 +233,72 @@ def test_responses_priced_once_give_the_cost_and_the_audit_by_their_definitions(
         assert analysis.responses == session_responses(session, registry, model=model)
 
 
-def test_the_accounts_answers_are_the_walk_the_tool_rows_made(claude_code_data: Path) -> None:
-    """The result answering each call id is taken once, by the accounting's walk; the tool-call rows
-    join it. It is the first result written for the id over every thread (``answers_of``), and rows
-    made from an account without it (made elsewhere) are the same rows."""
-    for session in _sessions(claude_code_data):
+def _sub_agent_calls() -> Session:
+    """Calls without an id, a call id repeated in a sub-agent (counted once, in the main thread), a
+    sub-agent of a sub-agent, and a result written in a sub-agent before the main thread's."""
+    usage = Usage(input_tokens=10, output_tokens=1)
+
+    def call(*blocks: ToolCall | ToolResult, role: Role = Role.ASSISTANT) -> Message:
+        return Message(role=role, blocks=blocks, usage=usage if role is Role.ASSISTANT else None)
+
+    inner = Session("i.jsonl", Format.CLAUDE_CODE, (call(ToolCall("d", "Grep", {})),))
+    side = Session(
+        "s.jsonl",
+        Format.CLAUDE_CODE,
+        (
+            call(ToolCall("a", "Bash", {}), ToolCall("b", "Read", {})),
+            call(ToolResult("a", "late"), role=Role.USER),
+        ),
+        sidechains=(inner,),
+    )
+    main = (
+        call(ToolCall("a", "Bash", {"command": "make"}), ToolCall("", "Bash", {})),
+        call(ToolResult("a", "Error: no"), role=Role.USER),
+        call(ToolCall("", "Bash", {}), ToolCall("c", "Edit", {})),
+    )
+    return Session("m.jsonl", Format.CLAUDE_CODE, main, model="claude-sonnet-4-5", sidechains=(side,))
+
+
+def _reference_tools(session: Session) -> tuple[list[tuple[int, int, ToolCall]], dict[str, ToolResult]]:
+    """The definitions, walked on their own: every thread in order, each call id once (a call without
+    an id always), and the first result written for each call id."""
+    calls: list[tuple[int, int, ToolCall]] = []
+    answers: dict[str, ToolResult] = {}
+    seen: set[str] = set()
+    for number, thread in enumerate(iter_threads(session)):
+        for i, message in enumerate(thread.messages):
+            for block in message.blocks:
+                if isinstance(block, ToolCall) and not (block.id and block.id in seen):
+                    if block.id:
+                        seen.add(block.id)
+                    calls.append((number, i, block))
+                elif (
+                    isinstance(block, ToolResult) and block.tool_call_id and block.tool_call_id not in answers
+                ):
+                    answers[block.tool_call_id] = block
+    return calls, answers
+
+
+def test_the_accounts_calls_and_answers_are_the_walk_the_tool_rows_list(claude_code_data: Path) -> None:
+    """The tool calls counted and the result answering each call id are taken once, by the
+    accounting's walk; the tool-call rows list them. They are the definitions' walk, and rows made
+    from an account without them (made elsewhere) are the same rows."""
+    for session in [*_sessions(claude_code_data), _sub_agent_calls()]:
         account = account_session(session)
-        assert account.answers == answers_of(session)
-        assert all(account.answers[k] is v for k, v in answers_of(session).items())
+        calls, answers = _reference_tools(session)
+        assert account.calls is not None and account.answers is not None
+        assert list(account.calls) == calls
+        assert all(c[2] is block for c, (_, _, block) in zip(account.calls, calls, strict=True))
+        assert account.tool_calls == len(calls)
+        assert account.answers == answers
+        assert all(account.answers[k] is v for k, v in answers.items())
         shared = analyse_session(session, account=account, events=True)
-        walked = analyse_session(session, account=msgspec.structs.replace(account, answers=None), events=True)
+        bare = msgspec.structs.replace(account, answers=None, calls=None)
+        walked = analyse_session(session, account=bare, events=True)
         assert shared.rows.tool_calls == walked.rows.tool_calls
+        assert [(r.thread, r.message_index, r.call_id) for r in shared.rows.tool_calls] == [
+            (n, i, b.id or "") for n, i, b in calls
+        ]
         assert shared.rows.events == walked.rows.events
     dup = account_session(_duplicate_ids())
     assert dup.answers is not None and dup.answers["c1"].text == "built"  # the first one written

@@ -67,21 +67,30 @@ def iter_responses(session: Session) -> Iterator[tuple[Session, Message]]:
     """Each distinct model response with usage, main thread and sidechains, deduplicated by id.
 
     A compaction whose own request's usage the log keeps apart (``CompactionSummary.usage``) is a
-    response too: it is billed, though it is not a turn.
+    response too: it is billed, though it is not a turn (yielded as a message of its own, with the
+    compaction's model and usage).
     """
+    for _, _, thread, message, usage, apart in _response_walk(session):
+        if apart:
+            yield thread, Message(role=Role.ASSISTANT, blocks=(), model=message.model, usage=usage)
+        else:
+            yield thread, message
+
+
+def _response_walk(session: Session) -> Iterator[tuple[int, int, Session, Message, Usage, bool]]:
+    """The one walk of :func:`iter_responses` and :func:`priced_responses`: for each response, its
+    thread's number in :func:`iter_threads` order, its message's index there, the thread, the
+    message, the usage billed and whether it is a compaction's own request (``apart``)."""
     seen: set[str] = set()
-    for thread in iter_threads(session):
-        for message in thread.messages:
-            if message.role is not Role.ASSISTANT or message.usage is None:
+    for number, thread in enumerate(iter_threads(session)):
+        for position, message in enumerate(thread.messages):
+            usage = message.usage
+            if message.role is not Role.ASSISTANT or usage is None:
                 summary = message.compaction
                 if summary is not None and summary.usage is not None:
-                    yield (
-                        thread,
-                        Message(role=Role.ASSISTANT, blocks=(), model=message.model, usage=summary.usage),
-                    )
-                continue
-            if is_new_response(message.response_id, seen):
-                yield thread, message
+                    yield number, position, thread, message, summary.usage, True
+            elif is_new_response(message.response_id, seen):
+                yield number, position, thread, message, usage, False
 
 
 def is_new_response(response_id: str | None, seen: set[str]) -> bool:
@@ -126,24 +135,13 @@ def priced_responses(
     registry = registry or ModelRegistry.default()
     prices_by_model: dict[str | None, Prices | None] = {}
     out: list[Priced] = []
-    seen: set[str] = set()
-    for number, thread in enumerate(iter_threads(session)):
-        for position, message in enumerate(thread.messages):
-            usage = message.usage
-            apart = False
-            if message.role is not Role.ASSISTANT or usage is None:
-                summary = message.compaction
-                if summary is None or summary.usage is None:
-                    continue
-                usage, apart = summary.usage, True
-            elif not is_new_response(message.response_id, seen):
-                continue
-            model_id = model or message.model or thread.model or session.model
-            prices = prices_by_model.get(model_id, _MISSING)
-            if prices is _MISSING:
-                prices = prices_by_model[model_id] = registry.lookup(model_id).prices
-            usd = usage_cost(usage, prices) if prices is not None else None
-            out.append(Priced(number, position, message, usage, model_id, prices, usd, apart))
+    for number, position, thread, message, usage, apart in _response_walk(session):
+        model_id = model or message.model or thread.model or session.model
+        prices = prices_by_model.get(model_id, _MISSING)
+        if prices is _MISSING:
+            prices = prices_by_model[model_id] = registry.lookup(model_id).prices
+        usd = usage_cost(usage, prices) if prices is not None else None
+        out.append(Priced(number, position, message, usage, model_id, prices, usd, apart))
     return out
 
 

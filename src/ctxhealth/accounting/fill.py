@@ -55,6 +55,12 @@ MAX_CHARS_PER_TOKEN = 8.0
 _TRUST = {FillSource.REPORTED: 2, FillSource.EXACT: 1, FillSource.ESTIMATED: 0}
 
 
+CountedCall = tuple[int, int, ToolCall]
+"""A tool call as the accounting counted it: its thread's number in
+:func:`~ctxhealth.accounting.cost.iter_threads` order (0 = main thread), the index of its message
+there, the call (a plain tuple: one is made per call of every session)."""
+
+
 class SessionAccount(msgspec.Struct, frozen=True):
     """Accounting of one session: fill per turn, compactions, tools and cost.
 
@@ -77,6 +83,9 @@ class SessionAccount(msgspec.Struct, frozen=True):
     answers: Mapping[str, ToolResult] | None = None
     """The result that answers each call id, as the counts took it: the first one written, main
     thread then sub-agents (what fleet's tool-call rows join; None in an account made elsewhere)."""
+    calls: tuple[CountedCall, ...] | None = None
+    """The tool calls ``tool_calls`` counts, in the order counted (each id once, main thread then
+    sub-agents): what fleet's tool-call rows list (None in an account made elsewhere)."""
     sizes: tuple[int, ...] | None = None
     """:func:`~ctxhealth.accounting.running.message_size` of each message of ``session``, by index,
     when the accounting sized them (some turn was not reported), so the Monitor fed this account
@@ -160,12 +169,13 @@ class _Scan(msgspec.Struct):
     main_errors: int = 0
     call_ids: set[str] = msgspec.field(default_factory=set)
     answers: dict[str, ToolResult] = msgspec.field(default_factory=dict)
+    counted: list[CountedCall] = msgspec.field(default_factory=list)
 
     def blocks(
-        self, blocks: Sequence[Block], failed: Callable[[ToolResult], bool]
+        self, blocks: Sequence[Block], failed: Callable[[ToolResult], bool], thread: int, index: int
     ) -> CompactionSummary | None:
-        """Count tool calls / failed results (each id once, judged by ``failed``); return the
-        compaction summary."""
+        """Count tool calls / failed results (each id once, judged by ``failed``) of message
+        ``index`` of thread ``thread``; return the compaction summary."""
         summary = None
         for block in blocks:
             if isinstance(block, ToolCall):
@@ -174,6 +184,7 @@ class _Scan(msgspec.Struct):
                         continue
                     self.call_ids.add(block.id)
                 self.calls += 1
+                self.counted.append((thread, index, block))
             elif isinstance(block, ToolResult):
                 if block.tool_call_id:
                     if block.tool_call_id in self.answers:
@@ -195,17 +206,26 @@ def _scan(session: Session, failed: Callable[[ToolResult], bool] = is_failure) -
     scan = _Scan()
     seen: set[str] = set()
     for i, message in enumerate(session.messages):
-        summary = scan.blocks(message.blocks, failed)
+        summary = scan.blocks(message.blocks, failed, 0, i)
         if summary is not None:
             scan.compactions.append((i, summary))
         if is_turn(message, seen):
             scan.turns.append(i)
     scan.main_calls, scan.main_errors = scan.calls, scan.errors
-    for thread in iter_threads(session):
-        if thread is not session:
-            for message in thread.messages:
-                scan.blocks(message.blocks, failed)
+    for number, thread in enumerate(iter_threads(session)):
+        if number:
+            for i, message in enumerate(thread.messages):
+                scan.blocks(message.blocks, failed, number, i)
     return scan
+
+
+def counted_tools(
+    session: Session, failed: Callable[[ToolResult], bool] = is_failure
+) -> tuple[list[CountedCall], dict[str, ToolResult]]:
+    """The tool calls the accounting counts (:attr:`SessionAccount.calls`) and the result answering
+    each call id (:attr:`SessionAccount.answers`), for an account that does not hold them."""
+    scan = _scan(session, failed)
+    return scan.counted, scan.answers
 
 
 def _reported_fills(session: Session, turn_indices: Sequence[int]) -> dict[int, int]:
@@ -456,6 +476,7 @@ def account_session(
         subagent_tool_errors=scan.errors - scan.main_errors,
         after_compaction=after,
         answers=scan.answers,
+        calls=tuple(scan.counted),
         sizes=None if sizes is None else tuple(sizes),
     )
 

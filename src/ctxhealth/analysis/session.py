@@ -32,8 +32,14 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ctxhealth.accounting.cost import iter_threads, priced_responses
-from ctxhealth.accounting.fill import SessionAccount, account_session, session_model_id
+from ctxhealth.accounting.cost import priced_responses
+from ctxhealth.accounting.fill import (
+    CountedCall,
+    SessionAccount,
+    account_session,
+    counted_tools,
+    session_model_id,
+)
 from ctxhealth.accounting.registry import ModelRegistry
 from ctxhealth.accounting.tokens import input_chars
 from ctxhealth.analysis.records import (
@@ -48,7 +54,7 @@ from ctxhealth.analysis.turns import parse_time, turn_records
 from ctxhealth.audit.cache import CacheReport, audit_cache
 from ctxhealth.audit.responses import Response, responses_of
 from ctxhealth.failures import Verdicts
-from ctxhealth.model import Message, Session, ToolCall, ToolResult
+from ctxhealth.model import Message, Session, ToolResult
 from ctxhealth.monitor import Assessment, Monitor
 from ctxhealth.policy.profile import Profile
 
@@ -198,59 +204,37 @@ def _snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def answers_of(session: Session) -> dict[str, ToolResult]:
-    """The result that answers each call id: the first one written, every thread in order (what
-    the accounting's counts take, :attr:`SessionAccount.answers`, for an account made elsewhere)."""
-    results: dict[str, ToolResult] = {}
-    for thread in iter_threads(session):
-        for message in thread.messages:
-            for block in message.blocks:
-                if isinstance(block, ToolResult) and block.tool_call_id and block.tool_call_id not in results:
-                    results[block.tool_call_id] = block
-    return results
-
-
 def _tool_rows(
+    calls: Sequence[CountedCall],
     session: Session,
     turn_of: Callable[[int], int | None],
     events: bool,
     failed: Callable[[ToolResult], bool],
     results: Mapping[str, ToolResult],
 ) -> tuple[list[ToolCallRow], list[TimelineEvent]]:
-    """Tool calls of every thread, each id once (as the accounting counts them), joined with their
-    ``results`` (the result answering each call id); and (``events``) a timeline event for each
-    failed result in the main thread. Results are judged by ``failed`` (the session's
+    """The tool calls the accounting counted (``calls``: each id once, every thread), joined with
+    their ``results`` (the result answering each call id); and (``events``) a timeline event for
+    each failed result in the main thread. Results are judged by ``failed`` (the session's
     :class:`~ctxhealth.failures.Verdicts`)."""
     rows: list[ToolCallRow] = []
-    names: dict[str, str] = {}
-    seen: set[str] = set()
-    for number, thread in enumerate(iter_threads(session)):
-        main = thread is session
-        for i, message in enumerate(thread.messages):
-            for block in message.blocks:
-                if not isinstance(block, ToolCall):
-                    continue
-                if block.id:
-                    if block.id in seen:
-                        continue
-                    seen.add(block.id)
-                    names[block.id] = block.name
-                result = results.get(block.id) if block.id else None
-                rows.append(
-                    ToolCallRow(
-                        number,
-                        i,
-                        turn_of(i) if main else None,
-                        block.id or "",
-                        block.name,
-                        None if result is None else failed(result),
-                        input_chars(block.input),
-                        len(result.text) if result is not None else 0,
-                    )
-                )
+    for number, i, call in calls:
+        result = results.get(call.id) if call.id else None
+        rows.append(
+            ToolCallRow(
+                number,
+                i,
+                turn_of(i) if number == 0 else None,
+                call.id or "",
+                call.name,
+                None if result is None else failed(result),
+                input_chars(call.input),
+                len(result.text) if result is not None else 0,
+            )
+        )
     found: list[TimelineEvent] = []
     if not events:
         return rows, found
+    names = {call.id: call.name for _, _, call in calls if call.id}
     reported: set[str] = set()
     for i, message in enumerate(session.messages):
         for block in message.tool_results:
@@ -439,13 +423,13 @@ def analyse_session(
         k = bisect_right(turn_indices, i)
         return turn_at[turn_indices[k - 1]].turn if k else None
 
-    result.tool_calls, failures = _tool_rows(
-        session,
-        turn_of,
-        events,
-        verdicts,
-        account.answers if account.answers is not None else answers_of(session),
-    )
+    calls: Sequence[CountedCall]
+    answers: Mapping[str, ToolResult]
+    if account.calls is not None and account.answers is not None:
+        calls, answers = account.calls, account.answers
+    else:
+        calls, answers = counted_tools(session, verdicts)
+    result.tool_calls, failures = _tool_rows(calls, session, turn_of, events, verdicts, answers)
     result.costs = _cost_rows(responses, project, week_of(started))
     result.responses = _response_rows(responses)
     result.cache_breaks, break_events = _cache_break_rows(
