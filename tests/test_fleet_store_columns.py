@@ -61,7 +61,7 @@ def _stored(
         if split:
             columns = concat([typed_columns(table, rows[:split]), typed_columns(table, rows[split:])])
         else:
-            columns = typed_columns(table, rows)
+            columns = concat([typed_columns(table, rows)])
         if arrow:
             con.register("batch_rows", arrow_table_of(table, columns))
             con.execute(f'INSERT INTO "{table.name}" SELECT * FROM batch_rows')
@@ -115,18 +115,58 @@ def test_a_null_nan_and_extremes_keep_their_values() -> None:
     assert stored[1] == tuple(None for _ in row)
 
 
-def test_a_duckdb_run_imports_neither_pyarrow_nor_pandas(tmp_path: Path) -> None:
-    session = Path(__file__).parent / "fixtures"
-    source = next(iter(sorted(session.rglob("*.jsonl"))))
+def _imported_after(script: str, modules: tuple[str, ...]) -> str:
+    """Which of ``modules`` a fresh interpreter holds after ``script`` (run with ``ModelRegistry``,
+    ``default_profile`` and ``FileEntry`` imported), as the sorted list it prints."""
     code = (
         "import sys\n"
         "from ctxhealth.accounting.registry import ModelRegistry\n"
-        "from ctxhealth.fleet import JobOptions, run_fleet\n"
+        "from ctxhealth.fleet.files import FileEntry\n"
         "from ctxhealth.policy.profile import default_profile\n"
-        f"r = run_fleet([{str(source)!r}], {str(tmp_path / 'f.duckdb')!r}, "
-        "JobOptions(ModelRegistry.default(), default_profile(), health=False), jobs=1)\n"
-        "assert r.analysed == 1, r\n"
-        "print(sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules))\n"
+        f"{script}\n"
+        f"print(sorted(m for m in {modules!r} if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]", done.stderr
+    return done.stdout.strip() + done.stderr
+
+
+def test_a_duckdb_run_imports_neither_pyarrow_nor_pandas(tmp_path: Path) -> None:
+    source = next(iter(sorted((Path(__file__).parent / "fixtures").rglob("*.jsonl"))))
+    script = (
+        "from ctxhealth.fleet import JobOptions, run_fleet\n"
+        f"r = run_fleet([{str(source)!r}], {str(tmp_path / 'f.duckdb')!r}, "
+        "JobOptions(ModelRegistry.default(), default_profile(), health=False), jobs=1)\n"
+        "assert r.analysed == 1, r"
+    )
+    assert _imported_after(script, ("pyarrow", "pandas")) == "[]"
+
+
+def test_a_workers_batch_is_made_without_numpy() -> None:
+    """A worker reads, analyses and makes its batch's columns without importing NumPy (only the
+    process writing the store joins them into NumPy arrays), at both levels."""
+    sessions = sorted((Path(__file__).parent / "fixtures").rglob("*.jsonl"))[:3]
+    script = (
+        "from ctxhealth.fleet.jobs import JobOptions, analyse_batch\n"
+        "assert 'numpy' not in sys.modules\n"
+        f"entries = [FileEntry(p, 1, 0) for p in {[str(p) for p in sessions]!r}]\n"
+        "registry, profile = ModelRegistry.default(), default_profile()\n"
+        "for health in (False, True):\n"
+        "    batch = analyse_batch(entries, JobOptions(registry, profile, health=health))\n"
+        "    assert sum(o.ok for o in batch.outcomes) > 0 and batch.columns['sessions'], batch.outcomes"
+    )
+    assert _imported_after(script, ("numpy",)) == "[]"
+
+
+def test_joining_makes_numpy_arrays_of_the_workers_columns() -> None:
+    """A single batch's columns and several batches' are NumPy arrays once joined, with the values,
+    masks and types of the rows."""
+    import numpy as np
+
+    files = next(t for t in TABLES if t.name == "files")
+    rows = [("a", 1, 2, "ok", "", 3), ("b", 4, 5, "skipped", "why", 3)]
+    one = concat([typed_columns(files, rows)])
+    two = concat([typed_columns(files, rows[:1]), typed_columns(files, rows[1:])])
+    for joined in (one, two):
+        assert all(isinstance(c.values, np.ndarray) for c in joined)
+        assert [list(c.values) for c in joined] == [list(column) for column in zip(*rows, strict=True)]
+        assert joined[1].values.dtype == np.int64 and joined[0].values.dtype == object

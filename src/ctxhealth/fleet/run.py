@@ -43,9 +43,9 @@ DASK_BATCH_BYTES = 4 * BATCH_BYTES
 the client's and its worker's event loops (4.6 ms CPU in all, measured on 1 GB at the accounting
 level, where an 8 MB task is 40 ms of work), four times a process pool's, so its tasks are larger."""
 DASK_MAX_BATCH_FILES = 4 * MAX_BATCH_FILES
-PRELOAD = ("ctxhealth.fleet.jobs", "numpy")
-"""Modules the local engine's fork server imports before it forks the workers (NumPy: each batch's
-columns are made in its worker)."""
+PRELOAD = ("ctxhealth.fleet.jobs",)
+"""Modules the local engine's fork server imports before it forks the workers (a worker never needs
+NumPy: see :mod:`ctxhealth.fleet.columns`)."""
 STARTED_CLUSTER: dict[str, Any] = {
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
     "distributed.worker.profile.enabled": False,
