@@ -281,17 +281,17 @@ def row_fleet(
         for f in files:
             f.read_bytes()
         mb = total / 1e6
-        out: dict[str, Any] = {"files": len(files), "mb": round(mb, 1), "workers": workers, "repeat": repeat}
+        rounds = max(1, repeat)
+        out: dict[str, Any] = {"files": len(files), "mb": round(mb, 1), "workers": workers, "repeat": rounds}
 
         registry, profile = ModelRegistry.default(), default_profile()
 
         def level_run(name: str, options: JobOptions) -> Callable[[], object]:
             def run() -> object:
                 store = work / f"{name}.duckdb"
+                # a fresh store: a run over the last one's would skip every file
                 for path in (store, store.with_name(store.name + ".wal")):
-                    path.unlink(
-                        missing_ok=True
-                    )  # a fresh store: a run over the last one's would skip every file
+                    path.unlink(missing_ok=True)
                 return run_fleet([work / "corpus"], store, options, jobs=workers)
 
             return run
@@ -313,7 +313,7 @@ def row_fleet(
         # every contender once per round, the rounds one after the other: a machine whose speed
         # drifts during the run (10% and more here) slows them alike, and the medians compare
         runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in contenders}
-        for round_number in range(max(1, repeat)):
+        for round_number in range(rounds):
             for name, fn in contenders.items():
                 with CpuMeter() as m:
                     fn()
@@ -338,7 +338,7 @@ def row_fleet(
             rate = out["fleet_accounting"]["mb_per_cpu_s"]
             aims["accounting_mb_per_cpu_s_at_least_200"] = rate >= 200.0
             aims["accounting_runs_at_least_200"] = (
-                f"{sum(mb / c >= 200.0 for c in out['fleet_accounting']['cpu_s_runs'])} of {repeat}"
+                f"{sum(mb / c >= 200.0 for c in out['fleet_accounting']['cpu_s_runs'])} of {rounds}"
             )
             aims["accounting_gap_to_duckdb"] = round(out["duckdb_usage_fields"]["mb_per_cpu_s"] / rate, 1)
         if "fleet_health" in out and "contextrot_analysis" in out:
@@ -350,7 +350,7 @@ def row_fleet(
             aims["full_cpu_over_contextrot"] = round(peer / full, 2)
             aims["full_cpu_over_contextrot_parse"] = round(out["contextrot_parse"]["mb_per_cpu_s"] / full, 2)
         out["aims"] = aims
-        log(f"fleet aims (medians of {repeat} rounds): {json.dumps(aims)}")
+        log(f"fleet aims (medians of {rounds} rounds): {json.dumps(aims)}")
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)

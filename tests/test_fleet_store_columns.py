@@ -115,9 +115,9 @@ def test_a_null_nan_and_extremes_keep_their_values() -> None:
     assert stored[1] == tuple(None for _ in row)
 
 
-def _imported_after(script: str, modules: tuple[str, ...]) -> str:
-    """Which of ``modules`` a fresh interpreter holds after ``script`` (run with ``ModelRegistry``,
-    ``default_profile`` and ``FileEntry`` imported), as the sorted list it prints."""
+def _imported_after(script: str, modules: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter's run of ``script`` (with ``ModelRegistry``, ``default_profile`` and
+    ``FileEntry`` imported); its stdout is the sorted list of ``modules`` it then holds."""
     code = (
         "import sys\n"
         "from ctxhealth.accounting.registry import ModelRegistry\n"
@@ -126,8 +126,7 @@ def _imported_after(script: str, modules: tuple[str, ...]) -> str:
         f"{script}\n"
         f"print(sorted(m for m in {modules!r} if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return done.stdout.strip() + done.stderr
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
 
 def test_a_duckdb_run_imports_neither_pyarrow_nor_pandas(tmp_path: Path) -> None:
@@ -138,7 +137,8 @@ def test_a_duckdb_run_imports_neither_pyarrow_nor_pandas(tmp_path: Path) -> None
         "JobOptions(ModelRegistry.default(), default_profile(), health=False), jobs=1)\n"
         "assert r.analysed == 1, r"
     )
-    assert _imported_after(script, ("pyarrow", "pandas")) == "[]"
+    done = _imported_after(script, ("pyarrow", "pandas"))
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_a_workers_batch_is_made_without_numpy() -> None:
@@ -154,7 +154,8 @@ def test_a_workers_batch_is_made_without_numpy() -> None:
         "    batch = analyse_batch(entries, JobOptions(registry, profile, health=health))\n"
         "    assert sum(o.ok for o in batch.outcomes) > 0 and batch.columns['sessions'], batch.outcomes"
     )
-    assert _imported_after(script, ("numpy",)) == "[]"
+    done = _imported_after(script, ("numpy",))
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_joining_makes_numpy_arrays_of_the_workers_columns() -> None:

@@ -96,7 +96,7 @@ def typed_column(kind: str, values: Sequence[Any]) -> Column:
         nulls = array("b", [v is None for v in values])
         filler = next((v for v in values if v is not None), None)
         if filler is None:  # every value None: zeros of the type, all masked
-            return Column(array(code, bytes(len(values) * array(code).itemsize)), nulls)
+            return Column(array(code, [0]) * len(values), nulls)
         values = [filler if v is None else v for v in values]
     if kind == "TIMESTAMPTZ":
         return Column(_timestamps(values), nulls)
