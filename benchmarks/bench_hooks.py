@@ -1,16 +1,18 @@
 """Benchmark: the status line and each Claude Code hook as a whole process, cold and warm.
 
-Run: ``python benchmarks/bench_hooks.py [--runs N] [--data DIR] [--json-only]``
+Run: ``python benchmarks/bench_hooks.py [--runs N] [--data DIR] [--gap SECONDS] [--json-only]``
 
 A ~2 MB transcript is built in a temporary directory by repeating real Claude Code sessions (from
 ``../shared/data/claude-code`` or ``--data``) until it reaches 2 MB. Each command is run as Claude Code
-runs it (``python -m ctxhealth.cli.statusline`` / ``python -m ctxhealth.cli.hook EVENT`` with the JSON
-payload on stdin), side by side in the same run with bare ``python -c pass``:
+runs it (the command each checkout's installer writes into the settings, ``statusline_command`` and
+``hook_command``, with the JSON payload on stdin), side by side in the same run with bare
+``python -c pass``:
 
 * cold: a fresh ``CTXHEALTH_HOME`` for every run (nothing cached: the whole transcript is read);
 * warm: the tail is cached (a priming run first), so only new bytes (none here) are read;
 * turn (status line, UserPromptSubmit, PostToolUse, Stop: the commands that read the tail): warm,
-  and one new assistant turn and its tool result are appended to the transcript before each run, so
+  and one new assistant turn and its tool result are appended to the transcript before each run
+  (``--gap`` seconds after the last run, 0.5 by default: an agent's turns are a model reply apart), so
   the run reads them and the session's monitor is restored, observes them and is saved again
   (PostToolUse, which the payload alone answered before its notices became the monitor's, reads the
   tail too and has the monitor assess the payload's call).
@@ -39,6 +41,7 @@ import contextlib
 import json
 import os
 import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -165,10 +168,23 @@ def payload_for(name: str, transcript: Path) -> bytes:
     return json.dumps(body).encode()
 
 
-def command_for(name: str) -> list[str]:
-    if name == "statusline":
-        return [PY, "-m", "ctxhealth.cli.statusline", "--no-color"]
-    return [PY, "-m", "ctxhealth.cli.hook", name]
+_ASK_COMMAND = (
+    "import sys; from ctxhealth.integrations.claude_code import install as i; "
+    "name = sys.argv[1]; "
+    "print(i.statusline_command(sys.executable) + ' --no-color' if name == 'statusline' "
+    "else i.hook_command(sys.executable, name))"
+)
+_commands: dict[tuple[str, str], list[str]] = {}
+
+
+def command_for(name: str, env: dict[str, str]) -> list[str]:
+    """The command the checkout of ``env`` writes into the settings for ``name`` (its own
+    ``hook_command`` / ``statusline_command``), split as the agent's shell splits it."""
+    key = (env.get("PYTHONPATH", ""), name)
+    if key not in _commands:
+        done = subprocess.run([PY, "-c", _ASK_COMMAND, name], capture_output=True, env=env, check=True)
+        _commands[key] = shlex.split(done.stdout.decode().strip())
+    return _commands[key]
 
 
 Sample = tuple[float, float]  # (wall ms, CPU ms of the child: user + system)
@@ -203,6 +219,7 @@ def main() -> None:
     parser.add_argument("--json-only", action="store_true")
     parser.add_argument("--only", nargs="*", choices=sorted(EVENTS), help="benchmark only these commands")
     parser.add_argument("--baseline", default="main", help="git revision measured as 'before' ('' to skip)")
+    parser.add_argument("--gap", type=float, default=0.5, help="seconds between two turns (0: back to back)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ctxhealth-bench-") as tmp_name:
@@ -224,10 +241,14 @@ def main() -> None:
         results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
         try:
             for label, checkout_env in checkouts.items():
-                results[label] = measure(label, checkout_env, names, args.runs, tmp, transcript, extra, bare)
+                results[label] = measure(
+                    label, checkout_env, names, args.runs, tmp, transcript, extra, bare, args.gap
+                )
                 off = {**checkout_env, "CTXHEALTH_HELPER": "off"}
                 turns = [n for n in names if n in TURN_COMMANDS]
-                no_helper = measure_turns(f"{label}-off", off, turns, args.runs, tmp, transcript, extra)
+                no_helper = measure_turns(
+                    f"{label}-off", off, turns, args.runs, tmp, transcript, extra, args.gap
+                )
                 results[f"{label}_no_helper"] = {n: {"turn": f} for n, f in no_helper.items()}
         finally:
             stopped = stop_helpers(tmp)
@@ -277,11 +298,12 @@ def measure(
     transcript: Path,
     extra: bytes,
     bare: list[Sample],
+    gap: float,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Cold and warm runs of every command, and turns of the commands that read the tail."""
     results: dict[str, dict[str, dict[str, float]]] = {}
     for name in names:
-        cmd, stdin = command_for(name), payload_for(name, transcript)
+        cmd, stdin = command_for(name, env), payload_for(name, transcript)
         cold: list[Sample] = []
         warm: list[Sample] = []
         warm_home = tmp / f"home-{label}-warm-{name}"
@@ -298,19 +320,29 @@ def measure(
         for i in range(runs):
             shutil.rmtree(tmp / f"home-{label}-cold-{name}-{i}", ignore_errors=True)
         results[name] = {"cold": summarise(cold), "warm": summarise(warm)}
-    turns = measure_turns(label, env, [n for n in names if n in TURN_COMMANDS], runs, tmp, transcript, extra)
+    turn_names = [n for n in names if n in TURN_COMMANDS]
+    turns = measure_turns(label, env, turn_names, runs, tmp, transcript, extra, gap)
     for name, figures in turns.items():
         results[name]["turn"] = figures
     return results
 
 
 def measure_turns(
-    label: str, env: dict[str, str], names: list[str], runs: int, tmp: Path, transcript: Path, extra: bytes
+    label: str,
+    env: dict[str, str],
+    names: list[str],
+    runs: int,
+    tmp: Path,
+    transcript: Path,
+    extra: bytes,
+    gap: float,
 ) -> dict[str, dict[str, float]]:
-    """Warm runs, each after one new assistant turn and its tool result were appended."""
+    """Warm runs, each after one new assistant turn and its tool result were appended, ``gap``
+    seconds after the last one (an agent's turns are a model reply apart: the helper saves the last
+    turn's counters after answering it, and back-to-back calls would wait for that instead)."""
     out: dict[str, dict[str, float]] = {}
     for name in names:
-        cmd = command_for(name)
+        cmd = command_for(name, env)
         growing = tmp / f"growing-{label}-{name}.jsonl"
         shutil.copyfile(transcript, growing)
         turn_stdin, turn_home = payload_for(name, growing), tmp / f"home-{label}-turn-{name}"
@@ -318,6 +350,7 @@ def measure_turns(
         time.sleep(0.5)
         turn: list[Sample] = []
         for _ in range(runs):
+            time.sleep(gap)
             with growing.open("ab") as sink:
                 sink.write(extra)
             turn.append(run_once(cmd, turn_stdin, {**env, "CTXHEALTH_HOME": str(turn_home)}))

@@ -21,6 +21,22 @@ CLAUDE_CODE_DATA = SHARED_DATA / "claude-code"
 MINI_SWE_DATA = SHARED_DATA / "mini-swe-agent"
 OPENHANDS_DATA = SHARED_DATA / "openhands" / "claude-3-5-sonnet-20241022_verified"
 TAU_BENCH_DATA = SHARED_DATA / "tau-bench"
+# What a hook or status-line command imports of ctxhealth before the per-turn helper answers it: the
+# package roots, the command's entry and the helper's client.
+CLIENT_MODULES = frozenset(
+    {
+        "ctxhealth",
+        "ctxhealth.lazy",
+        "ctxhealth.home",
+        "ctxhealth.cli",
+        "ctxhealth.cli.helper",
+        "ctxhealth.cli.hook",
+        "ctxhealth.cli.statusline",
+        "ctxhealth.integrations",
+        "ctxhealth.integrations.claude_code",
+        "ctxhealth.integrations.claude_code.helper",
+    }
+)
 
 
 @functools.cache

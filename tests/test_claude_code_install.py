@@ -19,9 +19,11 @@ from ctxhealth.integrations.claude_code.install import (
     apply_plan,
     default_settings_dir,
     find_installation,
+    hook_command,
     is_ours,
     plan_install,
     plan_uninstall,
+    statusline_command,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -103,6 +105,24 @@ def test_install_is_idempotent(tmp_path: Path) -> None:
     ).read_bytes()
 
 
+def test_installing_over_the_earlier_python_m_commands_replaces_each_of_them(tmp_path: Path) -> None:
+    """Settings written by a version that ran ``python -m ctxhealth.cli.hook EVENT``: an install
+    leaves one hook per event in the current form and the user's own hooks as they were."""
+    d = _settings_dir(tmp_path, "claude-settings-with-hooks.json")
+    apply_plan(plan_install(d, python=PY))
+    current = (d / "settings.json").read_text()
+    earlier = current.replace(json.dumps(statusline_command(PY))[1:-1], f"{PY} -m ctxhealth.cli.statusline")
+    for event in HOOK_EVENTS:
+        earlier = earlier.replace(
+            json.dumps(hook_command(PY, event))[1:-1], f"{PY} -m ctxhealth.cli.hook {event}"
+        )
+    assert "-c " not in earlier and earlier.count("-m ctxhealth.cli.") == len(HOOK_EVENTS) + 1
+    (d / "settings.json").write_text(earlier)
+    assert sorted(find_installation(d)[0]) == sorted(e.value for e in HOOK_EVENTS)
+    apply_plan(plan_install(d, python=PY))
+    assert (d / "settings.json").read_text() == current
+
+
 def test_existing_statusline_kept_unless_forced(tmp_path: Path) -> None:
     d = _settings_dir(tmp_path, "claude-settings-with-statusline.json")
     plan = plan_install(d, python=PY)
@@ -167,7 +187,9 @@ def test_default_settings_dir_by_scope(tmp_path: Path) -> None:
 
 
 def test_is_ours_recognises_only_ctxhealth_commands() -> None:
-    assert is_ours("/usr/bin/python3 -m ctxhealth.cli.hook Stop")
+    assert is_ours(hook_command("/usr/bin/python3", "Stop"))
+    assert is_ours(statusline_command("'/my venv/bin/python'") + " --then 'x'")
+    assert is_ours("/usr/bin/python3 -m ctxhealth.cli.hook Stop")  # what earlier versions wrote
     assert is_ours("ctxhealth hook PreCompact")
     assert is_ours("'/my venv/bin/python' -m ctxhealth.cli.statusline --then 'x'")
     assert not is_ours("npx prettier --write")
@@ -180,7 +202,7 @@ def test_cli_dry_run_then_apply_then_uninstall(tmp_path: Path) -> None:
     original = (d / "settings.json").read_bytes()
     dry = invoke(["install", "claude-code", "--claude-dir", str(d), "--python", PY])
     assert dry.exit_code == 0, dry.output
-    assert "+++ " in dry.output and "ctxhealth.cli.hook PreCompact" in dry.output
+    assert "+++ " in dry.output and json.dumps(hook_command(PY, "PreCompact"))[1:-1] in dry.output
     assert (d / "settings.json").read_bytes() == original
     applied = invoke(["install", "claude-code", "--claude-dir", str(d), "--python", PY, "--apply", "--json"])
     assert applied.exit_code == 0, applied.output

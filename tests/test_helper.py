@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLIENT_MODULES
 from ctxhealth.integrations.claude_code.helper import ask, helper_paths, serve
 from ctxhealth.integrations.claude_code.hooks import run_hook
 from ctxhealth.integrations.claude_code.statusline import render_status
@@ -211,6 +212,47 @@ def test_commands_answered_by_the_helper_import_none_of_the_pipeline(
         assert ours == expected, ours
         for heavy in ("re", "json", "dataclasses", "typing", "socket", "sqlite3", "msgspec", "subprocess"):
             assert heavy not in loaded, (module, heavy)
+
+
+def _imported(command: list[str], stdin: bytes, env: dict[str, str]) -> set[str]:
+    """The modules ``command`` (a Python interpreter and its arguments) imports, from ``-X importtime``."""
+    done = subprocess.run(
+        [command[0], "-X", "importtime", *command[1:]], input=stdin, capture_output=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.decode().splitlines()
+    rows = [line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")]
+    return set(rows[1:])  # the first row is the header
+
+
+def test_the_installed_commands_answered_by_the_helper_add_only_their_own_modules_to_start_up(
+    helper_home: str, tmp_path: Path
+) -> None:
+    """What the settings run (``hook_command``, ``statusline_command``), exactly as an agent's shell
+    splits it: beyond bare ``python -c pass`` it imports ctxhealth's client modules, ``_socket`` and
+    ``__future__``, nothing else (``python -m``'s ``runpy`` would add ``importlib.util``,
+    ``contextlib``, ``collections`` and ``functools``)."""
+    import shlex
+
+    from ctxhealth.integrations.claude_code.install import hook_command, statusline_command
+
+    transcript = tmp_path / "t.jsonl"
+    shutil.copyfile(EXAMPLE, transcript)
+    env = {**os.environ, "CTXHEALTH_HOME": helper_home}
+    env.pop("CTXHEALTH_HELPER", None)
+    bare = _imported([sys.executable, "-c", "pass"], b"", env)
+    for command, event in (
+        (hook_command(sys.executable, "Stop"), "Stop"),
+        (hook_command(sys.executable, "PostToolUse"), "PostToolUse"),
+        (statusline_command(sys.executable) + " --no-color", None),
+    ):
+        added = _imported(shlex.split(command), _payload(transcript, event), env) - bare
+        assert "ctxhealth.integrations.claude_code.helper" in added, added  # the client asked the helper
+        assert {m for m in added if not m.startswith("ctxhealth")} <= {"_socket", "__future__"}, (
+            command,
+            added,
+        )
+        assert {m for m in added if m.startswith("ctxhealth")} <= CLIENT_MODULES, (command, added)
 
 
 def test_a_helper_is_started_only_where_it_can_help(helper_home: str, tmp_path: Path) -> None:

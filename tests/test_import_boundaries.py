@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import CLIENT_MODULES
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -62,17 +64,7 @@ def test_the_status_line_and_hook_commands_start_as_small_clients() -> None:
     for module in ("ctxhealth.cli.hook", "ctxhealth.cli.statusline"):
         modules = loaded_after(f"import {module}")
         ours = {m for m in modules if m.startswith("ctxhealth")}
-        assert ours <= {
-            "ctxhealth",
-            "ctxhealth.lazy",
-            "ctxhealth.cli",
-            "ctxhealth.cli.helper",
-            "ctxhealth.cli.hook",
-            "ctxhealth.cli.statusline",
-            "ctxhealth.integrations",
-            "ctxhealth.integrations.claude_code",
-            "ctxhealth.integrations.claude_code.helper",
-        }, ours
+        assert ours <= CLIENT_MODULES - {"ctxhealth.home"}, ours  # the home is read when a call starts
         for heavy in ("dataclasses", "typing", "socket", "subprocess", "sqlite3", "msgspec", "orjson"):
             assert heavy not in modules, (module, heavy)
 

@@ -6,6 +6,7 @@ either order, and from a pair written by the previous version."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -15,7 +16,13 @@ import pytest
 
 from conftest import invoke
 from ctxhealth.integrations.claude_code.agents import Agent as HookAgent
-from ctxhealth.integrations.claude_code.install import TARGETS, Scope, default_settings_dir, find_installation
+from ctxhealth.integrations.claude_code.install import (
+    TARGETS,
+    Scope,
+    default_settings_dir,
+    find_installation,
+    hook_command,
+)
 from ctxhealth.integrations.hostconfig import RESTORED_NOTE, SHARED_NOTE
 from ctxhealth.integrations.mcp_install import Agent as McpAgent
 from ctxhealth.integrations.mcp_install import mcp_target
@@ -176,13 +183,26 @@ def test_a_pair_written_by_the_previous_version_uninstalls_each_on_its_own(
 
 
 def test_this_version_writes_the_same_pair_the_previous_version_did(home: Path) -> None:
+    """The same backup, manifest and settings; the hook commands in the form this version writes
+    (the previous one wrote ``python -m ctxhealth.cli.hook``), which the manifest's digest follows."""
     folder = home / ".gemini"
     folder.mkdir()
     (folder / "settings.json").write_bytes((FIXTURE / "settings.json.ctxhealth-backup").read_bytes())
     _run("install", "hooks", "user")
     _run("install", "mcp", "user")
-    for f in FIXTURE.iterdir():
-        assert (folder / f.name).read_bytes() == f.read_bytes(), f.name
+    assert sorted(f.name for f in folder.iterdir()) == sorted(f.name for f in FIXTURE.iterdir())
+    backup = "settings.json.ctxhealth-backup"
+    assert (folder / backup).read_bytes() == (FIXTURE / backup).read_bytes()
+    expected = (FIXTURE / "settings.json").read_text()
+    for event in ("BeforeAgent", "AfterTool", "PreCompress", "AfterAgent", "SessionEnd"):
+        earlier = f"{PY} -m ctxhealth.cli.hook --agent gemini {event}"
+        assert earlier in expected
+        expected = expected.replace(earlier, json.dumps(hook_command(PY, event, HookAgent.GEMINI))[1:-1])
+    written = (folder / "settings.json").read_bytes()
+    assert written.decode() == expected
+    manifest = json.loads((folder / "settings.json.ctxhealth-install.json").read_text())
+    earlier_manifest = json.loads((FIXTURE / "settings.json.ctxhealth-install.json").read_text())
+    assert manifest == {**earlier_manifest, "installed_sha256": hashlib.sha256(written).hexdigest()}
 
 
 @pytest.mark.parametrize("removed_first", ["hooks", "mcp"])

@@ -9,7 +9,10 @@ named a home (a library user's) all take it. A base module: it imports nothing o
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 HOME_ENV = "CTXHEALTH_HOME"
 DEFAULT_HOME = "~/.ctxhealth"

@@ -10,8 +10,6 @@ imported all it re-exports would make each of them pay for everything. A package
 
 from __future__ import annotations
 
-import importlib
-
 # Only the type checker needs these; hooks import this module on every turn.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,6 +34,8 @@ def load_export(
     if target is None:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     module, _, attribute = target.partition(":")
+    import importlib  # here, not at the top: it imports ``warnings``, which a hook's client never needs
+
     value = getattr(importlib.import_module(module, package), attribute or name)
     namespace[name] = value
     return value

@@ -1,6 +1,7 @@
 """``ctxhealth hook [--agent A] EVENT``: run one agent hook on the JSON payload from stdin. Always exits 0.
 
-Settings run it as ``python -m ctxhealth.cli.hook EVENT`` (no click import, faster start-up); the
+Settings run :func:`main` through ``python -c`` (no click import, and none of the modules ``python -m``
+loads: :func:`~ctxhealth.integrations.claude_code.install.hook_command`); the
 click command ``hook`` (for ``ctxhealth hook``) is built only when the group asks for it. The
 helpers here (home, bounded stdin, output) are shared with ``ctxhealth.cli.statusline``. The
 per-turn hooks are answered by the per-turn helper when one runs, else done here and a helper is

@@ -1,6 +1,7 @@
 """``ctxhealth statusline``: print one status line from the JSON Claude Code pipes in. Always exits 0.
 
-Settings run it as ``python -m ctxhealth.cli.statusline`` (no click import); ``--then CMD`` runs the
+Settings run :func:`main` through ``python -c`` (no click import:
+:func:`~ctxhealth.integrations.claude_code.install.statusline_command`); ``--then CMD`` runs the
 user's own status-line command on the same input and shows its line first. ``NO_COLOR`` (or
 ``--no-color``) turns colour off. The line is drawn by the per-turn helper when one runs, else here
 (and a helper is started for the next refresh; :mod:`ctxhealth.integrations.claude_code.helper`).

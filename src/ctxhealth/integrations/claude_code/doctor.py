@@ -23,6 +23,7 @@ from ctxhealth.integrations.claude_code.install import (
     TARGETS,
     find_installation,
     is_ours,
+    statusline_command,
 )
 from ctxhealth.integrations.claude_code.tailstate import load_counters
 from ctxhealth.integrations.claude_code.watch import find_newest_session
@@ -95,7 +96,7 @@ def _settings_checks(label: str, settings_dir: Path) -> list[Check]:
                 f"{label} status line",
                 CheckStatus.INFO,
                 f"your own status line: {statusline}",
-                "chain ours with `... -m ctxhealth.cli.statusline --then '<yours>'`",
+                f"chain ours with `{statusline_command(sys.executable)} --then '<yours>'`",
             )
         )
     commands = [statusline] if statusline is not None and is_ours(statusline) else []

@@ -79,7 +79,12 @@ HOOK_EVENTS: dict[HookEvent, str] = {
     HookEvent.POST_COMPACT: "",  # the transcript then holds the compaction: the fill it left
 }
 
-_OURS = re.compile(r"ctxhealth(\.cli\.hook\s+[-\w]+|\.cli\.statusline\b|\s+hook\s+[-\w]+|\s+statusline\b)")
+# Ours: the ``-c`` form written now, the ``python -m`` form earlier versions wrote, and the CLI's own
+# ``ctxhealth hook EVENT`` / ``ctxhealth statusline``.
+_OURS = re.compile(
+    r"ctxhealth(\.cli\.hook\s+import\s+main\b|\.cli\.statusline\s+import\s+main\b"
+    r"|\.cli\.hook\s+[-\w]+|\.cli\.statusline\b|\s+hook\s+[-\w]+|\s+statusline\b)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,15 +144,27 @@ _TRUST_NOTES: dict[Agent, tuple[str, ...]] = {
 }
 
 
+def _client_command(python: str, module: str, args: str = "") -> str:
+    """``python -c "from MODULE import main; raise SystemExit(main())" ARGS``: how an agent starts a
+    hook or the status line on every turn. It skips the click CLI, and ``-c`` skips what ``python -m``
+    costs: ``runpy`` imports ``importlib.util``, ``contextlib``, ``collections`` and ``functools``
+    (with them, half the CPU a call answered by the per-turn helper added to bare Python start-up:
+    see the benchmarks' docs). The code holds nothing a POSIX shell or ``cmd.exe`` expands inside
+    double quotes."""
+    code = f'"from {module} import main; raise SystemExit(main())"'
+    return f"{shlex.quote(python)} -c {code}" + (f" {args}" if args else "")
+
+
 def hook_command(python: str, event: HookEvent | str, agent: Agent = Agent.CLAUDE_CODE) -> str:
-    """The shell command an agent runs for ``event``: ``python -m`` skips the click CLI (faster)."""
+    """The shell command an agent runs for ``event`` (:func:`_client_command`)."""
     name = event.value if isinstance(event, HookEvent) else event
     flag = "" if agent is Agent.CLAUDE_CODE else f"--agent {agent.value} "
-    return f"{shlex.quote(python)} -m ctxhealth.cli.hook {flag}{name}"
+    return _client_command(python, "ctxhealth.cli.hook", f"{flag}{name}")
 
 
 def statusline_command(python: str) -> str:
-    return f"{shlex.quote(python)} -m ctxhealth.cli.statusline"
+    """The status-line command Claude Code runs (:func:`_client_command`)."""
+    return _client_command(python, "ctxhealth.cli.statusline")
 
 
 class Scope(StrEnum):
