@@ -50,6 +50,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from baseline_tree import export
 
@@ -238,17 +239,14 @@ def main() -> None:
             src = export(args.baseline, tmp / "baseline")
             checkouts = {"before": {**env, "PYTHONPATH": str(src)}, **checkouts}
         names = args.only or list(EVENTS)
+        setup = Setup(args.runs, tmp, transcript, extra, args.gap)
         results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
         try:
             for label, checkout_env in checkouts.items():
-                results[label] = measure(
-                    label, checkout_env, names, args.runs, tmp, transcript, extra, bare, args.gap
-                )
+                results[label] = measure(setup, label, checkout_env, names, bare)
                 off = {**checkout_env, "CTXHEALTH_HELPER": "off"}
                 turns = [n for n in names if n in TURN_COMMANDS]
-                no_helper = measure_turns(
-                    f"{label}-off", off, turns, args.runs, tmp, transcript, extra, args.gap
-                )
+                no_helper = measure_turns(setup, f"{label}-off", off, turns)
                 results[f"{label}_no_helper"] = {n: {"turn": f} for n, f in no_helper.items()}
         finally:
             stopped = stop_helpers(tmp)
@@ -289,18 +287,22 @@ def main() -> None:
             print(f"{label:<16}{name:<20}" + "".join(f"{'-' if v is None else v:>10}" for v in row))
 
 
+class Setup(NamedTuple):
+    """What every measurement of a run shares: runs per figure, the temporary directory, the
+    transcript, the turn appended before each turn run, and the seconds between two turns."""
+
+    runs: int
+    tmp: Path
+    transcript: Path
+    extra: bytes
+    gap: float
+
+
 def measure(
-    label: str,
-    env: dict[str, str],
-    names: list[str],
-    runs: int,
-    tmp: Path,
-    transcript: Path,
-    extra: bytes,
-    bare: list[Sample],
-    gap: float,
+    setup: Setup, label: str, env: dict[str, str], names: list[str], bare: list[Sample]
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Cold and warm runs of every command, and turns of the commands that read the tail."""
+    runs, tmp, transcript = setup.runs, setup.tmp, setup.transcript
     results: dict[str, dict[str, dict[str, float]]] = {}
     for name in names:
         cmd, stdin = command_for(name, env), payload_for(name, transcript)
@@ -321,25 +323,19 @@ def measure(
             shutil.rmtree(tmp / f"home-{label}-cold-{name}-{i}", ignore_errors=True)
         results[name] = {"cold": summarise(cold), "warm": summarise(warm)}
     turn_names = [n for n in names if n in TURN_COMMANDS]
-    turns = measure_turns(label, env, turn_names, runs, tmp, transcript, extra, gap)
+    turns = measure_turns(setup, label, env, turn_names)
     for name, figures in turns.items():
         results[name]["turn"] = figures
     return results
 
 
 def measure_turns(
-    label: str,
-    env: dict[str, str],
-    names: list[str],
-    runs: int,
-    tmp: Path,
-    transcript: Path,
-    extra: bytes,
-    gap: float,
+    setup: Setup, label: str, env: dict[str, str], names: list[str]
 ) -> dict[str, dict[str, float]]:
     """Warm runs, each after one new assistant turn and its tool result were appended, ``gap``
     seconds after the last one (an agent's turns are a model reply apart: the helper saves the last
     turn's counters after answering it, and back-to-back calls would wait for that instead)."""
+    runs, tmp, transcript, extra, gap = setup
     out: dict[str, dict[str, float]] = {}
     for name in names:
         cmd = command_for(name, env)

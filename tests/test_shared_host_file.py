@@ -194,7 +194,7 @@ def test_this_version_writes_the_same_pair_the_previous_version_did(home: Path) 
     backup = "settings.json.ctxhealth-backup"
     assert (folder / backup).read_bytes() == (FIXTURE / backup).read_bytes()
     expected = (FIXTURE / "settings.json").read_text()
-    for event in ("BeforeAgent", "AfterTool", "PreCompress", "AfterAgent", "SessionEnd"):
+    for event, _, _ in TARGETS[HookAgent.GEMINI].events:
         earlier = f"{PY} -m ctxhealth.cli.hook --agent gemini {event}"
         assert earlier in expected
         expected = expected.replace(earlier, json.dumps(hook_command(PY, event, HookAgent.GEMINI))[1:-1])

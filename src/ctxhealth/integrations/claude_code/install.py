@@ -79,12 +79,10 @@ HOOK_EVENTS: dict[HookEvent, str] = {
     HookEvent.POST_COMPACT: "",  # the transcript then holds the compaction: the fill it left
 }
 
-# Ours: the ``-c`` form written now, the ``python -m`` form earlier versions wrote, and the CLI's own
-# ``ctxhealth hook EVENT`` / ``ctxhealth statusline``.
-_OURS = re.compile(
-    r"ctxhealth(\.cli\.hook\s+import\s+main\b|\.cli\.statusline\s+import\s+main\b"
-    r"|\.cli\.hook\s+[-\w]+|\.cli\.statusline\b|\s+hook\s+[-\w]+|\s+statusline\b)"
-)
+# Ours: the ``python -c "from ctxhealth.cli.hook import main; ..."`` form written now, the
+# ``python -m ctxhealth.cli.hook EVENT`` form earlier versions wrote (both are ``ctxhealth.cli.hook``
+# and a word), and the CLI's own ``ctxhealth hook EVENT`` / ``ctxhealth statusline``.
+_OURS = re.compile(r"ctxhealth(\.cli\.hook\s+[-\w]+|\.cli\.statusline\b|\s+hook\s+[-\w]+|\s+statusline\b)")
 
 
 @dataclass(frozen=True, slots=True)
