@@ -252,6 +252,42 @@ def test_a_started_cluster_leaves_glibc_memory_trimming_alone_and_samples_no_sta
     assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")
 
 
+def test_the_workers_of_a_started_cluster_run_its_periodic_checks_less_often(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # read inside the worker processes themselves, at the end of a real run: the settings travel
+    # with the nannies, not with this process's configuration (which the run leaves as it was)
+    distributed = pytest.importorskip(
+        "distributed", reason="the fleet extra (dask[distributed]) is not installed"
+    )
+    import dask
+
+    from ctxhealth.fleet.run import STARTED_CLUSTER
+
+    keys = [
+        "distributed.admin.tick.interval",
+        "distributed.admin.system-monitor.interval",
+        "distributed.worker.memory.monitor-interval",
+    ]
+    before = {key: dask.config.get(key) for key in keys}
+    assert all(before[key] != STARTED_CLUSTER[key] for key in keys)  # the defaults differ
+    seen: list[dict[str, Any]] = []
+    real = distributed.Client
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def close(self, *args: Any, **kwargs: Any) -> Any:
+            if not seen:
+                seen.append(self.run(lambda: {key: dask.config.get(key) for key in keys}))
+            return super().close(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "Client", Recording)
+    root = corpus(tmp_path / "sessions")
+    run_fleet([root], tmp_path / "d.duckdb", options(), engine="dask", jobs=1)
+    (worker,) = seen[0].values()
+    assert worker == {key: STARTED_CLUSTER[key] for key in keys}
+    assert {key: dask.config.get(key) for key in keys} == before
+
+
 def test_scheduler_without_the_dask_engine_is_a_usage_error(tmp_path: Path) -> None:
     root = corpus(tmp_path / "sessions")
     result = invoke(["fleet", str(root), "--out", str(tmp_path / "x.duckdb"), "--scheduler", "tcp://x:1"])
