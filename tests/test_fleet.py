@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -356,6 +357,26 @@ def test_the_schema_reference_in_the_docs_is_current() -> None:
         "costs",
         "files",
     }
+
+
+def test_the_dask_settings_the_docs_give_for_ones_own_cluster_are_those_of_a_started_cluster() -> None:
+    yaml = pytest.importorskip("yaml", reason="the fleet extra (dask, which needs PyYAML) is not installed")
+    from ctxhealth.fleet.run import STARTED_CLUSTER
+
+    doc = (REPO / "docs" / "fleet.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", doc, re.S)
+    assert block, "docs/fleet.md gives the started cluster's settings as a YAML block"
+    flat: dict[str, Any] = {}
+
+    def walk(node: dict[str, Any], prefix: str) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}.")
+            else:
+                flat[prefix + key] = value
+
+    walk(yaml.safe_load(textwrap.dedent(block.group(1))), "")
+    assert flat == STARTED_CLUSTER
 
 
 AGENT_FIXTURES = REPO / "tests" / "fixtures" / "agents"
