@@ -188,7 +188,7 @@ def _dask(
         # engine's worker, measured on the same batches; an environment variable still wins); and
         # its workers do not sample their own stacks every 10 ms for a dashboard it does not have
         # (a fifth of each worker's event-loop CPU), nor run the periodic checks above as often
-        # (idle, the cluster's processes used 0.09 CPU-seconds per second with Dask's defaults,
+        # (idle, the cluster's processes used 0.09–0.12 CPU-seconds per second with Dask's defaults,
         # 0.02 with these)
         with require("dask").config.set(STARTED_CLUSTER):
             cluster = distributed.LocalCluster(
